@@ -1,0 +1,28 @@
+// The nodewarden commands: each takes its arguments and streams, returns the exit code
+// (0 success, 1 bad input, 2 usage error).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "policy/eviction.h"
+#include "policy/policy.h"
+
+namespace nodewarden::agent {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBadInput = 1;
+inline constexpr int kExitUsage = 2;
+
+int runExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runCheckPolicy(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// The human view of an eviction decision (`explain eviction -o table`).
+std::string renderEvictionTable(const policy::EvictionDecision& decision,
+                                const policy::Policy& policy);
+
+// "1.5Gi", "117.7Mi", "512": sizes for people.
+std::string humanBytes(std::int64_t bytes);
+
+}  // namespace nodewarden::agent

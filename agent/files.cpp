@@ -1,0 +1,56 @@
+#include "agent/files.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace nodewarden::agent {
+namespace {
+
+Error prefixed(const std::string& file, const policy::Diagnostics& diagnostics) {
+  std::string out;
+  for (const auto& e : diagnostics.errors()) {
+    if (!out.empty()) out += '\n';
+    out += file + ": " + e.message;
+  }
+  return Error{out};
+}
+
+}  // namespace
+
+Result<std::string> readFile(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream buffer;
+    buffer << std::cin.rdbuf();
+    return buffer.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot read " + path + ": " + std::strerror(errno)};
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Error{"cannot read " + path + ": " + std::strerror(errno)};
+  return text;
+}
+
+Result<policy::Policy> loadPolicy(const std::string* path) {
+  if (path == nullptr) return policy::Policy::defaults();
+  auto text = readFile(*path);
+  if (!text) return text.error();
+  policy::Diagnostics diagnostics;
+  auto parsed = policy::parsePolicyText(text.value(), diagnostics);
+  if (!parsed) return prefixed(*path == "-" ? "<stdin>" : *path, diagnostics);
+  return *parsed;
+}
+
+Result<policy::Snapshot> loadSnapshot(const std::string& path) {
+  auto text = readFile(path);
+  if (!text) return text.error();
+  policy::Diagnostics diagnostics;
+  auto parsed = policy::parseSnapshotText(text.value(), diagnostics);
+  if (!parsed) return prefixed(path == "-" ? "<stdin>" : path, diagnostics);
+  return std::move(*parsed);
+}
+
+}  // namespace nodewarden::agent

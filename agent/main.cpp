@@ -1,0 +1,48 @@
+// nodewarden: the command-line entry point.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "agent/commands.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: nodewarden COMMAND [OPTIONS]\n"
+    "\n"
+    "Keeps a Kubernetes node out of the kernel OOM killer's hands and answers what-if\n"
+    "questions about eviction offline.\n"
+    "\n"
+    "Commands:\n"
+    "  explain eviction --snapshot FILE [--node NAME] [--policy FILE] [-o table|json]\n"
+    "                        which pods would be evicted under pressure, in what order, why\n"
+    "  check-policy FILE     validate an eviction policy file and print it with defaults\n"
+    "  version               print the version\n"
+    "\n"
+    "Run 'nodewarden COMMAND --help' for a command's options.\n"
+    "Exit status: 0 success (whatever the verdict), 1 bad input, 2 usage error.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace nodewarden::agent;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string command = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (command == "version" || command == "--version") {
+    std::cout << "nodewarden " << NODEWARDEN_VERSION << "\n";
+    return kExitOk;
+  }
+  if (command == "explain") return runExplain(rest, std::cout, std::cerr);
+  if (command == "check-policy") return runCheckPolicy(rest, std::cout, std::cerr);
+  std::cerr << "nodewarden: unknown command \"" << command << "\"\n\n" << kUsage;
+  return kExitUsage;
+}

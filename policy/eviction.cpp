@@ -1,0 +1,488 @@
+#include "policy/eviction.h"
+
+#include <algorithm>
+#include <array>
+
+namespace nodewarden::policy {
+namespace {
+
+bool onNode(const Pod& pod, std::string_view node) {
+  return pod.nodeName == node && pod.phase != "Succeeded" && pod.phase != "Failed";
+}
+
+std::optional<std::int64_t> diskUsage(const PodStats& stats) {
+  if (stats.ephemeralStorageUsedBytes) return std::int64_t(*stats.ephemeralStorageUsedBytes);
+  bool any = false;
+  std::int64_t sum = 0;
+  for (const auto& c : stats.containers) {
+    if (c.rootfsUsedBytes) sum += std::int64_t(*c.rootfsUsedBytes), any = true;
+    if (c.logsUsedBytes) sum += std::int64_t(*c.logsUsedBytes), any = true;
+  }
+  if (!any) return std::nullopt;
+  return sum;
+}
+
+// Three-way comparisons; negative puts `a` first (evicted earlier).
+template <typename T>
+int cmpAsc(T a, T b) {
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+// The kubelet's cmpBool: true before false.
+int trueFirst(bool a, bool b) { return a == b ? 0 : (a ? -1 : 1); }
+
+// usage/request, larger first; a zero request is infinitely over.
+int ratioDesc(const RankedPod& a, const RankedPod& b) {
+  bool aInf = a.request == 0, bInf = b.request == 0;
+  if (aInf || bInf) return aInf == bInf ? 0 : (aInf ? -1 : 1);
+  Int128 lhs = Int128(a.usage) * b.request;
+  Int128 rhs = Int128(b.usage) * a.request;
+  return lhs > rhs ? -1 : (lhs < rhs ? 1 : 0);
+}
+
+enum class Style { PriorityRatio, KubeletExceeds, PriorityCount };
+
+// Sorts by the chosen style, then moves non-evictable pods to the end (order kept).
+void sortRanking(std::vector<RankedPod>& pods, Style style) {
+  auto compare = [style](const RankedPod& a, const RankedPod& b) {
+    int c = 0;
+    switch (style) {
+      case Style::PriorityRatio:
+        c = cmpAsc(a.pod->priority, b.pod->priority);
+        if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
+        if (c == 0 && a.hasUsage) c = ratioDesc(a, b);
+        if (c == 0) c = -cmpAsc(a.usage, b.usage);
+        break;
+      case Style::KubeletExceeds:
+        // exceedRequests, priority, usage - request (rankMemoryPressure / rankDiskPressure).
+        if (!a.hasUsage || !b.hasUsage) {
+          c = trueFirst(!a.hasUsage, !b.hasUsage);
+        } else {
+          c = trueFirst(a.usage > a.request, b.usage > b.request);
+        }
+        if (c == 0) c = cmpAsc(a.pod->priority, b.pod->priority);
+        if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
+        if (c == 0) c = -cmpAsc(a.usage - a.request, b.usage - b.request);
+        break;
+      case Style::PriorityCount:
+        // rankPIDPressure: priority, then the larger count; no stats first.
+        c = cmpAsc(a.pod->priority, b.pod->priority);
+        if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
+        if (c == 0) c = -cmpAsc(a.usage, b.usage);
+        break;
+    }
+    if (c == 0) c = a.pod->key.compare(b.pod->key);
+    return c < 0;
+  };
+  std::sort(pods.begin(), pods.end(), compare);
+  std::stable_partition(pods.begin(), pods.end(), [](const RankedPod& p) { return p.evictable; });
+}
+
+RankedPod baseEntry(const NodeView& view, std::size_t i, const Policy& policy) {
+  RankedPod r;
+  r.pod = view.pods[i];
+  r.stats = view.podStats[i];
+  if (r.pod->critical) {
+    r.evictable = false;
+    r.notEvictableReason = "critical pod";
+  } else if (r.pod->priority >= policy.neverEvictPriority) {
+    r.evictable = false;
+    r.notEvictableReason = "priority " + std::to_string(r.pod->priority) +
+                           " >= neverEvictPriority " + std::to_string(policy.neverEvictPriority);
+  }
+  return r;
+}
+
+std::int64_t requestOf(const Pod& pod, const std::string& resource, bool kubeletStyle) {
+  // The kubelet ranks with overhead only when the pod requests something (GetResourceRequest).
+  const ResourceAmounts& amounts = kubeletStyle ? pod.rankingRequests : pod.requests;
+  auto it = amounts.find(resource);
+  return it == amounts.end() ? 0 : it->second;
+}
+
+template <typename Usage>
+Ranking buildRanking(const NodeView& view, const Policy& policy, std::string resource,
+                     const std::string& requestResource, Style style, Usage usageOf) {
+  Ranking ranking;
+  ranking.resource = std::move(resource);
+  ranking.pods.reserve(view.pods.size());
+  const bool kubeletStyle = policy.ranking == RankingMode::Kubelet;
+  for (std::size_t i = 0; i < view.pods.size(); ++i) {
+    if (view.pods[i]->terminating) continue;  // already on its way out
+    RankedPod r = baseEntry(view, i, policy);
+    if (r.stats != nullptr) {
+      if (auto u = usageOf(*r.stats)) {
+        r.hasUsage = true;
+        r.usage = *u;
+      }
+    }
+    if (!requestResource.empty()) r.request = requestOf(*r.pod, requestResource, kubeletStyle);
+    ranking.pods.push_back(std::move(r));
+  }
+  sortRanking(ranking.pods, style);
+  return ranking;
+}
+
+std::string quantityText(std::int64_t value, QuantityFormat format) {
+  return Quantity::fromValue(value, format).toString();
+}
+
+QuantityFormat formatFor(Signal s) {
+  auto resource = starvedResource(s);
+  return resource == "memory" || resource == "ephemeral-storage" ? QuantityFormat::BinarySI
+                                                                 : QuantityFormat::DecimalSI;
+}
+
+const Container* findContainer(const Pod& pod, std::string_view name) {
+  for (const auto& c : pod.containers) {
+    if (c.name == name) return &c;
+  }
+  for (const auto& c : pod.initContainers) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+// The kubelet's evictionMessage: node, threshold and the containers over their request.
+std::string evictionMessage(const SignalStatus& status, const Pod& pod, const PodStats* stats) {
+  const std::string resource(starvedResource(status.key.signal));
+  std::string message = "The node was low on resource: " + resource + ". ";
+  message += "Threshold quantity: " + status.thresholdText + ", available: " +
+             quantityText(status.available, formatFor(status.key.signal)) + ". ";
+  if (stats == nullptr || (resource != "memory" && resource != "ephemeral-storage")) {
+    return message;
+  }
+  for (const auto& cs : stats->containers) {
+    const Container* spec = findContainer(pod, cs.name);
+    if (spec == nullptr) continue;
+    std::optional<std::int64_t> usage;
+    if (resource == "memory") {
+      if (cs.memoryWorkingSetBytes) usage = std::int64_t(*cs.memoryWorkingSetBytes);
+    } else if (cs.rootfsUsedBytes || cs.logsUsedBytes) {
+      usage = std::int64_t(cs.rootfsUsedBytes.value_or(0) + cs.logsUsedBytes.value_or(0));
+    }
+    if (!usage) continue;
+    auto req = spec->requests.find(resource);
+    Quantity request = req == spec->requests.end() ? Quantity() : req->second;
+    Quantity used = Quantity::fromValue(*usage, QuantityFormat::BinarySI);
+    if (used > request) {
+      message += "Container " + cs.name + " was using " + used.toString() + ", request is " +
+                 request.toString() + ", has larger consumption of " + resource + ". ";
+    }
+  }
+  return message;
+}
+
+int signalOrder(Signal s) {
+  // byEvictionPriority: memory first, then the rest in a fixed order.
+  switch (s) {
+    case Signal::MemoryAvailable:
+      return 0;
+    case Signal::AllocatableMemoryAvailable:
+      return 1;
+    default:
+      return 2 + int(s);
+  }
+}
+
+}  // namespace
+
+NodeView makeNodeView(const Snapshot& snapshot, std::string_view nodeName) {
+  NodeView view;
+  view.name = std::string(nodeName);
+  view.node = snapshot.findNode(nodeName);
+  const Summary* summary = nullptr;
+  if (auto it = snapshot.stats.find(view.name); it != snapshot.stats.end()) {
+    summary = &it->second;
+    view.stats = &summary->node;
+  }
+  std::unordered_map<std::string_view, const PodStats*> byUid;
+  std::unordered_map<std::string, const PodStats*> byKey;
+  if (summary != nullptr) {
+    for (const auto& ps : summary->pods) {
+      if (!ps.uid.empty()) byUid.emplace(ps.uid, &ps);
+      byKey.emplace(ps.ns + "/" + ps.name, &ps);
+    }
+  }
+  for (const auto& pod : snapshot.pods) {
+    if (!onNode(pod, nodeName)) continue;
+    const PodStats* stats = nullptr;
+    if (!pod.uid.empty()) {
+      if (auto it = byUid.find(pod.uid); it != byUid.end()) stats = it->second;
+    }
+    if (stats == nullptr) {
+      if (auto it = byKey.find(pod.key); it != byKey.end()) {
+        // A UID mismatch means another pod of the same name: not this one's stats.
+        if (pod.uid.empty() || it->second->uid.empty() || it->second->uid == pod.uid) {
+          stats = it->second;
+        }
+      }
+    }
+    view.pods.push_back(&pod);
+    view.podStats.push_back(stats);
+  }
+  return view;
+}
+
+std::vector<Observation> observeSignals(const NodeView& view) {
+  std::vector<Observation> out;
+  const NodeStats* s = view.stats;
+  if (s == nullptr) return out;
+  auto i64 = [](std::uint64_t v) { return std::int64_t(v); };
+  if (s->memoryAvailableBytes && s->memoryWorkingSetBytes) {
+    out.push_back({Signal::MemoryAvailable, i64(*s->memoryAvailableBytes),
+                   i64(*s->memoryAvailableBytes + *s->memoryWorkingSetBytes)});
+  } else if (s->memoryAvailableBytes) {
+    std::int64_t capacity = i64(*s->memoryAvailableBytes);
+    if (view.node != nullptr) capacity = std::max(capacity, amountOf(view.node->capacity, "memory"));
+    out.push_back({Signal::MemoryAvailable, i64(*s->memoryAvailableBytes), capacity});
+  }
+  if (s->podsMemoryAvailableBytes && s->podsMemoryWorkingSetBytes) {
+    out.push_back({Signal::AllocatableMemoryAvailable, i64(*s->podsMemoryAvailableBytes),
+                   i64(*s->podsMemoryAvailableBytes + *s->podsMemoryWorkingSetBytes)});
+  } else if (view.node != nullptr && view.node->allocatable.count("memory") != 0) {
+    // No kubepods figures: the node's allocatable memory minus the pods' working sets.
+    std::int64_t capacity = amountOf(view.node->allocatable, "memory");
+    std::int64_t workingSet = 0;
+    bool any = false;
+    if (s->podsMemoryWorkingSetBytes) {
+      workingSet = i64(*s->podsMemoryWorkingSetBytes);
+      any = true;
+    } else {
+      for (const auto* ps : view.podStats) {
+        if (ps != nullptr && ps->memoryWorkingSetBytes) {
+          workingSet += i64(*ps->memoryWorkingSetBytes);
+          any = true;
+        }
+      }
+    }
+    if (any) out.push_back({Signal::AllocatableMemoryAvailable, capacity - workingSet, capacity});
+  }
+  auto fs = [&](const FsStats& f, Signal bytes, Signal inodes) {
+    if (f.availableBytes && f.capacityBytes) {
+      out.push_back({bytes, i64(*f.availableBytes), i64(*f.capacityBytes)});
+    }
+    if (f.inodesFree && f.inodes) out.push_back({inodes, i64(*f.inodesFree), i64(*f.inodes)});
+  };
+  fs(s->nodeFs, Signal::NodeFsAvailable, Signal::NodeFsInodesFree);
+  if (s->imageFs) fs(*s->imageFs, Signal::ImageFsAvailable, Signal::ImageFsInodesFree);
+  if (s->maxPid && s->curProc) {
+    out.push_back({Signal::PidAvailable, i64(*s->maxPid) - i64(*s->curProc), i64(*s->maxPid)});
+  }
+  return out;
+}
+
+EvictionState assumeGraceElapsed(const Policy& policy, TimePoint now) {
+  EvictionState state;
+  for (const auto& t : policy.thresholds) {
+    state.firstObservedAt[ThresholdKey{t.signal, t.hard()}] = now - t.gracePeriod;
+  }
+  return state;
+}
+
+Ranking rankMemoryPressure(const NodeView& view, const Policy& policy) {
+  Style style = policy.ranking == RankingMode::Kubelet ? Style::KubeletExceeds
+                                                      : Style::PriorityRatio;
+  return buildRanking(view, policy, "memory", "memory", style,
+                      [](const PodStats& s) -> std::optional<std::int64_t> {
+                        if (!s.memoryWorkingSetBytes) return std::nullopt;
+                        return std::int64_t(*s.memoryWorkingSetBytes);
+                      });
+}
+
+Ranking rankPidPressure(const NodeView& view, const Policy& policy) {
+  return buildRanking(view, policy, "pids", "", Style::PriorityCount,
+                      [](const PodStats& s) -> std::optional<std::int64_t> {
+                        if (!s.processCount) return std::nullopt;
+                        return std::int64_t(*s.processCount);
+                      });
+}
+
+Ranking rankDiskPressure(const NodeView& view, const Policy& policy, bool inodes) {
+  const bool kubelet = policy.ranking == RankingMode::Kubelet;
+  if (inodes) {
+    // Inodes have no request; the kubelet still subtracts the ephemeral-storage request.
+    return buildRanking(view, policy, "inodes", kubelet ? "ephemeral-storage" : "",
+                        kubelet ? Style::KubeletExceeds : Style::PriorityCount,
+                        [](const PodStats& s) -> std::optional<std::int64_t> {
+                          if (!s.ephemeralStorageInodesUsed) return std::nullopt;
+                          return std::int64_t(*s.ephemeralStorageInodesUsed);
+                        });
+  }
+  return buildRanking(view, policy, "ephemeral-storage", "ephemeral-storage",
+                      kubelet ? Style::KubeletExceeds : Style::PriorityRatio, diskUsage);
+}
+
+EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
+                                const EvictionState& state, TimePoint now) {
+  EvictionResult result;
+  EvictionDecision& decision = result.decision;
+  EvictionState& next = result.next;
+  decision.node = view.name;
+
+  const std::vector<Observation> observations = observeSignals(view);
+  auto observationOf = [&](Signal s) -> const Observation* {
+    for (const auto& o : observations) {
+      if (o.signal == s) return &o;
+    }
+    return nullptr;
+  };
+
+  // Thresholds: met now, or still being reclaimed (met until threshold + minimum reclaim).
+  std::set<std::string> conditionsNow;
+  for (const auto& t : policy.thresholds) {
+    const Observation* o = observationOf(t.signal);
+    if (o == nullptr) continue;  // the kubelet skips signals it cannot observe
+    SignalStatus st;
+    st.key = ThresholdKey{t.signal, t.hard()};
+    st.available = o->available;
+    st.capacity = o->capacity;
+    Quantity threshold = t.value.resolve(o->capacity);
+    st.threshold = threshold.value();
+    st.thresholdText = threshold.toString();
+    st.minReclaim = t.minReclaim.isZero() ? 0 : t.minReclaim.resolve(o->capacity).value();
+    bool reclaiming = state.actedOn.count(st.key) != 0;
+    st.met = st.available < st.threshold ||
+             (reclaiming && st.available < st.threshold + st.minReclaim);
+    if (st.met) {
+      auto first = state.firstObservedAt.find(st.key);
+      TimePoint since = first == state.firstObservedAt.end() ? now : first->second;
+      next.firstObservedAt[st.key] = since;
+      st.metFor = now - since;
+      st.actionable = st.metFor >= t.gracePeriod;
+      if (st.actionable) next.actedOn.insert(st.key);
+      conditionsNow.insert(std::string(nodeConditionFor(t.signal)));
+    }
+    decision.signals.push_back(std::move(st));
+  }
+
+  // Node conditions: set at once, held for the transition period after last being observed.
+  next.conditionLastObservedAt = state.conditionLastObservedAt;
+  for (const auto& c : conditionsNow) next.conditionLastObservedAt[c] = now;
+  for (auto it = next.conditionLastObservedAt.begin(); it != next.conditionLastObservedAt.end();) {
+    if (now - it->second < policy.pressureTransitionPeriod) {
+      ++it;
+    } else {
+      it = next.conditionLastObservedAt.erase(it);
+    }
+  }
+  for (std::string_view c : {"MemoryPressure", "DiskPressure", "PIDPressure"}) {
+    if (next.conditionLastObservedAt.count(std::string(c)) != 0) {
+      decision.conditions.emplace_back(c);
+    }
+  }
+
+  // Rankings.
+  decision.memory = rankMemoryPressure(view, policy);
+  bool anyProcesses = false, anyDisk = false, anyInodes = false;
+  for (const auto* ps : view.podStats) {
+    if (ps == nullptr) continue;
+    anyProcesses |= ps->processCount.has_value();
+    anyDisk |= diskUsage(*ps).has_value();
+    anyInodes |= ps->ephemeralStorageInodesUsed.has_value();
+  }
+  if (anyProcesses) decision.pids = rankPidPressure(view, policy);
+  if (anyDisk) decision.ephemeralStorage = rankDiskPressure(view, policy, false);
+
+  // The plan: for each actionable threshold, most urgent first, the shortest prefix of its
+  // ranking (skipping pods that may not be evicted or are already chosen) whose usage covers
+  // threshold + minimum reclaim - available, counting what earlier choices already free.
+  std::vector<const SignalStatus*> actionable;
+  for (const auto& st : decision.signals) {
+    if (st.actionable) actionable.push_back(&st);
+  }
+  std::stable_sort(actionable.begin(), actionable.end(),
+                   [](const SignalStatus* a, const SignalStatus* b) {
+                     int oa = signalOrder(a->key.signal), ob = signalOrder(b->key.signal);
+                     if (oa != ob) return oa < ob;
+                     return a->key.hard && !b->key.hard;
+                   });
+  std::optional<Ranking> inodeRanking;
+  std::set<const Pod*> chosen;
+  std::map<std::string, std::int64_t> freed;  // by ranking resource
+  std::map<const Pod*, std::map<std::string, std::int64_t>> usageByPod;
+  auto rankingFor = [&](Signal s) -> const Ranking* {
+    std::string_view r = starvedResource(s);
+    if (r == "memory") return &decision.memory;
+    if (r == "pids") return decision.pids ? &*decision.pids : nullptr;
+    if (r == "ephemeral-storage") return decision.ephemeralStorage ? &*decision.ephemeralStorage
+                                                                   : nullptr;
+    if (!inodeRanking && anyInodes) inodeRanking = rankDiskPressure(view, policy, true);
+    return inodeRanking ? &*inodeRanking : nullptr;
+  };
+  auto recordUsage = [&](const RankedPod& r) {
+    // What evicting this pod frees, for every resource a later threshold may need.
+    auto& usage = usageByPod[r.pod];
+    if (r.stats == nullptr) return;
+    if (r.stats->memoryWorkingSetBytes) usage["memory"] = std::int64_t(*r.stats->memoryWorkingSetBytes);
+    if (r.stats->processCount) usage["pids"] = std::int64_t(*r.stats->processCount);
+    if (auto d = diskUsage(*r.stats)) usage["ephemeral-storage"] = *d;
+    if (r.stats->ephemeralStorageInodesUsed) {
+      usage["inodes"] = std::int64_t(*r.stats->ephemeralStorageInodesUsed);
+    }
+    for (const auto& [resource, amount] : usage) freed[resource] += amount;
+  };
+  for (const SignalStatus* st : actionable) {
+    if (int(decision.evict.size()) >= policy.maxPodsPerCycle) break;
+    const Ranking* ranking = rankingFor(st->key.signal);
+    if (ranking == nullptr) continue;
+    const std::string resource(starvedResource(st->key.signal));
+    std::int64_t need = st->threshold + st->minReclaim - st->available - freed[resource];
+    for (const RankedPod& r : ranking->pods) {
+      if (need <= 0 || int(decision.evict.size()) >= policy.maxPodsPerCycle) break;
+      if (!r.evictable || chosen.count(r.pod) != 0) continue;
+      chosen.insert(r.pod);
+      recordUsage(r);
+      need -= r.hasUsage ? r.usage : 0;
+      Eviction e;
+      e.pod = r.pod;
+      e.signal = st->key.signal;
+      e.hard = st->key.hard;
+      e.gracePeriodSeconds =
+          st->key.hard ? 0
+                       : std::min(policy.maxPodGracePeriodSeconds,
+                                  r.pod->terminationGracePeriodSeconds);
+      e.usage = r.usage;
+      e.request = r.request;
+      e.message = evictionMessage(*st, *r.pod, r.stats);
+      decision.evict.push_back(std::move(e));
+    }
+  }
+  return result;
+}
+
+OrderedOrderedJson evictionToJson(const EvictionDecision& decision) {
+  OrderedJson out = OrderedJson::object();
+  out["node"] = decision.node;
+  OrderedJson signals = OrderedJson::array();
+  for (const auto& st : decision.signals) {
+    signals.push_back({{"signal", std::string(toString(st.key.signal))},
+                       {"available", st.available},
+                       {"capacity", st.capacity},
+                       {"threshold", st.threshold},
+                       {"kind", st.key.hard ? "hard" : "soft"},
+                       {"met", st.met}});
+  }
+  out["signals"] = std::move(signals);
+  out["conditions"] = decision.conditions;
+  auto keys = [](const Ranking& r) {
+    OrderedJson list = OrderedJson::array();
+    for (const auto& p : r.pods) list.push_back(p.pod->key);
+    return list;
+  };
+  OrderedJson ranking = OrderedJson::object();
+  ranking["memory"] = keys(decision.memory);
+  if (decision.pids) ranking["pids"] = keys(*decision.pids);
+  if (decision.ephemeralStorage) ranking["ephemeral-storage"] = keys(*decision.ephemeralStorage);
+  out["ranking"] = std::move(ranking);
+  OrderedJson evict = OrderedJson::array();
+  for (const auto& e : decision.evict) {
+    evict.push_back({{"pod", e.pod->key},
+                     {"signal", std::string(toString(e.signal))},
+                     {"gracePeriodSeconds", e.gracePeriodSeconds},
+                     {"message", e.message}});
+  }
+  out["evict"] = std::move(evict);
+  return out;
+}
+
+}  // namespace nodewarden::policy

@@ -1,0 +1,129 @@
+// Node-pressure eviction (CONTRACT §4): signals, thresholds over time, rankings, the plan.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "policy/model.h"
+#include "policy/policy.h"
+#include "policy/times.h"
+
+namespace nodewarden::policy {
+
+// One node as eviction sees it: the pods on it (spec.nodeName matches, phase neither Succeeded
+// nor Failed), their stats, and the node's stats. Pointers refer into a Snapshot (or the
+// agent's own store), which must outlive the view.
+struct NodeView {
+  std::string name;
+  const Node* node = nullptr;          // may be null when the snapshot has no Node object
+  const NodeStats* stats = nullptr;    // null when there are no kubelet stats for the node
+  std::vector<const Pod*> pods;
+  std::vector<const PodStats*> podStats;  // parallel to pods; null when a pod has no stats
+};
+
+// Builds the view of `nodeName` from a snapshot. Stats are matched by UID, else namespace/name.
+NodeView makeNodeView(const Snapshot& snapshot, std::string_view nodeName);
+
+// An observed eviction signal (the kubelet's makeSignalObservations).
+struct Observation {
+  Signal signal;
+  std::int64_t available = 0;
+  std::int64_t capacity = 0;
+};
+std::vector<Observation> observeSignals(const NodeView& view);
+
+// Identifies a configured threshold across cycles and policy reloads.
+struct ThresholdKey {
+  Signal signal;
+  bool hard;
+  friend auto operator<=>(const ThresholdKey&, const ThresholdKey&) = default;
+};
+
+// What eviction remembers between cycles; a plain value the caller keeps.
+struct EvictionState {
+  // When each currently met threshold was first seen met (for grace periods).
+  std::map<ThresholdKey, TimePoint> firstObservedAt;
+  // Thresholds acted on in the last cycle: they stay met until available >= threshold +
+  // minimum reclaim.
+  std::set<ThresholdKey> actedOn;
+  // When each node condition was last observed (for the transition period).
+  std::map<std::string, TimePoint> conditionLastObservedAt;
+};
+
+// A state in which every soft threshold has already been met for its grace period at `now`
+// (for `explain --assume-grace-elapsed`).
+EvictionState assumeGraceElapsed(const Policy& policy, TimePoint now);
+
+struct SignalStatus {
+  ThresholdKey key;
+  std::int64_t available = 0;
+  std::int64_t capacity = 0;
+  std::int64_t threshold = 0;   // resolved against capacity
+  std::int64_t minReclaim = 0;  // resolved against capacity
+  std::string thresholdText;    // as the kubelet prints it in messages
+  bool met = false;             // available < threshold (+ min reclaim while being reclaimed)
+  bool actionable = false;      // met, and for its whole grace period
+  Duration metFor{0};
+};
+
+// One pod in a ranking, with the figures that placed it there.
+struct RankedPod {
+  const Pod* pod = nullptr;
+  const PodStats* stats = nullptr;
+  bool hasUsage = false;
+  std::int64_t usage = 0;    // bytes, processes or inodes
+  std::int64_t request = 0;  // same unit; 0 for processes and inodes
+  bool evictable = true;
+  std::string notEvictableReason;  // "critical pod", "priority >= neverEvictPriority"
+};
+
+struct Ranking {
+  std::string resource;  // "memory", "pids", "ephemeral-storage", "inodes"
+  std::vector<RankedPod> pods;  // evicted first at index 0; non-evictable pods last
+};
+
+struct Eviction {
+  const Pod* pod = nullptr;
+  Signal signal = Signal::MemoryAvailable;
+  bool hard = true;
+  std::int64_t gracePeriodSeconds = 0;
+  std::int64_t usage = 0;
+  std::int64_t request = 0;
+  std::string message;  // the kubelet's eviction message
+};
+
+struct EvictionDecision {
+  std::string node;
+  std::vector<SignalStatus> signals;
+  std::vector<std::string> conditions;  // MemoryPressure, DiskPressure, PIDPressure
+  Ranking memory;
+  std::optional<Ranking> pids;
+  std::optional<Ranking> ephemeralStorage;
+  std::vector<Eviction> evict;
+};
+
+struct EvictionResult {
+  EvictionDecision decision;
+  EvictionState next;
+};
+
+// The whole eviction decision for one node at `now`. Pure: the same inputs give the same
+// decision, and `state` is only read.
+EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
+                                const EvictionState& state, TimePoint now);
+
+// The rankings on their own (CONTRACT §4 "Ranking"), for any resource of the node.
+Ranking rankMemoryPressure(const NodeView& view, const Policy& policy);
+Ranking rankPidPressure(const NodeView& view, const Policy& policy);
+Ranking rankDiskPressure(const NodeView& view, const Policy& policy, bool inodes);
+
+// `explain eviction -o json` exactly as CONTRACT §4 shows.
+OrderedJson evictionToJson(const EvictionDecision& decision);
+
+}  // namespace nodewarden::policy

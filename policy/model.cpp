@@ -1,0 +1,546 @@
+#include "policy/model.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace nodewarden::policy {
+namespace {
+
+constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+
+std::optional<PreemptionPolicy> parsePreemptionPolicy(const JsonObject& obj,
+                                                      std::string_view key) {
+  auto text = obj.string(key);
+  if (!text) return std::nullopt;
+  if (*text == "PreemptLowerPriority") return PreemptionPolicy::PreemptLowerPriority;
+  if (*text == "Never") return PreemptionPolicy::Never;
+  obj.diagnostics().add(obj.pathOf(key), "expected \"PreemptLowerPriority\" or \"Never\", got " +
+                                             Json(*text).dump());
+  return std::nullopt;
+}
+
+Container parseContainer(const Json& json, const std::string& path, Diagnostics& diagnostics) {
+  JsonObject obj(json, path, diagnostics);
+  Container c;
+  c.name = obj.string("name").value_or("");
+  JsonObject resources = obj.object("resources");
+  c.requests = resources.quantityMap("requests", /*nonNegative=*/true);
+  c.limits = resources.quantityMap("limits", /*nonNegative=*/true);
+  // The API server defaults a missing request to the limit; snapshots written by hand
+  // may lack that defaulting.
+  for (const auto& [name, limit] : c.limits) c.requests.emplace(name, limit);
+  c.sidecar = obj.string("restartPolicy").value_or("") == "Always";
+  return c;
+}
+
+std::vector<Toleration> parseTolerations(const JsonObject& spec) {
+  std::vector<Toleration> out;
+  spec.forEach("tolerations", [&](const Json& item, const std::string& path) {
+    JsonObject obj(item, path, spec.diagnostics());
+    if (!obj.valid()) return;
+    Toleration t;
+    t.key = obj.string("key").value_or("");
+    t.op = obj.string("operator").value_or("Equal");
+    if (t.op.empty()) t.op = "Equal";
+    if (t.op != "Equal" && t.op != "Exists") {
+      spec.diagnostics().add(obj.pathOf("operator"),
+                             "expected \"Equal\" or \"Exists\", got " + Json(t.op).dump());
+    }
+    t.value = obj.string("value").value_or("");
+    t.effect = obj.string("effect").value_or("");
+    out.push_back(std::move(t));
+  });
+  return out;
+}
+
+void addTo(std::map<std::string, Int128>& sum, const ResourceList& list) {
+  for (const auto& [name, q] : list) sum[name] += q.nanoValue();
+}
+
+void maxInto(std::map<std::string, Int128>& target, const std::map<std::string, Int128>& other) {
+  for (const auto& [name, v] : other) {
+    auto [it, inserted] = target.emplace(name, v);
+    if (!inserted) it->second = std::max(it->second, v);
+  }
+}
+
+std::int64_t toAmount(const std::string& resource, Int128 nanos) {
+  // Round away from zero to the unit the scheduler compares in.
+  const Int128 unit = resource == "cpu" ? Int128(1'000'000) : Int128(1'000'000'000);
+  Int128 v = nanos / unit;
+  if (nanos % unit != 0) v += nanos > 0 ? 1 : -1;
+  if (v > std::numeric_limits<std::int64_t>::max()) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(v);
+}
+
+const PriorityClass* findClass(const std::vector<PriorityClass>& classes, std::string_view name) {
+  for (const auto& c : classes) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const PriorityClass* builtInClass(std::string_view name) {
+  static const PriorityClass kNodeCritical{"system-node-critical", kSystemNodeCriticalPriority,
+                                           false, std::nullopt};
+  static const PriorityClass kClusterCritical{"system-cluster-critical", kSystemCriticalPriority,
+                                              false, std::nullopt};
+  if (name == kNodeCritical.name) return &kNodeCritical;
+  if (name == kClusterCritical.name) return &kClusterCritical;
+  return nullptr;
+}
+
+std::optional<FsStats> parseFsStats(const JsonObject& parent, std::string_view key) {
+  if (parent.member(key) == nullptr) return std::nullopt;
+  JsonObject fs = parent.object(key);
+  FsStats out;
+  out.availableBytes = fs.unsignedInteger("availableBytes");
+  out.capacityBytes = fs.unsignedInteger("capacityBytes");
+  out.inodesFree = fs.unsignedInteger("inodesFree");
+  out.inodes = fs.unsignedInteger("inodes");
+  return out;
+}
+
+}  // namespace
+
+const char* toString(QosClass qos) {
+  switch (qos) {
+    case QosClass::Guaranteed:
+      return "Guaranteed";
+    case QosClass::Burstable:
+      return "Burstable";
+    case QosClass::BestEffort:
+      return "BestEffort";
+  }
+  return "BestEffort";
+}
+
+bool tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
+  for (const auto& t : tolerations) {
+    if (!t.effect.empty() && t.effect != taint.effect) continue;
+    if (!t.key.empty() && t.key != taint.key) continue;
+    if (t.op == "Exists") return true;
+    if (t.op == "Equal" && t.value == taint.value) return true;
+  }
+  return false;
+}
+
+bool LabelSelector::matches(const std::map<std::string, std::string>& labels) const {
+  for (const auto& [key, value] : matchLabels) {
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) return false;
+  }
+  for (const auto& req : matchExpressions) {
+    auto it = labels.find(req.key);
+    bool has = it != labels.end();
+    bool inValues = has && std::find(req.values.begin(), req.values.end(), it->second) !=
+                               req.values.end();
+    if (req.op == "In" && !inValues) return false;
+    if (req.op == "NotIn" && inValues) return false;
+    if (req.op == "Exists" && !has) return false;
+    if (req.op == "DoesNotExist" && has) return false;
+  }
+  return true;
+}
+
+const Node* Snapshot::findNode(std::string_view name) const {
+  for (const auto& n : nodes) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+std::optional<Pod> parsePod(const Json& json, const std::string& path, Diagnostics& diagnostics) {
+  const std::size_t before = diagnostics.size();
+  JsonObject obj(json, path, diagnostics);
+  if (!obj.valid()) return std::nullopt;
+  Pod pod;
+  JsonObject meta = obj.object("metadata");
+  if (!meta.valid()) {
+    diagnostics.add(obj.pathOf("metadata"), "missing (a pod needs metadata.name)");
+    return std::nullopt;
+  }
+  pod.name = meta.requiredString("name");
+  pod.ns = meta.string("namespace").value_or("default");
+  if (pod.ns.empty()) pod.ns = "default";
+  pod.uid = meta.string("uid").value_or("");
+  pod.labels = meta.stringMap("labels");
+  pod.annotations = meta.stringMap("annotations");
+  if (auto deletion = meta.string("deletionTimestamp")) {
+    pod.terminating = true;
+    if (auto t = parseRfc3339(*deletion); !t) {
+      diagnostics.add(meta.pathOf("deletionTimestamp"), t.error().message);
+    }
+  }
+
+  JsonObject spec = obj.object("spec");
+  pod.nodeName = spec.string("nodeName").value_or("");
+  if (auto p = spec.integer("priority", kInt32Min, kInt32Max)) pod.specPriority = std::int32_t(*p);
+  pod.priorityClassName = spec.string("priorityClassName").value_or("");
+  pod.specPreemptionPolicy = parsePreemptionPolicy(spec, "preemptionPolicy");
+  pod.nodeSelector = spec.stringMap("nodeSelector");
+  pod.tolerations = parseTolerations(spec);
+  if (auto g = spec.integer("terminationGracePeriodSeconds", 0,
+                            std::numeric_limits<std::int64_t>::max())) {
+    pod.terminationGracePeriodSeconds = *g;
+  }
+  pod.overhead = spec.quantityMap("overhead", /*nonNegative=*/true);
+  spec.forEach("containers", [&](const Json& item, const std::string& p) {
+    pod.containers.push_back(parseContainer(item, p, diagnostics));
+  });
+  spec.forEach("initContainers", [&](const Json& item, const std::string& p) {
+    pod.initContainers.push_back(parseContainer(item, p, diagnostics));
+  });
+
+  JsonObject status = obj.object("status");
+  pod.phase = status.string("phase").value_or("");
+  if (auto start = status.string("startTime")) {
+    if (auto t = parseRfc3339(*start)) {
+      pod.startTime = t.value();
+    } else {
+      diagnostics.add(status.pathOf("startTime"), t.error().message);
+    }
+  }
+  pod.nominatedNodeName = status.string("nominatedNodeName").value_or("");
+  if (auto qos = status.string("qosClass")) {
+    if (*qos == "Guaranteed") {
+      pod.statusQos = QosClass::Guaranteed;
+    } else if (*qos == "Burstable") {
+      pod.statusQos = QosClass::Burstable;
+    } else if (*qos == "BestEffort") {
+      pod.statusQos = QosClass::BestEffort;
+    } else {
+      diagnostics.add(status.pathOf("qosClass"),
+                      "expected Guaranteed, Burstable or BestEffort, got " + Json(*qos).dump());
+    }
+  }
+  if (diagnostics.size() != before) return std::nullopt;
+  pod.key = pod.ns + "/" + pod.name;
+  return pod;
+}
+
+std::optional<Node> parseNode(const Json& json, const std::string& path,
+                              Diagnostics& diagnostics) {
+  const std::size_t before = diagnostics.size();
+  JsonObject obj(json, path, diagnostics);
+  if (!obj.valid()) return std::nullopt;
+  Node node;
+  JsonObject meta = obj.object("metadata");
+  if (!meta.valid()) {
+    diagnostics.add(obj.pathOf("metadata"), "missing (a node needs metadata.name)");
+    return std::nullopt;
+  }
+  node.name = meta.requiredString("name");
+  node.labels = meta.stringMap("labels");
+  JsonObject spec = obj.object("spec");
+  node.unschedulable = spec.boolean("unschedulable").value_or(false);
+  spec.forEach("taints", [&](const Json& item, const std::string& p) {
+    JsonObject t(item, p, diagnostics);
+    if (!t.valid()) return;
+    node.taints.push_back(Taint{t.requiredString("key"), t.string("value").value_or(""),
+                                t.requiredString("effect")});
+  });
+  JsonObject status = obj.object("status");
+  node.capacity = status.quantityMap("capacity", /*nonNegative=*/true);
+  node.allocatable = status.quantityMap("allocatable", /*nonNegative=*/true);
+  if (status.member("allocatable") == nullptr) {
+    diagnostics.add(status.pathOf("allocatable"),
+                    "missing (a node needs status.allocatable to decide what fits)");
+  }
+  status.forEach("conditions", [&](const Json& item, const std::string& p) {
+    JsonObject c(item, p, diagnostics);
+    if (!c.valid()) return;
+    node.conditions.push_back(NodeCondition{c.requiredString("type"), c.requiredString("status")});
+  });
+  if (diagnostics.size() != before) return std::nullopt;
+  return node;
+}
+
+std::optional<PriorityClass> parsePriorityClass(const Json& json, const std::string& path,
+                                                Diagnostics& diagnostics) {
+  const std::size_t before = diagnostics.size();
+  JsonObject obj(json, path, diagnostics);
+  if (!obj.valid()) return std::nullopt;
+  PriorityClass pc;
+  pc.name = obj.object("metadata").requiredString("name");
+  if (obj.member("metadata") == nullptr) {
+    diagnostics.add(obj.pathOf("metadata"), "missing (a priority class needs metadata.name)");
+  }
+  auto value = obj.integer("value", kInt32Min, kInt32Max);
+  if (!value && obj.member("value") == nullptr) {
+    diagnostics.add(obj.pathOf("value"), "missing (a priority class needs a value)");
+  }
+  pc.value = std::int32_t(value.value_or(0));
+  bool builtIn = builtInClass(pc.name) != nullptr;
+  if (value && !builtIn && *value > kHighestUserDefinablePriority) {
+    diagnostics.add(obj.pathOf("value"), "must be at most 1000000000 for a user class, got " +
+                                             std::to_string(*value));
+  }
+  pc.globalDefault = obj.boolean("globalDefault").value_or(false);
+  pc.preemptionPolicy = parsePreemptionPolicy(obj, "preemptionPolicy");
+  if (diagnostics.size() != before) return std::nullopt;
+  return pc;
+}
+
+std::optional<PodDisruptionBudget> parsePodDisruptionBudget(const Json& json,
+                                                            const std::string& path,
+                                                            Diagnostics& diagnostics) {
+  const std::size_t before = diagnostics.size();
+  JsonObject obj(json, path, diagnostics);
+  if (!obj.valid()) return std::nullopt;
+  PodDisruptionBudget pdb;
+  JsonObject meta = obj.object("metadata");
+  pdb.name = meta.string("name").value_or("");
+  pdb.ns = meta.string("namespace").value_or("default");
+  JsonObject spec = obj.object("spec");
+  if (spec.member("selector") != nullptr) {
+    JsonObject sel = spec.object("selector");
+    LabelSelector selector;
+    selector.matchLabels = sel.stringMap("matchLabels");
+    sel.forEach("matchExpressions", [&](const Json& item, const std::string& p) {
+      JsonObject e(item, p, diagnostics);
+      if (!e.valid()) return;
+      LabelSelectorRequirement req;
+      req.key = e.requiredString("key");
+      req.op = e.requiredString("operator");
+      e.forEach("values", [&](const Json& v, const std::string& vp) {
+        if (v.is_string()) {
+          req.values.push_back(v.get<std::string>());
+        } else {
+          diagnostics.add(vp, "expected a string, got " + describeJson(v));
+        }
+      });
+      if (req.op == "In" || req.op == "NotIn") {
+        if (req.values.empty()) {
+          diagnostics.add(e.pathOf("values"), "must not be empty for operator " + req.op);
+        }
+      } else if (req.op == "Exists" || req.op == "DoesNotExist") {
+        if (!req.values.empty()) {
+          diagnostics.add(e.pathOf("values"), "must be empty for operator " + req.op);
+        }
+      } else if (!req.op.empty()) {
+        diagnostics.add(e.pathOf("operator"),
+                        "expected In, NotIn, Exists or DoesNotExist, got " + Json(req.op).dump());
+      }
+      selector.matchExpressions.push_back(std::move(req));
+    });
+    pdb.selector = std::move(selector);
+  }
+  JsonObject status = obj.object("status");
+  pdb.disruptionsAllowed =
+      status.integer("disruptionsAllowed", kInt32Min, kInt32Max).value_or(0);
+  pdb.disruptedPods = status.stringMap("disruptedPods");
+  if (diagnostics.size() != before) return std::nullopt;
+  return pdb;
+}
+
+std::optional<Summary> parseSummary(const Json& json, const std::string& path,
+                                    Diagnostics& diagnostics) {
+  const std::size_t before = diagnostics.size();
+  JsonObject obj(json, path, diagnostics);
+  if (!obj.valid()) return std::nullopt;
+  Summary summary;
+  JsonObject node = obj.object("node");
+  JsonObject memory = node.object("memory");
+  summary.node.memoryAvailableBytes = memory.unsignedInteger("availableBytes");
+  summary.node.memoryWorkingSetBytes = memory.unsignedInteger("workingSetBytes");
+  if (auto fs = parseFsStats(node, "fs")) summary.node.nodeFs = *fs;
+  summary.node.imageFs = parseFsStats(node.object("runtime"), "imageFs");
+  JsonObject rlimit = node.object("rlimit");
+  summary.node.maxPid = rlimit.unsignedInteger("maxpid");
+  summary.node.curProc = rlimit.unsignedInteger("curproc");
+  node.forEach("systemContainers", [&](const Json& item, const std::string& p) {
+    JsonObject c(item, p, diagnostics);
+    if (c.string("name").value_or("") != "pods") return;
+    JsonObject mem = c.object("memory");
+    summary.node.podsMemoryAvailableBytes = mem.unsignedInteger("availableBytes");
+    summary.node.podsMemoryWorkingSetBytes = mem.unsignedInteger("workingSetBytes");
+  });
+  obj.forEach("pods", [&](const Json& item, const std::string& p) {
+    JsonObject ps(item, p, diagnostics);
+    if (!ps.valid()) return;
+    PodStats stats;
+    JsonObject ref = ps.object("podRef");
+    stats.name = ref.requiredString("name");
+    stats.ns = ref.string("namespace").value_or("default");
+    stats.uid = ref.string("uid").value_or("");
+    stats.memoryWorkingSetBytes = ps.object("memory").unsignedInteger("workingSetBytes");
+    stats.cpuUsageNanoCores = ps.object("cpu").unsignedInteger("usageNanoCores");
+    stats.processCount = ps.object("process_stats").unsignedInteger("process_count");
+    JsonObject eph = ps.object("ephemeral-storage");
+    stats.ephemeralStorageUsedBytes = eph.unsignedInteger("usedBytes");
+    stats.ephemeralStorageInodesUsed = eph.unsignedInteger("inodesUsed");
+    ps.forEach("containers", [&](const Json& citem, const std::string& cp) {
+      JsonObject cs(citem, cp, diagnostics);
+      if (!cs.valid()) return;
+      ContainerStats c;
+      c.name = cs.string("name").value_or("");
+      c.memoryWorkingSetBytes = cs.object("memory").unsignedInteger("workingSetBytes");
+      c.rootfsUsedBytes = cs.object("rootfs").unsignedInteger("usedBytes");
+      c.logsUsedBytes = cs.object("logs").unsignedInteger("usedBytes");
+      stats.containers.push_back(std::move(c));
+    });
+    summary.pods.push_back(std::move(stats));
+  });
+  if (diagnostics.size() != before) return std::nullopt;
+  return summary;
+}
+
+std::optional<Snapshot> parseSnapshot(const Json& json, Diagnostics& diagnostics) {
+  const std::size_t before = diagnostics.size();
+  if (!json.is_object()) {
+    diagnostics.add("", "expected a snapshot object with nodes, pods, priorityClasses, "
+                        "podDisruptionBudgets and stats, got " + describeJson(json));
+    return std::nullopt;
+  }
+  Snapshot snap;
+  auto list = [&](const char* key, auto&& parseOne, auto& out) {
+    auto it = json.find(key);
+    if (it == json.end() || it->is_null()) return;
+    forEachListItem(*it, key, diagnostics, [&](const Json& item, const std::string& path) {
+      if (auto v = parseOne(item, path, diagnostics)) out.push_back(std::move(*v));
+    });
+  };
+  list("nodes", parseNode, snap.nodes);
+  list("pods", parsePod, snap.pods);
+  list("priorityClasses", parsePriorityClass, snap.priorityClasses);
+  list("podDisruptionBudgets", parsePodDisruptionBudget, snap.podDisruptionBudgets);
+  if (auto it = json.find("stats"); it != json.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      diagnostics.add("stats", "expected an object of node name to kubelet Summary, got " +
+                                   describeJson(*it));
+    } else {
+      for (auto s = it->begin(); s != it->end(); ++s) {
+        if (auto summary = parseSummary(s.value(), childPath("stats", s.key()), diagnostics)) {
+          snap.stats.emplace(s.key(), std::move(*summary));
+        }
+      }
+    }
+  }
+  if (diagnostics.size() != before) return std::nullopt;
+  resolvePods(snap.pods, snap.priorityClasses);
+  return snap;
+}
+
+std::optional<Snapshot> parseSnapshotText(std::string_view text, Diagnostics& diagnostics) {
+  auto json = parseJsonText(text, diagnostics);
+  if (!json) return std::nullopt;
+  return parseSnapshot(*json, diagnostics);
+}
+
+std::int64_t amountOf(const ResourceList& list, const std::string& resource) {
+  auto it = list.find(resource);
+  if (it == list.end()) return 0;
+  return toAmount(resource, it->second.nanoValue());
+}
+
+ResourceAmounts podRequests(const Pod& pod, bool overheadOnlyIfNonZero) {
+  std::map<std::string, Int128> reqs;
+  for (const auto& c : pod.containers) addTo(reqs, c.requests);
+  std::map<std::string, Int128> restartable;
+  std::map<std::string, Int128> initPeak;
+  for (const auto& c : pod.initContainers) {
+    if (c.sidecar) {
+      addTo(reqs, c.requests);
+      addTo(restartable, c.requests);
+      maxInto(initPeak, restartable);
+    } else {
+      std::map<std::string, Int128> candidate = restartable;
+      addTo(candidate, c.requests);
+      maxInto(initPeak, candidate);
+    }
+  }
+  maxInto(reqs, initPeak);
+  for (const auto& [name, q] : pod.overhead) {
+    auto it = reqs.find(name);
+    bool nonZero = it != reqs.end() && it->second != 0;
+    if (!overheadOnlyIfNonZero || nonZero) reqs[name] += q.nanoValue();
+  }
+  ResourceAmounts out;
+  for (const auto& [name, nanos] : reqs) out.emplace(name, toAmount(name, nanos));
+  return out;
+}
+
+QosClass computeQos(const Pod& pod) {
+  std::map<std::string, Int128> requests;
+  std::map<std::string, Int128> limits;
+  bool guaranteed = true;
+  auto consider = [&](const Container& c) {
+    bool cpuLimit = false, memoryLimit = false;
+    for (const auto& [name, q] : c.requests) {
+      if ((name == "cpu" || name == "memory") && q.sign() > 0) requests[name] += q.nanoValue();
+    }
+    for (const auto& [name, q] : c.limits) {
+      if ((name == "cpu" || name == "memory") && q.sign() > 0) {
+        limits[name] += q.nanoValue();
+        (name == "cpu" ? cpuLimit : memoryLimit) = true;
+      }
+    }
+    if (!cpuLimit || !memoryLimit) guaranteed = false;
+  };
+  for (const auto& c : pod.containers) consider(c);
+  for (const auto& c : pod.initContainers) consider(c);
+  if (requests.empty() && limits.empty()) return QosClass::BestEffort;
+  if (guaranteed) {
+    for (const auto& [name, req] : requests) {
+      auto it = limits.find(name);
+      if (it == limits.end() || it->second != req) {
+        guaranteed = false;
+        break;
+      }
+    }
+  }
+  if (guaranteed && requests.size() == limits.size()) return QosClass::Guaranteed;
+  return QosClass::Burstable;
+}
+
+bool isStaticPod(const Pod& pod) {
+  auto it = pod.annotations.find("kubernetes.io/config.source");
+  return it != pod.annotations.end() && it->second != "api";
+}
+
+bool isMirrorPod(const Pod& pod) {
+  return pod.annotations.count("kubernetes.io/config.mirror") != 0;
+}
+
+void resolvePod(Pod& pod, const std::vector<PriorityClass>& classes) {
+  pod.key = pod.ns + "/" + pod.name;
+  const PriorityClass* globalDefault = nullptr;
+  for (const auto& c : classes) {
+    if (c.globalDefault) globalDefault = &c;
+  }
+  const PriorityClass* cls = nullptr;
+  pod.priorityClassFound = true;
+  if (!pod.priorityClassName.empty()) {
+    cls = findClass(classes, pod.priorityClassName);
+    if (cls == nullptr) cls = builtInClass(pod.priorityClassName);
+    if (cls == nullptr) pod.priorityClassFound = false;
+  } else {
+    cls = globalDefault;
+  }
+  if (pod.specPriority) {
+    pod.priority = *pod.specPriority;
+  } else if (cls != nullptr) {
+    pod.priority = cls->value;
+  } else {
+    pod.priority = globalDefault != nullptr ? globalDefault->value : 0;
+  }
+  if (pod.specPreemptionPolicy) {
+    pod.preemptionPolicy = *pod.specPreemptionPolicy;
+  } else if (cls != nullptr && cls->preemptionPolicy) {
+    pod.preemptionPolicy = *cls->preemptionPolicy;
+  } else {
+    pod.preemptionPolicy = PreemptionPolicy::PreemptLowerPriority;
+  }
+  pod.qos = pod.statusQos ? *pod.statusQos : computeQos(pod);
+  pod.critical = pod.priority >= kSystemCriticalPriority || isStaticPod(pod) || isMirrorPod(pod);
+  pod.requests = podRequests(pod);
+  pod.rankingRequests = pod.overhead.empty() ? pod.requests : podRequests(pod, true);
+}
+
+void resolvePods(std::vector<Pod>& pods, const std::vector<PriorityClass>& classes) {
+  for (auto& pod : pods) resolvePod(pod, classes);
+}
+
+}  // namespace nodewarden::policy

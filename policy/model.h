@@ -1,0 +1,215 @@
+// The Kubernetes objects nodewarden decides on, as plain values, and their parsers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/json_reader.h"
+#include "policy/quantity.h"
+#include "policy/times.h"
+
+namespace nodewarden::policy {
+
+using ResourceList = std::map<std::string, Quantity>;
+// Amounts in the units the scheduler compares: millicores for "cpu", whole units otherwise.
+using ResourceAmounts = std::map<std::string, std::int64_t>;
+
+inline constexpr std::int32_t kSystemCriticalPriority = 2'000'000'000;
+inline constexpr std::int32_t kSystemNodeCriticalPriority = 2'000'001'000;
+inline constexpr std::int32_t kHighestUserDefinablePriority = 1'000'000'000;
+
+enum class PreemptionPolicy { PreemptLowerPriority, Never };
+enum class QosClass { Guaranteed, Burstable, BestEffort };
+const char* toString(QosClass qos);
+
+struct Toleration {
+  std::string key;
+  std::string op = "Equal";  // "Equal" or "Exists"
+  std::string value;
+  std::string effect;  // empty = every effect
+};
+
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
+};
+
+// True when `tolerations` tolerate `taint` (Kubernetes ToleratesTaint).
+bool tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
+
+struct Container {
+  std::string name;
+  ResourceList requests;
+  ResourceList limits;
+  bool sidecar = false;  // an init container with restartPolicy: Always
+};
+
+struct Pod {
+  // As written in the object.
+  std::string name;
+  std::string ns;
+  std::string uid;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  bool terminating = false;  // metadata.deletionTimestamp is set
+  std::string nodeName;
+  std::optional<std::int32_t> specPriority;
+  std::string priorityClassName;
+  std::optional<PreemptionPolicy> specPreemptionPolicy;
+  std::map<std::string, std::string> nodeSelector;
+  std::vector<Toleration> tolerations;
+  std::int64_t terminationGracePeriodSeconds = 30;  // the API's default
+  ResourceList overhead;
+  std::vector<Container> containers;
+  std::vector<Container> initContainers;
+  std::string phase;
+  std::optional<WallMicros> startTime;
+  std::string nominatedNodeName;
+  std::optional<QosClass> statusQos;
+
+  // Derived by resolvePods() from the object and the priority classes.
+  std::string key;  // "namespace/name"
+  std::int32_t priority = 0;
+  bool priorityClassFound = true;
+  PreemptionPolicy preemptionPolicy = PreemptionPolicy::PreemptLowerPriority;
+  QosClass qos = QosClass::BestEffort;
+  bool critical = false;
+  ResourceAmounts requests;  // CONTRACT §3, overhead included
+  // The kubelet's ranking requests: overhead added only to a non-zero total.
+  ResourceAmounts rankingRequests;
+};
+
+struct NodeCondition {
+  std::string type;
+  std::string status;
+};
+
+struct Node {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  bool unschedulable = false;
+  std::vector<Taint> taints;
+  ResourceList capacity;
+  ResourceList allocatable;
+  std::vector<NodeCondition> conditions;
+};
+
+struct PriorityClass {
+  std::string name;
+  std::int32_t value = 0;
+  bool globalDefault = false;
+  std::optional<PreemptionPolicy> preemptionPolicy;
+};
+
+struct LabelSelectorRequirement {
+  std::string key;
+  std::string op;  // In, NotIn, Exists, DoesNotExist
+  std::vector<std::string> values;
+};
+
+struct LabelSelector {
+  std::map<std::string, std::string> matchLabels;
+  std::vector<LabelSelectorRequirement> matchExpressions;
+  bool matches(const std::map<std::string, std::string>& labels) const;
+};
+
+struct PodDisruptionBudget {
+  std::string name;
+  std::string ns;
+  std::optional<LabelSelector> selector;  // absent selects nothing; empty selects all
+  std::int64_t disruptionsAllowed = 0;
+  std::map<std::string, std::string> disruptedPods;  // pod name -> time
+};
+
+// The subset of the kubelet's /stats/summary that eviction reads. Absent figures stay empty.
+struct FsStats {
+  std::optional<std::uint64_t> availableBytes;
+  std::optional<std::uint64_t> capacityBytes;
+  std::optional<std::uint64_t> inodesFree;
+  std::optional<std::uint64_t> inodes;
+};
+
+struct ContainerStats {
+  std::string name;
+  std::optional<std::uint64_t> memoryWorkingSetBytes;
+  std::optional<std::uint64_t> rootfsUsedBytes;
+  std::optional<std::uint64_t> logsUsedBytes;
+};
+
+struct PodStats {
+  std::string name;
+  std::string ns;
+  std::string uid;
+  std::optional<std::uint64_t> memoryWorkingSetBytes;
+  std::optional<std::uint64_t> cpuUsageNanoCores;
+  std::optional<std::uint64_t> processCount;
+  std::optional<std::uint64_t> ephemeralStorageUsedBytes;
+  std::optional<std::uint64_t> ephemeralStorageInodesUsed;
+  std::vector<ContainerStats> containers;
+};
+
+struct NodeStats {
+  std::optional<std::uint64_t> memoryAvailableBytes;
+  std::optional<std::uint64_t> memoryWorkingSetBytes;
+  // The "pods" system container (the kubepods cgroup), for allocatableMemory.available.
+  std::optional<std::uint64_t> podsMemoryAvailableBytes;
+  std::optional<std::uint64_t> podsMemoryWorkingSetBytes;
+  FsStats nodeFs;
+  std::optional<FsStats> imageFs;
+  std::optional<std::uint64_t> maxPid;
+  std::optional<std::uint64_t> curProc;
+};
+
+struct Summary {
+  NodeStats node;
+  std::vector<PodStats> pods;
+};
+
+// The input of every decision: what kubectl prints, plus kubelet stats per node.
+struct Snapshot {
+  std::vector<Node> nodes;
+  std::vector<Pod> pods;
+  std::vector<PriorityClass> priorityClasses;
+  std::vector<PodDisruptionBudget> podDisruptionBudgets;
+  std::map<std::string, Summary> stats;  // by node name
+
+  const Node* findNode(std::string_view name) const;
+};
+
+// Parsers. Each reports every problem to `diagnostics` with its JSON path under `path` and
+// returns nothing when the object cannot be used. Unknown fields are ignored.
+std::optional<Pod> parsePod(const Json& json, const std::string& path, Diagnostics& diagnostics);
+std::optional<Node> parseNode(const Json& json, const std::string& path,
+                              Diagnostics& diagnostics);
+std::optional<PriorityClass> parsePriorityClass(const Json& json, const std::string& path,
+                                                Diagnostics& diagnostics);
+std::optional<PodDisruptionBudget> parsePodDisruptionBudget(const Json& json,
+                                                            const std::string& path,
+                                                            Diagnostics& diagnostics);
+std::optional<Summary> parseSummary(const Json& json, const std::string& path,
+                                    Diagnostics& diagnostics);
+// A whole snapshot (CONTRACT §2). Pods are resolved (resolvePods) before returning.
+std::optional<Snapshot> parseSnapshot(const Json& json, Diagnostics& diagnostics);
+// Parses JSON text first; syntax errors are reported with line and column.
+std::optional<Snapshot> parseSnapshotText(std::string_view text, Diagnostics& diagnostics);
+
+// Fills each pod's derived fields (key, priority, preemption policy, QoS, critical,
+// requests) from the priority classes, including the built-in ones.
+void resolvePods(std::vector<Pod>& pods, const std::vector<PriorityClass>& classes);
+void resolvePod(Pod& pod, const std::vector<PriorityClass>& classes);
+
+// CONTRACT §3: max(Σ containers + Σ sidecars, init-container peak with sidecars) + overhead.
+// With `overheadOnlyIfNonZero` the overhead is added only to a non-zero total (the kubelet's
+// rule for eviction ranking).
+ResourceAmounts podRequests(const Pod& pod, bool overheadOnlyIfNonZero = false);
+// The amount of `resource` in `list` in scheduler units (millicores for cpu).
+std::int64_t amountOf(const ResourceList& list, const std::string& resource);
+QosClass computeQos(const Pod& pod);
+bool isStaticPod(const Pod& pod);
+bool isMirrorPod(const Pod& pod);
+
+}  // namespace nodewarden::policy
