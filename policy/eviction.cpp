@@ -450,7 +450,7 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
   return result;
 }
 
-OrderedOrderedJson evictionToJson(const EvictionDecision& decision) {
+OrderedJson evictionToJson(const EvictionDecision& decision) {
   OrderedJson out = OrderedJson::object();
   out["node"] = decision.node;
   OrderedJson signals = OrderedJson::array();
