@@ -102,7 +102,7 @@ void renderRanking(std::ostringstream& out, const policy::Ranking& ranking,
       }
     }
     rows.push_back({std::to_string(index), r.pod->key, std::to_string(r.pod->priority),
-                    policy::toString(r.pod->qos), usage, request, why});
+                    policy::qosClassName(r.pod->qos), usage, request, why});
   }
   out << columns(rows, "  ") << "\n";
 }

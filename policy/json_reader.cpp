@@ -186,7 +186,7 @@ std::optional<Quantity> JsonObject::quantity(std::string_view key) const {
     return std::nullopt;
   }
   if (!parsed) {
-    diagnostics_->add(pathOf(key), "expected a quantity: " + parsed.error().message);
+    diagnostics_->add(pathOf(key), parsed.error().message);
     return std::nullopt;
   }
   return parsed.value();

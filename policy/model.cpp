@@ -104,7 +104,7 @@ std::optional<FsStats> parseFsStats(const JsonObject& parent, std::string_view k
 
 }  // namespace
 
-const char* toString(QosClass qos) {
+const char* qosClassName(QosClass qos) {
   switch (qos) {
     case QosClass::Guaranteed:
       return "Guaranteed";

@@ -23,7 +23,7 @@ inline constexpr std::int32_t kHighestUserDefinablePriority = 1'000'000'000;
 
 enum class PreemptionPolicy { PreemptLowerPriority, Never };
 enum class QosClass { Guaranteed, Burstable, BestEffort };
-const char* toString(QosClass qos);
+const char* qosClassName(QosClass qos);
 
 struct Toleration {
   std::string key;
