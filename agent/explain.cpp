@@ -189,7 +189,8 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
   }
   if (argv[0] != "eviction") {
     err << "nodewarden explain: unknown question \"" << argv[0]
-        << "\" (this build answers: eviction)\n";
+        << "\" (this build answers: eviction)\n\n"
+        << kExplainUsage;
     return kExitUsage;
   }
   auto args = parseArgs({argv.begin() + 1, argv.end()}, {"snapshot", "node", "policy", "output"},
@@ -214,7 +215,8 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
   }
   std::string output = args->value("output").value_or("table");
   if (output != "table" && output != "json") {
-    err << "nodewarden explain eviction: -o must be table or json, got \"" << output << "\"\n";
+    err << "nodewarden explain eviction: -o must be table or json, got \"" << output << "\"\n\n"
+        << kExplainUsage;
     return kExitUsage;
   }
   auto policyPath = args->value("policy");

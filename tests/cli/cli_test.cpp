@@ -1,1 +1,258 @@
+// End to end: the nodewarden binary run on files, as a user runs it.
 #include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+const fs::path kRoot = NODEWARDEN_SOURCE_ROOT;
+const std::string kBinary = NODEWARDEN_BINARY;
+
+struct Run {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A scratch directory for this test process, removed at exit.
+const fs::path& scratch() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("nodewarden-cli-test-" + std::to_string(getpid()));
+    fs::create_directories(d);
+    std::atexit([] { fs::remove_all(fs::temp_directory_path() /
+                                    ("nodewarden-cli-test-" + std::to_string(getpid()))); });
+    return d;
+  }();
+  return dir;
+}
+
+fs::path write(const std::string& name, const std::string& text) {
+  fs::path p = scratch() / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs the binary with `args` (already shell-quoted where needed) and an optional stdin file.
+Run run(const std::string& args, const std::string& stdinFile = "/dev/null") {
+  static int counter = 0;
+  ++counter;
+  fs::path out = scratch() / ("out" + std::to_string(counter));
+  fs::path err = scratch() / ("err" + std::to_string(counter));
+  std::string command = "cd " + quote(kRoot.string()) + " && " + quote(kBinary) + " " + args +
+                        " <" + quote(stdinFile) + " >" + quote(out.string()) + " 2>" +
+                        quote(err.string());
+  int raw = std::system(command.c_str());
+  Run r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+const char* kTwoNodes = R"({
+  "nodes": [{"metadata": {"name": "a"}, "status": {"allocatable": {"memory": "1Gi"}}},
+            {"metadata": {"name": "b"}, "status": {"allocatable": {"memory": "1Gi"}}}],
+  "pods": [{"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "b"}}],
+  "stats": {"b": {"node": {"memory": {"availableBytes": 10485760, "workingSetBytes": 1063256064}},
+                  "pods": [{"podRef": {"name": "p", "namespace": "ns"},
+                            "memory": {"workingSetBytes": 524288000}}]}}
+})";
+
+}  // namespace
+
+TEST_CASE("explain eviction -o json on the example matches the expected JSON") {
+  Run r = run("explain eviction --snapshot examples/snapshot.json --policy examples/policy.json -o json");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(Json::parse(r.out) ==
+        Json::parse(slurp(kRoot / "tests/fixtures/expected/example-eviction.json")));
+  // The members come in the contract's order.
+  CHECK(r.out.find("\"node\"") < r.out.find("\"signals\""));
+  CHECK(r.out.find("\"signals\"") < r.out.find("\"conditions\""));
+  CHECK(r.out.find("\"ranking\"") < r.out.find("\"evict\""));
+  // -o=json and --output json are the same.
+  CHECK(run("explain eviction --snapshot=examples/snapshot.json --policy examples/policy.json --output json").out ==
+        r.out);
+}
+
+TEST_CASE("explain eviction: the example's decision") {
+  Run r = run("explain eviction --snapshot examples/snapshot.json --policy examples/policy.json -o json");
+  REQUIRE(r.status == 0);
+  Json j = Json::parse(r.out);
+  CHECK(j["node"] == "node-1");
+  CHECK(j["conditions"] == Json::array({"MemoryPressure"}));
+  REQUIRE(j["evict"].size() == 1);
+  CHECK(j["evict"][0]["pod"] == "batch/etl-5f7b9c-abcde");
+  CHECK(j["evict"][0]["gracePeriodSeconds"] == 0);
+  // Critical pods (a static pod and a system-node-critical one) come last.
+  auto memory = j["ranking"]["memory"];
+  CHECK(memory[memory.size() - 2] == "kube-system/etcd-node-1");
+  CHECK(memory[memory.size() - 1] == "kube-system/kube-proxy-7xk2p");
+  // The terminating pod is not ranked.
+  CHECK(r.out.find("web-6d4cf56db6-old01") == std::string::npos);
+  CHECK(j["ranking"].contains("pids"));
+  CHECK(j["ranking"].contains("ephemeral-storage"));
+}
+
+TEST_CASE("explain eviction --assume-grace-elapsed lets soft thresholds act") {
+  Run r = run("explain eviction --snapshot examples/snapshot.json --policy examples/policy.json "
+              "--assume-grace-elapsed -o json");
+  REQUIRE(r.status == 0);
+  CHECK(Json::parse(r.out) ==
+        Json::parse(slurp(kRoot / "tests/fixtures/expected/example-eviction-grace-elapsed.json")));
+}
+
+TEST_CASE("explain eviction -o table is for people") {
+  Run r = run("explain eviction --snapshot examples/snapshot.json --policy examples/policy.json");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("Node node-1") != std::string::npos);
+  CHECK(r.out.find("Conditions: MemoryPressure") != std::string::npos);
+  CHECK(r.out.find("never evicted: critical pod") != std::string::npos);
+  CHECK(r.out.find("EVICT: memory.available hard, grace 0s") != std::string::npos);
+  CHECK(r.out.find("The node was low on resource: memory. Threshold quantity: 100Mi, available: 60Mi.") !=
+        std::string::npos);
+}
+
+TEST_CASE("explain eviction reads the snapshot from standard input") {
+  Run r = run("explain eviction --snapshot - --policy examples/policy.json -o json",
+              (kRoot / "examples/snapshot.json").string());
+  REQUIRE(r.status == 0);
+  CHECK(Json::parse(r.out)["evict"][0]["pod"] == "batch/etl-5f7b9c-abcde");
+}
+
+TEST_CASE("explain eviction: choosing the node") {
+  fs::path two = write("two-nodes.json", kTwoNodes);
+  Run missing = run("explain eviction --snapshot " + two.string());
+  CHECK(missing.status == 1);
+  CHECK(missing.err == two.string() + ": nodes: --node is required when the snapshot does not have "
+                                      "exactly one node (nodes in the snapshot: a, b)\n");
+  Run unknown = run("explain eviction --snapshot " + two.string() + " --node c");
+  CHECK(unknown.status == 1);
+  CHECK(unknown.err ==
+        two.string() + ": nodes: node \"c\" not found (nodes in the snapshot: a, b)\n");
+  Run b = run("explain eviction --snapshot " + two.string() + " --node b -o json");
+  REQUIRE(b.status == 0);
+  Json j = Json::parse(b.out);
+  CHECK(j["node"] == "b");
+  CHECK(j["evict"][0]["pod"] == "ns/p");  // default policy: memory.available<100Mi
+}
+
+TEST_CASE("bad input: exit 1, a message naming the file and the JSON path, nothing on stdout") {
+  struct Case {
+    std::string name;
+    std::string args;
+    std::string err;
+  };
+  fs::path badQuantity = write("bad-quantity.json", R"({"pods": [{"metadata": {"name": "a"},
+      "spec": {"containers": [{"name": "c", "resources": {"requests": {"memory": "9x"}}}]}}]})");
+  fs::path badJson = write("bad-json.json", "{\"pods\": [");
+  fs::path badPolicy = write("bad-policy.json",
+                             R"({"evictionHard": {"memory.available": "-1Gi", "foo": "1"},
+                                 "evictionSoft": {"memory.available": "1Gi"}})");
+  const Case cases[] = {
+      {"malformed quantity", "explain eviction --snapshot " + badQuantity.string(),
+       badQuantity.string() +
+           ": pods[0].spec.containers[0].resources.requests.memory: \"9x\" is not a quantity "
+           "(expected a number with an optional suffix, such as 128974848, 129e6, 129M, 123Mi, "
+           "1.5Gi or 500m)\n"},
+      {"invalid JSON", "explain eviction --snapshot " + badJson.string(),
+       badJson.string() +
+           ": invalid JSON at line 1, column 11: syntax error while parsing value - unexpected "
+           "end of input; expected '[', '{', or a literal\n"},
+      {"unreadable snapshot", "explain eviction --snapshot /nonexistent/snap.json",
+       "cannot read /nonexistent/snap.json: No such file or directory\n"},
+      {"invalid policy",
+       "explain eviction --snapshot examples/snapshot.json --policy " + badPolicy.string(),
+       badPolicy.string() + ": evictionHard.foo: unknown signal (expected one of memory.available, "
+                            "allocatableMemory.available, nodefs.available, nodefs.inodesFree, "
+                            "imagefs.available, imagefs.inodesFree, pid.available)\n" +
+           badPolicy.string() + ": evictionHard[\"memory.available\"]: must be positive, got \"-1Gi\"\n" +
+           badPolicy.string() + ": evictionSoft[\"memory.available\"]: a soft threshold needs a grace "
+                                "period: set evictionSoftGracePeriod[\"memory.available\"]\n"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    Run r = run(c.args);
+    CHECK(r.status == 1);
+    CHECK(r.err == c.err);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("usage errors exit 2 with help") {
+  for (const char* args : {"", "frobnicate", "explain", "explain eviction",
+                           "explain eviction --snapshot", "explain eviction --bogus x",
+                           "explain eviction --snapshot examples/snapshot.json -o yaml",
+                           "explain whatever", "check-policy", "check-policy a b"}) {
+    std::string line = args;
+    CAPTURE(line);
+    Run r = run(line);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("usage: nodewarden") != std::string::npos);
+  }
+}
+
+TEST_CASE("help and version exit 0") {
+  Run help = run("--help");
+  CHECK(help.status == 0);
+  CHECK(help.out.find("explain eviction") != std::string::npos);
+  Run explainHelp = run("explain eviction --help");
+  CHECK(explainHelp.status == 0);
+  CHECK(explainHelp.out.find("--assume-grace-elapsed") != std::string::npos);
+  Run version = run("version");
+  CHECK(version.status == 0);
+  CHECK(version.out.rfind("nodewarden ", 0) == 0);
+}
+
+TEST_CASE("check-policy validates and prints the effective policy") {
+  Run ok = run("check-policy examples/policy.json");
+  REQUIRE_MESSAGE(ok.status == 0, ok.err);
+  CHECK(ok.out.rfind("examples/policy.json: valid\n", 0) == 0);
+  Json effective = Json::parse(ok.out.substr(ok.out.find('\n') + 1));
+  CHECK(effective["evictionHard"]["memory.available"] == "100Mi");
+  CHECK(effective["evictionSoftGracePeriod"]["memory.available"] == "30s");
+
+  Run shipped = run("check-policy systemd/nodewarden-policy.json");
+  CHECK(shipped.status == 0);
+
+  fs::path empty = write("empty-policy.json", "{}");
+  Run defaults = run("check-policy " + empty.string());
+  REQUIRE(defaults.status == 0);
+  Json d = Json::parse(defaults.out.substr(defaults.out.find('\n') + 1));
+  CHECK(d["evictionHard"] == Json::parse(R"({"memory.available": "100Mi", "nodefs.available": "10%",
+                                             "nodefs.inodesFree": "5%", "imagefs.available": "15%"})"));
+  CHECK(d["evictionMaxPodGracePeriod"] == 0);
+  CHECK(d["evictionPressureTransitionPeriod"] == "5m0s");
+
+  fs::path bad = write("bad.json", R"({"ranking": "fastest", "evictionMaxPodsPerCycle": 0})");
+  Run invalid = run("check-policy " + bad.string());
+  CHECK(invalid.status == 1);
+  CHECK(invalid.err == bad.string() + ": evictionMaxPodsPerCycle: expected an integer from 1 to "
+                                      "10000, got 0\n" +
+                           bad.string() + ": ranking: expected \"priority\" or \"kubelet\", got "
+                                          "\"fastest\"\n");
+  CHECK(invalid.out.empty());
+}
