@@ -204,8 +204,8 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
     return kExitOk;
   }
   if (!args->positional.empty()) {
-    err << "nodewarden explain eviction: unexpected argument \"" << args->positional[0]
-        << "\"\n\n" << kExplainUsage;
+    err << "nodewarden explain eviction: unexpected argument \"" << args->positional[0] << "\"\n\n"
+        << kExplainUsage;
     return kExitUsage;
   }
   auto snapshotPath = args->value("snapshot");

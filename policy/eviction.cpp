@@ -28,7 +28,9 @@ int cmpAsc(T a, T b) {
   return a < b ? -1 : (a > b ? 1 : 0);
 }
 // The kubelet's cmpBool: true before false.
-int trueFirst(bool a, bool b) { return a == b ? 0 : (a ? -1 : 1); }
+int trueFirst(bool a, bool b) {
+  return a == b ? 0 : (a ? -1 : 1);
+}
 
 // usage/request, larger first; a zero request is infinitely over.
 int ratioDesc(const RankedPod& a, const RankedPod& b) {
@@ -146,8 +148,8 @@ const Container* findContainer(const Pod& pod, std::string_view name) {
 std::string evictionMessage(const SignalStatus& status, const Pod& pod, const PodStats* stats) {
   const std::string resource(starvedResource(status.key.signal));
   std::string message = "The node was low on resource: " + resource + ". ";
-  message += "Threshold quantity: " + status.thresholdText + ", available: " +
-             quantityText(status.available, formatFor(status.key.signal)) + ". ";
+  message += "Threshold quantity: " + status.thresholdText +
+             ", available: " + quantityText(status.available, formatFor(status.key.signal)) + ". ";
   if (stats == nullptr || (resource != "memory" && resource != "ephemeral-storage")) {
     return message;
   }
@@ -233,7 +235,8 @@ std::vector<Observation> observeSignals(const NodeView& view) {
                    i64(*s->memoryAvailableBytes + *s->memoryWorkingSetBytes)});
   } else if (s->memoryAvailableBytes) {
     std::int64_t capacity = i64(*s->memoryAvailableBytes);
-    if (view.node != nullptr) capacity = std::max(capacity, amountOf(view.node->capacity, "memory"));
+    if (view.node != nullptr)
+      capacity = std::max(capacity, amountOf(view.node->capacity, "memory"));
     out.push_back({Signal::MemoryAvailable, i64(*s->memoryAvailableBytes), capacity});
   }
   if (s->podsMemoryAvailableBytes && s->podsMemoryWorkingSetBytes) {
@@ -280,8 +283,8 @@ EvictionState assumeGraceElapsed(const Policy& policy, TimePoint now) {
 }
 
 Ranking rankMemoryPressure(const NodeView& view, const Policy& policy) {
-  Style style = policy.ranking == RankingMode::Kubelet ? Style::KubeletExceeds
-                                                      : Style::PriorityRatio;
+  Style style =
+      policy.ranking == RankingMode::Kubelet ? Style::KubeletExceeds : Style::PriorityRatio;
   return buildRanking(view, policy, "memory", "memory", style,
                       [](const PodStats& s) -> std::optional<std::int64_t> {
                         if (!s.memoryWorkingSetBytes) return std::nullopt;
@@ -341,8 +344,8 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
     st.thresholdText = threshold.toString();
     st.minReclaim = t.minReclaim.isZero() ? 0 : t.minReclaim.resolve(o->capacity).value();
     bool reclaiming = state.actedOn.count(st.key) != 0;
-    st.met = st.available < st.threshold ||
-             (reclaiming && st.available < st.threshold + st.minReclaim);
+    st.met =
+        st.available < st.threshold || (reclaiming && st.available < st.threshold + st.minReclaim);
     if (st.met) {
       auto first = state.firstObservedAt.find(st.key);
       TimePoint since = first == state.firstObservedAt.end() ? now : first->second;
@@ -404,8 +407,8 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
     std::string_view r = starvedResource(s);
     if (r == "memory") return &decision.memory;
     if (r == "pids") return decision.pids ? &*decision.pids : nullptr;
-    if (r == "ephemeral-storage") return decision.ephemeralStorage ? &*decision.ephemeralStorage
-                                                                   : nullptr;
+    if (r == "ephemeral-storage")
+      return decision.ephemeralStorage ? &*decision.ephemeralStorage : nullptr;
     if (!inodeRanking && anyInodes) inodeRanking = rankDiskPressure(view, policy, true);
     return inodeRanking ? &*inodeRanking : nullptr;
   };
@@ -413,7 +416,8 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
     // What evicting this pod frees, for every resource a later threshold may need.
     auto& usage = usageByPod[r.pod];
     if (r.stats == nullptr) return;
-    if (r.stats->memoryWorkingSetBytes) usage["memory"] = std::int64_t(*r.stats->memoryWorkingSetBytes);
+    if (r.stats->memoryWorkingSetBytes)
+      usage["memory"] = std::int64_t(*r.stats->memoryWorkingSetBytes);
     if (r.stats->processCount) usage["pids"] = std::int64_t(*r.stats->processCount);
     if (auto d = diskUsage(*r.stats)) usage["ephemeral-storage"] = *d;
     if (r.stats->ephemeralStorageInodesUsed) {
@@ -437,10 +441,9 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
       e.pod = r.pod;
       e.signal = st->key.signal;
       e.hard = st->key.hard;
-      e.gracePeriodSeconds =
-          st->key.hard ? 0
-                       : std::min(policy.maxPodGracePeriodSeconds,
-                                  r.pod->terminationGracePeriodSeconds);
+      e.gracePeriodSeconds = st->key.hard ? 0
+                                          : std::min(policy.maxPodGracePeriodSeconds,
+                                                     r.pod->terminationGracePeriodSeconds);
       e.usage = r.usage;
       e.request = r.request;
       e.message = evictionMessage(*st, *r.pod, r.stats);

@@ -21,8 +21,8 @@ namespace nodewarden::policy {
 // agent's own store), which must outlive the view.
 struct NodeView {
   std::string name;
-  const Node* node = nullptr;          // may be null when the snapshot has no Node object
-  const NodeStats* stats = nullptr;    // null when there are no kubelet stats for the node
+  const Node* node = nullptr;        // may be null when the snapshot has no Node object
+  const NodeStats* stats = nullptr;  // null when there are no kubelet stats for the node
   std::vector<const Pod*> pods;
   std::vector<const PodStats*> podStats;  // parallel to pods; null when a pod has no stats
 };
@@ -84,7 +84,7 @@ struct RankedPod {
 };
 
 struct Ranking {
-  std::string resource;  // "memory", "pids", "ephemeral-storage", "inodes"
+  std::string resource;         // "memory", "pids", "ephemeral-storage", "inodes"
   std::vector<RankedPod> pods;  // evicted first at index 0; non-evictable pods last
 };
 

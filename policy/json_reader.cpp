@@ -8,8 +8,8 @@ namespace {
 bool isIdentifier(std::string_view key) {
   if (key.empty()) return false;
   for (char c : key) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) return false;
   }
   return !(key[0] >= '0' && key[0] <= '9');
@@ -60,15 +60,14 @@ std::optional<Json> parseJsonText(std::string_view text, Diagnostics& diagnostic
     std::string what = e.what();
     // "[json.exception.parse_error.101] parse error at line 3, column 5: ..." -> from "line".
     auto at = what.find(" at line ");
-    diagnostics.add("", "invalid JSON" + (at == std::string::npos ? ": " + what
-                                                                   : what.substr(at)));
+    diagnostics.add("", "invalid JSON" + (at == std::string::npos ? ": " + what : what.substr(at)));
     return std::nullopt;
   }
 }
 
 void Diagnostics::add(std::string_view path, std::string_view message) {
-  errors_.push_back(Error{path.empty() ? std::string(message)
-                                       : std::string(path) + ": " + std::string(message)});
+  errors_.push_back(
+      Error{path.empty() ? std::string(message) : std::string(path) + ": " + std::string(message)});
 }
 
 std::string Diagnostics::joined() const {
@@ -146,8 +145,8 @@ std::optional<std::int64_t> JsonObject::integer(std::string_view key, std::int64
     } else {
       result = value->get<std::int64_t>();
     }
-  } else if (value->is_number_float() && value->get<double>() == double(std::int64_t(
-                                                                        value->get<double>()))) {
+  } else if (value->is_number_float() &&
+             value->get<double>() == double(std::int64_t(value->get<double>()))) {
     result = std::int64_t(value->get<double>());
   } else {
     diagnostics_->add(pathOf(key), "expected an integer, got " + describeJson(*value));

@@ -9,14 +9,13 @@ namespace {
 constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
-std::optional<PreemptionPolicy> parsePreemptionPolicy(const JsonObject& obj,
-                                                      std::string_view key) {
+std::optional<PreemptionPolicy> parsePreemptionPolicy(const JsonObject& obj, std::string_view key) {
   auto text = obj.string(key);
   if (!text) return std::nullopt;
   if (*text == "PreemptLowerPriority") return PreemptionPolicy::PreemptLowerPriority;
   if (*text == "Never") return PreemptionPolicy::Never;
-  obj.diagnostics().add(obj.pathOf(key), "expected \"PreemptLowerPriority\" or \"Never\", got " +
-                                             Json(*text).dump());
+  obj.diagnostics().add(
+      obj.pathOf(key), "expected \"PreemptLowerPriority\" or \"Never\", got " + Json(*text).dump());
   return std::nullopt;
 }
 
@@ -134,8 +133,8 @@ bool LabelSelector::matches(const std::map<std::string, std::string>& labels) co
   for (const auto& req : matchExpressions) {
     auto it = labels.find(req.key);
     bool has = it != labels.end();
-    bool inValues = has && std::find(req.values.begin(), req.values.end(), it->second) !=
-                               req.values.end();
+    bool inValues =
+        has && std::find(req.values.begin(), req.values.end(), it->second) != req.values.end();
     if (req.op == "In" && !inValues) return false;
     if (req.op == "NotIn" && inValues) return false;
     if (req.op == "Exists" && !has) return false;
@@ -220,8 +219,7 @@ std::optional<Pod> parsePod(const Json& json, const std::string& path, Diagnosti
   return pod;
 }
 
-std::optional<Node> parseNode(const Json& json, const std::string& path,
-                              Diagnostics& diagnostics) {
+std::optional<Node> parseNode(const Json& json, const std::string& path, Diagnostics& diagnostics) {
   const std::size_t before = diagnostics.size();
   JsonObject obj(json, path, diagnostics);
   if (!obj.valid()) return std::nullopt;
@@ -238,8 +236,8 @@ std::optional<Node> parseNode(const Json& json, const std::string& path,
   spec.forEach("taints", [&](const Json& item, const std::string& p) {
     JsonObject t(item, p, diagnostics);
     if (!t.valid()) return;
-    node.taints.push_back(Taint{t.requiredString("key"), t.string("value").value_or(""),
-                                t.requiredString("effect")});
+    node.taints.push_back(
+        Taint{t.requiredString("key"), t.string("value").value_or(""), t.requiredString("effect")});
   });
   JsonObject status = obj.object("status");
   node.capacity = status.quantityMap("capacity", /*nonNegative=*/true);
@@ -274,8 +272,8 @@ std::optional<PriorityClass> parsePriorityClass(const Json& json, const std::str
   pc.value = std::int32_t(value.value_or(0));
   bool builtIn = builtInClass(pc.name) != nullptr;
   if (value && !builtIn && *value > kHighestUserDefinablePriority) {
-    diagnostics.add(obj.pathOf("value"), "must be at most 1000000000 for a user class, got " +
-                                             std::to_string(*value));
+    diagnostics.add(obj.pathOf("value"),
+                    "must be at most 1000000000 for a user class, got " + std::to_string(*value));
   }
   pc.globalDefault = obj.boolean("globalDefault").value_or(false);
   pc.preemptionPolicy = parsePreemptionPolicy(obj, "preemptionPolicy");
@@ -328,8 +326,7 @@ std::optional<PodDisruptionBudget> parsePodDisruptionBudget(const Json& json,
     pdb.selector = std::move(selector);
   }
   JsonObject status = obj.object("status");
-  pdb.disruptionsAllowed =
-      status.integer("disruptionsAllowed", kInt32Min, kInt32Max).value_or(0);
+  pdb.disruptionsAllowed = status.integer("disruptionsAllowed", kInt32Min, kInt32Max).value_or(0);
   pdb.disruptedPods = status.stringMap("disruptedPods");
   if (diagnostics.size() != before) return std::nullopt;
   return pdb;
@@ -390,8 +387,10 @@ std::optional<Summary> parseSummary(const Json& json, const std::string& path,
 std::optional<Snapshot> parseSnapshot(const Json& json, Diagnostics& diagnostics) {
   const std::size_t before = diagnostics.size();
   if (!json.is_object()) {
-    diagnostics.add("", "expected a snapshot object with nodes, pods, priorityClasses, "
-                        "podDisruptionBudgets and stats, got " + describeJson(json));
+    diagnostics.add("",
+                    "expected a snapshot object with nodes, pods, priorityClasses, "
+                    "podDisruptionBudgets and stats, got " +
+                        describeJson(json));
     return std::nullopt;
   }
   Snapshot snap;
@@ -408,8 +407,8 @@ std::optional<Snapshot> parseSnapshot(const Json& json, Diagnostics& diagnostics
   list("podDisruptionBudgets", parsePodDisruptionBudget, snap.podDisruptionBudgets);
   if (auto it = json.find("stats"); it != json.end() && !it->is_null()) {
     if (!it->is_object()) {
-      diagnostics.add("stats", "expected an object of node name to kubelet Summary, got " +
-                                   describeJson(*it));
+      diagnostics.add(
+          "stats", "expected an object of node name to kubelet Summary, got " + describeJson(*it));
     } else {
       for (auto s = it->begin(); s != it->end(); ++s) {
         if (auto summary = parseSummary(s.value(), childPath("stats", s.key()), diagnostics)) {

@@ -183,8 +183,7 @@ struct Snapshot {
 // Parsers. Each reports every problem to `diagnostics` with its JSON path under `path` and
 // returns nothing when the object cannot be used. Unknown fields are ignored.
 std::optional<Pod> parsePod(const Json& json, const std::string& path, Diagnostics& diagnostics);
-std::optional<Node> parseNode(const Json& json, const std::string& path,
-                              Diagnostics& diagnostics);
+std::optional<Node> parseNode(const Json& json, const std::string& path, Diagnostics& diagnostics);
 std::optional<PriorityClass> parsePriorityClass(const Json& json, const std::string& path,
                                                 Diagnostics& diagnostics);
 std::optional<PodDisruptionBudget> parsePodDisruptionBudget(const Json& json,

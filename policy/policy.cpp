@@ -11,11 +11,16 @@ namespace nodewarden::policy {
 namespace {
 
 constexpr std::string_view kKnownKeys[] = {
-    "evictionHard",          "evictionSoft",
-    "evictionSoftGracePeriod", "evictionMinimumReclaim",
-    "evictionMaxPodGracePeriod", "evictionPressureTransitionPeriod",
-    "evictionMaxPodsPerCycle",   "ranking",
-    "housekeepingInterval",      "neverEvictPriority",
+    "evictionHard",
+    "evictionSoft",
+    "evictionSoftGracePeriod",
+    "evictionMinimumReclaim",
+    "evictionMaxPodGracePeriod",
+    "evictionPressureTransitionPeriod",
+    "evictionMaxPodsPerCycle",
+    "ranking",
+    "housekeepingInterval",
+    "neverEvictPriority",
 };
 
 std::string knownSignals() {
@@ -27,7 +32,9 @@ std::string knownSignals() {
   return out;
 }
 
-std::string quote(std::string_view s) { return Json(std::string(s)).dump(); }
+std::string quote(std::string_view s) {
+  return Json(std::string(s)).dump();
+}
 
 // Parses "10.5%" into 10.5 the way Go's ParseFloat would accept the number part.
 std::optional<double> parsePercentNumber(std::string_view text) {
@@ -64,8 +71,8 @@ std::map<Signal, std::pair<std::string, std::string>> signalMap(const Json& root
       continue;
     }
     if (!entry.value().is_string()) {
-      diagnostics.add(path, "expected " + std::string(expected) + ", got " +
-                                describeJson(entry.value()));
+      diagnostics.add(path,
+                      "expected " + std::string(expected) + ", got " + describeJson(entry.value()));
       continue;
     }
     out.emplace(*signal, std::make_pair(entry.value().get<std::string>(), path));
@@ -75,8 +82,7 @@ std::map<Signal, std::pair<std::string, std::string>> signalMap(const Json& root
 
 // A threshold: a positive quantity or a percentage in [0%, 100%]. Returns nothing for an
 // error (reported) and a zero value for a disabled threshold (0% or 100%).
-std::optional<ThresholdValue> parseThresholdValue(const std::string& text,
-                                                  const std::string& path,
+std::optional<ThresholdValue> parseThresholdValue(const std::string& text, const std::string& path,
                                                   Diagnostics& diagnostics) {
   ThresholdValue value;
   value.text = text;
@@ -142,14 +148,12 @@ std::optional<Duration> durationMember(const Json& root, std::string_view key,
   auto it = root.find(key);
   if (it == root.end() || it->is_null()) return std::nullopt;
   if (!it->is_string()) {
-    diagnostics.add(key, "expected a duration such as \"30s\" or \"5m\", got " +
-                             describeJson(*it));
+    diagnostics.add(key, "expected a duration such as \"30s\" or \"5m\", got " + describeJson(*it));
     return std::nullopt;
   }
   auto d = parseGoDuration(it->get<std::string>());
   if (!d) {
-    diagnostics.add(key, "expected a duration such as \"30s\" or \"5m\", got " +
-                             describeJson(*it));
+    diagnostics.add(key, "expected a duration such as \"30s\" or \"5m\", got " + describeJson(*it));
     return std::nullopt;
   }
   if (positive ? d.value() <= Duration(0) : d.value() < Duration(0)) {
@@ -160,9 +164,8 @@ std::optional<Duration> durationMember(const Json& root, std::string_view key,
   return d.value();
 }
 
-std::optional<std::int64_t> integerMember(const Json& root, std::string_view key,
-                                          std::int64_t min, std::int64_t max,
-                                          Diagnostics& diagnostics) {
+std::optional<std::int64_t> integerMember(const Json& root, std::string_view key, std::int64_t min,
+                                          std::int64_t max, Diagnostics& diagnostics) {
   auto it = root.find(key);
   if (it == root.end() || it->is_null()) return std::nullopt;
   bool integral = it->is_number_integer() ||
@@ -281,8 +284,7 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
     return std::nullopt;
   }
   for (auto it = json.begin(); it != json.end(); ++it) {
-    if (std::find(std::begin(kKnownKeys), std::end(kKnownKeys), it.key()) ==
-        std::end(kKnownKeys)) {
+    if (std::find(std::begin(kKnownKeys), std::end(kKnownKeys), it.key()) == std::end(kKnownKeys)) {
       std::string known;
       for (auto k : kKnownKeys) known += (known.empty() ? "" : ", ") + std::string(k);
       diagnostics.add(childPath("", it.key()), "unknown key (expected one of " + known + ")");
@@ -295,8 +297,8 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
   auto hard = signalMap(json, "evictionHard", "a quantity or a percentage", diagnostics);
   auto soft = signalMap(json, "evictionSoft", "a quantity or a percentage", diagnostics);
   auto grace = signalMap(json, "evictionSoftGracePeriod", "a duration", diagnostics);
-  auto reclaim = signalMap(json, "evictionMinimumReclaim", "a quantity or a percentage",
-                           diagnostics);
+  auto reclaim =
+      signalMap(json, "evictionMinimumReclaim", "a quantity or a percentage", diagnostics);
 
   std::map<Signal, ThresholdValue> minReclaims;
   for (const auto& [signal, entry] : reclaim) {
@@ -308,8 +310,8 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
   for (const auto& [signal, entry] : grace) {
     auto d = parseGoDuration(entry.first);
     if (!d) {
-      diagnostics.add(entry.second,
-                      "expected a duration such as \"30s\" or \"1m30s\", got " + quote(entry.first));
+      diagnostics.add(entry.second, "expected a duration such as \"30s\" or \"1m30s\", got " +
+                                        quote(entry.first));
     } else if (d.value() < Duration(0)) {
       diagnostics.add(entry.second, "must not be negative, got " + quote(entry.first));
     } else {
@@ -333,9 +335,9 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
     auto value = parseThresholdValue(it->second.first, it->second.second, diagnostics);
     if (!value || value->isZero()) continue;
     if (grace.count(signal) == 0) {
-      diagnostics.add(it->second.second, "a soft threshold needs a grace period: set " +
-                                             childPath("evictionSoftGracePeriod",
-                                                       toString(signal)));
+      diagnostics.add(it->second.second,
+                      "a soft threshold needs a grace period: set " +
+                          childPath("evictionSoftGracePeriod", toString(signal)));
       continue;
     }
     auto g = graces.find(signal);
@@ -371,9 +373,9 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
   if (auto d = durationMember(json, "housekeepingInterval", diagnostics, true)) {
     policy.housekeepingInterval = *d;
   }
-  if (auto v = integerMember(json, "neverEvictPriority", std::numeric_limits<std::int32_t>::min(),
-                             std::int64_t(std::numeric_limits<std::int32_t>::max()) + 1,
-                             diagnostics)) {
+  if (auto v =
+          integerMember(json, "neverEvictPriority", std::numeric_limits<std::int32_t>::min(),
+                        std::int64_t(std::numeric_limits<std::int32_t>::max()) + 1, diagnostics)) {
     policy.neverEvictPriority = *v;
   }
   if (diagnostics.size() != before) return std::nullopt;

@@ -61,7 +61,7 @@ struct Threshold {
 enum class RankingMode { Priority, Kubelet };
 
 struct Policy {
-  std::vector<Threshold> thresholds;         // hard ones first, in signal order
+  std::vector<Threshold> thresholds;          // hard ones first, in signal order
   std::int64_t maxPodGracePeriodSeconds = 0;  // evictionMaxPodGracePeriod (kubelet default)
   Duration pressureTransitionPeriod = std::chrono::minutes(5);
   int maxPodsPerCycle = 5;

@@ -13,12 +13,14 @@ constexpr Int128 kNano = 1'000'000'000;
 // Binary quantities are capped at 2^63-1 whole units (Kubernetes maxAllowed).
 constexpr Int128 kMaxBinaryNanos = Int128(std::numeric_limits<std::int64_t>::max()) * kNano;
 // Decimal quantities keep their value up to 10^28 whole units; beyond is an error.
-constexpr Int128 kMaxDecimalNanos = Int128(10'000'000'000'000'000'000ULL) *
-                                    Int128(1'000'000'000'000'000'000ULL);
+constexpr Int128 kMaxDecimalNanos =
+    Int128(10'000'000'000'000'000'000ULL) * Int128(1'000'000'000'000'000'000ULL);
 // Quantities in real objects are short; this bounds the work done on hostile input.
 constexpr std::size_t kMaxLength = 1024;
 
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isDigit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // An unsigned integer of arbitrary size, just enough to evaluate digits * 2^b / 10^d exactly.
 class BigUnsigned {
@@ -294,9 +296,13 @@ Quantity Quantity::fromMilli(std::int64_t milli, QuantityFormat format) {
   return Quantity(Int128(milli) * 1'000'000, format);
 }
 
-std::int64_t Quantity::value() const { return roundAwayFromZero(nanos_, kNano); }
+std::int64_t Quantity::value() const {
+  return roundAwayFromZero(nanos_, kNano);
+}
 
-std::int64_t Quantity::milliValue() const { return roundAwayFromZero(nanos_, 1'000'000); }
+std::int64_t Quantity::milliValue() const {
+  return roundAwayFromZero(nanos_, 1'000'000);
+}
 
 std::string Quantity::toString() const {
   if (nanos_ == 0) return "0";
@@ -311,7 +317,7 @@ std::string Quantity::toString() const {
   if (format == QuantityFormat::BinarySI) {
     Int128 amount = nanos_ / kNano;
     int exponent = removeFactors(amount, 1024, 6);
-    static constexpr std::array<std::string_view, 7> kBinary{"", "Ki", "Mi", "Gi",
+    static constexpr std::array<std::string_view, 7> kBinary{"",   "Ki", "Mi", "Gi",
                                                              "Ti", "Pi", "Ei"};
     return int128ToString(amount) + std::string(kBinary[std::size_t(exponent)]);
   }

@@ -8,7 +8,9 @@
 namespace nodewarden::policy {
 namespace {
 
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isDigit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 Error durationError(std::string_view text, std::string_view why) {
   return Error{"\"" + std::string(text) + "\" is not a duration (" + std::string(why) +

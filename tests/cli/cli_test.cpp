@@ -37,8 +37,10 @@ const fs::path& scratch() {
   static const fs::path dir = [] {
     fs::path d = fs::temp_directory_path() / ("nodewarden-cli-test-" + std::to_string(getpid()));
     fs::create_directories(d);
-    std::atexit([] { fs::remove_all(fs::temp_directory_path() /
-                                    ("nodewarden-cli-test-" + std::to_string(getpid()))); });
+    std::atexit([] {
+      fs::remove_all(fs::temp_directory_path() /
+                     ("nodewarden-cli-test-" + std::to_string(getpid())));
+    });
     return d;
   }();
   return dir;
@@ -85,7 +87,8 @@ const char* kTwoNodes = R"({
 }  // namespace
 
 TEST_CASE("explain eviction -o json on the example matches the expected JSON") {
-  Run r = run("explain eviction --snapshot examples/snapshot.json --policy examples/policy.json -o json");
+  Run r = run(
+      "explain eviction --snapshot examples/snapshot.json --policy examples/policy.json -o json");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   CHECK(Json::parse(r.out) ==
         Json::parse(slurp(kRoot / "tests/fixtures/expected/example-eviction.json")));
@@ -94,12 +97,14 @@ TEST_CASE("explain eviction -o json on the example matches the expected JSON") {
   CHECK(r.out.find("\"signals\"") < r.out.find("\"conditions\""));
   CHECK(r.out.find("\"ranking\"") < r.out.find("\"evict\""));
   // -o=json and --output json are the same.
-  CHECK(run("explain eviction --snapshot=examples/snapshot.json --policy examples/policy.json --output json").out ==
-        r.out);
+  CHECK(run("explain eviction --snapshot=examples/snapshot.json --policy examples/policy.json "
+            "--output json")
+            .out == r.out);
 }
 
 TEST_CASE("explain eviction: the example's decision") {
-  Run r = run("explain eviction --snapshot examples/snapshot.json --policy examples/policy.json -o json");
+  Run r = run(
+      "explain eviction --snapshot examples/snapshot.json --policy examples/policy.json -o json");
   REQUIRE(r.status == 0);
   Json j = Json::parse(r.out);
   CHECK(j["node"] == "node-1");
@@ -118,8 +123,9 @@ TEST_CASE("explain eviction: the example's decision") {
 }
 
 TEST_CASE("explain eviction --assume-grace-elapsed lets soft thresholds act") {
-  Run r = run("explain eviction --snapshot examples/snapshot.json --policy examples/policy.json "
-              "--assume-grace-elapsed -o json");
+  Run r =
+      run("explain eviction --snapshot examples/snapshot.json --policy examples/policy.json "
+          "--assume-grace-elapsed -o json");
   REQUIRE(r.status == 0);
   CHECK(Json::parse(r.out) ==
         Json::parse(slurp(kRoot / "tests/fixtures/expected/example-eviction-grace-elapsed.json")));
@@ -132,7 +138,8 @@ TEST_CASE("explain eviction -o table is for people") {
   CHECK(r.out.find("Conditions: MemoryPressure") != std::string::npos);
   CHECK(r.out.find("never evicted: critical pod") != std::string::npos);
   CHECK(r.out.find("EVICT: memory.available hard, grace 0s") != std::string::npos);
-  CHECK(r.out.find("The node was low on resource: memory. Threshold quantity: 100Mi, available: 60Mi.") !=
+  CHECK(r.out.find(
+            "The node was low on resource: memory. Threshold quantity: 100Mi, available: 60Mi.") !=
         std::string::npos);
 }
 
@@ -147,8 +154,9 @@ TEST_CASE("explain eviction: choosing the node") {
   fs::path two = write("two-nodes.json", kTwoNodes);
   Run missing = run("explain eviction --snapshot " + two.string());
   CHECK(missing.status == 1);
-  CHECK(missing.err == two.string() + ": nodes: --node is required when the snapshot does not have "
-                                      "exactly one node (nodes in the snapshot: a, b)\n");
+  CHECK(missing.err == two.string() +
+                           ": nodes: --node is required when the snapshot does not have "
+                           "exactly one node (nodes in the snapshot: a, b)\n");
   Run unknown = run("explain eviction --snapshot " + two.string() + " --node c");
   CHECK(unknown.status == 1);
   CHECK(unknown.err ==
@@ -186,12 +194,15 @@ TEST_CASE("bad input: exit 1, a message naming the file and the JSON path, nothi
        "cannot read /nonexistent/snap.json: No such file or directory\n"},
       {"invalid policy",
        "explain eviction --snapshot examples/snapshot.json --policy " + badPolicy.string(),
-       badPolicy.string() + ": evictionHard.foo: unknown signal (expected one of memory.available, "
-                            "allocatableMemory.available, nodefs.available, nodefs.inodesFree, "
-                            "imagefs.available, imagefs.inodesFree, pid.available)\n" +
-           badPolicy.string() + ": evictionHard[\"memory.available\"]: must be positive, got \"-1Gi\"\n" +
-           badPolicy.string() + ": evictionSoft[\"memory.available\"]: a soft threshold needs a grace "
-                                "period: set evictionSoftGracePeriod[\"memory.available\"]\n"},
+       badPolicy.string() +
+           ": evictionHard.foo: unknown signal (expected one of memory.available, "
+           "allocatableMemory.available, nodefs.available, nodefs.inodesFree, "
+           "imagefs.available, imagefs.inodesFree, pid.available)\n" +
+           badPolicy.string() +
+           ": evictionHard[\"memory.available\"]: must be positive, got \"-1Gi\"\n" +
+           badPolicy.string() +
+           ": evictionSoft[\"memory.available\"]: a soft threshold needs a grace "
+           "period: set evictionSoftGracePeriod[\"memory.available\"]\n"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.name);
@@ -203,10 +214,10 @@ TEST_CASE("bad input: exit 1, a message naming the file and the JSON path, nothi
 }
 
 TEST_CASE("usage errors exit 2 with help") {
-  for (const char* args : {"", "frobnicate", "explain", "explain eviction",
-                           "explain eviction --snapshot", "explain eviction --bogus x",
-                           "explain eviction --snapshot examples/snapshot.json -o yaml",
-                           "explain whatever", "check-policy", "check-policy a b"}) {
+  for (const char* args :
+       {"", "frobnicate", "explain", "explain eviction", "explain eviction --snapshot",
+        "explain eviction --bogus x", "explain eviction --snapshot examples/snapshot.json -o yaml",
+        "explain whatever", "check-policy", "check-policy a b"}) {
     std::string line = args;
     CAPTURE(line);
     Run r = run(line);
@@ -250,9 +261,11 @@ TEST_CASE("check-policy validates and prints the effective policy") {
   fs::path bad = write("bad.json", R"({"ranking": "fastest", "evictionMaxPodsPerCycle": 0})");
   Run invalid = run("check-policy " + bad.string());
   CHECK(invalid.status == 1);
-  CHECK(invalid.err == bad.string() + ": evictionMaxPodsPerCycle: expected an integer from 1 to "
-                                      "10000, got 0\n" +
-                           bad.string() + ": ranking: expected \"priority\" or \"kubelet\", got "
-                                          "\"fastest\"\n");
+  CHECK(invalid.err == bad.string() +
+                           ": evictionMaxPodsPerCycle: expected an integer from 1 to "
+                           "10000, got 0\n" +
+                           bad.string() +
+                           ": ranking: expected \"priority\" or \"kubelet\", got "
+                           "\"fastest\"\n");
   CHECK(invalid.out.empty());
 }

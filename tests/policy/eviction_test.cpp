@@ -55,7 +55,8 @@ Snapshot makeSnapshot(const std::vector<PodSpec>& pods, long long availableMi,
   for (const auto& p : pods) {
     Json requests = Json::object();
     if (p.memoryRequestMi >= 0) requests["memory"] = std::to_string(p.memoryRequestMi) + "Mi";
-    if (p.diskRequestMi >= 0) requests["ephemeral-storage"] = std::to_string(p.diskRequestMi) + "Mi";
+    if (p.diskRequestMi >= 0)
+      requests["ephemeral-storage"] = std::to_string(p.diskRequestMi) + "Mi";
     Json meta = Json::parse(R"({"name": ")" + p.name + R"(", "namespace": "ns", "uid": "uid-)" +
                             p.name + "\"" + p.extraMetadata + "}");
     if (p.terminating) meta["deletionTimestamp"] = "2026-01-01T00:00:00Z";
@@ -76,12 +77,13 @@ Snapshot makeSnapshot(const std::vector<PodSpec>& pods, long long availableMi,
     if (p.diskMi >= 0) ps["ephemeral-storage"] = {{"usedBytes", p.diskMi * kMi}};
     stats.push_back(ps);
   }
-  Json node = Json::parse(R"({"memory": {"availableBytes": )" + std::to_string(availableMi * kMi) +
-                          R"(, "workingSetBytes": )" +
-                          std::to_string((capacityMi - availableMi) * kMi) + "}" +
-                          nodeStatsExtra + "}");
-  Json snap = {{"nodes", {{{"metadata", {{"name", "n"}}},
-                           {"status", {{"allocatable", {{"memory", "7Gi"}, {"cpu", "4"}}}}}}}},
+  Json node =
+      Json::parse(R"({"memory": {"availableBytes": )" + std::to_string(availableMi * kMi) +
+                  R"(, "workingSetBytes": )" + std::to_string((capacityMi - availableMi) * kMi) +
+                  "}" + nodeStatsExtra + "}");
+  Json snap = {{"nodes",
+                {{{"metadata", {{"name", "n"}}},
+                  {"status", {{"allocatable", {{"memory", "7Gi"}, {"cpu", "4"}}}}}}}},
                {"pods", pj},
                {"stats", {{"n", {{"node", node}, {"pods", stats}}}}}};
   Diagnostics d;
@@ -122,18 +124,19 @@ const TimePoint kStart{std::chrono::hours(1000)};
 TEST_CASE("priority ranking: lowest priority, then usage over request, then usage, then key") {
   Snapshot s = makeSnapshot(
       {
-          {"high-hog", 1000, 100, 900},     // high priority: last despite 9x
-          {"low-2x", -5, 100, 200},         // 2x its request
-          {"low-3x", -5, 100, 300},         // 3x: before low-2x
-          {"low-norequest", -5, -1, 10},    // zero request = infinitely over: first among -5
-          {"zero-b", 0, 200, 200},          // ratio 1 at 200Mi
-          {"zero-a", 0, 100, 100},          // ratio 1 at 100Mi: after zero-b (smaller usage)
-          {"zero-c", 0, 100, 100},          // ties zero-a completely: by key
-          {"nostats", 0, 100, -1},          // no usage data: first within priority 0
+          {"high-hog", 1000, 100, 900},   // high priority: last despite 9x
+          {"low-2x", -5, 100, 200},       // 2x its request
+          {"low-3x", -5, 100, 300},       // 3x: before low-2x
+          {"low-norequest", -5, -1, 10},  // zero request = infinitely over: first among -5
+          {"zero-b", 0, 200, 200},        // ratio 1 at 200Mi
+          {"zero-a", 0, 100, 100},        // ratio 1 at 100Mi: after zero-b (smaller usage)
+          {"zero-c", 0, 100, 100},        // ties zero-a completely: by key
+          {"nostats", 0, 100, -1},        // no usage data: first within priority 0
       },
       4000);
   Policy p = policyFrom("{}");
-  auto ranking = nodewarden::policy::rankMemoryPressure(nodewarden::policy::makeNodeView(s, "n"), p);
+  auto ranking =
+      nodewarden::policy::rankMemoryPressure(nodewarden::policy::makeNodeView(s, "n"), p);
   CHECK(keys(ranking) == std::vector<std::string>{"ns/low-norequest", "ns/low-3x", "ns/low-2x",
                                                   "ns/nostats", "ns/zero-b", "ns/zero-a",
                                                   "ns/zero-c", "ns/high-hog"});
@@ -144,14 +147,15 @@ TEST_CASE("kubelet ranking: over-request first, then priority, then usage - requ
   // default-priority Burstable pod 300Mi over its request.
   Snapshot s = makeSnapshot(
       {
-          {"burstable-over", 0, 100, 400},  // exceeds by 300Mi
-          {"besteffort-low", -1, -1, 100},  // exceeds (request 0), lower priority
-          {"guaranteed-under", -1, 500, 300},  // below request: after every exceeding pod
+          {"burstable-over", 0, 100, 400},       // exceeds by 300Mi
+          {"besteffort-low", -1, -1, 100},       // exceeds (request 0), lower priority
+          {"guaranteed-under", -1, 500, 300},    // below request: after every exceeding pod
           {"burstable-over-more", 0, 100, 600},  // exceeds by 500Mi: before burstable-over
       },
       4000);
   Policy p = policyFrom(R"({"ranking": "kubelet"})");
-  auto ranking = nodewarden::policy::rankMemoryPressure(nodewarden::policy::makeNodeView(s, "n"), p);
+  auto ranking =
+      nodewarden::policy::rankMemoryPressure(nodewarden::policy::makeNodeView(s, "n"), p);
   CHECK(keys(ranking) == std::vector<std::string>{"ns/besteffort-low", "ns/burstable-over-more",
                                                   "ns/burstable-over", "ns/guaranteed-under"});
 }
@@ -170,20 +174,17 @@ TEST_CASE("critical pods and pods at neverEvictPriority rank last and are never 
                             "neverEvictPriority": 5000})");
   auto r = evaluate(s, p, {}, kStart);
   CHECK(keys(r.decision.memory) == std::vector<std::string>{"ns/victim", "ns/static", "ns/mirror",
-                                                            "ns/protected",
-                                                            "ns/cluster-critical"});
+                                                            "ns/protected", "ns/cluster-critical"});
   // Only one evictable pod: it goes, even though it cannot cover the shortfall alone.
   CHECK(evicted(r) == std::vector<std::string>{"ns/victim"});
   CHECK_FALSE(r.decision.memory.pods[1].evictable);
   CHECK(r.decision.memory.pods[1].notEvictableReason == "critical pod");
-  CHECK(r.decision.memory.pods[3].notEvictableReason ==
-        "priority 5000 >= neverEvictPriority 5000");
+  CHECK(r.decision.memory.pods[3].notEvictableReason == "priority 5000 >= neverEvictPriority 5000");
 }
 
 TEST_CASE("terminating pods are not ranked and never chosen again") {
-  Snapshot s = makeSnapshot({{"leaving", -100, -1, 3000, "", -1, -1, -1, 30, true},
-                             {"staying", 0, -1, 500}},
-                            50);
+  Snapshot s = makeSnapshot(
+      {{"leaving", -100, -1, 3000, "", -1, -1, -1, 30, true}, {"staying", 0, -1, 500}}, 50);
   auto r = evaluate(s, policyFrom("{}"), {}, kStart);
   CHECK(keys(r.decision.memory) == std::vector<std::string>{"ns/staying"});
   CHECK(evicted(r) == std::vector<std::string>{"ns/staying"});
@@ -213,17 +214,17 @@ TEST_CASE("the plan is the shortest prefix covering threshold + minimum reclaim 
     CHECK(evicted(r) == std::vector<std::string>{"ns/a", "ns/b"});
   }
   SUBCASE("the cap bounds one cycle") {
-    auto r = evaluate(makeSnapshot(pods, 10),
-                      policyFrom(R"({"evictionHard": {"memory.available": "1Gi"},
+    auto r =
+        evaluate(makeSnapshot(pods, 10), policyFrom(R"({"evictionHard": {"memory.available": "1Gi"},
                                      "evictionMaxPodsPerCycle": 3})"),
-                      {}, kStart);
+                 {}, kStart);
     CHECK(evicted(r) == std::vector<std::string>{"ns/a", "ns/b", "ns/c"});
   }
   SUBCASE("cap 1 is the kubelet's one pod per cycle") {
-    auto r = evaluate(makeSnapshot(pods, 10),
-                      policyFrom(R"({"evictionHard": {"memory.available": "1Gi"},
+    auto r =
+        evaluate(makeSnapshot(pods, 10), policyFrom(R"({"evictionHard": {"memory.available": "1Gi"},
                                      "evictionMaxPodsPerCycle": 1})"),
-                      {}, kStart);
+                 {}, kStart);
     CHECK(evicted(r) == std::vector<std::string>{"ns/a"});
   }
   SUBCASE("available equal to the threshold is not met") {
@@ -383,16 +384,17 @@ TEST_CASE("PID and disk pressure rank by their own usage and free it") {
   // frees only 5Mi, so writer goes too.
   CHECK(evicted(r) == std::vector<std::string>{"ns/forky", "ns/writer"});
   CHECK((r.decision.evict[0].signal == Signal::NodeFsAvailable));
-  CHECK(r.decision.evict[0].message.rfind(
-            "The node was low on resource: ephemeral-storage. Threshold quantity: 10Mi, available: 1Mi. ",
-            0) == 0);
+  CHECK(r.decision.evict[0].message.rfind("The node was low on resource: ephemeral-storage. "
+                                          "Threshold quantity: 10Mi, available: 1Mi. ",
+                                          0) == 0);
 }
 
 TEST_CASE("memory is reclaimed first and what it frees counts for the other signals") {
   const std::string extra = R"(, "rlimit": {"maxpid": 1000, "curproc": 990})";
-  Snapshot s = makeSnapshot({{"a", 0, -1, 500, "", 100}, {"b", 1, -1, 10, "", 400}}, 50, 8192,
-                            extra);
-  Policy p = policyFrom(R"({"evictionHard": {"memory.available": "100Mi", "pid.available": "5%"}})");
+  Snapshot s =
+      makeSnapshot({{"a", 0, -1, 500, "", 100}, {"b", 1, -1, 10, "", 400}}, 50, 8192, extra);
+  Policy p =
+      policyFrom(R"({"evictionHard": {"memory.available": "100Mi", "pid.available": "5%"}})");
   auto r = evaluate(s, p, {}, kStart);
   // memory: a covers 50Mi; pids: 50 - 10 = 40 needed, a's 100 processes already freed.
   CHECK(evicted(r) == std::vector<std::string>{"ns/a"});
@@ -402,8 +404,9 @@ TEST_CASE("memory is reclaimed first and what it frees counts for the other sign
 TEST_CASE("allocatableMemory.available: the kubepods figures, else allocatable - pods' usage") {
   Policy p = policyFrom(R"({"evictionHard": {"allocatableMemory.available": "1Gi"}})");
   SUBCASE("from the pods system container") {
-    Snapshot s = makeSnapshot({{"a", 0, -1, 100}}, 4000, 8192,
-                              R"(, "systemContainers": [{"name": "pods", "memory": {"availableBytes": 524288000, "workingSetBytes": 1048576000}}])");
+    Snapshot s = makeSnapshot(
+        {{"a", 0, -1, 100}}, 4000, 8192,
+        R"(, "systemContainers": [{"name": "pods", "memory": {"availableBytes": 524288000, "workingSetBytes": 1048576000}}])");
     auto obs = nodewarden::policy::observeSignals(nodewarden::policy::makeNodeView(s, "n"));
     auto r = evaluate(s, p, {}, kStart);
     REQUIRE(r.decision.signals.size() == 1);
@@ -432,7 +435,8 @@ TEST_CASE("a node without stats has no signals, ranks every pod as without usage
 
 TEST_CASE("explain JSON has exactly the contract's shape") {
   Snapshot s = makeSnapshot({{"hog", 0, 100, 700}}, 60, 8192);
-  auto r = evaluate(s, policyFrom(R"({"evictionHard": {"memory.available": "100Mi"}})"), {}, kStart);
+  auto r =
+      evaluate(s, policyFrom(R"({"evictionHard": {"memory.available": "100Mi"}})"), {}, kStart);
   auto json = nodewarden::policy::evictionToJson(r.decision);
   const auto expected = nodewarden::policy::OrderedJson::parse(R"({
     "node": "n",

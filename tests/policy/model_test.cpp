@@ -118,8 +118,9 @@ TEST_CASE("preemption policy: spec, then the class, then PreemptLowerPriority") 
 
 TEST_CASE("requests: containers, sidecars, init containers and overhead") {
   // Plain containers add up.
-  Pod plain = podWith(R"({"containers": [)" + container("a", R"({"cpu": "100m", "memory": "1Gi"})") +
-                      "," + container("b", R"({"cpu": "0.5", "memory": "512Mi"})") + "]}");
+  Pod plain =
+      podWith(R"({"containers": [)" + container("a", R"({"cpu": "100m", "memory": "1Gi"})") + "," +
+              container("b", R"({"cpu": "0.5", "memory": "512Mi"})") + "]}");
   CHECK(plain.requests.at("cpu") == 600);
   CHECK(plain.requests.at("memory") == 1536LL * 1024 * 1024);
 
@@ -129,16 +130,16 @@ TEST_CASE("requests: containers, sidecars, init containers and overhead") {
   CHECK(init.requests.at("cpu") == 2000);
 
   // KEP-753: sidecars run alongside; an init container after a sidecar adds to it.
-  Pod sidecar = podWith(
-      R"({"containers": [)" + container("main", R"({"memory": "100Mi"})") +
-      R"(], "initContainers": [)" + container("side", R"({"memory": "50Mi"})", "{}", "Always") +
-      "," + container("migrate", R"({"memory": "200Mi"})") + "]}");
+  Pod sidecar = podWith(R"({"containers": [)" + container("main", R"({"memory": "100Mi"})") +
+                        R"(], "initContainers": [)" +
+                        container("side", R"({"memory": "50Mi"})", "{}", "Always") + "," +
+                        container("migrate", R"({"memory": "200Mi"})") + "]}");
   // max(100 + 50, 50 + 200) = 250Mi
   CHECK(sidecar.requests.at("memory") == 250LL * 1024 * 1024);
-  Pod sidecarFirst = podWith(
-      R"({"containers": [)" + container("main", R"({"memory": "300Mi"})") +
-      R"(], "initContainers": [)" + container("migrate", R"({"memory": "200Mi"})") + "," +
-      container("side", R"({"memory": "50Mi"})", "{}", "Always") + "]}");
+  Pod sidecarFirst =
+      podWith(R"({"containers": [)" + container("main", R"({"memory": "300Mi"})") +
+              R"(], "initContainers": [)" + container("migrate", R"({"memory": "200Mi"})") + "," +
+              container("side", R"({"memory": "50Mi"})", "{}", "Always") + "]}");
   // max(300 + 50, max(200, 50)) = 350Mi
   CHECK(sidecarFirst.requests.at("memory") == 350LL * 1024 * 1024);
 
@@ -152,27 +153,29 @@ TEST_CASE("requests: containers, sidecars, init containers and overhead") {
   CHECK(overhead.rankingRequests.count("cpu") == 0);
 
   // A limit without a request defaults the request, as the API server does.
-  Pod limitOnly = podWith(R"({"containers": [)" +
-                          container("a", "{}", R"({"memory": "64Mi", "example.com/gpu": "1"})") +
-                          "]}");
+  Pod limitOnly =
+      podWith(R"({"containers": [)" +
+              container("a", "{}", R"({"memory": "64Mi", "example.com/gpu": "1"})") + "]}");
   CHECK(limitOnly.requests.at("memory") == 64LL * 1024 * 1024);
   CHECK(limitOnly.requests.at("example.com/gpu") == 1);
 }
 
 TEST_CASE("QoS: status.qosClass wins, else computed from cpu and memory") {
   CHECK(podWith(R"({"containers": [)" + container("a", "{}") + "]}").qos == QosClass::BestEffort);
-  CHECK(podWith(R"({"containers": [)" +
-                container("a", R"({"cpu": "1", "memory": "1Gi"})", R"({"cpu": "1", "memory": "1Gi"})") +
-                "]}")
+  CHECK(podWith(
+            R"({"containers": [)" +
+            container("a", R"({"cpu": "1", "memory": "1Gi"})", R"({"cpu": "1", "memory": "1Gi"})") +
+            "]}")
             .qos == QosClass::Guaranteed);
-  CHECK(podWith(R"({"containers": [)" +
-                container("a", "{}", R"({"cpu": "1", "memory": "1Gi"})") + "]}")
+  CHECK(podWith(R"({"containers": [)" + container("a", "{}", R"({"cpu": "1", "memory": "1Gi"})") +
+                "]}")
             .qos == QosClass::Guaranteed);  // requests defaulted from limits
   CHECK(podWith(R"({"containers": [)" + container("a", R"({"memory": "1Gi"})") + "]}").qos ==
         QosClass::Burstable);
-  CHECK(podWith(R"({"containers": [)" +
-                container("a", R"({"cpu": "1", "memory": "1Gi"})", R"({"cpu": "2", "memory": "1Gi"})") +
-                "]}")
+  CHECK(podWith(
+            R"({"containers": [)" +
+            container("a", R"({"cpu": "1", "memory": "1Gi"})", R"({"cpu": "2", "memory": "1Gi"})") +
+            "]}")
             .qos == QosClass::Burstable);
   // Extended resources do not make a pod Burstable.
   CHECK(podWith(R"({"containers": [)" + container("a", R"({"example.com/gpu": "1"})") + "]}").qos ==
@@ -186,7 +189,8 @@ TEST_CASE("critical pods: system priority, static pods and mirror pods") {
   CHECK(podWith(R"({"priorityClassName": "system-cluster-critical"})").critical);
   CHECK(podWith(R"({"priority": 2000000000})").critical);
   CHECK_FALSE(podWith(R"({"priority": 1999999999})").critical);
-  CHECK(podWith("{}", "[]", R"(, "annotations": {"kubernetes.io/config.source": "file"})").critical);
+  CHECK(
+      podWith("{}", "[]", R"(, "annotations": {"kubernetes.io/config.source": "file"})").critical);
   CHECK_FALSE(
       podWith("{}", "[]", R"(, "annotations": {"kubernetes.io/config.source": "api"})").critical);
   CHECK(podWith("{}", "[]", R"(, "annotations": {"kubernetes.io/config.mirror": "abc"})").critical);
@@ -201,10 +205,12 @@ TEST_CASE("tolerations match taints as Kubernetes does") {
   CHECK(tolerates({Toleration{"node.kubernetes.io/memory-pressure", "Exists", "", "NoSchedule"}},
                   memoryPressure));
   CHECK(tolerates({Toleration{"", "Exists", "", ""}}, memoryPressure));
-  CHECK_FALSE(tolerates({Toleration{"node.kubernetes.io/memory-pressure", "Exists", "", "NoExecute"}},
-                        memoryPressure));
+  CHECK_FALSE(
+      tolerates({Toleration{"node.kubernetes.io/memory-pressure", "Exists", "", "NoExecute"}},
+                memoryPressure));
   CHECK(tolerates({Toleration{"k", "Equal", "v", "NoExecute"}}, Taint{"k", "v", "NoExecute"}));
-  CHECK_FALSE(tolerates({Toleration{"k", "Equal", "w", "NoExecute"}}, Taint{"k", "v", "NoExecute"}));
+  CHECK_FALSE(
+      tolerates({Toleration{"k", "Equal", "w", "NoExecute"}}, Taint{"k", "v", "NoExecute"}));
   CHECK_FALSE(tolerates({}, memoryPressure));
 }
 
@@ -221,9 +227,11 @@ TEST_CASE("snapshot: malformed objects are errors with their JSON path") {
       {"negative request",
        R"({"pods": {"kind": "PodList", "items": [{"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}}]}})",
        {R"(pods.items[0].spec.containers[0].resources.requests.cpu: must not be negative, got "-1")"}},
-      {"pod without a name", R"({"pods": [{"metadata": {"namespace": "x"}, "spec": {}}]})",
+      {"pod without a name",
+       R"({"pods": [{"metadata": {"namespace": "x"}, "spec": {}}]})",
        {"pods[0].metadata.name: missing (a string is required)"}},
-      {"pod without metadata", R"({"pods": [{"spec": {}}]})",
+      {"pod without metadata",
+       R"({"pods": [{"spec": {}}]})",
        {"pods[0].metadata: missing (a pod needs metadata.name)"}},
       {"pod not an object", R"({"pods": [42]})", {"pods[0]: expected an object, got 42"}},
       {"priority not an integer",
@@ -235,8 +243,10 @@ TEST_CASE("snapshot: malformed objects are errors with their JSON path") {
       {"bad preemption policy",
        R"({"pods": [{"metadata": {"name": "a"}, "spec": {"preemptionPolicy": "Sometimes"}}]})",
        {R"(pods[0].spec.preemptionPolicy: expected "PreemptLowerPriority" or "Never", got "Sometimes")"}},
-      {"node without allocatable", R"({"nodes": [{"metadata": {"name": "n"}, "status": {}}]})",
-       {"nodes[0].status.allocatable: missing (a node needs status.allocatable to decide what fits)"}},
+      {"node without allocatable",
+       R"({"nodes": [{"metadata": {"name": "n"}, "status": {}}]})",
+       {"nodes[0].status.allocatable: missing (a node needs status.allocatable to decide what "
+        "fits)"}},
       {"node label not a string",
        R"({"nodes": [{"metadata": {"name": "n", "labels": {"zone": 1}}, "status": {"allocatable": {}}}]})",
        {R"(nodes[0].metadata.labels.zone: expected a string, got 1)"}},
@@ -245,17 +255,21 @@ TEST_CASE("snapshot: malformed objects are errors with their JSON path") {
        {R"(podDisruptionBudgets[0].spec.selector.matchExpressions[0].operator: expected In, NotIn, Exists or DoesNotExist, got "Near")"}},
       {"PDB In without values",
        R"({"podDisruptionBudgets": [{"metadata": {"name": "b"}, "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In"}]}}}]})",
-       {"podDisruptionBudgets[0].spec.selector.matchExpressions[0].values: must not be empty for operator In"}},
+       {"podDisruptionBudgets[0].spec.selector.matchExpressions[0].values: must not be empty for "
+        "operator In"}},
       {"user class above the limit",
        R"({"priorityClasses": [{"metadata": {"name": "too-high"}, "value": 2000000000}]})",
        {"priorityClasses[0].value: must be at most 1000000000 for a user class, got 2000000000"}},
       {"stats figure negative",
        R"({"stats": {"n": {"node": {"memory": {"availableBytes": -5}}}}})",
        {"stats.n.node.memory.availableBytes: expected a non-negative integer, got -5"}},
-      {"member neither list nor array", R"({"pods": {"kind": "PodList"}})",
+      {"member neither list nor array",
+       R"({"pods": {"kind": "PodList"}})",
        {R"(pods: expected an array or a List object with "items", got an object)"}},
-      {"not an object", R"([1, 2])",
-       {"expected a snapshot object with nodes, pods, priorityClasses, podDisruptionBudgets and stats, got an array"}},
+      {"not an object",
+       R"([1, 2])",
+       {"expected a snapshot object with nodes, pods, priorityClasses, podDisruptionBudgets and "
+        "stats, got an array"}},
       {"two bad pods, both reported",
        R"({"pods": [{"metadata": {"name": ""}}, {"metadata": {"name": "b"}, "spec": {"overhead": {"memory": "1Ki5"}}}]})",
        {"pods[0].metadata.name: must not be empty",

@@ -26,7 +26,9 @@ Int128 nanos(long long mantissa, int exponent) {
   return v;
 }
 
-Int128 binary(long long mantissa, int shift) { return (Int128(mantissa) << shift) * 1'000'000'000; }
+Int128 binary(long long mantissa, int shift) {
+  return (Int128(mantissa) << shift) * 1'000'000'000;
+}
 
 }  // namespace
 
@@ -126,19 +128,45 @@ TEST_CASE("quantity: canonical printing") {
     const char* printed;
   };
   const Case cases[] = {
-      {"1024Mi", "1Gi"},        {"307200Ki", "300Mi"},   {"1025024Mi", "1001Gi"},
-      {"1024Gi", "1Ti"},        {"5000m", "5"},          {"0.5", "500m"},
-      {"1000M", "1G"},          {"0.001T", "1G"},        {"1000u", "1m"},
-      {"1.08", "1080m"},        {"1080000000n", "1080m"}, {".001e12", "1e9"},
-      {"0.001e0", "1e-3"},      {"1000e-12", "1e-9"},    {"00", "0"},
-      {"1.5Gi", "1536Mi"},      {"1e14", "100e12"},      {"1e13", "10e12"},
-      {"0.5e0", "500e-3"},      {"10.035M", "10.035M"},  {"5.444T", "5.444T"},
-      {"40.1T", "40100G"},      {"2.5P", "2500T"},       {"1.01E", "1010P"},
-      {"8.1k", "8100"},         {"9.01", "9010m"},       {"0.0005k", "500m"},
-      {"100.035Ki", "102435840m"}, {"0.05Gi", "53687091200m"}, {".001Ki", "1024m"},
-      {".000001Ki", "1024u"},   {".000000001Ki", "1024n"}, {"1000E", "1e21"},
-      {"1.2e3", "1200"},        {"1.3E+6", "1300e3"},    {"-1024Mi", "-1Gi"},
-      {"0Ki", "0"},             {"1536Mi", "1536Mi"},    {"1025", "1025"},
+      {"1024Mi", "1Gi"},
+      {"307200Ki", "300Mi"},
+      {"1025024Mi", "1001Gi"},
+      {"1024Gi", "1Ti"},
+      {"5000m", "5"},
+      {"0.5", "500m"},
+      {"1000M", "1G"},
+      {"0.001T", "1G"},
+      {"1000u", "1m"},
+      {"1.08", "1080m"},
+      {"1080000000n", "1080m"},
+      {".001e12", "1e9"},
+      {"0.001e0", "1e-3"},
+      {"1000e-12", "1e-9"},
+      {"00", "0"},
+      {"1.5Gi", "1536Mi"},
+      {"1e14", "100e12"},
+      {"1e13", "10e12"},
+      {"0.5e0", "500e-3"},
+      {"10.035M", "10.035M"},
+      {"5.444T", "5.444T"},
+      {"40.1T", "40100G"},
+      {"2.5P", "2500T"},
+      {"1.01E", "1010P"},
+      {"8.1k", "8100"},
+      {"9.01", "9010m"},
+      {"0.0005k", "500m"},
+      {"100.035Ki", "102435840m"},
+      {"0.05Gi", "53687091200m"},
+      {".001Ki", "1024m"},
+      {".000001Ki", "1024u"},
+      {".000000001Ki", "1024n"},
+      {"1000E", "1e21"},
+      {"1.2e3", "1200"},
+      {"1.3E+6", "1300e3"},
+      {"-1024Mi", "-1Gi"},
+      {"0Ki", "0"},
+      {"1536Mi", "1536Mi"},
+      {"1025", "1025"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.input);
@@ -148,8 +176,8 @@ TEST_CASE("quantity: canonical printing") {
 
 TEST_CASE("quantity: text already in canonical shape prints back verbatim") {
   // Kubernetes keeps such text as the String() form.
-  for (const char* text : {"1E6", "1e3", "50k", "12E", "7.123456M", "6.987654321G", "1.",
-                           "1.G", "1Ki", "+1", "-1Ki", "100Mi", "100m"}) {
+  for (const char* text : {"1E6", "1e3", "50k", "12E", "7.123456M", "6.987654321G", "1.", "1.G",
+                           "1Ki", "+1", "-1Ki", "100Mi", "100m"}) {
     CAPTURE(text);
     CHECK(q(text).toString() == text);
   }
@@ -191,17 +219,16 @@ TEST_CASE("quantity: malformed text is an error that says what is wrong") {
       "\" is not a quantity (expected a number with an optional suffix, such as 128974848, "
       "129e6, 129M, 123Mi, 1.5Gi or 500m)";
   const Case formatCases[] = {{"1.1.M", ""}, {"1+1.0M", ""}, {"0.1am", ""}, {"aoeu", ""},
-                              {" 1", ""},    {"1 ", ""},     {"1Mi ", ""}, {"1.5.", ""}};
+                              {" 1", ""},    {"1 ", ""},     {"1Mi ", ""},  {"1.5.", ""}};
   for (const auto& c : formatCases) {
     CAPTURE(c.input);
     auto r = Quantity::parse(c.input);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message == "\"" + std::string(c.input) + notAQuantity);
   }
-  const Case suffixCases[] = {{"0.1mi", "mi"}, {".5i", "i"},     {"1i", "i"},
-                              {"-3.01i", "i"}, {"-3.01e-", "e-"}, {"9x", ""},
-                              {"1KI", ""},     {"1kb", ""},       {"1MI", ""},
-                              {"1K", "K"},     {"1e", "e"},       {"1Kii", "Kii"},
+  const Case suffixCases[] = {{"0.1mi", "mi"},   {".5i", "i"}, {"1i", "i"}, {"-3.01i", "i"},
+                              {"-3.01e-", "e-"}, {"9x", ""},   {"1KI", ""}, {"1kb", ""},
+                              {"1MI", ""},       {"1K", "K"},  {"1e", "e"}, {"1Kii", "Kii"},
                               {"--1", "-1"}};
   for (const auto& c : suffixCases) {
     CAPTURE(c.input);
