@@ -29,7 +29,19 @@ Result<std::string> readFile(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{"cannot read " + path + ": " + std::strerror(errno)};
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size > 0) {
+    text.resize(std::size_t(size));
+    in.read(text.data(), size);
+    text.resize(std::size_t(in.gcount()));
+  } else {
+    // Not seekable (a pipe, /proc): read to the end.
+    in.clear();
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   if (in.bad()) return Error{"cannot read " + path + ": " + std::strerror(errno)};
   return text;
 }

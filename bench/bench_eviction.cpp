@@ -1137,7 +1137,8 @@ struct SizeResult {
   std::size_t compactBytes = 0;
   Samples parse, parseCompact, splitTotal, jsonParse, jsonFree, model, resolve, parsePods,
       parseStats, snapshotFree;
-  Samples view, rankPlan, evalOnly, rankPlanDefaults, rankPlanKubelet, rankPlanWithFree;
+  Samples view, rankPlan, evalOnly, rankPlanDefaults, rankPlanKubelet, rankPlanAll,
+      rankPlanWithFree;
   double generateMillis = 0;
 };
 
@@ -1350,13 +1351,15 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   });
 
   // --- rank+plan.
-  auto rankPlan = [&](const policy::Policy& p, const policy::EvictionState& st) {
-    return [&, pp = &p, sp = &st] {
+  // The agent's path builds only the rankings the plan needs; explain builds all of them.
+  auto rankPlan = [&](const policy::Policy& p, const policy::EvictionState& st,
+                      policy::Rankings mode = policy::Rankings::Needed) {
+    return [&, pp = &p, sp = &st, mode] {
       std::optional<policy::NodeView> v;
       std::optional<policy::EvictionResult> result;
       const auto t0 = Clock::now();
       v.emplace(policy::makeNodeView(*snapshot, kNodeName));
-      result.emplace(policy::evaluateEviction(*v, *pp, *sp, now));
+      result.emplace(policy::evaluateEviction(*v, *pp, *sp, now, mode));
       const double ns = nanosSince(t0);
       doNotOptimize(*result);
       gSink = gSink + result->decision.evict.size();
@@ -1368,7 +1371,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   r.evalOnly = measure(budgets.evalOnly, [&] {
     std::optional<policy::EvictionResult> result;
     const auto t0 = Clock::now();
-    result.emplace(policy::evaluateEviction(view, policy, state, now));
+    result.emplace(policy::evaluateEviction(view, policy, state, now, policy::Rankings::Needed));
     const double ns = nanosSince(t0);
     doNotOptimize(*result);
     gSink = gSink + result->decision.evict.size();
@@ -1384,11 +1387,13 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   });
   r.rankPlanDefaults = measure(budgets.planExtra, rankPlan(defaults, emptyState));
   r.rankPlanKubelet = measure(budgets.planExtra, rankPlan(kubelet, state));
+  r.rankPlanAll = measure(budgets.planExtra, rankPlan(policy, state, policy::Rankings::All));
   r.rankPlanWithFree = measure(budgets.planExtra, [&] {
     const auto t0 = Clock::now();
     {
       policy::NodeView v = policy::makeNodeView(*snapshot, kNodeName);
-      policy::EvictionResult result = policy::evaluateEviction(v, policy, state, now);
+      policy::EvictionResult result =
+          policy::evaluateEviction(v, policy, state, now, policy::Rankings::Needed);
       doNotOptimize(result);
       gSink = gSink + result.decision.evict.size();
     }
@@ -1426,6 +1431,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   printSamplesLine("makeNodeView alone", r.view, 1e3, "us");
   printSamplesLine("rank+plan, Policy::defaults()", r.rankPlanDefaults, 1e3, "us");
   printSamplesLine("rank+plan, ranking: kubelet", r.rankPlanKubelet, 1e3, "us");
+  printSamplesLine("rank+plan, every ranking (explain)", r.rankPlanAll, 1e3, "us");
   printSamplesLine("rank+plan, freeing view and result too", r.rankPlanWithFree, 1e3, "us");
   std::printf("\n");
   std::fflush(stdout);

@@ -32,8 +32,19 @@ int trueFirst(bool a, bool b) {
   return a == b ? 0 : (a ? -1 : 1);
 }
 
+// What a ranking sorts: small records, so the sort moves 40 bytes rather than a RankedPod.
+struct SortRecord {
+  std::int64_t usage;
+  std::int64_t request;
+  std::int32_t priority;
+  std::uint32_t keyOrder;  // the pod key's position among the view's pods
+  std::uint32_t index;     // into the view
+  bool hasUsage;
+  bool evictable;
+};
+
 // usage/request, larger first; a zero request is infinitely over.
-int ratioDesc(const RankedPod& a, const RankedPod& b) {
+int ratioDesc(const SortRecord& a, const SortRecord& b) {
   bool aInf = a.request == 0, bInf = b.request == 0;
   if (aInf || bInf) return aInf == bInf ? 0 : (aInf ? -1 : 1);
   Int128 lhs = Int128(a.usage) * b.request;
@@ -43,55 +54,45 @@ int ratioDesc(const RankedPod& a, const RankedPod& b) {
 
 enum class Style { PriorityRatio, KubeletExceeds, PriorityCount };
 
-// Sorts by the chosen style, then moves non-evictable pods to the end (order kept).
-void sortRanking(std::vector<RankedPod>& pods, Style style) {
-  auto compare = [style](const RankedPod& a, const RankedPod& b) {
-    int c = 0;
-    switch (style) {
-      case Style::PriorityRatio:
-        c = cmpAsc(a.pod->priority, b.pod->priority);
-        if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
-        if (c == 0 && a.hasUsage) c = ratioDesc(a, b);
-        if (c == 0) c = -cmpAsc(a.usage, b.usage);
-        break;
-      case Style::KubeletExceeds:
-        // exceedRequests, priority, usage - request (rankMemoryPressure / rankDiskPressure).
-        if (!a.hasUsage || !b.hasUsage) {
-          c = trueFirst(!a.hasUsage, !b.hasUsage);
-        } else {
-          c = trueFirst(a.usage > a.request, b.usage > b.request);
-        }
-        if (c == 0) c = cmpAsc(a.pod->priority, b.pod->priority);
-        if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
-        if (c == 0) c = -cmpAsc(a.usage - a.request, b.usage - b.request);
-        break;
-      case Style::PriorityCount:
-        // rankPIDPressure: priority, then the larger count; no stats first.
-        c = cmpAsc(a.pod->priority, b.pod->priority);
-        if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
-        if (c == 0) c = -cmpAsc(a.usage, b.usage);
-        break;
-    }
-    if (c == 0) c = a.pod->key.compare(b.pod->key);
-    return c < 0;
-  };
-  std::sort(pods.begin(), pods.end(), compare);
-  std::stable_partition(pods.begin(), pods.end(), [](const RankedPod& p) { return p.evictable; });
+// The order of one ranking; ties end on the pod key, so the order is total.
+bool rankedBefore(const SortRecord& a, const SortRecord& b, Style style) {
+  int c = 0;
+  switch (style) {
+    case Style::PriorityRatio:
+      c = cmpAsc(a.priority, b.priority);
+      if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
+      if (c == 0 && a.hasUsage) c = ratioDesc(a, b);
+      if (c == 0) c = -cmpAsc(a.usage, b.usage);
+      break;
+    case Style::KubeletExceeds:
+      // exceedRequests, priority, usage - request (rankMemoryPressure / rankDiskPressure).
+      if (!a.hasUsage || !b.hasUsage) {
+        c = trueFirst(!a.hasUsage, !b.hasUsage);
+      } else {
+        c = trueFirst(a.usage > a.request, b.usage > b.request);
+      }
+      if (c == 0) c = cmpAsc(a.priority, b.priority);
+      if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
+      if (c == 0) c = -cmpAsc(a.usage - a.request, b.usage - b.request);
+      break;
+    case Style::PriorityCount:
+      // rankPIDPressure: priority, then the larger count; no stats first.
+      c = cmpAsc(a.priority, b.priority);
+      if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
+      if (c == 0) c = -cmpAsc(a.usage, b.usage);
+      break;
+  }
+  if (c != 0) return c < 0;
+  return a.keyOrder < b.keyOrder;
 }
 
-RankedPod baseEntry(const NodeView& view, std::size_t i, const Policy& policy) {
-  RankedPod r;
-  r.pod = view.pods[i];
-  r.stats = view.podStats[i];
-  if (r.pod->critical) {
-    r.evictable = false;
-    r.notEvictableReason = "critical pod";
-  } else if (r.pod->priority >= policy.neverEvictPriority) {
-    r.evictable = false;
-    r.notEvictableReason = "priority " + std::to_string(r.pod->priority) +
-                           " >= neverEvictPriority " + std::to_string(policy.neverEvictPriority);
+std::string notEvictableReason(const Pod& pod, const Policy& policy) {
+  if (pod.critical) return "critical pod";
+  if (pod.priority >= policy.neverEvictPriority) {
+    return "priority " + std::to_string(pod.priority) + " >= neverEvictPriority " +
+           std::to_string(policy.neverEvictPriority);
   }
-  return r;
+  return {};
 }
 
 std::int64_t requestOf(const Pod& pod, const std::string& resource, bool kubeletStyle) {
@@ -104,23 +105,46 @@ std::int64_t requestOf(const Pod& pod, const std::string& resource, bool kubelet
 template <typename Usage>
 Ranking buildRanking(const NodeView& view, const Policy& policy, std::string resource,
                      const std::string& requestResource, Style style, Usage usageOf) {
-  Ranking ranking;
-  ranking.resource = std::move(resource);
-  ranking.pods.reserve(view.pods.size());
   const bool kubeletStyle = policy.ranking == RankingMode::Kubelet;
+  std::vector<SortRecord> records;
+  records.reserve(view.pods.size());
   for (std::size_t i = 0; i < view.pods.size(); ++i) {
-    if (view.pods[i]->terminating) continue;  // already on its way out
-    RankedPod r = baseEntry(view, i, policy);
-    if (r.stats != nullptr) {
-      if (auto u = usageOf(*r.stats)) {
+    const Pod& pod = *view.pods[i];
+    if (pod.terminating) continue;  // already on its way out
+    SortRecord r{};
+    r.priority = pod.priority;
+    r.keyOrder = view.keyOrder[i];
+    r.index = std::uint32_t(i);
+    r.evictable = !pod.critical && pod.priority < policy.neverEvictPriority;
+    if (const PodStats* stats = view.podStats[i]) {
+      if (auto u = usageOf(*stats)) {
         r.hasUsage = true;
         r.usage = *u;
       }
     }
-    if (!requestResource.empty()) r.request = requestOf(*r.pod, requestResource, kubeletStyle);
-    ranking.pods.push_back(std::move(r));
+    if (!requestResource.empty()) r.request = requestOf(pod, requestResource, kubeletStyle);
+    records.push_back(r);
   }
-  sortRanking(ranking.pods, style);
+  std::sort(records.begin(), records.end(), [style](const SortRecord& a, const SortRecord& b) {
+    return rankedBefore(a, b, style);
+  });
+  // Pods that may not be evicted go last, keeping their order.
+  std::stable_partition(records.begin(), records.end(),
+                        [](const SortRecord& r) { return r.evictable; });
+  Ranking ranking;
+  ranking.resource = std::move(resource);
+  ranking.pods.resize(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const SortRecord& r = records[i];
+    RankedPod& out = ranking.pods[i];
+    out.pod = view.pods[r.index];
+    out.stats = view.podStats[r.index];
+    out.hasUsage = r.hasUsage;
+    out.usage = r.usage;
+    out.request = r.request;
+    out.evictable = r.evictable;
+    if (!r.evictable) out.notEvictableReason = notEvictableReason(*out.pod, policy);
+  }
   return ranking;
 }
 
@@ -197,12 +221,21 @@ NodeView makeNodeView(const Snapshot& snapshot, std::string_view nodeName) {
     summary = &it->second;
     view.stats = &summary->node;
   }
+  // Stats are matched by UID, else by namespace and name.
+  struct KeyHash {
+    std::size_t operator()(const std::pair<std::string_view, std::string_view>& k) const {
+      return std::hash<std::string_view>()(k.first) * 31 + std::hash<std::string_view>()(k.second);
+    }
+  };
   std::unordered_map<std::string_view, const PodStats*> byUid;
-  std::unordered_map<std::string, const PodStats*> byKey;
+  std::unordered_map<std::pair<std::string_view, std::string_view>, const PodStats*, KeyHash>
+      byName;
   if (summary != nullptr) {
+    byUid.reserve(summary->pods.size());
+    byName.reserve(summary->pods.size());
     for (const auto& ps : summary->pods) {
       if (!ps.uid.empty()) byUid.emplace(ps.uid, &ps);
-      byKey.emplace(ps.ns + "/" + ps.name, &ps);
+      byName.emplace(std::make_pair(std::string_view(ps.ns), std::string_view(ps.name)), &ps);
     }
   }
   for (const auto& pod : snapshot.pods) {
@@ -211,18 +244,47 @@ NodeView makeNodeView(const Snapshot& snapshot, std::string_view nodeName) {
     if (!pod.uid.empty()) {
       if (auto it = byUid.find(pod.uid); it != byUid.end()) stats = it->second;
     }
-    if (stats == nullptr) {
-      if (auto it = byKey.find(pod.key); it != byKey.end()) {
-        // A UID mismatch means another pod of the same name: not this one's stats.
-        if (pod.uid.empty() || it->second->uid.empty() || it->second->uid == pod.uid) {
-          stats = it->second;
-        }
+    if (stats == nullptr && summary != nullptr) {
+      auto it = byName.find({std::string_view(pod.ns), std::string_view(pod.name)});
+      // A UID mismatch means another pod of the same name: not this one's stats.
+      if (it != byName.end() &&
+          (pod.uid.empty() || it->second->uid.empty() || it->second->uid == pod.uid)) {
+        stats = it->second;
       }
     }
     view.pods.push_back(&pod);
     view.podStats.push_back(stats);
   }
+  assignKeyOrder(view);
   return view;
+}
+
+void assignKeyOrder(NodeView& view) {
+  // resolvePods gave every pod of a snapshot a distinct position by key; use it when the
+  // view's pods all have distinct ones, else order the view's own keys.
+  const std::size_t n = view.pods.size();
+  view.keyOrder.resize(n);
+  std::uint32_t maxOrder = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    view.keyOrder[i] = view.pods[i]->keyOrder;
+    maxOrder = std::max(maxOrder, view.keyOrder[i]);
+  }
+  std::vector<bool> seen(std::size_t(maxOrder) + 1, false);
+  bool distinct = true;
+  for (std::uint32_t order : view.keyOrder) {
+    if (seen[order]) {
+      distinct = false;
+      break;
+    }
+    seen[order] = true;
+  }
+  if (distinct) return;
+  std::vector<std::uint32_t> byKey(n);
+  for (std::size_t i = 0; i < n; ++i) byKey[i] = std::uint32_t(i);
+  std::stable_sort(byKey.begin(), byKey.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return view.pods[a]->key < view.pods[b]->key;
+  });
+  for (std::size_t rank = 0; rank < n; ++rank) view.keyOrder[byKey[rank]] = std::uint32_t(rank);
 }
 
 std::vector<Observation> observeSignals(const NodeView& view) {
@@ -316,7 +378,7 @@ Ranking rankDiskPressure(const NodeView& view, const Policy& policy, bool inodes
 }
 
 EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
-                                const EvictionState& state, TimePoint now) {
+                                const EvictionState& state, TimePoint now, Rankings rankings) {
   EvictionResult result;
   EvictionDecision& decision = result.decision;
   EvictionState& next = result.next;
@@ -383,8 +445,16 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
     anyDisk |= diskUsage(*ps).has_value();
     anyInodes |= ps->ephemeralStorageInodesUsed.has_value();
   }
-  if (anyProcesses) decision.pids = rankPidPressure(view, policy);
-  if (anyDisk) decision.ephemeralStorage = rankDiskPressure(view, policy, false);
+  bool needPids = false, needDisk = false;
+  for (const auto& st : decision.signals) {
+    if (!st.actionable) continue;
+    needPids |= starvedResource(st.key.signal) == "pids";
+    needDisk |= starvedResource(st.key.signal) == "ephemeral-storage";
+  }
+  const bool all = rankings == Rankings::All;
+  if (anyProcesses && (all || needPids)) decision.pids = rankPidPressure(view, policy);
+  if (anyDisk && (all || needDisk))
+    decision.ephemeralStorage = rankDiskPressure(view, policy, false);
 
   // The plan: for each actionable threshold, most urgent first, the shortest prefix of its
   // ranking (skipping pods that may not be evicted or are already chosen) whose usage covers

@@ -25,10 +25,15 @@ struct NodeView {
   const NodeStats* stats = nullptr;  // null when there are no kubelet stats for the node
   std::vector<const Pod*> pods;
   std::vector<const PodStats*> podStats;  // parallel to pods; null when a pod has no stats
+  // Parallel to pods: each pod's position when the view's pods are sorted by key. Rankings
+  // break their last ties with it, which is the pod key order without comparing strings.
+  std::vector<std::uint32_t> keyOrder;
 };
 
 // Builds the view of `nodeName` from a snapshot. Stats are matched by UID, else namespace/name.
 NodeView makeNodeView(const Snapshot& snapshot, std::string_view nodeName);
+// Fills view.keyOrder from the pods (for views assembled by hand).
+void assignKeyOrder(NodeView& view);
 
 // An observed eviction signal (the kubelet's makeSignalObservations).
 struct Observation {
@@ -113,10 +118,16 @@ struct EvictionResult {
   EvictionState next;
 };
 
+// Which rankings a decision carries. The memory ranking is always there; the PID and
+// ephemeral-storage ones are built when a threshold needs them, or, with `All`, whenever the
+// node has that usage (what `explain` and /v1/state show).
+enum class Rankings { Needed, All };
+
 // The whole eviction decision for one node at `now`. Pure: the same inputs give the same
 // decision, and `state` is only read.
 EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
-                                const EvictionState& state, TimePoint now);
+                                const EvictionState& state, TimePoint now,
+                                Rankings rankings = Rankings::All);
 
 // The rankings on their own (CONTRACT §4 "Ranking"), for any resource of the node.
 Ranking rankMemoryPressure(const NodeView& view, const Policy& policy);

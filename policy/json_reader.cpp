@@ -1,6 +1,7 @@
 #include "policy/json_reader.h"
 
 #include <limits>
+#include <unordered_set>
 
 namespace nodewarden::policy {
 namespace {
@@ -52,6 +53,237 @@ std::string describeJson(const Json& value) {
   }
 }
 
+namespace {
+
+// Every member name the parsers in policy/ read (model.cpp); any other member of a Kubernetes
+// object is skipped while parsing. A parser that starts reading a new member adds it here;
+// the equivalence test in tests/policy/model_test.cpp catches a forgotten one.
+bool isRead(std::string_view key) {
+  static constexpr std::string_view kKeys[] = {
+      // snapshot and lists
+      "nodes",
+      "pods",
+      "priorityClasses",
+      "podDisruptionBudgets",
+      "stats",
+      "items",
+      // metadata
+      "metadata",
+      "name",
+      "namespace",
+      "uid",
+      "labels",
+      "annotations",
+      "creationTimestamp",
+      "deletionTimestamp",
+      // pod and node spec
+      "spec",
+      "nodeName",
+      "priority",
+      "priorityClassName",
+      "preemptionPolicy",
+      "nodeSelector",
+      "affinity",
+      "tolerations",
+      "key",
+      "operator",
+      "value",
+      "effect",
+      "tolerationSeconds",
+      "terminationGracePeriodSeconds",
+      "overhead",
+      "containers",
+      "initContainers",
+      "resources",
+      "requests",
+      "limits",
+      "restartPolicy",
+      "unschedulable",
+      "taints",
+      // status
+      "status",
+      "phase",
+      "startTime",
+      "nominatedNodeName",
+      "qosClass",
+      "capacity",
+      "allocatable",
+      "conditions",
+      "type",
+      // priority classes and disruption budgets
+      "globalDefault",
+      "selector",
+      "matchLabels",
+      "matchExpressions",
+      "values",
+      "disruptionsAllowed",
+      "disruptedPods",
+      // kubelet summary
+      "node",
+      "memory",
+      "availableBytes",
+      "workingSetBytes",
+      "usageBytes",
+      "fs",
+      "capacityBytes",
+      "inodesFree",
+      "inodes",
+      "runtime",
+      "imageFs",
+      "rlimit",
+      "maxpid",
+      "curproc",
+      "systemContainers",
+      "podRef",
+      "cpu",
+      "usageNanoCores",
+      "process_stats",
+      "process_count",
+      "ephemeral-storage",
+      "usedBytes",
+      "inodesUsed",
+      "rootfs",
+      "logs",
+  };
+  static const std::unordered_set<std::string_view> kSet(std::begin(kKeys), std::end(kKeys));
+  return kSet.count(key) != 0;
+}
+
+// Maps whose keys are user data: nothing inside them is ever skipped by name.
+bool isUserMap(std::string_view key) {
+  static constexpr std::string_view kKeys[] = {
+      "labels", "annotations", "nodeSelector", "matchLabels", "disruptedPods", "requests",
+      "limits", "overhead",    "capacity",     "allocatable", "stats",
+  };
+  for (auto k : kKeys) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
+// A SAX consumer that builds the DOM like nlohmann's own, but only of the members read.
+class FilteringDomBuilder {
+ public:
+  explicit FilteringDomBuilder(Json& root) : root_(root) {}
+
+  bool null() { return value(nullptr); }
+  bool boolean(bool v) { return value(v); }
+  bool number_integer(Json::number_integer_t v) { return value(v); }
+  bool number_unsigned(Json::number_unsigned_t v) { return value(v); }
+  bool number_float(Json::number_float_t v, const Json::string_t&) { return value(v); }
+  bool string(Json::string_t& v) { return value(std::move(v)); }
+  bool binary(Json::binary_t& v) { return value(std::move(v)); }
+
+  bool start_object(std::size_t) {
+    if (enterSkipped()) return true;
+    Json* object = place(Json::object());
+    frames_.push_back(Frame{object, isUserMap(pendingKeyName_)});
+    return true;
+  }
+  bool key(Json::string_t& k) {
+    if (skipDepth_ > 0) return true;
+    Frame& frame = frames_.back();
+    // The kubectl apply annotation holds a whole copy of the object.
+    if ((!frame.userMap && !isRead(k)) || k == "kubectl.kubernetes.io/last-applied-configuration") {
+      skipNext_ = true;
+      return true;
+    }
+    pendingKeyName_ = k;
+    slot_ = &(*frame.container)[k];
+    return true;
+  }
+  bool end_object() {
+    if (leaveSkipped()) return true;
+    frames_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    if (enterSkipped()) return true;
+    Json* array = place(Json::array());
+    frames_.push_back(Frame{array, false});
+    return true;
+  }
+  bool end_array() {
+    if (leaveSkipped()) return true;
+    frames_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    error_ = e.what();
+    return false;
+  }
+
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Frame {
+    Json* container;
+    bool userMap;
+  };
+
+  // A start of an object or array: inside or at the start of a skipped member?
+  bool enterSkipped() {
+    if (skipDepth_ > 0) {
+      ++skipDepth_;
+      return true;
+    }
+    if (skipNext_) {
+      skipNext_ = false;
+      skipDepth_ = 1;
+      return true;
+    }
+    return false;
+  }
+  bool leaveSkipped() {
+    if (skipDepth_ == 0) return false;
+    --skipDepth_;
+    return true;
+  }
+  template <typename T>
+  bool value(T&& v) {
+    if (skipDepth_ > 0) return true;
+    if (skipNext_) {
+      skipNext_ = false;
+      return true;
+    }
+    place(Json(std::forward<T>(v)));
+    return true;
+  }
+  // Puts a value where the parser is: the root, the next array element or the member whose
+  // key came last.
+  Json* place(Json&& v) {
+    if (frames_.empty()) {
+      root_ = std::move(v);
+      pendingKeyName_.clear();
+      return &root_;
+    }
+    Frame& frame = frames_.back();
+    if (frame.container->is_array()) {
+      frame.container->push_back(std::move(v));
+      pendingKeyName_.clear();
+      return &frame.container->back();
+    }
+    *slot_ = std::move(v);
+    return slot_;
+  }
+
+  Json& root_;
+  std::vector<Frame> frames_;
+  Json* slot_ = nullptr;
+  std::string pendingKeyName_;
+  bool skipNext_ = false;
+  std::size_t skipDepth_ = 0;
+  std::string error_;
+};
+
+void reportSyntaxError(const std::string& what, Diagnostics& diagnostics) {
+  // "[json.exception.parse_error.101] parse error at line 3, column 5: ..." -> from "line".
+  auto at = what.find(" at line ");
+  diagnostics.add("", "invalid JSON" + (at == std::string::npos ? ": " + what : what.substr(at)));
+}
+
+}  // namespace
+
 std::optional<Json> parseJsonText(std::string_view text, Diagnostics& diagnostics) {
   // nlohmann reports syntax errors only by exception; they stop here.
   try {
@@ -63,6 +295,24 @@ std::optional<Json> parseJsonText(std::string_view text, Diagnostics& diagnostic
     diagnostics.add("", "invalid JSON" + (at == std::string::npos ? ": " + what : what.substr(at)));
     return std::nullopt;
   }
+}
+
+std::optional<Json> parseKubernetesJsonText(std::string_view text, Diagnostics& diagnostics) {
+  Json root;
+  FilteringDomBuilder builder(root);
+  bool ok = false;
+  try {
+    ok = Json::sax_parse(text, &builder);
+  } catch (const Json::exception& e) {
+    reportSyntaxError(e.what(), diagnostics);
+    return std::nullopt;
+  }
+  if (!ok) {
+    reportSyntaxError(builder.error().empty() ? std::string("invalid JSON") : builder.error(),
+                      diagnostics);
+    return std::nullopt;
+  }
+  return root;
 }
 
 void Diagnostics::add(std::string_view path, std::string_view message) {

@@ -28,8 +28,16 @@ std::string describeJson(const Json& value);
 
 class Diagnostics;
 
-// Parses JSON text; a syntax error is reported with its byte position and nothing returned.
+// Parses JSON text; a syntax error is reported with its line and column and nothing returned.
 std::optional<Json> parseJsonText(std::string_view text, Diagnostics& diagnostics);
+
+// Parses Kubernetes objects as kubectl prints them, keeping only the members nodewarden's
+// parsers read: the rest (managedFields, containerStatuses, env, volumes, probes, node
+// images, ...) is skipped while parsing instead of being built and thrown away. Keys inside
+// maps of user data (labels, annotations, nodeSelector, resource lists, ...) are all kept,
+// except the kubectl.kubernetes.io/last-applied-configuration annotation (a copy of the
+// whole object).
+std::optional<Json> parseKubernetesJsonText(std::string_view text, Diagnostics& diagnostics);
 
 // Collects every error found while reading one document, each with its JSON path.
 class Diagnostics {

@@ -423,7 +423,7 @@ std::optional<Snapshot> parseSnapshot(const Json& json, Diagnostics& diagnostics
 }
 
 std::optional<Snapshot> parseSnapshotText(std::string_view text, Diagnostics& diagnostics) {
-  auto json = parseJsonText(text, diagnostics);
+  auto json = parseKubernetesJsonText(text, diagnostics);
   if (!json) return std::nullopt;
   return parseSnapshot(*json, diagnostics);
 }
@@ -540,6 +540,13 @@ void resolvePod(Pod& pod, const std::vector<PriorityClass>& classes) {
 
 void resolvePods(std::vector<Pod>& pods, const std::vector<PriorityClass>& classes) {
   for (auto& pod : pods) resolvePod(pod, classes);
+  std::vector<std::uint32_t> byKey(pods.size());
+  for (std::size_t i = 0; i < pods.size(); ++i) byKey[i] = std::uint32_t(i);
+  std::stable_sort(byKey.begin(), byKey.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return pods[a].key < pods[b].key; });
+  for (std::size_t rank = 0; rank < byKey.size(); ++rank) {
+    pods[byKey[rank]].keyOrder = std::uint32_t(rank);
+  }
 }
 
 }  // namespace nodewarden::policy

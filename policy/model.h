@@ -73,6 +73,9 @@ struct Pod {
 
   // Derived by resolvePods() from the object and the priority classes.
   std::string key;  // "namespace/name"
+  // This pod's position by key among the pods resolved together (resolvePods), so rankings
+  // can order by key without comparing strings.
+  std::uint32_t keyOrder = 0;
   std::int32_t priority = 0;
   bool priorityClassFound = true;
   PreemptionPolicy preemptionPolicy = PreemptionPolicy::PreemptLowerPriority;

@@ -254,10 +254,12 @@ Result<Quantity> Quantity::parse(std::string_view text) {
   const auto length = std::int64_t(digits.size());
   const bool binary = suffix.base == 2;
   const Int128 limit = binary ? kMaxBinaryNanos : kMaxDecimalNanos;
-  Error tooLarge{"\"" + std::string(text) + "\" is too large (at most 10^28 is supported)"};
+  auto tooLarge = [&] {
+    return Error{"\"" + std::string(text) + "\" is too large (at most 10^28 is supported)"};
+  };
   // 10^(length-1+decimalExponent) <= value: past 10^37 nano-units it is out of range.
   if (length - 1 + decimalExponent > 37) {
-    if (!binary) return tooLarge;
+    if (!binary) return tooLarge();
     return Quantity(positive ? kMaxBinaryNanos : -kMaxBinaryNanos, suffix.format);
   }
   // Below 10^-(length+19) the value is under one nano-unit even after a 2^60 suffix.
@@ -267,19 +269,41 @@ Result<Quantity> Quantity::parse(std::string_view text) {
     return Quantity(positive ? 1 : -1, binary ? QuantityFormat::DecimalSI : format);
   }
 
-  BigUnsigned big;
-  for (char c : digits) {
-    big.mulSmall(10);
-    big.addSmall(std::uint32_t(c - '0'));
-  }
-  for (int i = 0; i < binaryExponent; i += 10) big.mulSmall(1024);
-  bool inexact = false;
-  for (std::int64_t i = 0; i < decimalExponent; ++i) big.mulSmall(10);
-  for (std::int64_t i = decimalExponent; i < 0; ++i) inexact |= big.divSmall(10) != 0;
-  if (inexact) big.addSmall(1);  // round up to the next nano-unit, as Kubernetes does
   Int128 nanos = 0;
-  if (!big.toInt128AtMost(limit, nanos)) {
-    if (!binary) return tooLarge;
+  bool fits = false;
+  if (length <= 18) {
+    // The common case, exactly in 128 bits: digits < 10^18, times 2^60 at most, stays below
+    // 2^120; a multiplication that would overflow falls through to the general path.
+    Int128 v = 0;
+    for (char c : digits) v = v * 10 + (c - '0');
+    v <<= binaryExponent;
+    fits = true;
+    for (std::int64_t i = 0; i < decimalExponent && fits; ++i) {
+      fits = !__builtin_mul_overflow(v, Int128(10), &v);
+    }
+    if (fits && decimalExponent < 0) {
+      Int128 divisor = 1;
+      for (std::int64_t i = decimalExponent; i < 0; ++i) divisor *= 10;  // at most 10^37
+      const bool inexact = v % divisor != 0;
+      v = v / divisor + (inexact ? 1 : 0);  // round up to the next nano-unit, as Kubernetes
+    }
+    nanos = v;
+  }
+  if (!fits) {
+    BigUnsigned big;
+    for (char c : digits) {
+      big.mulSmall(10);
+      big.addSmall(std::uint32_t(c - '0'));
+    }
+    for (int i = 0; i < binaryExponent; i += 10) big.mulSmall(1024);
+    bool inexact = false;
+    for (std::int64_t i = 0; i < decimalExponent; ++i) big.mulSmall(10);
+    for (std::int64_t i = decimalExponent; i < 0; ++i) inexact |= big.divSmall(10) != 0;
+    if (inexact) big.addSmall(1);  // round up to the next nano-unit, as Kubernetes does
+    if (!big.toInt128AtMost(limit, nanos)) nanos = limit + 1;
+  }
+  if (nanos > limit) {
+    if (!binary) return tooLarge();
     nanos = kMaxBinaryNanos;
   }
   if (binary && nanos < kNano) format = QuantityFormat::DecimalSI;

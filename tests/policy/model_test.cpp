@@ -1,6 +1,9 @@
 // Kubernetes objects from JSON (CONTRACT §2) and the shared definitions of §3.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -293,4 +296,156 @@ TEST_CASE("snapshot: invalid JSON is reported with its position, never thrown") 
     auto s = nodewarden::policy::parseSnapshotText(text.substr(0, n), d);
     CHECK((s.has_value() || !d.empty()));
   }
+}
+
+namespace {
+
+std::string quantities(const nodewarden::policy::ResourceList& list) {
+  std::string out;
+  for (const auto& [name, q] : list) out += name + "=" + q.toString() + ",";
+  return out;
+}
+
+std::string strings(const std::map<std::string, std::string>& map) {
+  std::string out;
+  for (const auto& [k, v] : map) out += k + "=" + v + ",";
+  return out;
+}
+
+// Everything the model holds, as text, to compare two parses of the same document.
+std::string dump(const Snapshot& s) {
+  std::ostringstream o;
+  for (const auto& n : s.nodes) {
+    o << "node " << n.name << " " << strings(n.labels) << n.unschedulable << " cap "
+      << quantities(n.capacity) << " alloc " << quantities(n.allocatable);
+    for (const auto& t : n.taints) o << " taint " << t.key << "=" << t.value << ":" << t.effect;
+    for (const auto& c : n.conditions) o << " cond " << c.type << "=" << c.status;
+    o << "\n";
+  }
+  for (const auto& p : s.pods) {
+    o << "pod " << p.key << " " << p.uid << " " << strings(p.labels) << " "
+      << strings(p.annotations) << p.terminating << " " << p.nodeName << " " << p.priority << " "
+      << p.priorityClassName << " " << int(p.preemptionPolicy) << " " << strings(p.nodeSelector)
+      << " " << p.terminationGracePeriodSeconds << " " << quantities(p.overhead) << " " << p.phase
+      << " " << p.startTime.value_or(-1) << " " << p.nominatedNodeName << " " << int(p.qos) << " "
+      << p.critical;
+    for (const auto& t : p.tolerations) {
+      o << " tol " << t.key << t.op << t.value << t.effect;
+    }
+    for (const auto* list : {&p.containers, &p.initContainers}) {
+      for (const auto& c : *list) {
+        o << " c " << c.name << " " << quantities(c.requests) << " " << quantities(c.limits)
+          << c.sidecar;
+      }
+    }
+    for (const auto& [r, v] : p.requests) o << " req " << r << "=" << v;
+    o << "\n";
+  }
+  for (const auto& c : s.priorityClasses) {
+    o << "class " << c.name << " " << c.value << c.globalDefault
+      << int(c.preemptionPolicy.value_or(PreemptionPolicy::PreemptLowerPriority)) << "\n";
+  }
+  for (const auto& b : s.podDisruptionBudgets) {
+    o << "pdb " << b.ns << "/" << b.name << " " << b.disruptionsAllowed << " "
+      << strings(b.disruptedPods);
+    if (b.selector) {
+      o << " sel " << strings(b.selector->matchLabels);
+      for (const auto& e : b.selector->matchExpressions) {
+        o << " expr " << e.key << e.op;
+        for (const auto& v : e.values) o << v << ",";
+      }
+    }
+    o << "\n";
+  }
+  auto opt = [](const std::optional<std::uint64_t>& v) {
+    return v ? std::to_string(*v) : std::string("-");
+  };
+  for (const auto& [name, sum] : s.stats) {
+    const auto& n = sum.node;
+    o << "stats " << name << " " << opt(n.memoryAvailableBytes) << opt(n.memoryWorkingSetBytes)
+      << opt(n.podsMemoryAvailableBytes) << opt(n.podsMemoryWorkingSetBytes)
+      << opt(n.nodeFs.availableBytes) << opt(n.nodeFs.capacityBytes) << opt(n.nodeFs.inodesFree)
+      << opt(n.nodeFs.inodes) << (n.imageFs ? opt(n.imageFs->availableBytes) : "none")
+      << opt(n.maxPid) << opt(n.curProc) << "\n";
+    for (const auto& ps : sum.pods) {
+      o << " ps " << ps.ns << "/" << ps.name << " " << ps.uid << " "
+        << opt(ps.memoryWorkingSetBytes) << opt(ps.cpuUsageNanoCores) << opt(ps.processCount)
+        << opt(ps.ephemeralStorageUsedBytes) << opt(ps.ephemeralStorageInodesUsed);
+      for (const auto& c : ps.containers) {
+        o << " c " << c.name << opt(c.memoryWorkingSetBytes) << opt(c.rootfsUsedBytes)
+          << opt(c.logsUsedBytes);
+      }
+      o << "\n";
+    }
+  }
+  return o.str();
+}
+
+// Parses with the filtering parser (what parseSnapshotText uses) and with a full DOM.
+void expectSameModel(const std::string& text) {
+  Diagnostics d1, d2;
+  auto filtered = nodewarden::policy::parseSnapshotText(text, d1);
+  auto json = nodewarden::policy::parseJsonText(text, d2);
+  REQUIRE(json.has_value());
+  auto full = nodewarden::policy::parseSnapshot(*json, d2);
+  REQUIRE_MESSAGE(filtered.has_value(), d1.joined());
+  REQUIRE_MESSAGE(full.has_value(), d2.joined());
+  // The one piece of user data deliberately dropped: kubectl's copy of the whole object.
+  for (auto& pod : full->pods) {
+    pod.annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
+  }
+  CHECK(dump(*filtered) == dump(*full));
+  CHECK(dump(*filtered).size() > 200);
+}
+
+}  // namespace
+
+TEST_CASE("snapshot: skipping unread members while parsing loses nothing the model reads") {
+  std::ifstream in(std::string(NODEWARDEN_SOURCE_ROOT) + "/examples/snapshot.json");
+  REQUIRE(in.good());
+  std::ostringstream text;
+  text << in.rdbuf();
+  expectSameModel(text.str());
+  // Every field of CONTRACT §2, with user data whose keys collide with skipped member names.
+  expectSameModel(R"({
+    "nodes": [{"metadata": {"name": "n", "labels": {"env": "prod", "volumes": "x", "images": "y"}},
+               "spec": {"unschedulable": true, "taints": [{"key": "k", "value": "v", "effect": "NoExecute"}]},
+               "status": {"capacity": {"cpu": "4", "env": "1"}, "allocatable": {"memory": "1Gi", "example.com/gpu": "2"},
+                          "images": [{"names": ["a"], "sizeBytes": 1}], "nodeInfo": {"kernelVersion": "6"},
+                          "conditions": [{"type": "DiskPressure", "status": "True"}]}}],
+    "pods": {"kind": "PodList", "items": [
+      {"metadata": {"name": "p", "namespace": "ns", "uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z",
+                    "deletionTimestamp": "2026-01-02T00:00:00Z",
+                    "labels": {"env": "a", "command": "b"},
+                    "annotations": {"kubernetes.io/config.source": "file", "ports": "80",
+                                    "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+                    "managedFields": [{"manager": "kubectl"}], "ownerReferences": [{"name": "rs"}]},
+       "spec": {"nodeName": "n", "priority": 5, "priorityClassName": "c", "preemptionPolicy": "Never",
+                "nodeSelector": {"env": "prod", "volumes": "z"},
+                "tolerations": [{"key": "k", "operator": "Equal", "value": "v", "effect": "NoExecute", "tolerationSeconds": 30}],
+                "terminationGracePeriodSeconds": 12, "overhead": {"memory": "10Mi"},
+                "volumes": [{"name": "v"}],
+                "containers": [{"name": "c1", "env": [{"name": "A"}], "ports": [{"containerPort": 1}],
+                                "resources": {"requests": {"cpu": "100m", "env": "1"}, "limits": {"memory": "1Gi"}}}],
+                "initContainers": [{"name": "i", "restartPolicy": "Always", "resources": {"requests": {"memory": "5Mi"}}}]},
+       "status": {"phase": "Running", "startTime": "2026-01-01T00:00:01Z", "nominatedNodeName": "n2",
+                  "qosClass": "Burstable", "containerStatuses": [{"name": "c1"}]}}]},
+    "priorityClasses": [{"metadata": {"name": "c"}, "value": 10, "globalDefault": true, "preemptionPolicy": "Never"}],
+    "podDisruptionBudgets": [{"metadata": {"name": "b", "namespace": "ns"},
+      "spec": {"selector": {"matchLabels": {"env": "a"},
+               "matchExpressions": [{"key": "command", "operator": "NotIn", "values": ["x", "y"]}]}},
+      "status": {"disruptionsAllowed": 2, "disruptedPods": {"env": "2026-01-01T00:00:00Z"}}}],
+    "stats": {"env": {"node": {"memory": {"availableBytes": 1, "workingSetBytes": 2},
+                               "fs": {"availableBytes": 3, "capacityBytes": 4, "inodesFree": 5, "inodes": 6},
+                               "runtime": {"imageFs": {"availableBytes": 7, "capacityBytes": 8}},
+                               "rlimit": {"maxpid": 9, "curproc": 10},
+                               "systemContainers": [{"name": "pods", "memory": {"availableBytes": 11, "workingSetBytes": 12}}]},
+                      "pods": [{"podRef": {"name": "p", "namespace": "ns", "uid": "u"},
+                                "memory": {"workingSetBytes": 13}, "cpu": {"usageNanoCores": 14},
+                                "process_stats": {"process_count": 15},
+                                "ephemeral-storage": {"usedBytes": 16, "inodesUsed": 17},
+                                "volume": [{"name": "v", "usedBytes": 1}], "network": {"rxBytes": 1},
+                                "containers": [{"name": "c1", "memory": {"workingSetBytes": 18},
+                                                "rootfs": {"usedBytes": 19}, "logs": {"usedBytes": 20}}]}]}}
+  })");
 }
