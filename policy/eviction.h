@@ -32,6 +32,7 @@ struct NodeView {
 
 // Builds the view of `nodeName` from a snapshot. Stats are matched by UID, else namespace/name.
 NodeView makeNodeView(const Snapshot& snapshot, std::string_view nodeName);
+NodeView makeNodeView(Snapshot&&, std::string_view) = delete;  // the view would dangle
 // Fills view.keyOrder from the pods (for views assembled by hand).
 void assignKeyOrder(NodeView& view);
 

@@ -2,6 +2,7 @@
 // time, rankings, the plan, messages and the JSON output.
 #include <doctest/doctest.h>
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,15 @@ EvictionResult evaluate(const Snapshot& s, const Policy& p, const EvictionState&
                         TimePoint now) {
   return nodewarden::policy::evaluateEviction(nodewarden::policy::makeNodeView(s, "n"), p, state,
                                               now);
+}
+
+// Decisions point into their snapshot: a snapshot made for one call is kept alive here for
+// the rest of the test run.
+EvictionResult evaluate(Snapshot&& s, const Policy& p, const EvictionState& state,
+                        TimePoint now) {
+  static std::deque<Snapshot> kept;
+  kept.push_back(std::move(s));
+  return evaluate(kept.back(), p, state, now);
 }
 
 const TimePoint kStart{std::chrono::hours(1000)};
