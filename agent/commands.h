@@ -16,6 +16,9 @@ inline constexpr int kExitBadInput = 1;
 inline constexpr int kExitUsage = 2;
 
 int runExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runExplainAdmission(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runExplainPreemption(const std::vector<std::string>& args, std::ostream& out,
+                         std::ostream& err);
 int runCheckPolicy(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // The human view of an eviction decision (`explain eviction -o table`).

@@ -187,9 +187,13 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
                                << kExplainUsage;
     return argv.empty() ? kExitUsage : kExitOk;
   }
+  if (argv[0] == "admission") return runExplainAdmission({argv.begin() + 1, argv.end()}, out, err);
+  if (argv[0] == "preemption") {
+    return runExplainPreemption({argv.begin() + 1, argv.end()}, out, err);
+  }
   if (argv[0] != "eviction") {
     err << "nodewarden explain: unknown question \"" << argv[0]
-        << "\" (this build answers: eviction)\n\n"
+        << "\" (expected eviction, admission or preemption)\n\n"
         << kExplainUsage;
     return kExitUsage;
   }

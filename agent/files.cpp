@@ -65,4 +65,17 @@ Result<policy::Snapshot> loadSnapshot(const std::string& path) {
   return std::move(*parsed);
 }
 
+Result<policy::Pod> loadPod(const std::string& path, const policy::Snapshot& snapshot) {
+  auto text = readFile(path);
+  if (!text) return text.error();
+  const std::string name = path == "-" ? "<stdin>" : path;
+  policy::Diagnostics diagnostics;
+  auto json = policy::parseKubernetesJsonText(text.value(), diagnostics);
+  if (!json) return prefixed(name, diagnostics);
+  auto pod = policy::parsePod(*json, "", diagnostics);
+  if (!pod) return prefixed(name, diagnostics);
+  policy::resolvePod(*pod, snapshot.priorityClasses);
+  return std::move(*pod);
+}
+
 }  // namespace nodewarden::agent

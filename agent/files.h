@@ -20,4 +20,8 @@ Result<policy::Policy> loadPolicy(const std::string* path);
 // A snapshot file (CONTRACT §2); every error line starts with the file name.
 Result<policy::Snapshot> loadSnapshot(const std::string& path);
 
+// A Pod object file ("-" for standard input), resolved against the snapshot's priority
+// classes; every error line starts with the file name.
+Result<policy::Pod> loadPod(const std::string& path, const policy::Snapshot& snapshot);
+
 }  // namespace nodewarden::agent

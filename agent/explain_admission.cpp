@@ -1,0 +1,200 @@
+// `nodewarden explain admission` and `nodewarden explain preemption` (CONTRACT §5-§6).
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "agent/cli.h"
+#include "agent/commands.h"
+#include "agent/files.h"
+#include "policy/admission.h"
+
+namespace nodewarden::agent {
+namespace {
+
+const char* kAdmissionUsage =
+    "usage: nodewarden explain admission --snapshot FILE --node NAME --pod FILE [--policy FILE]\n"
+    "                                    [-o table|json]\n"
+    "\n"
+    "Says whether a pod bound to NAME would be admitted, turned away, made to wait for\n"
+    "terminating pods, or admitted by preempting lower-priority pods chosen exactly as the\n"
+    "scheduler chooses them (PodDisruptionBudgets, fewest victims, nominated pods).\n"
+    "\n"
+    "  --snapshot FILE   the cluster snapshot (kubectl output, see explain eviction --help)\n"
+    "  --node NAME       the node the pod is bound to\n"
+    "  --pod FILE        the Pod object (- for standard input)\n"
+    "  --policy FILE     the policy (neverEvictPriority; default: built-in)\n"
+    "  -o, --output      table (default) or json\n"
+    "\n"
+    "Exit status: 0 whatever the verdict, 1 bad input, 2 usage error.\n";
+
+const char* kPreemptionUsage =
+    "usage: nodewarden explain preemption --snapshot FILE --pod FILE [--policy FILE]\n"
+    "                                     [-o table|json]\n"
+    "\n"
+    "Says where the scheduler would put a pending pod: a node where it fits, or the node whose\n"
+    "preemption pickOneNodeForPreemption chooses, with the victims on every candidate node.\n"
+    "\n"
+    "  --snapshot FILE   the cluster snapshot (kubectl output, see explain eviction --help)\n"
+    "  --pod FILE        the pending Pod object (- for standard input)\n"
+    "  --policy FILE     the policy (neverEvictPriority; default: built-in)\n"
+    "  -o, --output      table (default) or json\n"
+    "\n"
+    "Exit status: 0 whatever the decision, 1 bad input, 2 usage error.\n";
+
+std::string keyList(const std::vector<const policy::Pod*>& pods) {
+  if (pods.empty()) return "none";
+  std::vector<std::string> keys;
+  for (const auto* p : pods) keys.push_back(p->key);
+  std::sort(keys.begin(), keys.end());
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+struct Loaded {
+  policy::Snapshot snapshot;
+  policy::Pod pod;
+  policy::Policy policy;
+  std::string output;
+};
+
+// Parses the common options; returns an exit code when the command must stop.
+std::optional<int> load(const std::string& what, const char* usage,
+                        const std::vector<std::string>& argv, bool needsNode, std::ostream& out,
+                        std::ostream& err, Loaded& loaded, std::string& node) {
+  std::set<std::string> options{"snapshot", "pod", "policy", "output"};
+  if (needsNode) options.insert("node");
+  auto args = parseArgs(argv, options, {});
+  if (!args) {
+    err << "nodewarden explain " << what << ": " << args.error().message << "\n\n" << usage;
+    return kExitUsage;
+  }
+  if (args->flag("help")) {
+    out << usage;
+    return kExitOk;
+  }
+  std::vector<std::string> required{"snapshot", "pod"};
+  if (needsNode) required.push_back("node");
+  for (const auto& name : required) {
+    if (!args->value(name)) {
+      err << "nodewarden explain " << what << ": --" << name << " is required\n\n" << usage;
+      return kExitUsage;
+    }
+  }
+  if (!args->positional.empty()) {
+    err << "nodewarden explain " << what << ": unexpected argument \"" << args->positional[0]
+        << "\"\n\n"
+        << usage;
+    return kExitUsage;
+  }
+  loaded.output = args->value("output").value_or("table");
+  if (loaded.output != "table" && loaded.output != "json") {
+    err << "nodewarden explain " << what << ": -o must be table or json, got \"" << loaded.output
+        << "\"\n\n"
+        << usage;
+    return kExitUsage;
+  }
+  auto policyPath = args->value("policy");
+  auto policy = loadPolicy(policyPath ? &*policyPath : nullptr);
+  if (!policy) {
+    err << policy.error().message << "\n";
+    return kExitBadInput;
+  }
+  loaded.policy = *policy;
+  const std::string snapshotPath = *args->value("snapshot");
+  auto snapshot = loadSnapshot(snapshotPath);
+  if (!snapshot) {
+    err << snapshot.error().message << "\n";
+    return kExitBadInput;
+  }
+  loaded.snapshot = std::move(snapshot.value());
+  if (loaded.snapshot.nodes.empty()) {
+    err << snapshotPath << ": nodes: missing (admission and preemption need the Node objects)\n";
+    return kExitBadInput;
+  }
+  if (needsNode) {
+    node = *args->value("node");
+    if (loaded.snapshot.findNode(node) == nullptr) {
+      std::string names;
+      for (const auto& n : loaded.snapshot.nodes) names += (names.empty() ? "" : ", ") + n.name;
+      err << snapshotPath << ": nodes: node \"" << node
+          << "\" not found (nodes in the snapshot: " << names << ")\n";
+      return kExitBadInput;
+    }
+  }
+  auto pod = loadPod(*args->value("pod"), loaded.snapshot);
+  if (!pod) {
+    err << pod.error().message << "\n";
+    return kExitBadInput;
+  }
+  loaded.pod = std::move(pod.value());
+  return std::nullopt;
+}
+
+}  // namespace
+
+int runExplainAdmission(const std::vector<std::string>& argv, std::ostream& out,
+                        std::ostream& err) {
+  Loaded loaded;
+  std::string node;
+  if (auto code = load("admission", kAdmissionUsage, argv, true, out, err, loaded, node)) {
+    return *code;
+  }
+  const policy::ClusterIndex cluster = policy::buildClusterIndex(loaded.snapshot);
+  const policy::AdmissionDecision d = policy::admitPod(
+      loaded.pod, *cluster.find(node), loaded.snapshot.podDisruptionBudgets, loaded.policy);
+  if (loaded.output == "json") {
+    out << policy::admissionToJson(d).dump(2) << "\n";
+    return kExitOk;
+  }
+  std::string verdict = policy::verdictName(d.verdict);
+  for (auto& c : verdict) c = char(std::toupper(static_cast<unsigned char>(c)));
+  out << "Pod " << d.pod << " (priority " << loaded.pod.priority << ") on node " << d.node << ": "
+      << verdict << (d.reason.empty() ? "" : " (" + d.reason + ")") << "\n";
+  if (!d.message.empty()) out << "  " << d.message << "\n";
+  if (d.verdict == policy::Verdict::Preempt) {
+    out << "Victims: " << keyList(d.victims) << "\n"
+        << "PodDisruptionBudget violations: " << d.numPDBViolations << "\n";
+  }
+  out << "Nominated pods losing their reservation: " << keyList(d.nominatedPodsToClear) << "\n";
+  return kExitOk;
+}
+
+int runExplainPreemption(const std::vector<std::string>& argv, std::ostream& out,
+                         std::ostream& err) {
+  Loaded loaded;
+  std::string node;
+  if (auto code = load("preemption", kPreemptionUsage, argv, false, out, err, loaded, node)) {
+    return *code;
+  }
+  const policy::ClusterIndex cluster = policy::buildClusterIndex(loaded.snapshot);
+  const policy::PreemptionDecision d = policy::preemptCluster(
+      loaded.pod, cluster, loaded.snapshot.podDisruptionBudgets, loaded.policy);
+  if (loaded.output == "json") {
+    out << policy::preemptionToJson(d).dump(2) << "\n";
+    return kExitOk;
+  }
+  out << "Pod " << d.pod << " (priority " << loaded.pod.priority << "): ";
+  if (d.node == nullptr) {
+    out << "no node (" << d.reason << ")\n";
+  } else if (d.victims.empty()) {
+    out << "node " << d.node->name << ", " << d.reason << "\n";
+  } else {
+    out << "node " << d.node->name << ", preempting " << keyList(d.victims) << " ("
+        << d.numPDBViolations << " PodDisruptionBudget violations)\n";
+  }
+  if (!d.candidates.empty()) {
+    out << "Other candidate nodes:\n";
+    for (const auto& c : d.candidates) {
+      out << "  " << c.node->name << ": " << keyList(c.victims) << " (" << c.numPDBViolations
+          << " PodDisruptionBudget violations)\n";
+    }
+  }
+  out << "Nominated pods losing their reservation: " << keyList(d.nominatedPodsToClear) << "\n";
+  return kExitOk;
+}
+
+}  // namespace nodewarden::agent
