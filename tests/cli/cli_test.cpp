@@ -269,3 +269,104 @@ TEST_CASE("check-policy validates and prints the effective policy") {
                            "\"fastest\"\n");
   CHECK(invalid.out.empty());
 }
+
+TEST_CASE(
+    "explain admission and explain preemption on the seed scenarios match the expected JSON") {
+  struct Case {
+    std::string args;
+    std::string expected;
+  };
+  const std::string d = "examples/preemption/";
+  std::vector<Case> cases;
+  for (const char* s : {"capacity-10", "example-1", "example-4", "pdb-green-not-blue"}) {
+    cases.push_back({"explain admission --snapshot " + d + s + ".json --node node-1 --pod " + d +
+                         s + "-pod.json -o json",
+                     std::string("tests/fixtures/expected/admission-") + s + ".json"});
+  }
+  for (const char* s : {"example-2", "example-3", "pdb-green-not-blue"}) {
+    cases.push_back(
+        {"explain preemption --snapshot " + d + s + ".json --pod " + d + s + "-pod.json -o json",
+         std::string("tests/fixtures/expected/preemption-") + s + ".json"});
+  }
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    Run r = run(c.args);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    CHECK(Json::parse(r.out) == Json::parse(slurp(kRoot / c.expected)));
+    CHECK(r.out.find("\"pod\"") < r.out.find("\"victims\""));
+  }
+  Json capacity = Json::parse(slurp(kRoot / "tests/fixtures/expected/admission-capacity-10.json"));
+  CHECK(capacity["verdict"] == "preempt");
+  CHECK(capacity["victims"] == Json::array({"default/p2"}));
+  Json pdb =
+      Json::parse(slurp(kRoot / "tests/fixtures/expected/admission-pdb-green-not-blue.json"));
+  CHECK(pdb["victims"] == Json::array({"shop/green-0"}));
+}
+
+TEST_CASE("explain admission reads the pod from standard input and prints a table") {
+  const std::string d = "examples/preemption/";
+  Run r = run("explain admission --snapshot " + d + "capacity-10.json --node node-1 --pod -",
+              (kRoot / (d + "capacity-10-pod.json")).string());
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.out.find("PREEMPT (OutOfcpu)") != std::string::npos);
+  CHECK(r.out.find("Victims: default/p2") != std::string::npos);
+  Run p = run("explain preemption --snapshot " + d + "pdb-green-not-blue.json --pod " + d +
+              "pdb-green-not-blue-pod.json");
+  REQUIRE(p.status == 0);
+  CHECK(p.out.find("node node-2, preempting shop/green-1") != std::string::npos);
+  CHECK(p.out.find("Other candidate nodes:\n  node-1: shop/green-0") != std::string::npos);
+}
+
+TEST_CASE("explain admission and preemption: bad input exits 1 naming the file and JSON path") {
+  const std::string d = "examples/preemption/";
+  fs::path noName = write("no-name-pod.json", R"({"metadata": {"namespace": "x"}, "spec": {}})");
+  fs::path negative =
+      write("negative-pod.json", R"({"metadata": {"name": "p"}, "spec": {"containers": [
+      {"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}})");
+  fs::path badPdb = write(
+      "bad-pdb.json",
+      R"({"nodes": [{"metadata": {"name": "node-1"}, "status": {"allocatable": {"cpu": "1"}}}],
+      "podDisruptionBudgets": [{"metadata": {"name": "b"}, "spec": {"selector": {"matchExpressions": [
+        {"key": "app", "operator": "Matches", "values": ["x"]}]}}}]})");
+  fs::path noAllocatable = write("no-allocatable.json",
+                                 R"({"nodes": [{"metadata": {"name": "node-1"}, "status": {}}]})");
+  fs::path noNodes = write("no-nodes.json", R"({"pods": []})");
+  const std::string pod = d + "capacity-10-pod.json";
+  struct Case {
+    std::string args;
+    std::string err;
+  };
+  const Case cases[] = {
+      {"explain admission --snapshot " + d + "capacity-10.json --node node-1 --pod " +
+           noName.string(),
+       noName.string() + ": metadata.name: missing (a string is required)\n"},
+      {"explain preemption --snapshot " + d + "capacity-10.json --pod " + negative.string(),
+       negative.string() +
+           ": spec.containers[0].resources.requests.cpu: must not be negative, got \"-1\"\n"},
+      {"explain admission --snapshot " + badPdb.string() + " --node node-1 --pod " + pod,
+       badPdb.string() +
+           ": podDisruptionBudgets[0].spec.selector.matchExpressions[0].operator: expected "
+           "In, NotIn, Exists or DoesNotExist, got \"Matches\"\n"},
+      {"explain preemption --snapshot " + noAllocatable.string() + " --pod " + pod,
+       noAllocatable.string() + ": nodes[0].status.allocatable: missing (a node needs "
+                                "status.allocatable to decide what fits)\n"},
+      {"explain preemption --snapshot " + noNodes.string() + " --pod " + pod,
+       noNodes.string() + ": nodes: missing (admission and preemption need the Node objects)\n"},
+      {"explain admission --snapshot " + d + "capacity-10.json --node node-9 --pod " + pod,
+       d + "capacity-10.json: nodes: node \"node-9\" not found (nodes in the snapshot: node-1)\n"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    Run r = run(c.args);
+    CHECK(r.status == 1);
+    CHECK(r.err == c.err);
+    CHECK(r.out.empty());
+  }
+  const std::vector<std::string> usage = {
+      "explain admission --snapshot " + d + "capacity-10.json --pod " + pod,
+      "explain preemption --pod " + pod, "explain admission --help x"};
+  for (const std::string& args : usage) {
+    CAPTURE(args);
+    CHECK(run(args).status == (args.find("--help") != std::string::npos ? 0 : 2));
+  }
+}
