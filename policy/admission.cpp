@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 namespace nodewarden::policy {
 namespace {
@@ -62,6 +63,7 @@ int firstMisfit(const Demand& d, const std::vector<std::int64_t>& used) {
 }
 
 bool samePod(const Pod& a, const Pod& b) {
+  if (&a == &b) return true;
   if (!a.uid.empty() && !b.uid.empty()) return a.uid == b.uid;
   return a.key == b.key;
 }
@@ -216,15 +218,28 @@ void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods,
                                 const std::vector<PodDisruptionBudget>& pdbs,
                                 std::vector<const Pod*>& violating,
                                 std::vector<const Pod*>& nonViolating) {
-  std::vector<std::int64_t> allowed;
-  allowed.reserve(pdbs.size());
-  for (const auto& pdb : pdbs) allowed.push_back(pdb.disruptionsAllowed);
+  // A budget only selects pods of its own namespace: group the budgets that can apply by the
+  // namespaces of these pods, so each pod is checked against its namespace's budgets only.
+  std::unordered_map<std::string_view, std::vector<std::size_t>> byNamespace;
+  for (const Pod* pod : pods) {
+    if (!pod->labels.empty()) byNamespace.try_emplace(pod->ns);
+  }
+  std::vector<std::int64_t> allowed(pdbs.size(), 0);
+  if (!byNamespace.empty()) {
+    for (std::size_t i = 0; i < pdbs.size(); ++i) {
+      const auto& pdb = pdbs[i];
+      if (!pdb.selector || selectorIsEmpty(*pdb.selector)) continue;  // selects nothing
+      auto it = byNamespace.find(pdb.ns);
+      if (it == byNamespace.end()) continue;
+      it->second.push_back(i);
+      allowed[i] = pdb.disruptionsAllowed;
+    }
+  }
   for (const Pod* pod : pods) {
     bool violated = false;
     if (!pod->labels.empty()) {  // a pod without labels matches no budget
-      for (std::size_t i = 0; i < pdbs.size(); ++i) {
+      for (std::size_t i : byNamespace.find(pod->ns)->second) {
         const auto& pdb = pdbs[i];
-        if (pdb.ns != pod->ns || !pdb.selector || selectorIsEmpty(*pdb.selector)) continue;
         if (!pdb.selector->matches(pod->labels)) continue;
         // Already being disrupted, as the API server recorded: neither counted nor violating.
         if (pdb.disruptedPods.count(pod->name) != 0) continue;
