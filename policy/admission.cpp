@@ -148,10 +148,6 @@ const Taint* untoleratedTaint(const Pod& pod, const Node& node,
   return nullptr;
 }
 
-std::string taintText(const Taint& t) {
-  return "{" + t.key + ": " + t.value + "}";
-}
-
 // Nodes the scheduler would not even try for the pod: selector, taints, cordon.
 bool filteredOut(const Pod& pod, const Node& node) {
   if (!selectorMatches(pod, node)) return true;
@@ -383,10 +379,11 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
                   "affinity/selector");
   }
   if (!isStaticPod(pod)) {
-    if (const Taint* taint = untoleratedTaint(pod, *node.node, {"NoExecute"})) {
-      return reject(
-          "TaintToleration",
-          "Predicate TaintToleration failed: node(s) had untolerated taint " + taintText(*taint));
+    // The kubelet's wording (its own ErrReasonNotMatch), not the scheduler plugin's.
+    if (untoleratedTaint(pod, *node.node, {"NoExecute"}) != nullptr) {
+      return reject("TaintToleration",
+                    "Predicate TaintToleration failed: node(s) had taints that the pod didn't "
+                    "tolerate");
     }
   }
   // 4. Resource fit, counting nominated pods of equal or higher priority.
@@ -478,12 +475,21 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
                                   const Policy& policy) {
   PreemptionDecision out;
   out.pod = pod.key;
-  // 1. A node where the pod fits as it is wins at once (the first by name).
-  const NodeInfo* fitting = nullptr;
-  for (const auto& info : cluster.nodes) {
-    if (filteredOut(pod, *info.node)) continue;
+  // 1. A node where the pod fits as it is wins at once: its nominated node if it fits there
+  //    (the scheduler tries that first), else the first by name.
+  auto fits = [&](const NodeInfo& info) {
+    if (filteredOut(pod, *info.node)) return false;
     const Demand d = demandOf(pod, *info.node);
-    if (firstMisfit(d, usageFor(pod, info, d, true)) >= 0) continue;
+    return firstMisfit(d, usageFor(pod, info, d, true)) < 0;
+  };
+  const NodeInfo* fitting = nullptr;
+  if (!pod.nominatedNodeName.empty()) {
+    const NodeInfo* nominated = cluster.find(pod.nominatedNodeName);
+    if (nominated != nullptr && fits(*nominated)) fitting = nominated;
+  }
+  for (const auto& info : cluster.nodes) {
+    if (fitting != nullptr && fitting->node->name == pod.nominatedNodeName) break;
+    if (!fits(info)) continue;
     if (fitting == nullptr || info.node->name < fitting->node->name) fitting = &info;
   }
   if (fitting != nullptr) {

@@ -211,7 +211,7 @@ TEST_CASE("admission: each check in order, with the kubelet's reasons") {
     auto taint = admit(s, podFrom(pod("p", 0, 1, ""), s), "n");
     CHECK(taint.reason == "TaintToleration");
     CHECK(taint.message ==
-          "Predicate TaintToleration failed: node(s) had untolerated taint {dedicated: gpu}");
+          "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate");
     // NoSchedule taints are the scheduler's business, not the kubelet's.
     auto tolerated = admit(
         s,
