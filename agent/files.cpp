@@ -1,5 +1,7 @@
 #include "agent/files.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -27,6 +29,11 @@ Result<std::string> readFile(const std::string& path) {
     buffer << std::cin.rdbuf();
     return buffer.str();
   }
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return Error{"cannot read " + path + ": " + std::strerror(errno)};
+  }
+  if (S_ISDIR(info.st_mode)) return Error{"cannot read " + path + ": Is a directory"};
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{"cannot read " + path + ": " + std::strerror(errno)};
   std::string text;
@@ -38,9 +45,16 @@ Result<std::string> readFile(const std::string& path) {
     in.read(text.data(), size);
     text.resize(std::size_t(in.gcount()));
   } else {
-    // Not seekable (a pipe, /proc): read to the end.
+    // Not seekable (a pipe, /proc): read to the end, within a bound.
     in.clear();
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    constexpr std::size_t kMaxUnsizedRead = std::size_t(1) << 30;
+    char buffer[1 << 16];
+    while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+      text.append(buffer, std::size_t(in.gcount()));
+      if (text.size() > kMaxUnsizedRead) {
+        return Error{"cannot read " + path + ": larger than 1 GiB"};
+      }
+    }
   }
   if (in.bad()) return Error{"cannot read " + path + ": " + std::strerror(errno)};
   return text;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace nodewarden::policy {
 namespace {
@@ -10,13 +11,23 @@ bool onNode(const Pod& pod, std::string_view node) {
   return pod.nodeName == node && pod.phase != "Succeeded" && pod.phase != "Failed";
 }
 
+// Adds without overflowing: figures from a snapshot can be as large as int64 allows.
+std::int64_t satAdd(std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out)) {
+    return b > 0 ? std::numeric_limits<std::int64_t>::max()
+                 : std::numeric_limits<std::int64_t>::min();
+  }
+  return out;
+}
+
 std::optional<std::int64_t> diskUsage(const PodStats& stats) {
   if (stats.ephemeralStorageUsedBytes) return std::int64_t(*stats.ephemeralStorageUsedBytes);
   bool any = false;
   std::int64_t sum = 0;
   for (const auto& c : stats.containers) {
-    if (c.rootfsUsedBytes) sum += std::int64_t(*c.rootfsUsedBytes), any = true;
-    if (c.logsUsedBytes) sum += std::int64_t(*c.logsUsedBytes), any = true;
+    if (c.rootfsUsedBytes) sum = satAdd(sum, std::int64_t(*c.rootfsUsedBytes)), any = true;
+    if (c.logsUsedBytes) sum = satAdd(sum, std::int64_t(*c.logsUsedBytes)), any = true;
   }
   if (!any) return std::nullopt;
   return sum;
@@ -294,7 +305,7 @@ std::vector<Observation> observeSignals(const NodeView& view) {
   auto i64 = [](std::uint64_t v) { return std::int64_t(v); };
   if (s->memoryAvailableBytes && s->memoryWorkingSetBytes) {
     out.push_back({Signal::MemoryAvailable, i64(*s->memoryAvailableBytes),
-                   i64(*s->memoryAvailableBytes + *s->memoryWorkingSetBytes)});
+                   satAdd(i64(*s->memoryAvailableBytes), i64(*s->memoryWorkingSetBytes))});
   } else if (s->memoryAvailableBytes) {
     std::int64_t capacity = i64(*s->memoryAvailableBytes);
     if (view.node != nullptr)
@@ -303,7 +314,7 @@ std::vector<Observation> observeSignals(const NodeView& view) {
   }
   if (s->podsMemoryAvailableBytes && s->podsMemoryWorkingSetBytes) {
     out.push_back({Signal::AllocatableMemoryAvailable, i64(*s->podsMemoryAvailableBytes),
-                   i64(*s->podsMemoryAvailableBytes + *s->podsMemoryWorkingSetBytes)});
+                   satAdd(i64(*s->podsMemoryAvailableBytes), i64(*s->podsMemoryWorkingSetBytes))});
   } else if (view.node != nullptr && view.node->allocatable.count("memory") != 0) {
     // No kubepods figures: the node's allocatable memory minus the pods' working sets.
     std::int64_t capacity = amountOf(view.node->allocatable, "memory");
@@ -315,7 +326,7 @@ std::vector<Observation> observeSignals(const NodeView& view) {
     } else {
       for (const auto* ps : view.podStats) {
         if (ps != nullptr && ps->memoryWorkingSetBytes) {
-          workingSet += i64(*ps->memoryWorkingSetBytes);
+          workingSet = satAdd(workingSet, i64(*ps->memoryWorkingSetBytes));
           any = true;
         }
       }
@@ -405,7 +416,7 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
     st.threshold = threshold.value();
     st.thresholdText = threshold.toString();
     st.minReclaim = t.minReclaim.isZero() ? 0 : t.minReclaim.resolve(o->capacity).value();
-    bool reclaiming = state.actedOn.count(st.key) != 0;
+    bool reclaiming = state.met.count(st.key) != 0;
     st.met =
         st.available < st.threshold || (reclaiming && st.available < st.threshold + st.minReclaim);
     if (st.met) {
@@ -414,7 +425,7 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
       next.firstObservedAt[st.key] = since;
       st.metFor = now - since;
       st.actionable = st.metFor >= t.gracePeriod;
-      if (st.actionable) next.actedOn.insert(st.key);
+      next.met.insert(st.key);
       conditionsNow.insert(std::string(nodeConditionFor(t.signal)));
     }
     decision.signals.push_back(std::move(st));
@@ -431,19 +442,20 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
     }
   }
   for (std::string_view c : {"MemoryPressure", "DiskPressure", "PIDPressure"}) {
-    if (next.conditionLastObservedAt.count(std::string(c)) != 0) {
+    // Observed now, or within the transition period (which may be zero).
+    if (conditionsNow.count(std::string(c)) != 0 ||
+        next.conditionLastObservedAt.count(std::string(c)) != 0) {
       decision.conditions.emplace_back(c);
     }
   }
 
   // Rankings.
   decision.memory = rankMemoryPressure(view, policy);
-  bool anyProcesses = false, anyDisk = false, anyInodes = false;
+  bool anyProcesses = false, anyDisk = false;
   for (const auto* ps : view.podStats) {
     if (ps == nullptr) continue;
     anyProcesses |= ps->processCount.has_value();
     anyDisk |= diskUsage(*ps).has_value();
-    anyInodes |= ps->ephemeralStorageInodesUsed.has_value();
   }
   bool needPids = false, needDisk = false;
   for (const auto& st : decision.signals) {
@@ -473,14 +485,24 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
   std::set<const Pod*> chosen;
   std::map<std::string, std::int64_t> freed;  // by ranking resource
   std::map<const Pod*, std::map<std::string, std::int64_t>> usageByPod;
+  // A ranking the decision does not show (no pod has that usage) is still built for the plan:
+  // pods without usage data rank first and are evicted first, as the kubelet does.
+  std::optional<Ranking> pidRanking, diskRanking;
   auto rankingFor = [&](Signal s) -> const Ranking* {
     std::string_view r = starvedResource(s);
     if (r == "memory") return &decision.memory;
-    if (r == "pids") return decision.pids ? &*decision.pids : nullptr;
-    if (r == "ephemeral-storage")
-      return decision.ephemeralStorage ? &*decision.ephemeralStorage : nullptr;
-    if (!inodeRanking && anyInodes) inodeRanking = rankDiskPressure(view, policy, true);
-    return inodeRanking ? &*inodeRanking : nullptr;
+    if (r == "pids") {
+      if (decision.pids) return &*decision.pids;
+      if (!pidRanking) pidRanking = rankPidPressure(view, policy);
+      return &*pidRanking;
+    }
+    if (r == "ephemeral-storage") {
+      if (decision.ephemeralStorage) return &*decision.ephemeralStorage;
+      if (!diskRanking) diskRanking = rankDiskPressure(view, policy, false);
+      return &*diskRanking;
+    }
+    if (!inodeRanking) inodeRanking = rankDiskPressure(view, policy, true);
+    return &*inodeRanking;
   };
   auto recordUsage = [&](const RankedPod& r) {
     // What evicting this pod frees, for every resource a later threshold may need.
@@ -493,14 +515,15 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
     if (r.stats->ephemeralStorageInodesUsed) {
       usage["inodes"] = std::int64_t(*r.stats->ephemeralStorageInodesUsed);
     }
-    for (const auto& [resource, amount] : usage) freed[resource] += amount;
+    for (const auto& [resource, amount] : usage) freed[resource] = satAdd(freed[resource], amount);
   };
   for (const SignalStatus* st : actionable) {
     if (int(decision.evict.size()) >= policy.maxPodsPerCycle) break;
     const Ranking* ranking = rankingFor(st->key.signal);
     if (ranking == nullptr) continue;
     const std::string resource(starvedResource(st->key.signal));
-    std::int64_t need = st->threshold + st->minReclaim - st->available - freed[resource];
+    // In 128 bits: every term may be as large as int64 allows.
+    Int128 need = Int128(st->threshold) + st->minReclaim - st->available - freed[resource];
     for (const RankedPod& r : ranking->pods) {
       if (need <= 0 || int(decision.evict.size()) >= policy.maxPodsPerCycle) break;
       if (!r.evictable || chosen.count(r.pod) != 0) continue;

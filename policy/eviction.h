@@ -55,9 +55,9 @@ struct ThresholdKey {
 struct EvictionState {
   // When each currently met threshold was first seen met (for grace periods).
   std::map<ThresholdKey, TimePoint> firstObservedAt;
-  // Thresholds acted on in the last cycle: they stay met until available >= threshold +
-  // minimum reclaim.
-  std::set<ThresholdKey> actedOn;
+  // Thresholds met in the last cycle: once met, a threshold stays met until available >=
+  // threshold + minimum reclaim (CONTRACT §4).
+  std::set<ThresholdKey> met;
   // When each node condition was last observed (for the transition period).
   std::map<std::string, TimePoint> conditionLastObservedAt;
 };

@@ -1,5 +1,7 @@
 #include "policy/json_reader.h"
 
+#include <cctype>
+#include <cmath>
 #include <limits>
 #include <unordered_set>
 
@@ -45,8 +47,11 @@ std::string describeJson(const Json& value) {
       return "an array";
     case Json::value_t::string: {
       const auto& s = value.get_ref<const std::string&>();
-      if (s.size() > 60) return Json(s.substr(0, 57) + "...").dump();
-      return value.dump();
+      if (s.size() <= 60) return value.dump();
+      std::size_t cut = 57;
+      // Never cut inside a UTF-8 sequence: back up over continuation bytes.
+      while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+      return Json(s.substr(0, cut) + "...").dump();
     }
     default:
       return value.dump();
@@ -395,7 +400,7 @@ std::optional<std::int64_t> JsonObject::integer(std::string_view key, std::int64
     } else {
       result = value->get<std::int64_t>();
     }
-  } else if (value->is_number_float() &&
+  } else if (value->is_number_float() && std::fabs(value->get<double>()) < 9.2e18 &&
              value->get<double>() == double(std::int64_t(value->get<double>()))) {
     result = std::int64_t(value->get<double>());
   } else {
@@ -413,11 +418,16 @@ std::optional<std::int64_t> JsonObject::integer(std::string_view key, std::int64
 std::optional<std::uint64_t> JsonObject::unsignedInteger(std::string_view key) const {
   const Json* value = member(key);
   if (value == nullptr) return std::nullopt;
-  if (value->is_number_unsigned()) return value->get<std::uint64_t>();
-  if (value->is_number_integer() && value->get<std::int64_t>() >= 0) {
+  constexpr auto kMax = std::uint64_t(std::numeric_limits<std::int64_t>::max());
+  if (value->is_number_unsigned() && value->get<std::uint64_t>() <= kMax) {
+    return value->get<std::uint64_t>();
+  }
+  if (value->is_number_integer() && !value->is_number_unsigned() &&
+      value->get<std::int64_t>() >= 0) {
     return std::uint64_t(value->get<std::int64_t>());
   }
-  diagnostics_->add(pathOf(key), "expected a non-negative integer, got " + describeJson(*value));
+  diagnostics_->add(pathOf(key), "expected an integer from 0 to 9223372036854775807, got " +
+                                     describeJson(*value));
   return std::nullopt;
 }
 
@@ -426,8 +436,16 @@ std::optional<Quantity> JsonObject::quantity(std::string_view key) const {
   if (value == nullptr) return std::nullopt;
   Result<Quantity> parsed = Error{};
   if (value->is_string()) {
-    parsed = Quantity::parse(value->get_ref<const std::string&>());
-  } else if (value->is_number_integer()) {
+    // Quantity.UnmarshalJSON trims surrounding whitespace.
+    std::string_view text = value->get_ref<const std::string&>();
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+      text.remove_prefix(1);
+    }
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+      text.remove_suffix(1);
+    }
+    parsed = Quantity::parse(text);
+  } else if (value->is_number()) {
     // Kubernetes also accepts a bare JSON number for a quantity.
     parsed = Quantity::parse(value->dump());
   } else {

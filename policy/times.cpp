@@ -143,8 +143,9 @@ Result<WallMicros> parseRfc3339(std::string_view text) {
     return fail();
   }
   static constexpr std::array<int, 12> kDays{31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (month < 1 || month > 12 || day < 1 || day > kDays[std::size_t(month - 1)] || hour > 23 ||
-      minute > 59 || second > 60) {
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (month < 1 || month > 12 || day < 1 || day > kDays[std::size_t(month - 1)] ||
+      (month == 2 && day == 29 && !leap) || hour > 23 || minute > 59 || second > 60) {
     return fail();
   }
   std::size_t pos = 19;

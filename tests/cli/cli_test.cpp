@@ -192,6 +192,8 @@ TEST_CASE("bad input: exit 1, a message naming the file and the JSON path, nothi
            "end of input; expected '[', '{', or a literal\n"},
       {"unreadable snapshot", "explain eviction --snapshot /nonexistent/snap.json",
        "cannot read /nonexistent/snap.json: No such file or directory\n"},
+      {"a directory", "explain eviction --snapshot " + scratch().string(),
+       "cannot read " + scratch().string() + ": Is a directory\n"},
       {"invalid policy",
        "explain eviction --snapshot examples/snapshot.json --policy " + badPolicy.string(),
        badPolicy.string() +

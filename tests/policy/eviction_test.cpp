@@ -120,8 +120,7 @@ EvictionResult evaluate(const Snapshot& s, const Policy& p, const EvictionState&
 
 // Decisions point into their snapshot: a snapshot made for one call is kept alive here for
 // the rest of the test run.
-EvictionResult evaluate(Snapshot&& s, const Policy& p, const EvictionState& state,
-                        TimePoint now) {
+EvictionResult evaluate(Snapshot&& s, const Policy& p, const EvictionState& state, TimePoint now) {
   static std::deque<Snapshot> kept;
   kept.push_back(std::move(s));
   return evaluate(kept.back(), p, state, now);
@@ -467,4 +466,59 @@ TEST_CASE("the same inputs give the same decision") {
   for (int i = 0; i < 20; ++i) {
     CHECK(nodewarden::policy::evictionToJson(evaluate(s, p, {}, kStart).decision).dump() == first);
   }
+}
+
+TEST_CASE("disk and PID pressure evict even when no pod reports that usage") {
+  const std::string extra =
+      R"(, "fs": {"availableBytes": 1, "capacityBytes": 1000}, "rlimit": {"maxpid": 100, "curproc": 99})";
+  Snapshot s = makeSnapshot({{"a", 0, -1, 10}, {"b", 5, -1, 10}}, 4000, 8192, extra);
+  auto r = evaluate(
+      s, policyFrom(R"({"evictionHard": {"nodefs.available": "10%", "pid.available": "5%"}})"), {},
+      kStart);
+  CHECK(r.decision.conditions == std::vector<std::string>{"DiskPressure", "PIDPressure"});
+  // Pods without usage data rank first; the lowest priority goes first. The rankings are not
+  // shown (no pod has that usage), but the plan still uses them.
+  CHECK_FALSE(r.decision.ephemeralStorage.has_value());
+  CHECK(evicted(r) == std::vector<std::string>{"ns/a", "ns/b"});
+}
+
+TEST_CASE("once met, a soft threshold stays met until threshold + minimum reclaim, grace or not") {
+  Policy p = policyFrom(R"({"evictionSoft": {"memory.available": "500Mi"},
+                            "evictionSoftGracePeriod": {"memory.available": "30s"},
+                            "evictionMinimumReclaim": {"memory.available": "100Mi"}})");
+  std::vector<PodSpec> pods = {{"a", 0, -1, 600}};
+  auto r = evaluate(makeSnapshot(pods, 400), p, {}, kStart);
+  CHECK(r.decision.signals.at(0).met);
+  // 550Mi is above the threshold but below threshold + minimum reclaim: still met, and the
+  // grace period keeps running from the first observation.
+  r = evaluate(makeSnapshot(pods, 550), p, r.next, kStart + 10s);
+  CHECK(r.decision.signals.at(0).met);
+  r = evaluate(makeSnapshot(pods, 550), p, r.next, kStart + 30s);
+  CHECK(evicted(r) == std::vector<std::string>{"ns/a"});
+  r = evaluate(makeSnapshot(pods, 600), p, r.next, kStart + 31s);
+  CHECK_FALSE(r.decision.signals.at(0).met);
+}
+
+TEST_CASE("a zero transition period still reports a condition while its threshold is met") {
+  Policy p = policyFrom(R"({"evictionHard": {"memory.available": "100Mi"},
+                            "evictionPressureTransitionPeriod": "0s"})");
+  std::vector<PodSpec> pods = {{"a", 0, -1, 10}};
+  auto r = evaluate(makeSnapshot(pods, 50), p, {}, kStart);
+  CHECK(r.decision.conditions == std::vector<std::string>{"MemoryPressure"});
+  r = evaluate(makeSnapshot(pods, 4000), p, r.next, kStart + 1s);
+  CHECK(r.decision.conditions.empty());
+}
+
+TEST_CASE("figures as large as int64 allows do not overflow") {
+  Snapshot s = makeSnapshot({{"a", 0, -1, 10}}, 4000, 8192,
+                            R"(, "rlimit": {"maxpid": 9223372036854775807, "curproc": 0})");
+  s.stats["n"].node.memoryAvailableBytes = 9223372036854775807ULL;
+  s.stats["n"].node.memoryWorkingSetBytes = 9223372036854775807ULL;
+  auto r = evaluate(
+      s, policyFrom(R"({"evictionHard": {"memory.available": "100Mi", "pid.available": "5%"}})"),
+      {}, kStart);
+  REQUIRE(r.decision.signals.size() == 2);
+  CHECK(r.decision.signals[0].capacity == 9223372036854775807LL);
+  CHECK_FALSE(r.decision.signals[0].met);
+  CHECK(evicted(r).empty());
 }

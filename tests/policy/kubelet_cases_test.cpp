@@ -1352,7 +1352,7 @@ TEST_CASE("kubelet: TestThresholdsMet - hard memory.available < 1Gi, minimum rec
   const ThresholdKey hardMemory{Signal::MemoryAvailable, true};
   // enforceMinReclaim in the kubelet = the threshold was acted on in the previous cycle.
   EvictionState reclaiming;
-  reclaiming.actedOn.insert(hardMemory);
+  reclaiming.met.insert(hardMemory);
   const TimePoint now = TimePoint{} + minutes(10);
 
   auto met = [&](std::uint64_t available, const EvictionState& st) {
@@ -1401,7 +1401,7 @@ TEST_CASE("kubelet: TestPercentageThresholdsMet - memory < 20% (min reclaim 5%),
       "evictionMinimumReclaim": {"memory.available": "5%"}})");
   const TimePoint now = TimePoint{} + minutes(10);
   EvictionState reclaimingMemory;
-  reclaimingMemory.actedOn.insert(ThresholdKey{Signal::MemoryAvailable, true});
+  reclaimingMemory.met.insert(ThresholdKey{Signal::MemoryAvailable, true});
 
   // Returns "memory", "nodefs", both or none, as met.
   auto metSignals = [&](std::uint64_t memAvailable, std::optional<std::uint64_t> fsAvailable,

@@ -163,6 +163,13 @@ TEST_CASE("requests: containers, sidecars, init containers and overhead") {
   CHECK(limitOnly.requests.at("example.com/gpu") == 1);
 }
 
+TEST_CASE("quantities may be JSON numbers or padded strings, as Quantity.UnmarshalJSON allows") {
+  Pod p = podWith(
+      R"({"containers": [{"name": "c", "resources": {"requests": {"memory": 1.5e3, "cpu": " 250m "}}}]})");
+  CHECK(p.requests.at("memory") == 1500);
+  CHECK(p.requests.at("cpu") == 250);
+}
+
 TEST_CASE("QoS: status.qosClass wins, else computed from cpu and memory") {
   CHECK(podWith(R"({"containers": [)" + container("a", "{}") + "]}").qos == QosClass::BestEffort);
   CHECK(podWith(
@@ -265,7 +272,19 @@ TEST_CASE("snapshot: malformed objects are errors with their JSON path") {
        {"priorityClasses[0].value: must be at most 1000000000 for a user class, got 2000000000"}},
       {"stats figure negative",
        R"({"stats": {"n": {"node": {"memory": {"availableBytes": -5}}}}})",
-       {"stats.n.node.memory.availableBytes: expected a non-negative integer, got -5"}},
+       {"stats.n.node.memory.availableBytes: expected an integer from 0 to 9223372036854775807, "
+        "got -5"}},
+      {"stats figure above int64",
+       R"({"stats": {"n": {"node": {"memory": {"availableBytes": 18446744073709551615}}}}})",
+       {"stats.n.node.memory.availableBytes: expected an integer from 0 to 9223372036854775807, "
+        "got 18446744073709551615"}},
+      {"a long non-ASCII value is cut on a character boundary",
+       R"({"pods": [{"metadata": {"name": "p"}, "spec": {"priority": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaééééé"}}]})",
+       {"pods[0].spec.priority: expected an integer, got "
+        "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\""}},
+      {"priority far out of range as a float",
+       R"({"pods": [{"metadata": {"name": "p"}, "spec": {"priority": 1e300}}]})",
+       {"pods[0].spec.priority: expected an integer, got 1e+300"}},
       {"member neither list nor array",
        R"({"pods": {"kind": "PodList"}})",
        {R"(pods: expected an array or a List object with "items", got an object)"}},

@@ -40,6 +40,10 @@ TEST_CASE("RFC 3339 timestamps") {
   CHECK(parseRfc3339("2024-05-01T10:00:00Z").value() == 1714557600LL * 1'000'000);
   CHECK(parseRfc3339("2024-05-01T12:00:00+02:00").value() == 1714557600LL * 1'000'000);
   CHECK(parseRfc3339("2024-05-01T10:00:00.5Z").value() == 1714557600LL * 1'000'000 + 500'000);
+  CHECK(parseRfc3339("2024-02-29T00:00:00Z").ok());
+  CHECK(parseRfc3339("2000-02-29T00:00:00Z").ok());
+  CHECK_FALSE(parseRfc3339("2023-02-29T00:00:00Z").ok());
+  CHECK_FALSE(parseRfc3339("1900-02-29T00:00:00Z").ok());
   for (const char* bad : {"", "2024-05-01", "2024-13-01T00:00:00Z", "2024-05-01T10:00:00",
                           "yesterday", "2024-05-01T10:00:00Zjunk"}) {
     CAPTURE(bad);
