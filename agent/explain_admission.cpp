@@ -115,6 +115,14 @@ std::optional<int> load(const std::string& what, const char* usage,
     err << snapshotPath << ": nodes: missing (admission and preemption need the Node objects)\n";
     return kExitBadInput;
   }
+  for (const auto& n : loaded.snapshot.nodes) {
+    if (!n.hasAllocatable) {
+      err << snapshotPath << ": " << n.jsonPath
+          << ".status.allocatable: missing (a node needs status.allocatable to decide what "
+             "fits)\n";
+      return kExitBadInput;
+    }
+  }
   if (needsNode) {
     node = *args->value("node");
     if (loaded.snapshot.findNode(node) == nullptr) {

@@ -242,10 +242,8 @@ std::optional<Node> parseNode(const Json& json, const std::string& path, Diagnos
   JsonObject status = obj.object("status");
   node.capacity = status.quantityMap("capacity", /*nonNegative=*/true);
   node.allocatable = status.quantityMap("allocatable", /*nonNegative=*/true);
-  if (status.member("allocatable") == nullptr) {
-    diagnostics.add(status.pathOf("allocatable"),
-                    "missing (a node needs status.allocatable to decide what fits)");
-  }
+  node.hasAllocatable = status.member("allocatable") != nullptr;
+  node.jsonPath = path;
   status.forEach("conditions", [&](const Json& item, const std::string& p) {
     JsonObject c(item, p, diagnostics);
     if (!c.valid()) return;

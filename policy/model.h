@@ -93,6 +93,8 @@ struct NodeCondition {
 
 struct Node {
   std::string name;
+  std::string jsonPath;         // where the object was in its document, for messages
+  bool hasAllocatable = false;  // status.allocatable was present (admission needs it)
   std::map<std::string, std::string> labels;
   bool unschedulable = false;
   std::vector<Taint> taints;

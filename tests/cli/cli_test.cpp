@@ -372,3 +372,16 @@ TEST_CASE("explain admission and preemption: bad input exits 1 naming the file a
     CHECK(run(args).status == (args.find("--help") != std::string::npos ? 0 : 2));
   }
 }
+
+TEST_CASE("explain eviction needs no allocatable; admission does") {
+  fs::path bare = write("bare-node.json", R"({"nodes": [{"metadata": {"name": "n1"}}]})");
+  Run r = run("explain eviction --snapshot " + bare.string() + " -o json");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(Json::parse(r.out)["node"] == "n1");
+  Run a = run("explain admission --snapshot " + bare.string() +
+              " --node n1 --pod examples/preemption/capacity-10-pod.json");
+  CHECK(a.status == 1);
+  CHECK(a.err == bare.string() +
+                     ": nodes[0].status.allocatable: missing (a node needs status.allocatable to "
+                     "decide what fits)\n");
+}
