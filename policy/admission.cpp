@@ -246,20 +246,53 @@ void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods,
   }
 }
 
-VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
-                                    const std::vector<PodDisruptionBudget>& pdbs,
-                                    const Policy& policy) {
-  VictimSelection result;
-  const Demand d = demandOf(pod, *node.node);
-  std::vector<std::int64_t> used = usageFor(pod, node, d, /*withTerminating=*/true);
+namespace {
+
+// SelectVictimsOnNode's first step: the pods the scheduler may preempt for `pod` here.
+std::vector<const Pod*> potentialVictims(const Pod& pod, const NodeInfo& node,
+                                         const Policy& policy) {
   std::vector<const Pod*> potential;
   for (const Pod* p : node.pods) {
     if (samePod(*p, pod) || p->terminating || p->priority >= pod.priority) continue;
     if (p->critical && !pod.critical) continue;
     if (p->priority >= policy.neverEvictPriority) continue;
     potential.push_back(p);
-    addUsage(d, *p, used, -1);
   }
+  return potential;
+}
+
+// The rest of SelectVictimsOnNode: most important first, budget-violating pods before the
+// others, each pod is offered back with `stays(p)`, which adds it back and answers whether
+// the incoming pod still fits (undoing the add when it does not). Those that cannot stay are
+// the victims.
+template <typename Stays>
+void reprieveInOrder(std::vector<const Pod*> potential,
+                     const std::vector<PodDisruptionBudget>& pdbs, Stays stays,
+                     VictimSelection& result) {
+  std::sort(potential.begin(), potential.end(), moreImportant);
+  std::vector<const Pod*> violating, nonViolating;
+  filterPodsWithPdbViolation(potential, pdbs, violating, nonViolating);
+  for (const Pod* p : violating) {
+    if (stays(p)) continue;
+    result.victims.push_back(p);
+    ++result.numPDBViolations;
+  }
+  for (const Pod* p : nonViolating) {
+    if (!stays(p)) result.victims.push_back(p);
+  }
+  std::sort(result.victims.begin(), result.victims.end(), moreImportant);
+}
+
+}  // namespace
+
+VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
+                                    const std::vector<PodDisruptionBudget>& pdbs,
+                                    const Policy& policy) {
+  VictimSelection result;
+  const Demand d = demandOf(pod, *node.node);
+  std::vector<std::int64_t> used = usageFor(pod, node, d, /*withTerminating=*/true);
+  const std::vector<const Pod*> potential = potentialVictims(pod, node, policy);
+  for (const Pod* p : potential) addUsage(d, *p, used, -1);
   int misfit = firstMisfit(d, used);
   if (potential.empty() || misfit >= 0) {
     if (misfit < 0) misfit = firstMisfit(d, usageFor(pod, node, d, true));
@@ -267,23 +300,16 @@ VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
     return result;
   }
   result.fits = true;
-  std::sort(potential.begin(), potential.end(), moreImportant);
-  std::vector<const Pod*> violating, nonViolating;
-  filterPodsWithPdbViolation(potential, pdbs, violating, nonViolating);
-  // Reprieve, most important first, budget-violating pods before the others: each pod that
-  // still leaves room stays. The running sums make each step O(resources).
-  auto reprieve = [&](const std::vector<const Pod*>& group, bool violatingGroup) {
-    for (const Pod* p : group) {
-      addUsage(d, *p, used, +1);
-      if (firstMisfit(d, used) < 0) continue;
-      addUsage(d, *p, used, -1);
-      result.victims.push_back(p);
-      if (violatingGroup) ++result.numPDBViolations;
-    }
-  };
-  reprieve(violating, true);
-  reprieve(nonViolating, false);
-  std::sort(result.victims.begin(), result.victims.end(), moreImportant);
+  // Running sums make each reprieve O(resources).
+  reprieveInOrder(
+      potential, pdbs,
+      [&](const Pod* p) {
+        addUsage(d, *p, used, +1);
+        if (firstMisfit(d, used) < 0) return true;
+        addUsage(d, *p, used, -1);
+        return false;
+      },
+      result);
   return result;
 }
 
@@ -292,13 +318,7 @@ VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
                                          const Policy& policy) {
   VictimSelection result;
   const Demand d = demandOf(pod, *node.node);
-  std::vector<const Pod*> potential;
-  for (const Pod* p : node.pods) {
-    if (samePod(*p, pod) || p->terminating || p->priority >= pod.priority) continue;
-    if (p->critical && !pod.critical) continue;
-    if (p->priority >= policy.neverEvictPriority) continue;
-    potential.push_back(p);
-  }
+  const std::vector<const Pod*> potential = potentialVictims(pod, node, policy);
   // Fit with `removed` gone, recomputed from every pod each time.
   auto fitsWithout = [&](const std::vector<const Pod*>& removed) {
     std::vector<std::int64_t> used(d.names.size(), 0);
@@ -318,27 +338,19 @@ VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
     return result;
   }
   result.fits = true;
-  std::sort(potential.begin(), potential.end(), moreImportant);
-  std::vector<const Pod*> violating, nonViolating;
-  filterPodsWithPdbViolation(potential, pdbs, violating, nonViolating);
   std::vector<const Pod*> removed = potential;
-  auto reprieve = [&](const std::vector<const Pod*>& group, bool violatingGroup) {
-    for (const Pod* p : group) {
-      std::vector<const Pod*> without;
-      for (const Pod* r : removed) {
-        if (r != p) without.push_back(r);
-      }
-      if (fitsWithout(without) < 0) {
+  reprieveInOrder(
+      potential, pdbs,
+      [&](const Pod* p) {
+        std::vector<const Pod*> without;
+        for (const Pod* r : removed) {
+          if (r != p) without.push_back(r);
+        }
+        if (fitsWithout(without) >= 0) return false;
         removed = std::move(without);
-      } else {
-        result.victims.push_back(p);
-        if (violatingGroup) ++result.numPDBViolations;
-      }
-    }
-  };
-  reprieve(violating, true);
-  reprieve(nonViolating, false);
-  std::sort(result.victims.begin(), result.victims.end(), moreImportant);
+        return true;
+      },
+      result);
   return result;
 }
 
