@@ -35,6 +35,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_util.h"
 #include "policy/eviction.h"
 #include "policy/model.h"
 #include "policy/policy.h"
@@ -42,7 +43,6 @@
 namespace nodewarden::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using OJson = nlohmann::ordered_json;  // keeps members in the order kubectl prints them
 
 constexpr std::uint64_t kSeed = 0x6e6f64657761726eULL;  // "nodewarn"
@@ -53,52 +53,9 @@ const std::string kNodeName = "ip-10-0-12-34.eu-west-1.compute.internal";
 // Below the 100Mi hard threshold, so every run produces a plan.
 constexpr std::uint64_t kNodeMemoryAvailable = 80 * kMi;
 
-// Tells the optimiser that `value` is read, so the work producing it cannot be dropped
-// (Google Benchmark's DoNotOptimize for non-trivially-copyable values).
-template <typename T>
-void doNotOptimize(const T& value) {
-  __asm__ __volatile__("" : : "r"(&value) : "memory");
-}
-// Accumulates a figure from every result as a second guard against dead-code elimination.
-volatile std::uint64_t gSink = 0;
-
-double nanosSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
-}
-
 // ---------------------------------------------------------------------------------------------
 // Deterministic randomness. Own helpers rather than std::uniform_*_distribution, whose output
 // differs between standard libraries: the same seed gives the same bytes everywhere.
-
-class Random {
- public:
-  explicit Random(std::uint64_t seed) : engine_(seed) {}
-
-  // Uniform in [lo, hi].
-  std::int64_t between(std::int64_t lo, std::int64_t hi) {
-    return lo + std::int64_t(engine_() % std::uint64_t(hi - lo + 1));
-  }
-  double unit() { return double(engine_() >> 11) * 0x1.0p-53; }
-  double betweenReal(double lo, double hi) { return lo + (hi - lo) * unit(); }
-  bool chance(double p) { return unit() < p; }
-  template <typename T, std::size_t N>
-  const T& pick(const T (&items)[N]) {
-    return items[engine_() % N];
-  }
-  std::string fromAlphabet(std::string_view alphabet, std::size_t n) {
-    std::string out(n, ' ');
-    for (auto& c : out) c = alphabet[engine_() % alphabet.size()];
-    return out;
-  }
-  std::string hex(std::size_t n) { return fromAlphabet("0123456789abcdef", n); }
-  std::string uuid() {
-    return hex(8) + "-" + hex(4) + "-4" + hex(3) + "-" + fromAlphabet("89ab", 1) + hex(3) + "-" +
-           hex(12);
-  }
-
- private:
-  std::mt19937_64 engine_;
-};
 
 // The alphabet of Kubernetes' generated name suffixes (rand.SafeEncodeString).
 constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
@@ -1047,35 +1004,6 @@ class SnapshotGenerator {
 // ---------------------------------------------------------------------------------------------
 // Measuring.
 
-struct Samples {
-  std::vector<double> nanos;  // sorted
-
-  static Samples from(std::vector<double> unsorted) {
-    std::sort(unsorted.begin(), unsorted.end());
-    return Samples{std::move(unsorted)};
-  }
-
-  std::size_t count() const { return nanos.size(); }
-  double median() const {
-    if (nanos.empty()) return 0;
-    const std::size_t n = nanos.size();
-    return n % 2 == 1 ? nanos[n / 2] : (nanos[n / 2 - 1] + nanos[n / 2]) / 2;
-  }
-  double min() const { return nanos.empty() ? 0 : nanos.front(); }
-  // Nearest-rank p99; with fewer than 100 samples it is the maximum.
-  double p99() const {
-    if (nanos.empty()) return 0;
-    std::size_t rank = (nanos.size() * 99 + 99) / 100;  // ceil(0.99 n)
-    return nanos[std::max<std::size_t>(rank, 1) - 1];
-  }
-};
-
-struct Budget {
-  int minIterations;
-  int maxIterations;
-  double seconds;  // wall time, including untimed set-up and tear-down of each iteration
-};
-
 // Calls `once` (which returns the nanoseconds of the part it times) until the budget is spent.
 // It stops before an iteration that would overrun the budget, once minIterations are done.
 template <typename F>
@@ -1144,16 +1072,6 @@ struct SizeResult {
 
 const char* verdict(bool pass) {
   return pass ? "PASS" : "MISS";
-}
-
-std::string withCommas(std::uint64_t v) {
-  std::string digits = std::to_string(v);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
 }
 
 double mbPerSecond(std::size_t bytes, double nanos) {
@@ -1439,18 +1357,6 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
 }
 
 // ---------------------------------------------------------------------------------------------
-
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown";
-}
 
 void printUsage(std::FILE* out) {
   std::fprintf(

@@ -1,0 +1,110 @@
+// Helpers shared by the benchmark programs: timing, a repeatable random source, samples.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace nodewarden::bench {
+
+using Clock = std::chrono::steady_clock;
+
+// Tells the optimiser that `value` is read, so the work producing it cannot be dropped
+// (Google Benchmark's DoNotOptimize for non-trivially-copyable values).
+template <typename T>
+inline void doNotOptimize(const T& value) {
+  __asm__ __volatile__("" : : "r"(&value) : "memory");
+}
+
+// Accumulates a figure from every result as a second guard against dead-code elimination.
+inline volatile std::uint64_t gSink = 0;
+
+inline double nanosSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+}
+
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : engine_(seed) {}
+
+  // Uniform in [lo, hi].
+  std::int64_t between(std::int64_t lo, std::int64_t hi) {
+    return lo + std::int64_t(engine_() % std::uint64_t(hi - lo + 1));
+  }
+  double unit() { return double(engine_() >> 11) * 0x1.0p-53; }
+  double betweenReal(double lo, double hi) { return lo + (hi - lo) * unit(); }
+  bool chance(double p) { return unit() < p; }
+  template <typename T, std::size_t N>
+  const T& pick(const T (&items)[N]) {
+    return items[engine_() % N];
+  }
+  std::string fromAlphabet(std::string_view alphabet, std::size_t n) {
+    std::string out(n, ' ');
+    for (auto& c : out) c = alphabet[engine_() % alphabet.size()];
+    return out;
+  }
+  std::string hex(std::size_t n) { return fromAlphabet("0123456789abcdef", n); }
+  std::string uuid() {
+    return hex(8) + "-" + hex(4) + "-4" + hex(3) + "-" + fromAlphabet("89ab", 1) + hex(3) + "-" +
+           hex(12);
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+struct Samples {
+  std::vector<double> nanos;  // sorted
+
+  static Samples from(std::vector<double> unsorted) {
+    std::sort(unsorted.begin(), unsorted.end());
+    return Samples{std::move(unsorted)};
+  }
+
+  std::size_t count() const { return nanos.size(); }
+  double median() const {
+    if (nanos.empty()) return 0;
+    const std::size_t n = nanos.size();
+    return n % 2 == 1 ? nanos[n / 2] : (nanos[n / 2 - 1] + nanos[n / 2]) / 2;
+  }
+  double min() const { return nanos.empty() ? 0 : nanos.front(); }
+  // Nearest-rank p99; with fewer than 100 samples it is the maximum.
+  double p99() const {
+    if (nanos.empty()) return 0;
+    std::size_t rank = (nanos.size() * 99 + 99) / 100;  // ceil(0.99 n)
+    return nanos[std::max<std::size_t>(rank, 1) - 1];
+  }
+};
+
+struct Budget {
+  int minIterations;
+  int maxIterations;
+  double seconds;  // wall time, including untimed set-up and tear-down of each iteration
+};
+
+inline std::string withCommas(std::uint64_t v) {
+  std::string digits = std::to_string(v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+inline std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+}  // namespace nodewarden::bench
