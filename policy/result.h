@@ -12,10 +12,13 @@ namespace nodewarden {
 // message reads outermost-first: "policy.json: evictionHard[\"memory.available\"]: ...".
 struct Error {
   std::string message;
+  // The errno of a failed system call behind this error, 0 otherwise (cgroups/ uses it to
+  // tell a vanished cgroup from a real failure).
+  int sysErrno = 0;
 
   // Returns a copy with `context` and ": " in front of the message.
   Error withContext(std::string_view context) const {
-    return Error{std::string(context) + ": " + message};
+    return Error{std::string(context) + ": " + message, sysErrno};
   }
 };
 

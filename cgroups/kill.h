@@ -1,0 +1,60 @@
+// Killing a pod's processes through its cgroups.
+//
+// Safety rules, checked on every call: the pod must be one PodCgroups found below the
+// kubepods cgroup it manages (its path inside the layout, its UID in its name); the
+// agent's own process, and PID 1, are never signalled; a pod whose cgroups hold the agent
+// itself is refused outright (cgroup.kill would take the agent with it).
+//
+// Graceful termination is the caller's: signalPod(SIGTERM), wait the grace period (the
+// agent uses a timer, never a sleep), then killPod(). Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "cgroups/pods.h"
+#include "policy/result.h"
+
+namespace nodewarden::cgroups {
+
+struct SignalReport {
+  std::size_t signalled = 0;  // processes the signal was sent to
+  std::size_t skipped = 0;    // the agent itself or PID 1 (never signalled)
+};
+
+struct KillReport {
+  std::string method;  // "cgroup.kill", "freezer+SIGKILL", "SIGKILL"
+  int rounds = 0;
+  std::size_t signalled = 0;
+  std::size_t remaining = 0;  // processes still there when the deadline passed (0 = success)
+  std::chrono::microseconds elapsed{0};
+};
+
+class PodKiller {
+ public:
+  // `pods` is the index whose layout bounds what may be killed; it must outlive the killer.
+  explicit PodKiller(const PodCgroups& pods) : pods_(pods) {}
+
+  // Refuses a pod outside the managed layout, or one holding this process.
+  Result<bool> check(const PodCgroup& pod) const;
+
+  // Sends `signal` once to every process of the pod (all hierarchies it is in).
+  Result<SignalReport> signalPod(const PodCgroup& pod, int signal) const;
+
+  // SIGKILLs the pod until no process is left or `timeout` passes: cgroup.kill where the
+  // kernel has it (v2, 5.14+) and the pod's processes are in the cgroup2 tree; otherwise,
+  // with the v1 freezer, freeze → SIGKILL every PID → thaw; otherwise SIGKILL in rounds.
+  // Blocks at most `timeout` (it waits for the processes to exit).
+  Result<KillReport> killPod(const PodCgroup& pod, std::chrono::milliseconds timeout) const;
+
+  // The PIDs currently in the pod (the memory hierarchy, the authoritative one for pods).
+  Result<std::vector<pid_t>> processes(const PodCgroup& pod) const;
+
+ private:
+  const PodCgroups& pods_;
+};
+
+}  // namespace nodewarden::cgroups

@@ -1,0 +1,347 @@
+#include "cgroups/pods.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <set>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+namespace nodewarden::cgroups {
+namespace {
+
+bool isUidChar(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+}
+
+bool validUid(std::string_view uid) {
+  return !uid.empty() && uid.size() <= 128 && std::all_of(uid.begin(), uid.end(), isUidChar);
+}
+
+bool isHex(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+}
+
+std::string_view lastComponent(std::string_view path) {
+  while (path.ends_with('/')) path.remove_suffix(1);
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string replaceAll(std::string_view text, char from, char to) {
+  std::string out(text);
+  std::replace(out.begin(), out.end(), from, to);
+  return out;
+}
+
+}  // namespace
+
+std::optional<PodCgroupName> parsePodCgroupName(std::string_view name, Driver driver,
+                                                std::string_view qosFromParent) {
+  if (driver == Driver::Cgroupfs) {
+    if (!name.starts_with("pod")) return std::nullopt;
+    const std::string_view uid = name.substr(3);
+    if (!validUid(uid)) return std::nullopt;
+    return PodCgroupName{std::string(uid), std::string(qosFromParent)};
+  }
+  // systemd: <prefix>[-<qos>]-pod<uid_>.slice; the escaped UID holds no '-'.
+  if (!name.ends_with(".slice")) return std::nullopt;
+  std::string_view unit = name.substr(0, name.size() - 6);
+  const std::size_t dash = unit.rfind('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  const std::string_view podPart = unit.substr(dash + 1);
+  if (!podPart.starts_with("pod")) return std::nullopt;
+  const std::string uid = replaceAll(podPart.substr(3), '_', '-');
+  if (!validUid(uid)) return std::nullopt;
+  std::string qos(qosFromParent);
+  const std::string_view before = unit.substr(0, dash);
+  if (before.ends_with("-burstable")) {
+    qos = "burstable";
+  } else if (before.ends_with("-besteffort")) {
+    qos = "besteffort";
+  }
+  return PodCgroupName{uid, qos};
+}
+
+std::optional<std::string> parseQosDirName(std::string_view name, Driver driver) {
+  if (driver == Driver::Cgroupfs) {
+    if (name == "burstable" || name == "besteffort") return std::string(name);
+    return std::nullopt;
+  }
+  if (name.ends_with("-burstable.slice")) return std::string("burstable");
+  if (name.ends_with("-besteffort.slice")) return std::string("besteffort");
+  return std::nullopt;
+}
+
+std::string podCgroupPath(std::string_view kubepods, Driver driver, std::string_view qos,
+                          std::string_view uid) {
+  std::string path(kubepods);
+  while (path.ends_with('/')) path.pop_back();
+  const bool guaranteed = qos == "guaranteed" || qos.empty();
+  if (driver == Driver::Cgroupfs) {
+    if (!guaranteed) path += "/" + std::string(qos);
+    return path + "/pod" + std::string(uid);
+  }
+  std::string prefix(lastComponent(kubepods));
+  if (prefix.ends_with(".slice")) prefix.resize(prefix.size() - 6);
+  const std::string escaped = replaceAll(uid, '-', '_');
+  if (guaranteed) return path + "/" + prefix + "-pod" + escaped + ".slice";
+  const std::string tier = prefix + "-" + std::string(qos);
+  return path + "/" + tier + ".slice/" + tier + "-pod" + escaped + ".slice";
+}
+
+std::optional<std::string> containerIdFromCgroupName(std::string_view name) {
+  if (name.ends_with(".scope")) name.remove_suffix(6);
+  if (name.starts_with("crio-conmon-")) return std::nullopt;
+  for (std::string_view prefix : {"cri-containerd-", "crio-", "docker-", "containerd-"}) {
+    if (name.starts_with(prefix)) {
+      name.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  if (name.size() != 64 || !isHex(name)) return std::nullopt;
+  return std::string(name);
+}
+
+Driver driverForKubepods(std::string_view kubepods) {
+  return lastComponent(kubepods).ends_with(".slice") ? Driver::Systemd : Driver::Cgroupfs;
+}
+
+const char* CgroupDir::fileName(File file, Version version) {
+  const bool v1 = version == Version::V1;
+  switch (file) {
+    case File::MemoryUsage:
+      return v1 ? "memory.usage_in_bytes" : "memory.current";
+    case File::MemoryStat:
+      return "memory.stat";
+    case File::MemoryLimit:
+      return v1 ? "memory.limit_in_bytes" : "memory.max";
+    case File::CpuUsage:
+      return v1 ? "cpuacct.usage" : "cpu.stat";
+    case File::PidsCurrent:
+      return "pids.current";
+    case File::MemoryPressure:
+      return "memory.pressure";
+    case File::MemoryEvents:
+      return "memory.events";
+    case File::OomControl:
+      return "memory.oom_control";
+    case File::Count:
+      break;
+  }
+  return "";
+}
+
+Result<CgroupDir> CgroupDir::open(const std::string& path, Version version) {
+  auto fd = openDirAt(AT_FDCWD, path);
+  if (!fd) return fd.error();
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0) return errnoError(path, errno);
+  CgroupDir dir;
+  dir.dir_ = std::move(fd).value();
+  dir.version_ = version;
+  dir.path_ = path;
+  dir.inode_ = st.st_ino;
+  return dir;
+}
+
+Result<std::string_view> CgroupDir::read(File file, std::string& buffer) const {
+  const char* name = fileName(file, version_);
+  UniqueFd& cached = files_[static_cast<int>(file)];
+  if (!cached.valid()) {
+    auto opened = openFileAt(dir_.get(), name);
+    if (!opened) return Error{std::string(name) + " of " + path_ + ": " + opened.error().message,
+                              opened.error().sysErrno};
+    cached = std::move(opened).value();
+  }
+  // memory.stat is the only large one (v2 prints ~40 lines); the rest fit in 256 bytes.
+  const std::size_t capacity = file == File::MemoryStat ? 16384 : 512;
+  if (buffer.size() < capacity) buffer.resize(capacity);
+  auto n = preadWhole(cached.get(), buffer.data(), buffer.size());
+  if (!n) {
+    return Error{std::string(name) + " of " + path_ + ": " + n.error().message,
+                 n.error().sysErrno};
+  }
+  return std::string_view(buffer.data(), *n);
+}
+
+Result<std::string> CgroupDir::readOnce(const std::string& name) const {
+  auto text = readFileAt(dir_.get(), name);
+  if (!text) return text.error().withContext(path_);
+  return text;
+}
+
+void CgroupDir::closeFiles() const {
+  for (UniqueFd& fd : files_) fd.reset();
+}
+
+PodCgroups::PodCgroups(Hierarchy hierarchy, std::string kubepods)
+    : hierarchy_(std::move(hierarchy)),
+      kubepods_(std::move(kubepods)),
+      driver_(driverForKubepods(kubepods_)) {}
+
+Result<std::string> PodCgroups::findKubepods(const Hierarchy& hierarchy,
+                                             const std::optional<std::string>& override) {
+  struct stat st {};
+  auto exists = [&](const std::string& relative) {
+    return ::stat((hierarchy.memory + "/" + relative).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  };
+  if (override) {
+    std::string relative = *override;
+    while (relative.starts_with('/')) relative.erase(0, 1);
+    while (relative.ends_with('/')) relative.pop_back();
+    if (relative.empty() || relative.find("..") != std::string::npos) {
+      return Error{"--kubepods-cgroup: expected a cgroup path below the hierarchy root, got \"" +
+                   *override + "\""};
+    }
+    if (!exists(relative)) {
+      return Error{"--kubepods-cgroup: " + hierarchy.memory + "/" + relative + " does not exist"};
+    }
+    return relative;
+  }
+  for (const char* candidate : {"kubepods.slice", "kubepods"}) {
+    if (exists(candidate)) return std::string(candidate);
+  }
+  return Error{"no kubepods cgroup: neither " + hierarchy.memory + "/kubepods.slice nor " +
+               hierarchy.memory + "/kubepods exists (is the kubelet running with " +
+               "cgroupsPerQOS? set --kubepods-cgroup)"};
+}
+
+PodCgroup* PodCgroups::find(std::string_view uid) {
+  auto it = pods_.find(uid);
+  return it == pods_.end() ? nullptr : it->second.get();
+}
+
+const PodCgroup* PodCgroups::find(std::string_view uid) const {
+  auto it = pods_.find(uid);
+  return it == pods_.end() ? nullptr : it->second.get();
+}
+
+Result<std::unique_ptr<PodCgroup>> PodCgroups::openPod(const PodCgroupName& name,
+                                                       const std::string& relativePath) const {
+  auto pod = std::make_unique<PodCgroup>();
+  pod->uid = name.uid;
+  pod->qos = name.qos;
+  pod->relativePath = relativePath;
+  auto memory = CgroupDir::open(hierarchy_.memory + "/" + relativePath, hierarchy_.memoryVersion);
+  if (!memory) return memory.error();
+  pod->memory = std::move(memory).value();
+  // The other hierarchies are optional: a pod missing there is read without those figures.
+  auto optionalDir = [&](const std::string& mount, Version version,
+                         std::optional<CgroupDir>& out) {
+    if (mount.empty()) return;
+    if (auto dir = CgroupDir::open(mount + "/" + relativePath, version)) {
+      out = std::move(dir).value();
+    }
+  };
+  optionalDir(hierarchy_.cpuacct, hierarchy_.cpuVersion, pod->cpu);
+  optionalDir(hierarchy_.pids, hierarchy_.pidsVersion, pod->pids);
+  optionalDir(hierarchy_.unified, Version::V2, pod->unified);
+  optionalDir(hierarchy_.freezer, Version::V1, pod->freezer);
+  return pod;
+}
+
+Result<RefreshResult> PodCgroups::refresh() {
+  RefreshResult result;
+  const std::string kubepodsPath = hierarchy_.memory + "/" + kubepods_;
+  struct stat st {};
+  if (!kubepodsMemory_.valid() || ::stat(kubepodsPath.c_str(), &st) != 0 ||
+      st.st_ino != kubepodsMemory_.inode()) {
+    auto dir = CgroupDir::open(kubepodsPath, hierarchy_.memoryVersion);
+    if (!dir) return dir.error().withContext("opening the kubepods cgroup");
+    kubepodsMemory_ = std::move(dir).value();
+    kubepodsUnified_.reset();
+    if (!hierarchy_.unified.empty()) {
+      if (auto unified = CgroupDir::open(hierarchy_.unified + "/" + kubepods_, Version::V2)) {
+        kubepodsUnified_ = std::move(unified).value();
+      }
+    }
+  }
+  auto top = listSubdirectories(kubepodsMemory_.fd());
+  if (!top) return top.error().withContext("listing " + kubepodsPath);
+
+  std::set<std::string, std::less<>> seen;
+  // Checks one candidate directory `child` found under the directory `parentFd`.
+  auto visit = [&](int parentFd, const std::string& relativeParent, const std::string& child,
+                   const PodCgroupName& name) {
+    if (!seen.insert(name.uid).second) {
+      result.errors.push_back(Error{"pod " + name.uid + " has two cgroups; using the first, not " +
+                                    relativeParent + "/" + child});
+      return;
+    }
+    const std::string relative = relativeParent + "/" + child;
+    if (PodCgroup* existing = find(name.uid)) {
+      struct stat childStat {};
+      if (::fstatat(parentFd, child.c_str(), &childStat, 0) == 0 &&
+          childStat.st_ino == existing->memory.inode() && existing->relativePath == relative) {
+        return;  // unchanged
+      }
+      result.removed.push_back(name.uid);  // recreated under the same name: start afresh
+      pods_.erase(name.uid);
+    }
+    auto pod = openPod(name, relative);
+    if (!pod) {
+      if (!isGone(pod.error())) result.errors.push_back(pod.error());
+      seen.erase(name.uid);
+      return;
+    }
+    result.added.push_back(name.uid);
+    pods_.emplace(name.uid, std::move(pod).value());
+  };
+
+  for (const std::string& name : *top) {
+    if (auto qos = parseQosDirName(name, driver_)) {
+      auto tierDir = openDirAt(kubepodsMemory_.fd(), name);
+      if (!tierDir) {
+        if (!isGone(tierDir.error())) result.errors.push_back(tierDir.error().withContext(kubepodsPath));
+        continue;
+      }
+      auto children = listSubdirectories(tierDir->get());
+      if (!children) {
+        if (!isGone(children.error())) {
+          result.errors.push_back(children.error().withContext(kubepodsPath + "/" + name));
+        }
+        continue;
+      }
+      for (const std::string& child : *children) {
+        if (auto pod = parsePodCgroupName(child, driver_, *qos)) {
+          visit(tierDir->get(), kubepods_ + "/" + name, child, *pod);
+        }
+      }
+    } else if (auto pod = parsePodCgroupName(name, driver_, "guaranteed")) {
+      visit(kubepodsMemory_.fd(), kubepods_, name, *pod);
+    }
+  }
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    if (seen.contains(it->first)) {
+      ++it;
+    } else {
+      result.removed.push_back(it->first);
+      it = pods_.erase(it);
+    }
+  }
+  return result;
+}
+
+Result<std::uint64_t> raiseOpenFileLimit(std::uint64_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return errnoError("getrlimit(RLIMIT_NOFILE)", errno);
+  if (limit.rlim_cur >= wanted) return static_cast<std::uint64_t>(limit.rlim_cur);
+  rlim_t ceiling = wanted;
+  if (auto text = readFile("/proc/sys/fs/nr_open")) {
+    if (auto nrOpen = parseUint(*text)) ceiling = std::min<rlim_t>(ceiling, *nrOpen);
+  }
+  rlimit raised{ceiling, std::max(limit.rlim_max, ceiling)};
+  if (::setrlimit(RLIMIT_NOFILE, &raised) != 0) {
+    // Without CAP_SYS_RESOURCE only the soft limit can move, up to the hard one.
+    raised = rlimit{std::min(ceiling, limit.rlim_max), limit.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) != 0) {
+      return errnoError("setrlimit(RLIMIT_NOFILE)", errno);
+    }
+  }
+  return static_cast<std::uint64_t>(raised.rlim_cur);
+}
+
+}  // namespace nodewarden::cgroups

@@ -1,0 +1,176 @@
+// The kubelet's pod cgroup layout and the PodCgroups index (pod UID → its cgroups).
+//
+// Layout (kubelet pkg/kubelet/cm, see ../shared/reference/kubernetes-integration.md §1):
+//   cgroupfs driver: <kubepods>/pod<uid>, <kubepods>/burstable/pod<uid>,
+//                    <kubepods>/besteffort/pod<uid>
+//   systemd driver:  kubepods.slice/kubepods-pod<uid_>.slice,
+//                    kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice,
+//                    … with '-' in the UID written as '_'.
+// Container cgroups of containerd, CRI-O and Docker sit below a pod's cgroup; pod figures
+// are read at the pod level (hierarchical counters), so they only matter for killing and
+// reporting.
+//
+// Threading: PodCgroups is not thread-safe; the agent uses it from its one event-loop thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+#include "cgroups/fs.h"
+#include "cgroups/hierarchy.h"
+#include "policy/result.h"
+
+namespace nodewarden::cgroups {
+
+enum class Driver { Cgroupfs, Systemd };
+
+// What a pod cgroup's directory name says.
+struct PodCgroupName {
+  std::string uid;  // with dashes, as in metadata.uid
+  std::string qos;  // "guaranteed", "burstable" or "besteffort"
+};
+
+// Recognises a pod directory name: "pod<uid>" (cgroupfs) or
+// "kubepods[-<qos>]-pod<uid_>.slice" (systemd). `qosFromParent` is the tier of the directory
+// it was found in (cgroupfs names do not carry it). Returns nullopt for anything else.
+std::optional<PodCgroupName> parsePodCgroupName(std::string_view name, Driver driver,
+                                                std::string_view qosFromParent);
+// Recognises a QoS tier directory: "burstable"/"besteffort" or
+// "kubepods-burstable.slice"/"kubepods-besteffort.slice". Returns the tier.
+std::optional<std::string> parseQosDirName(std::string_view name, Driver driver);
+// The pod's cgroup path relative to a hierarchy root, the inverse of the two above. Used by
+// tests and the demo to build a kubelet-shaped tree. `qos` is "guaranteed", "burstable" or
+// "besteffort"; `kubepods` is e.g. "kubepods" or "kubepods.slice" (or a nested path).
+std::string podCgroupPath(std::string_view kubepods, Driver driver, std::string_view qos,
+                          std::string_view uid);
+// The container ID in a runtime's cgroup name: "cri-containerd-<id>.scope", "crio-<id>.scope",
+// "crio-<id>", "docker-<id>.scope", or a bare 64-hex "<id>". nullopt for conmon and others.
+std::optional<std::string> containerIdFromCgroupName(std::string_view name);
+
+// The driver a kubepods path implies: a last component ending in ".slice" means systemd.
+Driver driverForKubepods(std::string_view kubepods);
+
+// One cgroup directory in one hierarchy, held open so a cgroup recreated under the same name
+// is never misread (reads on a removed cgroup fail with ENODEV/ENOENT). Control files read
+// on every scan keep their own descriptors (pread at offset 0 regenerates the content).
+class CgroupDir {
+ public:
+  // The files read often enough to keep open.
+  enum class File {
+    MemoryUsage,  // memory.usage_in_bytes (v1) / memory.current (v2)
+    MemoryStat,
+    MemoryLimit,  // memory.limit_in_bytes (v1) / memory.max (v2)
+    CpuUsage,     // cpuacct.usage (v1) / cpu.stat (v2)
+    PidsCurrent,
+    MemoryPressure,  // v2 only
+    MemoryEvents,    // v2 only
+    OomControl,      // v1 only
+    Count
+  };
+  static const char* fileName(File file, Version version);
+
+  CgroupDir() = default;
+  // Opens `path` (absolute). The version says which file names apply.
+  static Result<CgroupDir> open(const std::string& path, Version version);
+
+  bool valid() const { return dir_.valid(); }
+  int fd() const { return dir_.get(); }
+  Version version() const { return version_; }
+  const std::string& path() const { return path_; }
+  ino_t inode() const { return inode_; }
+
+  // Reads `file` into `buffer` (opening it on first use). The returned view points into
+  // `buffer`. Errors name the file and the cgroup ("memory.stat of /sys/...: No such device").
+  Result<std::string_view> read(File file, std::string& buffer) const;
+  // Reads any control file by name (opened and closed each time).
+  Result<std::string> readOnce(const std::string& name) const;
+  // Drops the cached file descriptors (keeps the directory).
+  void closeFiles() const;
+
+ private:
+  UniqueFd dir_;
+  Version version_ = Version::V1;
+  std::string path_;
+  ino_t inode_ = 0;
+  mutable UniqueFd files_[static_cast<int>(File::Count)];
+};
+
+// A pod's cgroups, one per hierarchy the pod exists in.
+struct PodCgroup {
+  std::string uid;
+  std::string qos;
+  std::string relativePath;  // below each hierarchy root, e.g. "kubepods/burstable/pod<uid>"
+  CgroupDir memory;          // always present
+  std::optional<CgroupDir> cpu;      // cpuacct (v1) or the v2 directory
+  std::optional<CgroupDir> pids;     // pids controller (v1 or v2)
+  std::optional<CgroupDir> unified;  // the cgroup2 directory: PSI, cgroup.kill, memory.events
+  std::optional<CgroupDir> freezer;  // v1 freezer
+  // CPU rate state: the previous cumulative reading and when it was taken.
+  std::optional<std::uint64_t> lastCpuNanos;
+  std::chrono::steady_clock::time_point lastCpuAt{};
+};
+
+// What a refresh changed.
+struct RefreshResult {
+  std::vector<std::string> added;    // UIDs
+  std::vector<std::string> removed;  // UIDs (vanished or recreated)
+  std::vector<Error> errors;         // problems that did not stop the refresh
+};
+
+// The index of pod cgroups below the kubepods cgroup, refreshed incrementally.
+class PodCgroups {
+ public:
+  // `kubepods` is relative to each hierarchy's root ("kubepods", "kubepods.slice", or a
+  // nested path such as "nodewarden-demo/kubepods"). Use findKubepods() for the default.
+  PodCgroups(Hierarchy hierarchy, std::string kubepods);
+
+  // The contract's default: "kubepods.slice" or "kubepods", whichever exists in the memory
+  // hierarchy; `override` (from --kubepods-cgroup) must exist when given.
+  static Result<std::string> findKubepods(const Hierarchy& hierarchy,
+                                          const std::optional<std::string>& override);
+
+  // Lists the kubepods tree and opens new pod cgroups; drops vanished ones and re-opens
+  // those recreated under the same name (different inode). A cgroup vanishing mid-refresh
+  // is normal and not an error. Only an unreadable kubepods cgroup is an error.
+  Result<RefreshResult> refresh();
+
+  const Hierarchy& hierarchy() const { return hierarchy_; }
+  const std::string& kubepods() const { return kubepods_; }
+  Driver driver() const { return driver_; }
+  // The kubepods cgroup itself (memory hierarchy), opened by the first refresh.
+  const CgroupDir& kubepodsMemory() const { return kubepodsMemory_; }
+  const std::optional<CgroupDir>& kubepodsUnified() const { return kubepodsUnified_; }
+
+  std::size_t size() const { return pods_.size(); }
+  PodCgroup* find(std::string_view uid);
+  const PodCgroup* find(std::string_view uid) const;
+  // All pods, by UID.
+  const std::map<std::string, std::unique_ptr<PodCgroup>, std::less<>>& pods() const {
+    return pods_;
+  }
+  std::map<std::string, std::unique_ptr<PodCgroup>, std::less<>>& pods() { return pods_; }
+
+ private:
+  Result<std::unique_ptr<PodCgroup>> openPod(const PodCgroupName& name,
+                                             const std::string& relativePath) const;
+
+  Hierarchy hierarchy_;
+  std::string kubepods_;
+  Driver driver_;
+  CgroupDir kubepodsMemory_;
+  std::optional<CgroupDir> kubepodsUnified_;
+  std::map<std::string, std::unique_ptr<PodCgroup>, std::less<>> pods_;
+};
+
+// Raises RLIMIT_NOFILE to at least `wanted` (soft and, as root, hard; capped by
+// /proc/sys/fs/nr_open). Each pod holds a handful of descriptors. Returns the new soft limit.
+Result<std::uint64_t> raiseOpenFileLimit(std::uint64_t wanted);
+
+}  // namespace nodewarden::cgroups

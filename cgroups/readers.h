@@ -1,0 +1,85 @@
+// Readers: open (once), pread, and hand the text to a pure parser. The scan turns a node's
+// cgroups into the same Summary model that policy/ reads from kubelet stats.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cgroups/parsers.h"
+#include "cgroups/pods.h"
+#include "policy/model.h"
+#include "policy/result.h"
+
+namespace nodewarden::cgroups {
+
+using policy::FsStats;
+using policy::NodeStats;
+using policy::PodStats;
+using policy::Summary;
+
+// memory.usage_in_bytes / memory.current: the cheapest figure (one pread).
+Result<std::uint64_t> readMemoryUsage(const CgroupDir& dir, std::string& buffer);
+
+struct MemoryReading {
+  std::uint64_t usage = 0;
+  std::uint64_t inactiveFile = 0;
+  std::uint64_t workingSet = 0;       // usage − inactive_file, floored at 0
+  std::optional<std::uint64_t> limit;  // nullopt: unlimited
+};
+// Usage, memory.stat and the limit.
+Result<MemoryReading> readMemory(const CgroupDir& dir, std::string& buffer);
+
+// Cumulative CPU time in nanoseconds: cpuacct.usage (v1) or cpu.stat usage_usec (v2).
+Result<std::uint64_t> readCpuNanos(const CgroupDir& dir, std::string& buffer);
+
+// Processes in the cgroup and its descendants: pids.current when the pids controller is
+// there, otherwise the PIDs in cgroup.procs of the whole subtree.
+Result<std::uint64_t> readProcessCount(const PodCgroup& pod, std::string& buffer);
+
+// PSI of a cgroup2 directory ("memory", "cpu" or "io").
+Result<Pressure> readPressure(const CgroupDir& dir, const std::string& resource);
+// System-wide PSI: <procRoot>/pressure/<resource>.
+Result<Pressure> readSystemPressure(const std::string& procRoot, const std::string& resource);
+
+Result<MemoryEvents> readMemoryEvents(const CgroupDir& dir, std::string& buffer);  // v2
+Result<OomControl> readOomControl(const CgroupDir& dir, std::string& buffer);      // v1
+// OOM kills in a memory cgroup: v2 memory.events oom_kill, v1 memory.oom_control oom_kill.
+Result<std::uint64_t> readOomKills(const CgroupDir& dir, std::string& buffer);
+
+// Every PID in `dir`'s cgroup.procs and in its descendants' (depth-first, bounded depth).
+// Vanishing children are skipped.
+Result<std::vector<pid_t>> readProcsRecursive(const CgroupDir& dir);
+
+// Node figures.
+Result<MemInfo> readMemInfo(const std::string& procRoot);
+Result<std::uint64_t> readPidMax(const std::string& procRoot);
+// Processes and threads on the system (sysinfo(2).procs, as the kubelet's pidlimit reads).
+Result<std::uint64_t> readRunningProcesses();
+// statvfs of a path: bytes and inodes available to unprivileged users, and capacity.
+Result<FsStats> readFilesystem(const std::string& path);
+
+struct ScanOptions {
+  std::string procRoot = "/proc";
+  // The filesystem of the kubelet's root dir (nodefs) and the container runtime's (imagefs);
+  // empty: not read.
+  std::string nodeFsPath = "/var/lib/kubelet";
+  std::string imageFsPath;
+};
+
+struct ScanResult {
+  Summary summary;           // pods by UID (PodStats::uid; names are filled by the caller)
+  std::vector<Error> errors;  // figures that could not be read (never a vanished cgroup)
+  std::size_t vanished = 0;   // pod cgroups that disappeared while being read
+  std::chrono::nanoseconds duration{0};
+};
+
+// Reads every pod in `pods` and the node. CPU usage is a rate over the time since the
+// previous scan of the same pod (absent on a pod's first scan), kept in PodCgroup. `now`
+// is the time of the scan (the caller's clock, so tests can step it).
+ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
+                    std::chrono::steady_clock::time_point now);
+
+}  // namespace nodewarden::cgroups

@@ -1,0 +1,3 @@
+#include <doctest/doctest.h>
+
+TEST_CASE("placeholder until the fixtures tests land") { CHECK(true); }
