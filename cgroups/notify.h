@@ -79,7 +79,8 @@ class FileModifiedWatcher {
   int fd() const { return fd_.get(); }  // readable (POLLIN) after a change
   const std::string& path() const { return path_; }
   // Drains pending events; returns how many arrived (0 when none). An IN_IGNORED event
-  // (the file's cgroup was removed) is reported as an error with sysErrno ENOENT.
+  // (the watch was dropped) is reported as an error with sysErrno ENOENT. kernfs does not
+  // reliably report a removed cgroup here: vanished cgroups are found by PodCgroups::refresh.
   Result<std::uint64_t> consume();
 
  private:

@@ -46,7 +46,9 @@ class [[nodiscard]] Result {
     return std::get<T>(std::move(v_));
   }
   const T& operator*() const& { return value(); }
+  T& operator*() & { return value(); }
   const T* operator->() const { return &value(); }
+  T* operator->() { return &value(); }
 
   const Error& error() const {
     assert(!ok());
