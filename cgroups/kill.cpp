@@ -93,6 +93,46 @@ Result<SignalReport> PodKiller::signalPod(const PodCgroup& pod, int signal) cons
   return signalAll(unique(std::move(pids)), signal);
 }
 
+Result<KillReport> PodKiller::killRound(const PodCgroup& pod) const {
+  auto allowed = check(pod);
+  if (!allowed) return allowed.error();
+  const auto started = std::chrono::steady_clock::now();
+  KillReport report;
+  report.rounds = 1;
+  // cgroup.kill handles forks racing with the kill; it only helps when the pod's processes
+  // are in the cgroup2 tree (always on v2; on hybrid only if the runtime put them there).
+  if (pod.unified) {
+    auto inUnified = readProcsRecursive(*pod.unified);
+    if (inUnified && !inUnified->empty()) {
+      auto written = writeFileAt(pod.unified->fd(), "cgroup.kill", "1");
+      if (written) {
+        report.method = "cgroup.kill";
+        report.signalled = inUnified->size();
+      } else if (written.error().sysErrno != ENOENT) {
+        return written.error().withContext("killing pod " + pod.uid + " via " +
+                                           pod.unified->path());
+      }
+    }
+  }
+  if (report.method.empty()) {
+    // Frozen processes cannot fork between the listing and the signal.
+    const bool freeze = pod.freezer.has_value();
+    report.method = freeze ? "freezer+SIGKILL" : "SIGKILL";
+    if (freeze) (void)writeFileAt(pod.freezer->fd(), "freezer.state", "FROZEN");
+    auto left = processes(pod);
+    if (left) report.signalled = signalAll(*left, SIGKILL).signalled;
+    if (freeze) (void)writeFileAt(pod.freezer->fd(), "freezer.state", "THAWED");
+    if (!left && !isGone(left.error())) return left.error();
+  }
+  if (auto left = processes(pod)) {
+    std::erase_if(left.value(), neverSignal);
+    report.remaining = left->size();
+  }
+  report.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - started);
+  return report;
+}
+
 Result<KillReport> PodKiller::killPod(const PodCgroup& pod,
                                       std::chrono::milliseconds timeout) const {
   auto allowed = check(pod);
@@ -100,52 +140,30 @@ Result<KillReport> PodKiller::killPod(const PodCgroup& pod,
   const auto started = std::chrono::steady_clock::now();
   const auto deadline = started + timeout;
   KillReport report;
-
-  // cgroup.kill handles forks racing with the kill; it only helps when the pod's processes
-  // are in the cgroup2 tree (always on v2; on hybrid only if the runtime put them there).
-  bool usedCgroupKill = false;
-  if (pod.unified) {
-    auto inUnified = readProcsRecursive(*pod.unified);
-    if (inUnified && !inUnified->empty()) {
-      if (auto written = writeFileAt(pod.unified->fd(), "cgroup.kill", "1")) {
-        usedCgroupKill = true;
-        report.method = "cgroup.kill";
-        report.signalled += inUnified->size();
-      } else if (written.error().sysErrno != ENOENT) {
-        return written.error().withContext("killing pod " + pod.uid + " via " +
-                                           pod.unified->path());
-      }
-    }
-  }
-  const bool freeze = !usedCgroupKill && pod.freezer.has_value();
-  if (!usedCgroupKill) report.method = freeze ? "freezer+SIGKILL" : "SIGKILL";
-
-  // Rounds: each signals whatever is left, then gives the processes a moment to exit.
+  auto lastRound = started;
   for (;;) {
     auto left = processes(pod);
     if (!left) {
-      if (isGone(left.error())) {
-        report.remaining = 0;
-        break;
-      }
-      return left.error();
+      if (!isGone(left.error())) return left.error();
+      left = std::vector<pid_t>{};
     }
     std::erase_if(left.value(), neverSignal);
     report.remaining = left->size();
-    if (left->empty() || std::chrono::steady_clock::now() >= deadline) break;
-    ++report.rounds;
-    if (!usedCgroupKill || report.rounds > 1) {
-      // Frozen processes cannot fork between the listing and the signal.
-      if (freeze) (void)writeFileAt(pod.freezer->fd(), "freezer.state", "FROZEN");
-      if (freeze) {
-        // Re-list inside the freeze: anything forked before it is now visible.
-        if (auto frozen = processes(pod)) left = std::move(frozen);
-      }
-      report.signalled += signalAll(*left, SIGKILL).signalled;
-      if (freeze) (void)writeFileAt(pod.freezer->fd(), "freezer.state", "THAWED");
+    const auto now = std::chrono::steady_clock::now();
+    if (left->empty() || now >= deadline) break;
+    // A new round when none ran yet or the last one is 20 ms old: killed processes need a
+    // moment to exit, and signalling them again meanwhile only costs.
+    if (report.rounds == 0 || now - lastRound >= std::chrono::milliseconds(20)) {
+      auto round = killRound(pod);
+      if (!round) return round.error();
+      if (report.method.empty() || round->method != "SIGKILL") report.method = round->method;
+      report.signalled += round->signalled;
+      ++report.rounds;
+      lastRound = now;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  if (report.method.empty()) report.method = "none needed";
   report.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - started);
   return report;

@@ -50,6 +50,11 @@ class PodKiller {
   // Blocks at most `timeout` (it waits for the processes to exit).
   Result<KillReport> killPod(const PodCgroup& pod, std::chrono::milliseconds timeout) const;
 
+  // One SIGKILL round that does not wait: cgroup.kill when the kernel has it and the pod's
+  // processes are in the cgroup2 tree, else (freeze →) SIGKILL every PID (→ thaw). Call
+  // again while processes() is not empty; the agent does so from a timer.
+  Result<KillReport> killRound(const PodCgroup& pod) const;
+
   // The PIDs currently in the pod (the memory hierarchy, the authoritative one for pods).
   Result<std::vector<pid_t>> processes(const PodCgroup& pod) const;
 
