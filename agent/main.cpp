@@ -3,7 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent.h"
 #include "agent/commands.h"
+#include "agent/demo.h"
 
 namespace {
 
@@ -14,6 +16,10 @@ const char* kUsage =
     "questions about eviction offline.\n"
     "\n"
     "Commands:\n"
+    "  agent [--policy FILE] [--source static --manifests DIR] [--dry-run] ...\n"
+    "                        the node daemon: evicts pods before the kernel OOM killer has to\n"
+    "  demo [--scenario FILE] [--baseline] [--report FILE]\n"
+    "                        as root: the agent guarding a sandbox node with real processes\n"
     "  explain eviction --snapshot FILE [--node NAME] [--policy FILE] [-o table|json]\n"
     "                        which pods would be evicted under pressure, in what order, why\n"
     "  explain admission --snapshot FILE --node NAME --pod FILE [-o table|json]\n"
@@ -46,6 +52,9 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (command == "explain") return runExplain(rest, std::cout, std::cerr);
+  if (command == "agent") return runAgent(rest);
+  if (command == "demo") return runDemo(rest);
+  if (command == "demo-load") return runDemoLoad(rest);
   if (command == "check-policy") return runCheckPolicy(rest, std::cout, std::cerr);
   std::cerr << "nodewarden: unknown command \"" << command << "\"\n\n" << kUsage;
   return kExitUsage;

@@ -25,7 +25,7 @@ Result<std::uint64_t> readMemoryUsage(const CgroupDir& dir, std::string& buffer)
   return withPath(parseUint(*text), dir, CgroupDir::fileName(File::MemoryUsage, dir.version()));
 }
 
-Result<MemoryReading> readMemory(const CgroupDir& dir, std::string& buffer) {
+Result<MemoryReading> readWorkingSet(const CgroupDir& dir, std::string& buffer) {
   MemoryReading reading;
   auto usage = readMemoryUsage(dir, buffer);
   if (!usage) return usage.error();
@@ -36,6 +36,12 @@ Result<MemoryReading> readMemory(const CgroupDir& dir, std::string& buffer) {
   if (!stat) return stat.error();
   reading.inactiveFile = stat->inactiveFile;
   reading.workingSet = workingSet(reading.usage, reading.inactiveFile);
+  return reading;
+}
+
+Result<MemoryReading> readMemory(const CgroupDir& dir, std::string& buffer) {
+  auto reading = readWorkingSet(dir, buffer);
+  if (!reading) return reading;
   auto limitText = dir.read(File::MemoryLimit, buffer);
   if (!limitText) {
     // The v2 root has no memory.max; anything else missing is an error.
@@ -44,7 +50,7 @@ Result<MemoryReading> readMemory(const CgroupDir& dir, std::string& buffer) {
     auto limit = withPath(parseMax(*limitText), dir,
                           CgroupDir::fileName(File::MemoryLimit, dir.version()));
     if (!limit) return limit.error();
-    reading.limit = *limit;
+    reading.value().limit = *limit;
   }
   return reading;
 }
@@ -257,7 +263,7 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
         addError(error);
       }
     };
-    if (auto memory = readMemory(pod->memory, buffer)) {
+    if (auto memory = readWorkingSet(pod->memory, buffer)) {
       stats.memoryWorkingSetBytes = memory->workingSet;
     } else {
       note(memory.error());

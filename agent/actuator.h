@@ -1,0 +1,99 @@
+// What the agent does to a pod it decided to evict, behind one small interface (STYLE.md
+// point 7): the cgroup killer, a dry run that only logs, and a recording fake for tests.
+//
+// Threading: everything runs on the agent's loop thread; evict() never blocks it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "cgroups/kill.h"
+#include "cgroups/pods.h"
+
+namespace nodewarden::agent {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+struct EvictionOrder {
+  std::string uid;
+  std::string pod;     // "namespace/name"
+  std::string signal;  // "memory.available", …
+  bool hard = true;
+  std::int64_t gracePeriodSeconds = 0;
+  std::string message;  // the kubelet's eviction message
+};
+
+struct EvictionOutcome {
+  std::string uid;
+  std::string pod;
+  bool emptied = false;  // no process of the pod is left
+  bool dryRun = false;
+  std::string method;         // "cgroup.kill", "freezer+SIGKILL", "SIGKILL", "SIGTERM", "dry-run"
+  std::string error;          // why it could not be done, if it could not
+  std::size_t processes = 0;  // processes signalled
+  std::chrono::microseconds elapsed{0};  // order → emptied (or given up)
+};
+
+class Actuator {
+ public:
+  using Done = std::function<void(const EvictionOutcome&)>;
+  virtual ~Actuator() = default;
+  // Starts evicting the pod. Returns when the first signal has been sent (or refused):
+  // the time of return is "signal sent" for the latency figures. `done` is called later on
+  // the loop thread, exactly once, when the pod's processes are gone or the actuator gave up.
+  virtual void evict(const EvictionOrder& order, Done done) = 0;
+  virtual std::string name() const = 0;
+};
+
+// Kills through cgroups (cgroups::PodKiller): grace 0 → SIGKILL at once (cgroup.kill where
+// possible); grace > 0 → SIGTERM, then SIGKILL when the grace period ends with processes
+// left. Watches the cgroup empty on a short timer instead of sleeping a fixed time.
+class CgroupActuator final : public Actuator {
+ public:
+  // `pods` must outlive the actuator; orders for UIDs it does not know are refused.
+  CgroupActuator(boost::asio::io_context& io, cgroups::PodCgroups& pods);
+  ~CgroupActuator() override;
+  void evict(const EvictionOrder& order, Done done) override;
+  std::string name() const override { return "cgroup killer"; }
+
+ private:
+  struct Pending;
+  void watch(std::shared_ptr<Pending> pending);
+
+  boost::asio::io_context& io_;
+  cgroups::PodCgroups& pods_;
+  cgroups::PodKiller killer_;
+  std::shared_ptr<bool> alive_;
+};
+
+// --dry-run: decides and logs, never acts. Reports the pod as not emptied.
+class DryRunActuator final : public Actuator {
+ public:
+  void evict(const EvictionOrder& order, Done done) override;
+  std::string name() const override { return "dry run"; }
+};
+
+// Tests: records every order; completes them at once (emptied) unless told to hold them.
+class RecordingActuator final : public Actuator {
+ public:
+  explicit RecordingActuator(bool completeAtOnce = true) : completeAtOnce_(completeAtOnce) {}
+  void evict(const EvictionOrder& order, Done done) override;
+  std::string name() const override { return "recorder"; }
+  const std::vector<EvictionOrder>& orders() const { return orders_; }
+  // Completes a held order (emptied).
+  void complete(const std::string& uid);
+
+ private:
+  bool completeAtOnce_;
+  std::vector<EvictionOrder> orders_;
+  std::map<std::string, Done> held_;
+};
+
+}  // namespace nodewarden::agent

@@ -1,0 +1,701 @@
+#include "agent/agent.h"
+
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <thread>
+
+#include <boost/asio/post.hpp>
+
+#include "agent/files.h"
+#include "agent/log.h"
+#include "policy/admission.h"
+
+namespace nodewarden::agent {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using policy::Signal;
+
+namespace {
+
+double millis(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+std::string thresholdKey(const policy::ThresholdKey& key) {
+  return std::string(policy::toString(key.signal)) + (key.hard ? "/hard" : "/soft");
+}
+
+HttpResponse jsonResponse(unsigned status, const policy::OrderedJson& body) {
+  return HttpResponse{status, "application/json", body.dump(2) + "\n"};
+}
+
+HttpResponse errorResponse(unsigned status, const std::string& message) {
+  policy::OrderedJson body;
+  body["error"] = message;
+  return jsonResponse(status, body);
+}
+
+}  // namespace
+
+// A kernel notification source, watched by the loop through a duplicate of its descriptor.
+struct Agent::Notifier {
+  std::string name;
+  std::optional<cgroups::MemoryThresholdNotifier> threshold;
+  std::optional<cgroups::PsiTrigger> psi;
+  asio::posix::stream_descriptor descriptor;
+  explicit Notifier(asio::io_context& io) : descriptor(io) {}
+};
+
+ActuatorFactory cgroupActuator() {
+  return [](asio::io_context& io, cgroups::PodCgroups& pods) -> std::unique_ptr<Actuator> {
+    return std::make_unique<CgroupActuator>(io, pods);
+  };
+}
+
+ActuatorFactory dryRunActuator() {
+  return [](asio::io_context&, cgroups::PodCgroups&) -> std::unique_ptr<Actuator> {
+    return std::make_unique<DryRunActuator>();
+  };
+}
+
+Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
+             cgroups::PodCgroups pods, std::unique_ptr<PodSource> source,
+             const ActuatorFactory& makeActuator)
+    : io_(io),
+      options_(std::move(options)),
+      policy_(std::move(policy)),
+      pods_(std::move(pods)),
+      source_(std::move(source)),
+      actuator_(makeActuator(io, pods_)),
+      timer_(io) {
+  // Every family exists from the start, so a scrape before the first event sees them.
+  evictionsTotal_ =
+      &metrics_.counter("nodewarden_evictions_total", "Evictions ordered, by signal and reason.",
+                        {"signal", "reason"});
+  admissionsTotal_ =
+      &metrics_.counter("nodewarden_admissions_total", "Admission verdicts, by verdict and reason.",
+                        {"verdict", "reason"});
+  signalAvailable_ = &metrics_.gauge(
+      "nodewarden_signal_available_bytes",
+      "Available amount of each eviction signal (bytes, inodes or PIDs).", {"signal"});
+  thresholdMet_ = &metrics_.gauge("nodewarden_threshold_met", "1 while a threshold is met.",
+                                  {"signal", "kind"});
+  nodeCondition_ = &metrics_.gauge("nodewarden_node_condition", "1 while the node condition holds.",
+                                   {"condition"});
+  evictionLatency_ = &metrics_.histogram(
+      "nodewarden_eviction_latency_seconds",
+      "Threshold crossing to the first signal sent to the pod's processes.", {}, latencyBuckets());
+  scanDuration_ = &metrics_.histogram("nodewarden_scan_duration_seconds",
+                                      "Time to read every pod cgroup and the node's figures.", {},
+                                      latencyBuckets());
+  podsGauge_ = &metrics_.gauge("nodewarden_pods", "Pods on the node the agent decides about.", {});
+  cyclesTotal_ = &metrics_.counter("nodewarden_cycles_total",
+                                   "Housekeeping cycles, by what started them.", {"trigger"});
+  reloadsTotal_ = &metrics_.counter("nodewarden_policy_reloads_total", "Policy reloads, by result.",
+                                    {"result"});
+  dryRunTotal_ =
+      &metrics_.counter("nodewarden_dry_run_evictions_total",
+                        "Evictions decided but not carried out (--dry-run).", {"signal"});
+  notificationsGauge_ =
+      &metrics_.gauge("nodewarden_kernel_notifications", "Kernel notifications armed.", {});
+}
+
+Agent::~Agent() {
+  *alive_ = false;
+  stop();
+}
+
+std::chrono::milliseconds Agent::interval() const {
+  if (options_.intervalOverride) return *options_.intervalOverride;
+  return std::max(
+      std::chrono::duration_cast<std::chrono::milliseconds>(policy_.housekeepingInterval), 10ms);
+}
+
+Result<bool> Agent::start() {
+  if (options_.policyPath) (void)policyFileChanged();  // remember the file as loaded
+  if (options_.http) {
+    http_ = std::make_unique<HttpServer>(io_, *options_.http,
+                                         [this](const HttpRequest& r) { return handle(r); });
+    auto started = http_->start();
+    if (!started) {
+      http_.reset();
+      return started.error();
+    }
+  }
+  logEvent(LogLevel::Info, "agent-start",
+           {{"node", options_.nodeName},
+            {"source", source_->describe()},
+            {"kubepods", pods_.hierarchy().memory + "/" + pods_.kubepods()},
+            {"cgroups", cgroups::toString(pods_.hierarchy().mode)},
+            {"actuator", actuator_->name()},
+            {"interval_ms", static_cast<std::int64_t>(interval().count())},
+            {"listen", http_ ? options_.http->address + ":" + std::to_string(http_->port())
+                             : std::string("off")}});
+  cycle("start");
+  if (options_.notifications) armPsi();
+  nextTick_ = std::chrono::steady_clock::now();
+  scheduleTimer();
+  return true;
+}
+
+void Agent::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  timer_.cancel();
+  notifiers_.clear();
+  if (http_) http_->stop();
+  notifySystemd("STOPPING=1");
+}
+
+void Agent::scheduleTimer() {
+  if (stopped_) return;
+  // Re-arm from the previous expiry so the cadence does not drift; after a stall, start afresh.
+  const auto now = std::chrono::steady_clock::now();
+  nextTick_ += interval();
+  if (nextTick_ < now) nextTick_ = now + interval();
+  timer_.expires_at(nextTick_);
+  timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive || stopped_) return;
+    cycle("timer");
+    scheduleTimer();
+  });
+}
+
+void Agent::requestCycle(const char* trigger) {
+  if (cyclePosted_ || stopped_) return;
+  cyclePosted_ = true;
+  asio::post(io_, [this, alive = alive_, trigger] {
+    if (*alive && !stopped_) cycle(trigger);
+  });
+}
+
+bool Agent::policyFileChanged() {
+  if (!options_.policyPath) return false;
+  struct stat st {};
+  if (::stat(options_.policyPath->c_str(), &st) != 0) return false;  // kept; reported on reload
+  const std::int64_t mtime = std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  const bool changed = policySize_ >= 0 && (mtime != policyMtime_ || st.st_ino != policyInode_ ||
+                                            st.st_size != policySize_);
+  policyMtime_ = mtime;
+  policyInode_ = st.st_ino;
+  policySize_ = st.st_size;
+  return changed;
+}
+
+bool Agent::reloadPolicy() {
+  if (!options_.policyPath) {
+    logEvent(LogLevel::Info, "policy-reload-skipped", {{"reason", "no --policy file; defaults"}});
+    return false;
+  }
+  (void)policyFileChanged();
+  auto loaded = loadPolicy(&*options_.policyPath);
+  if (!loaded) {
+    reloadsTotal_->add({"rejected"});
+    logEvent(LogLevel::Error, "policy-reload-rejected",
+             {{"file", *options_.policyPath},
+              {"errors", loaded.error().message},
+              {"kept", "the last good policy"}});
+    return false;
+  }
+  policy_ = std::move(loaded).value();
+  armedThresholds_.clear();  // thresholds may have moved: re-arm at the next cycle
+  reloadsTotal_->add({"applied"});
+  logEvent(LogLevel::Info, "policy-reloaded",
+           {{"file", *options_.policyPath},
+            {"thresholds", static_cast<std::int64_t>(policy_.thresholds.size())},
+            {"interval_ms", static_cast<std::int64_t>(interval().count())}});
+  return true;
+}
+
+void Agent::rebuildSnapshot(const cgroups::ScanResult& scan) {
+  const PodSet& set = source_->current();
+  policy::Snapshot snapshot;
+  snapshot.priorityClasses = set.priorityClasses;
+  snapshot.podDisruptionBudgets = set.podDisruptionBudgets;
+
+  policy::Node node;
+  if (set.node) {
+    node = *set.node;
+  } else {
+    // No Node object (static source): capacity from the kernel, allocatable from the
+    // kubepods limit when there is one; the kubelet's default of 110 pods.
+    node.name = options_.nodeName;
+    node.hasAllocatable = true;
+    const policy::NodeStats& stats = scan.summary.node;
+    const std::int64_t cpus = std::max(1u, std::thread::hardware_concurrency());
+    node.capacity["cpu"] = policy::Quantity::fromValue(cpus, policy::QuantityFormat::DecimalSI);
+    node.capacity["pods"] = policy::Quantity::fromValue(110, policy::QuantityFormat::DecimalSI);
+    if (stats.memoryAvailableBytes && stats.memoryWorkingSetBytes) {
+      node.capacity["memory"] = policy::Quantity::fromValue(
+          std::int64_t(*stats.memoryAvailableBytes + *stats.memoryWorkingSetBytes),
+          policy::QuantityFormat::BinarySI);
+    }
+    node.allocatable = node.capacity;
+    if (stats.podsMemoryAvailableBytes && stats.podsMemoryWorkingSetBytes) {
+      node.allocatable["memory"] = policy::Quantity::fromValue(
+          std::int64_t(*stats.podsMemoryAvailableBytes + *stats.podsMemoryWorkingSetBytes),
+          policy::QuantityFormat::BinarySI);
+    }
+  }
+  // The conditions this agent observes (for admission's node-pressure rules).
+  for (const std::string& condition : lastDecision_.conditions) {
+    auto it = std::find_if(node.conditions.begin(), node.conditions.end(),
+                           [&](const policy::NodeCondition& c) { return c.type == condition; });
+    if (it == node.conditions.end()) {
+      node.conditions.push_back({condition, "True"});
+    } else {
+      it->status = "True";
+    }
+  }
+  const std::string nodeName = node.name;
+  snapshot.nodes.push_back(std::move(node));
+
+  std::set<std::string, std::less<>> known;
+  for (const policy::Pod& pod : set.pods) {
+    policy::Pod copy = pod;
+    copy.nodeName = nodeName;  // every pod of a static source is this node's
+    known.insert(copy.uid);
+    snapshot.pods.push_back(std::move(copy));
+  }
+  // Pod cgroups without a pod object still use memory: they rank as priority 0 with no
+  // requests, and are reported once.
+  std::vector<policy::Pod> unknown;
+  for (const auto& [uid, cgroup] : pods_.pods()) {
+    if (known.contains(uid)) continue;
+    policy::Pod pod;
+    pod.ns = "unknown";
+    pod.name = uid;
+    pod.uid = uid;
+    pod.nodeName = nodeName;
+    pod.phase = "Running";
+    unknown.push_back(std::move(pod));
+    if (unknownReported_.insert(uid).second) {
+      logEvent(LogLevel::Warn, "pod-without-object",
+               {{"uid", uid},
+                {"cgroup", cgroup->relativePath},
+                {"treated_as", "priority 0, no requests"},
+                {"source", source_->describe()}});
+    }
+  }
+  policy::resolvePods(unknown, snapshot.priorityClasses);
+  for (policy::Pod& pod : unknown) snapshot.pods.push_back(std::move(pod));
+  snapshot.stats[nodeName] = scan.summary;
+  snapshot_ = std::move(snapshot);
+}
+
+policy::NodeView Agent::currentView() const {
+  const std::string name = snapshot_.nodes.empty() ? options_.nodeName : snapshot_.nodes[0].name;
+  policy::NodeView view = policy::makeNodeView(snapshot_, name);
+  if (!inFlight_.empty() || !evicted_.empty()) {
+    // Pods being terminated are never chosen again; their usage still counts for the node.
+    policy::NodeView kept = view;
+    kept.pods.clear();
+    kept.podStats.clear();
+    for (std::size_t i = 0; i < view.pods.size(); ++i) {
+      if (inFlight_.contains(view.pods[i]->uid) || evicted_.contains(view.pods[i]->uid)) continue;
+      kept.pods.push_back(view.pods[i]);
+      kept.podStats.push_back(view.podStats[i]);
+    }
+    policy::assignKeyOrder(kept);
+    return kept;
+  }
+  return view;
+}
+
+void Agent::cycle(const char* trigger) {
+  if (stopped_) return;
+  cyclePosted_ = false;
+  const SteadyTime now = std::chrono::steady_clock::now();
+  ++cycles_;
+  cyclesTotal_->add({trigger});
+
+  if (policyFileChanged()) reloadPolicy();
+  source_->refresh();
+  for (const std::string& problem : source_->takeProblems()) {
+    logEvent(LogLevel::Warn, "pod-source-problem", {{"problem", problem}});
+  }
+  auto refreshed = pods_.refresh();
+  if (!refreshed) {
+    const std::string& message = refreshed.error().message;
+    if (reportedErrors_.emplace(message, "").second) {
+      logEvent(LogLevel::Error, "cgroup-refresh-failed", {{"error", message}});
+    }
+  } else {
+    for (const Error& error : refreshed->errors) {
+      if (reportedErrors_.emplace(error.message, "").second) {
+        logEvent(LogLevel::Warn, "cgroup-problem", {{"error", error.message}});
+      }
+    }
+  }
+  for (auto it = evicted_.begin(); it != evicted_.end();) {
+    const cgroups::PodCgroup* pod = pods_.find(*it);
+    auto processes = pod ? cgroups::readProcsRecursive(pod->memory)
+                         : Result<std::vector<pid_t>>(std::vector<pid_t>{});
+    if (pod != nullptr && processes && processes->empty()) {
+      ++it;
+      continue;
+    }
+    if (pod != nullptr) logEvent(LogLevel::Info, "pod-running-again", {{"uid", *it}});
+    it = evicted_.erase(it);
+  }
+  const cgroups::ScanResult scan = cgroups::scanNode(pods_, options_.scan, now);
+  for (const Error& error : scan.errors) {
+    if (reportedErrors_.emplace(error.message, "").second) {
+      logEvent(LogLevel::Warn, "read-problem", {{"error", error.message}});
+    }
+  }
+  if (reportedErrors_.size() > 1000) reportedErrors_.clear();  // bounded; may re-log later
+
+  rebuildSnapshot(scan);
+  const policy::NodeView view = currentView();
+  policy::EvictionResult result =
+      policy::evaluateEviction(view, policy_, state_, now, policy::Rankings::Needed);
+
+  // When did each newly met threshold start being met? A kernel notification says exactly;
+  // with polling, interpolate between the last two observations.
+  for (const policy::SignalStatus& status : result.decision.signals) {
+    const std::string key = thresholdKey(status.key);
+    const bool wasMet = state_.met.contains(status.key);
+    if (status.met && !wasMet) {
+      SteadyTime crossed = now;
+      if (notifiedAt_) {
+        crossed = *notifiedAt_;
+      } else if (auto last = lastObserved_.find(key); last != lastObserved_.end() &&
+                                                      last->second.available >= status.threshold &&
+                                                      last->second.available > status.available) {
+        const double fraction = double(last->second.available - status.threshold) /
+                                double(last->second.available - status.available);
+        crossed = last->second.at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        (now - last->second.at) * fraction);
+      }
+      crossedAt_[key] = crossed;
+    } else if (!status.met) {
+      crossedAt_.erase(key);
+    }
+    lastObserved_[key] = {status.available, now};
+  }
+  notifiedAt_.reset();
+  state_ = std::move(result.next);
+  lastDecision_ = std::move(result.decision);
+
+  act(lastDecision_, now);
+  updateMetrics(lastDecision_, scan);
+  if (options_.notifications) armNotifications(lastDecision_);
+
+  lastCycleAt_ = now;
+  if (!ready_) {
+    ready_ = true;
+    notifySystemd("READY=1\nSTATUS=watching " + std::to_string(view.pods.size()) + " pods");
+    logEvent(LogLevel::Info, "ready",
+             {{"pods", static_cast<std::int64_t>(view.pods.size())},
+              {"pod_cgroups", static_cast<std::int64_t>(pods_.size())},
+              {"scan_ms", millis(scan.duration)}});
+  } else {
+    std::string status = "watching " + std::to_string(view.pods.size()) + " pods";
+    if (!lastDecision_.conditions.empty()) {
+      status += "; pressure:";
+      for (const std::string& c : lastDecision_.conditions) status += " " + c;
+    }
+    notifySystemd("WATCHDOG=1\nSTATUS=" + status);
+  }
+  if (onCycle) onCycle(lastDecision_);
+}
+
+void Agent::act(const policy::EvictionDecision& decision, SteadyTime now) {
+  std::set<std::string> busySignals;
+  for (const auto& [uid, signal] : inFlight_) busySignals.insert(signal);
+  for (const policy::Eviction& eviction : decision.evict) {
+    const std::string signal(policy::toString(eviction.signal));
+    const policy::Pod& pod = *eviction.pod;
+    if (busySignals.contains(signal)) {
+      // An earlier victim for this signal is still exiting: its memory is not free yet, and
+      // counting it twice would evict more pods than the pressure needs.
+      continue;
+    }
+    if (inFlight_.contains(pod.uid)) continue;
+    if (options_.dryRun) {
+      auto logged = dryRunLogged_.find(pod.uid);
+      if (logged != dryRunLogged_.end() && now - logged->second < 30s) continue;
+      dryRunLogged_[pod.uid] = now;
+    }
+    const policy::SignalStatus* status = nullptr;
+    for (const policy::SignalStatus& s : decision.signals) {
+      if (s.key.signal == eviction.signal && s.key.hard == eviction.hard) status = &s;
+    }
+    EvictionOrder order{
+        pod.uid, pod.key, signal, eviction.hard, eviction.gracePeriodSeconds, eviction.message};
+    EvictionRecord record;
+    record.pod = pod.key;
+    record.uid = pod.uid;
+    record.signal = signal;
+    record.hard = eviction.hard;
+    record.gracePeriodSeconds = eviction.gracePeriodSeconds;
+    record.message = eviction.message;
+    record.dryRun = options_.dryRun;
+    const std::string key = signal + (eviction.hard ? "/hard" : "/soft");
+    record.crossedAt = crossedAt_.contains(key) ? crossedAt_[key] : now;
+    const std::size_t index = evictions_.size();
+    evictions_.push_back(record);
+    if (!options_.dryRun) inFlight_[pod.uid] = signal;
+
+    actuator_->evict(order, [this, alive = alive_, index](const EvictionOutcome& outcome) {
+      if (!*alive) return;
+      evictions_[index].outcome = outcome;
+      onOutcome(outcome);
+      if (onEviction) onEviction(evictions_[index]);
+    });
+    EvictionRecord& stored = evictions_[index];
+    stored.signalledAt = std::chrono::steady_clock::now();
+    stored.latencyMs = millis(stored.signalledAt - stored.crossedAt);
+    if (options_.dryRun) {
+      dryRunTotal_->add({signal});
+    } else {
+      evictionsTotal_->add({signal, eviction.hard ? "hard-threshold" : "soft-threshold"});
+      evictionLatency_->observe({}, stored.latencyMs / 1000.0);
+    }
+    logEvent(LogLevel::Warn, options_.dryRun ? "evict-dry-run" : "evict",
+             {{"pod", pod.key},
+              {"uid", pod.uid},
+              {"signal", signal},
+              {"kind", eviction.hard ? "hard" : "soft"},
+              {"available", status ? status->available : std::int64_t(0)},
+              {"threshold", status ? status->threshold : std::int64_t(0)},
+              {"usage", eviction.usage},
+              {"request", eviction.request},
+              {"priority", static_cast<std::int64_t>(pod.priority)},
+              {"grace_seconds", eviction.gracePeriodSeconds},
+              {"latency_ms", stored.latencyMs},
+              {"reason", eviction.message}});
+    if (onEviction) onEviction(stored);
+  }
+}
+
+void Agent::onOutcome(const EvictionOutcome& outcome) {
+  inFlight_.erase(outcome.uid);
+  if (outcome.dryRun) return;
+  if (outcome.emptied) evicted_.insert(outcome.uid);
+  logEvent(outcome.emptied ? LogLevel::Info : LogLevel::Error,
+           outcome.emptied ? "evicted" : "eviction-failed",
+           {{"pod", outcome.pod},
+            {"uid", outcome.uid},
+            {"method", outcome.method},
+            {"processes", static_cast<std::int64_t>(outcome.processes)},
+            {"elapsed_ms", outcome.elapsed.count() / 1000.0},
+            {"error", outcome.error}});
+  // The pod's memory is back (or the kill failed): decide again with fresh figures now
+  // instead of waiting for the timer.
+  requestCycle("eviction-done");
+}
+
+void Agent::armPsi() {
+  // A system-wide memory PSI trigger wakes a cycle as soon as tasks stall on memory. Without
+  // CAP_SYS_RESOURCE the kernel only accepts windows in multiples of 2 s.
+  const std::uint64_t window = cgroups::hasCapSysResource() ? 1'000'000 : 2'000'000;
+  const std::string path = options_.scan.procRoot + "/pressure/memory";
+  auto trigger = cgroups::PsiTrigger::arm(path, cgroups::PressureKind::Some, 100'000, window);
+  if (!trigger) {
+    logEvent(
+        LogLevel::Warn, "notification-unavailable",
+        {{"what", "PSI trigger"}, {"error", trigger.error().message}, {"fallback", "polling"}});
+    return;
+  }
+  auto notifier = std::make_shared<Notifier>(io_);
+  notifier->name = "PSI " + path + " \"" + trigger->trigger() + "\"";
+  notifier->psi = std::move(trigger).value();
+  notifier->descriptor.assign(::dup(notifier->psi->fd()));
+  notifiers_.push_back(notifier);
+  watchNotifier(notifier);
+}
+
+void Agent::armNotifications(const policy::EvictionDecision& decision) {
+  // v1 memory thresholds at the usage where each memory threshold would be met, as the
+  // kubelet's memory threshold notifier computes it: capacity − threshold + inactive_file.
+  const cgroups::Hierarchy& h = pods_.hierarchy();
+  if (h.memoryVersion != cgroups::Version::V1) {
+    if (!thresholdsUnsupportedLogged_) {
+      thresholdsUnsupportedLogged_ = true;
+      logEvent(LogLevel::Info, "notification-unavailable",
+               {{"what", "memory thresholds"},
+                {"error", "cgroup v2 has no cgroup.event_control"},
+                {"fallback", "PSI triggers and polling"}});
+    }
+    return;
+  }
+  std::string buffer;
+  for (const policy::SignalStatus& status : decision.signals) {
+    const bool node = status.key.signal == Signal::MemoryAvailable;
+    if (!node && status.key.signal != Signal::AllocatableMemoryAvailable) continue;
+    if (status.threshold <= 0 || status.capacity <= 0) continue;
+    std::optional<cgroups::CgroupDir> root;
+    const cgroups::CgroupDir* dir = &pods_.kubepodsMemory();
+    if (node) {
+      auto opened = cgroups::CgroupDir::open(h.memory, cgroups::Version::V1);
+      if (!opened) continue;
+      root = std::move(opened).value();
+      dir = &*root;
+    }
+    if (!dir->valid()) continue;
+    auto memory = cgroups::readMemory(*dir, buffer);
+    if (!memory) continue;
+    const std::int64_t usageThreshold =
+        status.capacity - status.threshold + std::int64_t(memory->inactiveFile);
+    if (usageThreshold <= 0) continue;
+    const std::string key = thresholdKey(status.key);
+    auto armed = armedThresholds_.find(key);
+    // Re-arm only when the point moved by more than 1 MiB (inactive_file drifts all the time).
+    if (armed != armedThresholds_.end() &&
+        std::llabs(std::int64_t(armed->second) - usageThreshold) < (1 << 20)) {
+      continue;
+    }
+    auto notifier = cgroups::MemoryThresholdNotifier::arm(*dir, std::uint64_t(usageThreshold));
+    if (!notifier) {
+      if (reportedErrors_.emplace(notifier.error().message, "").second) {
+        logEvent(LogLevel::Warn, "notification-unavailable",
+                 {{"what", "memory threshold"},
+                  {"error", notifier.error().message},
+                  {"fallback", "polling"}});
+      }
+      continue;
+    }
+    auto entry = std::make_shared<Notifier>(io_);
+    entry->name = "memory threshold " + key + " at " + std::to_string(usageThreshold) +
+                  " bytes on " + dir->path();
+    entry->threshold = std::move(notifier).value();
+    entry->descriptor.assign(::dup(entry->threshold->fd()));
+    // Replace the old notifier for this key; arming first means no crossing is missed.
+    std::erase_if(notifiers_, [&](const std::shared_ptr<Notifier>& n) {
+      return n->threshold && n->name.starts_with("memory threshold " + key + " ");
+    });
+    notifiers_.push_back(entry);
+    armedThresholds_[key] = std::uint64_t(usageThreshold);
+    watchNotifier(entry);
+    logEvent(LogLevel::Debug, "notification-armed", {{"what", entry->name}});
+  }
+  notificationsGauge_->set({}, double(notifiers_.size()));
+}
+
+void Agent::watchNotifier(const std::shared_ptr<Notifier>& notifier) {
+  const auto wait = notifier->threshold ? asio::posix::stream_descriptor::wait_read
+                                        : asio::posix::stream_descriptor::wait_error;
+  std::weak_ptr<Notifier> weak = notifier;
+  notifier->descriptor.async_wait(
+      wait, [this, alive = alive_, weak](const boost::system::error_code& ec) {
+        auto self = weak.lock();
+        if (ec || !*alive || stopped_ || !self) return;
+        if (self->threshold) {
+          (void)self->threshold->consume();
+        } else if (self->psi) {
+          auto event = self->psi->check();
+          if (event && *event == cgroups::PsiTrigger::Event::Gone) return;  // dropped
+        }
+        notifiedAt_ = std::chrono::steady_clock::now();
+        requestCycle(self->threshold ? "memory-threshold" : "psi");
+        watchNotifier(self);
+      });
+}
+
+std::vector<std::string> Agent::armedNotifications() const {
+  std::vector<std::string> names;
+  for (const auto& notifier : notifiers_) names.push_back(notifier->name);
+  return names;
+}
+
+void Agent::updateMetrics(const policy::EvictionDecision& decision,
+                          const cgroups::ScanResult& scan) {
+  auto& available = (*signalAvailable_);
+  auto& met = (*thresholdMet_);
+  available.clear();
+  met.clear();
+  for (const policy::SignalStatus& status : decision.signals) {
+    const std::string signal(policy::toString(status.key.signal));
+    available.set({signal}, double(status.available));
+    met.set({signal, status.key.hard ? "hard" : "soft"}, status.met ? 1 : 0);
+  }
+  auto& conditions = (*nodeCondition_);
+  for (const char* condition : {"MemoryPressure", "DiskPressure", "PIDPressure"}) {
+    const bool holds = std::find(decision.conditions.begin(), decision.conditions.end(),
+                                 condition) != decision.conditions.end();
+    conditions.set({condition}, holds ? 1 : 0);
+  }
+  podsGauge_->set({}, double(decision.memory.pods.size()));
+  scanDuration_->observe({}, std::chrono::duration<double>(scan.duration).count());
+}
+
+void Agent::notifySystemd(const std::string& state) const {
+  if (!options_.systemdNotify || std::getenv("NOTIFY_SOCKET") == nullptr) return;
+  ::sd_notify(0, state.c_str());
+}
+
+policy::OrderedJson Agent::stateJson() {
+  const policy::NodeView view = currentView();
+  auto result = policy::evaluateEviction(view, policy_, state_, std::chrono::steady_clock::now(),
+                                         policy::Rankings::All);
+  return policy::evictionToJson(result.decision);
+}
+
+HttpResponse Agent::handle(const HttpRequest& request) {
+  std::string path = request.target.substr(0, request.target.find('?'));
+  const bool get = request.method == "GET" || request.method == "HEAD";
+  auto methodNotAllowed = [&] {
+    return errorResponse(405, request.method + " is not allowed on " + path);
+  };
+  if (path == "/healthz") {
+    if (!get) return methodNotAllowed();
+    const auto age = std::chrono::steady_clock::now() - lastCycleAt_;
+    policy::OrderedJson body;
+    const bool healthy = ready_ && !stopped_ && age <= 3 * interval();
+    body["status"] = healthy ? "ok" : "stalled";
+    body["lastCycleSecondsAgo"] = ready_ ? std::chrono::duration<double>(age).count() : -1.0;
+    return jsonResponse(healthy ? 200 : 503, body);
+  }
+  if (path == "/readyz") {
+    if (!get) return methodNotAllowed();
+    policy::OrderedJson body;
+    body["status"] = ready_ ? "ready" : "not ready: no full scan yet";
+    return jsonResponse(ready_ ? 200 : 503, body);
+  }
+  if (path == "/metrics") {
+    if (!get) return methodNotAllowed();
+    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render()};
+  }
+  if (path == "/v1/state") {
+    if (!get) return methodNotAllowed();
+    if (!ready_) return errorResponse(503, "no full scan yet");
+    return jsonResponse(200, stateJson());
+  }
+  if (path == "/v1/admit") {
+    if (request.method != "POST") return methodNotAllowed();
+    if (!ready_) return errorResponse(503, "no full scan yet");
+    policy::Diagnostics diagnostics;
+    auto json = policy::parseKubernetesJsonText(request.body, diagnostics);
+    std::optional<policy::Pod> pod;
+    if (json) pod = policy::parsePod(*json, "", diagnostics);
+    if (!pod) return errorResponse(400, "request body: " + diagnostics.joined());
+    policy::resolvePod(*pod, snapshot_.priorityClasses);
+    const policy::ClusterIndex cluster = policy::buildClusterIndex(snapshot_);
+    const policy::NodeInfo* node = cluster.find(snapshot_.nodes.at(0).name);
+    if (node == nullptr) return errorResponse(503, "this node is not known yet");
+    const policy::AdmissionDecision decision =
+        policy::admitPod(*pod, *node, snapshot_.podDisruptionBudgets, policy_);
+    admissionsTotal_->add({policy::verdictName(decision.verdict), decision.reason});
+    logEvent(LogLevel::Info, "admission",
+             {{"pod", decision.pod},
+              {"verdict", policy::verdictName(decision.verdict)},
+              {"reason", decision.reason},
+              {"message", decision.message}});
+    return jsonResponse(200, policy::admissionToJson(decision));
+  }
+  if (path == "/v1/admission-review") {
+    return errorResponse(501,
+                         "AdmissionReview arrives with the Kubernetes integration; use /v1/admit");
+  }
+  return errorResponse(404, "no such path: " + path +
+                                " (try /healthz, /readyz, /metrics, /v1/state, POST /v1/admit)");
+}
+
+}  // namespace nodewarden::agent

@@ -1,0 +1,560 @@
+// The demo: build a kubelet-shaped sandbox node (a kubepods cgroup with a memory limit),
+// start each scenario pod as a real process that allocates and touches memory, run the
+// agent against it in this process, show a live table, and report.
+#include "agent/demo.h"
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "agent/agent.h"
+#include "agent/cli.h"
+#include "agent/commands.h"
+#include "agent/files.h"
+#include "agent/log.h"
+#include "cgroups/readers.h"
+#include "cgroups/sandbox.h"
+#include "policy/json_reader.h"
+
+namespace nodewarden::agent {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+// The scenario and policy the README's first command runs (examples/demo/ holds copies).
+const char* kDefaultScenario = R"({
+  "description": "A 1 GiB node. prod/search leaks memory; two batch pods and a critical agent share the node. The kernel's OOM killer would take the biggest process (search); nodewarden evicts by priority, then usage over request.",
+  "nodeMemory": "1Gi",
+  "durationSeconds": 24,
+  "pods": [
+    { "namespace": "kube-system", "name": "node-exporter", "priorityClassName": "system-node-critical",
+      "requests": { "memory": "64Mi", "cpu": "50m" }, "load": { "startMiB": 48 } },
+    { "namespace": "prod", "name": "payments", "priority": 100000,
+      "requests": { "memory": "256Mi", "cpu": "500m" }, "load": { "startMiB": 200, "cpuMillicores": 100 } },
+    { "namespace": "prod", "name": "search", "priority": 10000,
+      "requests": { "memory": "300Mi", "cpu": "250m" },
+      "load": { "startMiB": 120, "growMiBPerSecond": 25, "maxMiB": 480, "startAfterSeconds": 2 } },
+    { "namespace": "batch", "name": "report-builder", "priority": 0,
+      "requests": { "memory": "256Mi" }, "load": { "startMiB": 220 } },
+    { "namespace": "batch", "name": "log-shipper", "priority": 0, "load": { "startMiB": 96 } }
+  ]
+})";
+
+const char* kDefaultPolicy = R"({
+  "evictionHard": { "allocatableMemory.available": "100Mi" },
+  "evictionSoft": { "allocatableMemory.available": "160Mi" },
+  "evictionSoftGracePeriod": { "allocatableMemory.available": "2s" },
+  "evictionMinimumReclaim": { "allocatableMemory.available": "32Mi" },
+  "evictionMaxPodGracePeriod": 2,
+  "evictionPressureTransitionPeriod": "10s",
+  "evictionMaxPodsPerCycle": 5,
+  "ranking": "priority",
+  "housekeepingInterval": "1s"
+})";
+
+const char* kDemoUsage =
+    "usage: nodewarden demo [--policy FILE] [--scenario FILE] [--baseline] [--report FILE]\n"
+    "                       [--kubelet-like] [--duration SECONDS] [--quiet]\n"
+    "\n"
+    "As root: builds a sandbox node (a kubepods cgroup with the scenario's memory limit, in\n"
+    "the kubelet's cgroupfs layout), starts each pod as a real process that allocates and\n"
+    "touches memory, runs the agent against it, shows a live table, and ends with a report:\n"
+    "evictions in order with reasons and latencies, and the kernel OOM kills (with the agent:\n"
+    "none). Everything it created is removed at the end, on Ctrl-C and on failure.\n"
+    "\n"
+    "Options:\n"
+    "  --policy FILE      eviction policy (default: the demo's, in examples/demo/policy.json)\n"
+    "  --scenario FILE    pods and their load (default: examples/demo/scenario.json)\n"
+    "  --baseline         run the scenario without the agent: the kernel's OOM killer decides\n"
+    "  --kubelet-like     the agent with the kubelet's cadence: 10 s polling, no kernel\n"
+    "                     notifications, one pod per cycle\n"
+    "  --report FILE      write {\"evictions\": [...], \"kernelOomKills\": N, \"survivors\": "
+    "[...]}\n"
+    "  --duration SECONDS override the scenario's duration\n"
+    "  --quiet            no live table, only the report\n";
+
+struct Load {
+  std::int64_t startMiB = 0;
+  double growMiBPerSecond = 0;
+  std::int64_t maxMiB = 0;
+  double startAfterSeconds = 0;
+  std::int64_t cpuMillicores = 0;
+};
+
+struct DemoPod {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string qos;
+  policy::Json object;  // the Pod object written to the manifests directory
+  Load load;
+  std::string cgroup;  // relative path
+  pid_t pid = 0;
+  std::string state = "pending";  // running, evicted, oom-killed, exited
+  std::string key() const { return ns + "/" + name; }
+};
+
+struct Scenario {
+  std::int64_t nodeMemory = 0;
+  double durationSeconds = 20;
+  std::string description;
+  std::vector<DemoPod> pods;
+};
+
+std::optional<Scenario> parseScenario(const std::string& text, policy::Diagnostics& diagnostics) {
+  auto json = policy::parseJsonText(text, diagnostics);
+  if (!json) return std::nullopt;
+  Scenario scenario;
+  policy::JsonObject root(*json, "", diagnostics);
+  if (!root.valid()) return std::nullopt;
+  scenario.description = root.string("description").value_or("");
+  if (auto memory = root.quantity("nodeMemory")) {
+    scenario.nodeMemory = memory->value();
+    if (scenario.nodeMemory < 64 * kMiB) {
+      diagnostics.add(root.pathOf("nodeMemory"), "expected at least 64Mi");
+    }
+  } else {
+    diagnostics.add(root.pathOf("nodeMemory"), "required: the sandbox node's memory, e.g. \"1Gi\"");
+  }
+  if (auto duration = root.integer("durationSeconds", 1, 3600))
+    scenario.durationSeconds = double(*duration);
+  int index = 0;
+  root.forEach("pods", [&](const policy::Json& item, const std::string& path) {
+    policy::JsonObject pod(item, path, diagnostics);
+    if (!pod.valid()) return;
+    DemoPod demo;
+    demo.ns = pod.string("namespace").value_or("default");
+    demo.name = pod.requiredString("name");
+    char uid[64];
+    std::snprintf(uid, sizeof uid, "d3e0c0de-%04x-4000-8000-%012x", ::getpid() & 0xffff, ++index);
+    demo.uid = uid;
+    policy::JsonObject load = pod.object("load");
+    if (load.valid()) {
+      demo.load.startMiB = load.integer("startMiB", 0, 1 << 20).value_or(0);
+      demo.load.maxMiB = load.integer("maxMiB", 0, 1 << 20).value_or(demo.load.startMiB);
+      demo.load.growMiBPerSecond = double(load.integer("growMiBPerSecond", 0, 1 << 16).value_or(0));
+      demo.load.startAfterSeconds = double(load.integer("startAfterSeconds", 0, 3600).value_or(0));
+      demo.load.cpuMillicores = load.integer("cpuMillicores", 0, 1000).value_or(0);
+    }
+    policy::Json requests = policy::Json::object();
+    for (const auto& [name, quantity] : pod.quantityMap("requests", true)) {
+      requests[name] = quantity.toString();
+    }
+    policy::Json container = {{"name", "main"}, {"resources", {{"requests", requests}}}};
+    if (auto limits = pod.member("limits")) container["resources"]["limits"] = *limits;
+    policy::Json spec = {{"containers", policy::Json::array({container})},
+                         {"terminationGracePeriodSeconds", 5}};
+    if (auto priority = pod.integer("priority", -2147483648LL, 1000000000))
+      spec["priority"] = *priority;
+    if (auto className = pod.string("priorityClassName")) spec["priorityClassName"] = *className;
+    demo.object = {{"apiVersion", "v1"},
+                   {"kind", "Pod"},
+                   {"metadata", {{"name", demo.name}, {"namespace", demo.ns}, {"uid", demo.uid}}},
+                   {"spec", spec},
+                   {"status", {{"phase", "Running"}}}};
+    demo.qos = requests.empty() ? "besteffort" : "burstable";
+    scenario.pods.push_back(std::move(demo));
+  });
+  if (scenario.pods.empty()) diagnostics.add(root.pathOf("pods"), "expected at least one pod");
+  if (!diagnostics.empty()) return std::nullopt;
+  return scenario;
+}
+
+std::string mib(std::int64_t bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.0fMi", double(bytes) / double(kMiB));
+  return buffer;
+}
+
+}  // namespace
+
+int runDemoLoad(const std::vector<std::string>& argv) {
+  auto args = parseArgs(
+      argv, {"start-mib", "max-mib", "grow-mib-per-s", "start-after", "cpu-millicores", "lifetime"},
+      {});
+  if (!args) {
+    std::cerr << "nodewarden demo-load: " << args.error().message << "\n";
+    return kExitUsage;
+  }
+  auto number = [&](const char* name, double fallback) {
+    auto text = args->value(name);
+    return text ? std::strtod(text->c_str(), nullptr) : fallback;
+  };
+  const auto startMiB = std::int64_t(number("start-mib", 0));
+  const auto maxMiB = std::max(startMiB, std::int64_t(number("max-mib", double(startMiB))));
+  const double grow = number("grow-mib-per-s", 0);
+  const double startAfter = number("start-after", 0);
+  const double cpu = std::clamp(number("cpu-millicores", 0), 0.0, 1000.0) / 1000.0;
+  const double lifetime = std::clamp(number("lifetime", 60), 1.0, 3600.0);
+  // A graceful stop (SIGTERM) takes a moment, like a real server draining.
+  std::signal(SIGTERM, [](int) {
+    ::usleep(200000);
+    ::_exit(0);
+  });
+  const std::size_t reserve = std::size_t(maxMiB) * kMiB;
+  char* memory = nullptr;
+  if (reserve > 0) {
+    void* mapped = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mapped == MAP_FAILED) return 1;
+    memory = static_cast<char*>(mapped);
+  }
+  std::int64_t touchedMiB = 0;
+  auto touchUpTo = [&](std::int64_t target) {
+    for (; touchedMiB < std::min(target, maxMiB); ++touchedMiB) {
+      for (std::int64_t offset = 0; offset < kMiB; offset += 4096)
+        memory[touchedMiB * kMiB + offset] = 1;
+    }
+  };
+  touchUpTo(startMiB);
+  const auto begin = std::chrono::steady_clock::now();
+  while (true) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (elapsed >= lifetime) break;
+    if (elapsed >= startAfter && grow > 0)
+      touchUpTo(startMiB + std::int64_t((elapsed - startAfter) * grow));
+    // Burn `cpu` of each 20 ms slice.
+    const auto sliceEnd = std::chrono::steady_clock::now() + 20ms;
+    const auto busyEnd =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(std::int64_t(cpu * 20000));
+    volatile std::uint64_t spin = 0;
+    while (std::chrono::steady_clock::now() < busyEnd) spin = spin + 1;
+    std::this_thread::sleep_until(sliceEnd);
+  }
+  return 0;
+}
+
+int runDemo(const std::vector<std::string>& argv) {
+  auto args = parseArgs(argv, {"policy", "scenario", "report", "duration"},
+                        {"baseline", "kubelet-like", "quiet", "help"});
+  if (!args) {
+    std::cerr << "nodewarden demo: " << args.error().message << "\n\n" << kDemoUsage;
+    return kExitUsage;
+  }
+  if (args->flag("help")) {
+    std::cout << kDemoUsage;
+    return kExitOk;
+  }
+  const bool baseline = args->flag("baseline");
+  const bool kubeletLike = args->flag("kubelet-like");
+  const bool quiet = args->flag("quiet");
+
+  // Inputs first: a bad file changes nothing.
+  std::string scenarioText = kDefaultScenario;
+  std::string scenarioName = "the built-in scenario (examples/demo/scenario.json)";
+  if (auto path = args->value("scenario")) {
+    auto text = readFile(*path);
+    if (!text) {
+      std::cerr << text.error().message << "\n";
+      return kExitBadInput;
+    }
+    scenarioText = *text;
+    scenarioName = *path;
+  }
+  policy::Diagnostics diagnostics;
+  auto scenario = parseScenario(scenarioText, diagnostics);
+  if (!scenario) {
+    for (const Error& error : diagnostics.errors())
+      std::cerr << scenarioName << ": " << error.message << "\n";
+    return kExitBadInput;
+  }
+  if (auto duration = args->value("duration"))
+    scenario->durationSeconds = std::clamp(std::strtod(duration->c_str(), nullptr), 1.0, 3600.0);
+  policy::Policy policy;
+  std::string policyText = kDefaultPolicy;
+  if (auto path = args->value("policy")) {
+    auto loaded = loadPolicy(&*path);
+    if (!loaded) {
+      std::cerr << loaded.error().message << "\n";
+      return kExitBadInput;
+    }
+    policy = *loaded;
+  } else {
+    policy::Diagnostics policyDiagnostics;
+    policy = *policy::parsePolicyText(policyText, policyDiagnostics);
+  }
+  if (kubeletLike) {
+    policy.maxPodsPerCycle = 1;
+    policy.housekeepingInterval = 10s;
+  }
+
+  if (::geteuid() != 0) {
+    std::cerr << "nodewarden demo: needs root (it creates cgroups and moves processes into them)\n";
+    return kExitBadInput;
+  }
+  auto hierarchy = cgroups::discoverHierarchy({});
+  if (!hierarchy) {
+    std::cerr << "nodewarden demo: " << hierarchy.error().message << "\n";
+    return kExitBadInput;
+  }
+  cgroups::removeStaleSandboxes(*hierarchy, "nodewarden-demo");
+  cgroups::SandboxOptions sandboxOptions;
+  sandboxOptions.name = "nodewarden-demo-" + std::to_string(::getpid());
+  sandboxOptions.memoryLimit = std::uint64_t(scenario->nodeMemory);
+  auto created = cgroups::Sandbox::create(*hierarchy, sandboxOptions);
+  if (!created) {
+    std::cerr << "nodewarden demo: " << created.error().message << "\n";
+    return kExitBadInput;
+  }
+  cgroups::Sandbox sandbox = std::move(created).value();
+  if (hierarchy->memoryVersion == cgroups::Version::V1) {
+    // No swap escape: the limit is the node's memory.
+    (void)sandbox.writeMemoryFile(sandbox.kubepods(), "memory.memsw.limit_in_bytes",
+                                  std::to_string(scenario->nodeMemory));
+  }
+  const std::filesystem::path manifests =
+      std::filesystem::temp_directory_path() / ("nodewarden-demo-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(manifests);
+  struct RemoveDir {
+    std::filesystem::path path;
+    ~RemoveDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } removeManifests{manifests};
+
+  std::cout << "nodewarden demo: " << scenario->description << "\n"
+            << "  node: " << sandbox.hierarchy().memory << "/" << sandbox.kubepods()
+            << " limited to " << mib(scenario->nodeMemory) << "; " << scenario->pods.size()
+            << " pods; " << scenario->durationSeconds << " s; "
+            << (baseline      ? "NO agent (baseline: the kernel's OOM killer decides)"
+                : kubeletLike ? "agent with kubelet-like settings (10 s polling, 1 pod per cycle)"
+                              : "agent with kernel notifications")
+            << "\n";
+
+  // Pods: cgroup, manifest, process.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  const auto started = std::chrono::steady_clock::now();
+  for (DemoPod& pod : scenario->pods) {
+    auto rel = sandbox.addPod(pod.uid, pod.qos);
+    if (!rel) {
+      std::cerr << "nodewarden demo: " << rel.error().message << "\n";
+      return kExitBadInput;
+    }
+    pod.cgroup = *rel;
+    std::ofstream(manifests / (pod.ns + "_" + pod.name + ".json")) << pod.object.dump(2);
+    std::vector<std::string> loadArgs = {self,
+                                         "demo-load",
+                                         "--start-mib",
+                                         std::to_string(pod.load.startMiB),
+                                         "--max-mib",
+                                         std::to_string(pod.load.maxMiB),
+                                         "--grow-mib-per-s",
+                                         std::to_string(pod.load.growMiBPerSecond),
+                                         "--start-after",
+                                         std::to_string(pod.load.startAfterSeconds),
+                                         "--cpu-millicores",
+                                         std::to_string(pod.load.cpuMillicores),
+                                         "--lifetime",
+                                         std::to_string(scenario->durationSeconds + 30)};
+    auto pid = sandbox.spawn(pod.cgroup, [&] {
+      std::vector<char*> raw;
+      for (std::string& arg : loadArgs) raw.push_back(arg.data());
+      raw.push_back(nullptr);
+      ::execv(raw[0], raw.data());
+      return 127;
+    });
+    if (!pid) {
+      std::cerr << "nodewarden demo: " << pid.error().message << "\n";
+      return kExitBadInput;
+    }
+    pod.pid = *pid;
+    pod.state = "running";
+  }
+
+  asio::io_context io;
+  configureLogging(LogFormat::Text, quiet ? LogLevel::Error : LogLevel::Warn);
+  std::unique_ptr<Agent> agent;
+  if (!baseline) {
+    AgentOptions options;
+    options.nodeName = "demo-node";
+    options.scan.nodeFsPath = "";  // the demo is about memory
+    options.notifications = !kubeletLike;
+    options.systemdNotify = false;
+    cgroups::PodCgroups pods(*hierarchy, sandbox.kubepods());
+    agent = std::make_unique<Agent>(
+        io, options, policy, std::move(pods),
+        std::make_unique<StaticPodSource>(manifests.string(), options.nodeName), cgroupActuator());
+    auto ok = agent->start();
+    if (!ok) {
+      std::cerr << "nodewarden demo: " << ok.error().message << "\n";
+      return kExitBadInput;
+    }
+  }
+
+  // OOM kills: v1 counts them on the victim's own cgroup (memory.oom_control oom_kill), v2
+  // hierarchically (memory.events): sum kubepods and every pod cgroup, v1 and v2 alike.
+  auto kubepodsDir = cgroups::CgroupDir::open(hierarchy->memory + "/" + sandbox.kubepods(),
+                                              hierarchy->memoryVersion);
+  std::vector<cgroups::CgroupDir> podDirs;
+  for (const DemoPod& pod : scenario->pods) {
+    if (auto dir = cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup,
+                                            hierarchy->memoryVersion)) {
+      podDirs.push_back(std::move(dir).value());
+    }
+  }
+  std::string buffer;
+  auto oomKills = [&]() -> std::uint64_t {
+    if (!kubepodsDir) return 0;
+    auto kills = cgroups::readOomKills(*kubepodsDir, buffer);
+    std::uint64_t total = kills ? *kills : 0;
+    if (hierarchy->memoryVersion == cgroups::Version::V1) {
+      for (const cgroups::CgroupDir& dir : podDirs) {
+        if (auto podKills = cgroups::readOomKills(dir, buffer)) total += *podKills;
+      }
+    }
+    return total;
+  };
+  const std::uint64_t oomBefore = oomKills();
+
+  std::map<std::string, std::string> evictedUids;
+  auto reap = [&] {
+    for (DemoPod& pod : scenario->pods) {
+      if (pod.pid <= 0) continue;
+      int status = 0;
+      if (::waitpid(pod.pid, &status, WNOHANG) != pod.pid) continue;
+      pod.pid = 0;
+      const bool evicted = evictedUids.contains(pod.uid);
+      if (evicted) {
+        pod.state = "evicted";
+      } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+        pod.state = "oom-killed";
+        std::cout << "  !! the kernel's OOM killer killed " << pod.key() << "\n";
+      } else {
+        pod.state = "exited";
+      }
+    }
+  };
+  if (agent) {
+    agent->onEviction = [&](const EvictionRecord& record) {
+      evictedUids[record.uid] = record.signal;
+    };
+  }
+
+  bool interrupted = false;
+  asio::signal_set stopSignals(io, SIGINT, SIGTERM);
+  asio::steady_timer tick(io);
+  auto finish = [&] {
+    tick.cancel();
+    stopSignals.cancel();
+    if (agent) agent->stop();
+  };
+  stopSignals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    interrupted = true;
+    std::cout << "\ninterrupted: cleaning up\n";
+    finish();
+  });
+  std::function<void()> onTick = [&] {
+    reap();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (!quiet) {
+      std::string line;
+      char head[64];
+      std::snprintf(head, sizeof head, "t=%4.1fs", elapsed);
+      line += head;
+      if (kubepodsDir) {
+        if (auto memory = cgroups::readMemory(*kubepodsDir, buffer)) {
+          line +=
+              "  node " + mib(std::int64_t(memory->workingSet)) + "/" + mib(scenario->nodeMemory);
+        }
+      }
+      for (const DemoPod& pod : scenario->pods) {
+        line += "  " + pod.name + ":";
+        if (pod.state == "running") {
+          auto dir = cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup,
+                                              hierarchy->memoryVersion);
+          auto usage = dir ? cgroups::readWorkingSet(*dir, buffer)
+                           : Result<cgroups::MemoryReading>(Error{"gone"});
+          line += usage ? mib(std::int64_t(usage->workingSet)) : std::string("?");
+        } else {
+          line += pod.state;
+        }
+      }
+      std::cout << line << "\n" << std::flush;
+    }
+    if (elapsed >= scenario->durationSeconds) return finish();
+    tick.expires_after(1s);
+    tick.async_wait([&](const boost::system::error_code& ec) {
+      if (!ec) onTick();
+    });
+  };
+  tick.expires_after(200ms);
+  tick.async_wait([&](const boost::system::error_code& ec) {
+    if (!ec) onTick();
+  });
+  io.run();
+  reap();
+  const std::uint64_t kernelKills = oomKills() - oomBefore;
+
+  // The report.
+  std::cout << "\nreport ("
+            << (baseline      ? "baseline, no agent"
+                : kubeletLike ? "kubelet-like agent"
+                              : "nodewarden agent")
+            << ")\n";
+  policy::OrderedJson report;
+  report["evictions"] = policy::OrderedJson::array();
+  if (agent) {
+    int n = 0;
+    for (const EvictionRecord& record : agent->evictions()) {
+      const double at = std::chrono::duration<double>(record.signalledAt - started).count();
+      std::printf(
+          "  %d. t=%.1fs evicted %s (%s, %s threshold, grace %llds): latency %.1f ms\n     %s\n",
+          ++n, at, record.pod.c_str(), record.signal.c_str(), record.hard ? "hard" : "soft",
+          static_cast<long long>(record.gracePeriodSeconds), record.latencyMs,
+          record.message.c_str());
+      policy::OrderedJson entry;
+      entry["pod"] = record.pod;
+      entry["signal"] = record.signal;
+      entry["latencyMs"] = std::round(record.latencyMs * 10) / 10;
+      report["evictions"].push_back(entry);
+    }
+    if (n == 0) std::cout << "  no evictions\n";
+  }
+  report["kernelOomKills"] = kernelKills;
+  report["survivors"] = policy::OrderedJson::array();
+  std::vector<std::string> oomVictims;
+  for (const DemoPod& pod : scenario->pods) {
+    if (pod.state == "running" || pod.state == "exited") report["survivors"].push_back(pod.key());
+    if (pod.state == "oom-killed") oomVictims.push_back(pod.key());
+  }
+  std::cout << "  kernel OOM kills: " << kernelKills;
+  if (!oomVictims.empty()) {
+    std::cout << " (the kernel chose:";
+    for (const std::string& victim : oomVictims) std::cout << " " << victim;
+    std::cout << ")";
+  }
+  std::cout << "\n  survivors:";
+  for (const auto& survivor : report["survivors"]) std::cout << " " << survivor.get<std::string>();
+  std::cout << "\n";
+  if (auto path = args->value("report")) {
+    std::ofstream out(*path);
+    out << report.dump(2) << "\n";
+    if (!out) {
+      std::cerr << "nodewarden demo: cannot write " << *path << "\n";
+      return kExitBadInput;
+    }
+  }
+  agent.reset();
+  auto destroyed = sandbox.destroy();
+  if (!destroyed) std::cerr << "nodewarden demo: " << destroyed.error().message << "\n";
+  return interrupted ? 130 : kExitOk;
+}
+
+}  // namespace nodewarden::agent

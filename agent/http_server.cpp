@@ -1,0 +1,506 @@
+#include "agent/http_server.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <exception>
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace nodewarden::agent {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr std::uint32_t kHeaderLimit = 8192;
+// After an error answer, how long and how much we keep reading (and discarding) so that the
+// client receives the answer rather than a reset (the "lingering close" of nginx and Apache).
+constexpr std::chrono::milliseconds kMaxLinger{2000};
+constexpr std::size_t kDrainChunk = 4096;
+constexpr std::size_t kMaxDrained = std::size_t{1} << 20;
+
+std::string jsonError(std::string_view message) {
+  std::string out = "{\"error\":\"";
+  for (const char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += "\"}";
+  return out;
+}
+
+std::string hostPort(std::string_view host, std::uint16_t port) {
+  std::string out;
+  if (host.find(':') != std::string_view::npos) {
+    out = "[" + std::string(host) + "]";
+  } else {
+    out = std::string(host);
+  }
+  return out + ":" + std::to_string(port);
+}
+
+// Asio opens and accepts without SOCK_CLOEXEC; a process the agent starts must not inherit
+// the listening socket or a client connection.
+template <typename Socket>
+void setCloseOnExec(Socket& socket) {
+  const int fd = socket.native_handle();
+  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+// A header value from the handler must not smuggle line breaks into the response.
+std::string sanitizedHeaderValue(std::string_view value) {
+  std::string out;
+  for (const char c : value) {
+    if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') out += c;
+  }
+  return out;
+}
+
+const std::string& busyResponse() {
+  static const std::string response = [] {
+    const std::string body = jsonError("too many connections");
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: nodewarden\r\n"
+           "Content-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  }();
+  return response;
+}
+
+bool isHttpParseError(const beast::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_method).category();
+}
+
+}  // namespace
+
+namespace detail {
+
+class Session;
+
+struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
+  HttpServerState(asio::io_context& context, HttpServerOptions opts, HttpHandler h)
+      : options(std::move(opts)), handler(std::move(h)), acceptor(context), retryTimer(context) {}
+
+  Result<bool> listenOn(const tcp::endpoint& endpoint, const std::string& where);
+  void accept();
+  void onAccept(beast::error_code ec, tcp::socket socket);
+  void refuse(tcp::socket& socket);
+  void report(const std::string& problem) {
+    if (!options.onProblem) return;
+    try {
+      options.onProblem(problem);
+    } catch (...) {
+      // A failing logger must not take the server down.
+    }
+  }
+
+  HttpServerOptions options;
+  HttpHandler handler;
+  tcp::acceptor acceptor;
+  asio::steady_timer retryTimer;
+  std::unordered_set<Session*> sessions;  // every live Session, registered by itself
+  std::uint16_t port = 0;
+  bool started = false;
+  bool stopped = false;
+};
+
+// One connection, shaped like Beast's http_server_async.cpp: owned by the completion handlers
+// of its single outstanding operation (shared_from_this), a deadline on every operation, a
+// body limit, and at most one write in flight (the next read starts after the write ends).
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<HttpServerState> server)
+      : stream_(std::move(socket)), server_(std::move(server)) {
+    server_->sessions.insert(this);
+  }
+  ~Session() { server_->sessions.erase(this); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  void run() { readRequest(); }
+
+  // For stop(): outstanding operations complete with operation_aborted and drop their owner.
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+  }
+
+ private:
+  void readRequest() {
+    parser_.emplace();
+    parser_->body_limit(static_cast<std::uint64_t>(server_->options.bodyLimit));
+    parser_->header_limit(kHeaderLimit);
+    stream_.expires_after(server_->options.timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::onRead, shared_from_this()));
+  }
+
+  void onRead(beast::error_code ec, std::size_t /*bytes*/) {
+    if (server_->stopped) return;
+    // On timeout tcp_stream has closed the socket already; nothing to answer.
+    if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return;
+    if (ec == http::error::end_of_stream) {
+      stream_.close();
+      return;
+    }
+    try {
+      if (ec == http::error::body_limit) {
+        sendError(413, "request body larger than " + std::to_string(server_->options.bodyLimit) +
+                           " bytes");
+      } else if (ec == http::error::header_limit) {
+        sendError(431, "request header larger than " + std::to_string(kHeaderLimit) + " bytes");
+      } else if (ec == http::error::partial_message) {
+        sendError(400, "bad request: the connection ended inside the request");
+      } else if (isHttpParseError(ec)) {
+        sendError(400, "bad request: " + ec.message());
+      } else if (ec) {
+        stream_.close();  // reset, broken pipe, ...: the peer is gone
+      } else {
+        handleRequest(parser_->release());
+      }
+    } catch (const std::exception& e) {
+      // Beast or the allocator threw while composing an answer; drop just this connection.
+      server_->report(std::string("HTTP connection dropped: ") + e.what());
+      stream_.close();
+    }
+  }
+
+  void handleRequest(http::request<http::string_body> request) {
+    HttpRequest in;
+    in.method = std::string(request.method_string());
+    in.target = std::string(request.target());
+    for (const auto& field : request) {
+      std::string name(field.name_string());
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      auto [it, inserted] = in.headers.try_emplace(std::move(name), std::string(field.value()));
+      if (!inserted) {
+        it->second += ", ";
+        it->second += field.value();
+      }
+    }
+    in.body = std::move(request.body());
+
+    HttpResponse out;
+    try {
+      out = server_->handler(in);
+    } catch (const std::exception& e) {
+      server_->report("HTTP handler failed on " + in.method + " " + in.target + ": " + e.what());
+      out = HttpResponse{500, "application/json", jsonError("internal error")};
+    } catch (...) {
+      server_->report("HTTP handler failed on " + in.method + " " + in.target +
+                      ": unknown exception");
+      out = HttpResponse{500, "application/json", jsonError("internal error")};
+    }
+    if (server_->stopped) return;  // the handler stopped the server
+
+    if (out.status < 200 || out.status > 999) {
+      server_->report("HTTP handler returned status " + std::to_string(out.status) + " for " +
+                      in.target);
+      out = HttpResponse{500, "application/json", jsonError("internal error")};
+    }
+    res_ = {};
+    res_.version(request.version());
+    res_.keep_alive(request.keep_alive());
+    res_.result(out.status);
+    res_.set(http::field::server, "nodewarden");
+    if (!out.contentType.empty()) {
+      res_.set(http::field::content_type, sanitizedHeaderValue(out.contentType));
+    }
+    const bool bodyForbidden = out.status == 204 || out.status == 304;
+    if (!bodyForbidden) res_.body() = std::move(out.body);
+    res_.prepare_payload();
+    // A HEAD answer announces the length of the body it does not send.
+    if (request.method() == http::verb::head) res_.body().clear();
+    write();
+  }
+
+  void sendError(unsigned status, std::string_view message) {
+    res_ = {};
+    res_.version(11);
+    res_.keep_alive(false);
+    res_.result(status);
+    res_.set(http::field::server, "nodewarden");
+    res_.set(http::field::content_type, "application/json");
+    res_.body() = jsonError(message);
+    res_.prepare_payload();
+    write();
+  }
+
+  void write() {
+    stream_.expires_after(server_->options.timeout);
+    http::async_write(stream_, res_,
+                      beast::bind_front_handler(&Session::onWrite, shared_from_this()));
+  }
+
+  void onWrite(beast::error_code ec, std::size_t /*bytes*/) {
+    if (server_->stopped) return;
+    if (ec) {
+      stream_.close();
+      return;
+    }
+    if (res_.need_eof()) {
+      lingeringClose();
+    } else {
+      readRequest();
+    }
+  }
+
+  // Half-closes, then reads and discards what the client still sends until it closes too, or
+  // for a bounded time and amount: closing with unread data would send a reset that can
+  // destroy the answer before the client reads it.
+  void lingeringClose() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) {
+      stream_.close();
+      return;
+    }
+    stream_.expires_after(std::min<std::chrono::milliseconds>(server_->options.timeout, kMaxLinger));
+    drain();
+  }
+
+  void drain() {
+    buffer_.clear();
+    // No expires_after here: the deadline set by lingeringClose() bounds the whole drain.
+    stream_.async_read_some(buffer_.prepare(kDrainChunk),
+                            beast::bind_front_handler(&Session::onDrain, shared_from_this()));
+  }
+
+  void onDrain(beast::error_code ec, std::size_t bytes) {
+    if (server_->stopped) return;
+    drained_ += bytes;
+    if (ec || drained_ > kMaxDrained) {
+      stream_.close();
+      return;
+    }
+    drain();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;  // kept alive until its write completes
+  std::shared_ptr<HttpServerState> server_;
+  std::size_t drained_ = 0;
+};
+
+Result<bool> HttpServerState::listenOn(const tcp::endpoint& endpoint, const std::string& where) {
+  beast::error_code ec;
+  auto fail = [&](const beast::error_code& failure) -> Result<bool> {
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    const int sysErrno = failure.category() == boost::system::system_category() ? failure.value() : 0;
+    return Error{"listening on " + where + ": " + failure.message(), sysErrno};
+  };
+  acceptor.open(endpoint.protocol(), ec);
+  if (ec) return fail(ec);
+  setCloseOnExec(acceptor);
+  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (ec) return fail(ec);
+  acceptor.bind(endpoint, ec);
+  if (ec) return fail(ec);
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail(ec);
+  const tcp::endpoint bound = acceptor.local_endpoint(ec);
+  if (ec) return fail(ec);
+  port = bound.port();
+  return true;
+}
+
+void HttpServerState::accept() {
+  acceptor.async_accept([self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+    self->onAccept(ec, std::move(socket));
+  });
+}
+
+void HttpServerState::onAccept(beast::error_code ec, tcp::socket socket) {
+  if (stopped) {
+    beast::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  if (ec == asio::error::operation_aborted) return;
+  if (ec == asio::error::connection_aborted) {
+    accept();  // the client gave up while queued; nothing wrong on our side
+    return;
+  }
+  if (ec) {
+    // Out of file descriptors and the like: retry shortly rather than spin or stop serving.
+    report("accepting an HTTP connection on port " + std::to_string(port) + ": " + ec.message());
+    retryTimer.expires_after(std::chrono::milliseconds(100));
+    retryTimer.async_wait([self = shared_from_this()](beast::error_code waited) {
+      if (!waited && !self->stopped) self->accept();
+    });
+    return;
+  }
+  setCloseOnExec(socket);
+  if (sessions.size() >= std::max<std::size_t>(options.maxConnections, 1)) {
+    refuse(socket);
+  } else {
+    try {
+      std::make_shared<Session>(std::move(socket), shared_from_this())->run();
+    } catch (const std::exception& e) {
+      report(std::string("starting an HTTP session: ") + e.what());
+    }
+  }
+  accept();
+}
+
+// Beyond maxConnections: one non-blocking write of a canned 503 into the empty send buffer,
+// then close. Never waits on the peer, so a flood costs nothing but the accept.
+void HttpServerState::refuse(tcp::socket& socket) {
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  if (!ec) socket.write_some(asio::buffer(busyResponse()), ec);
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  socket.close(ec);
+}
+
+}  // namespace detail
+
+HttpServer::HttpServer(asio::io_context& context, HttpServerOptions options, HttpHandler handler)
+    : state_(std::make_shared<detail::HttpServerState>(context, std::move(options),
+                                                       std::move(handler))) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+Result<bool> HttpServer::start() {
+  detail::HttpServerState& s = *state_;
+  const std::string where = hostPort(s.options.address, s.options.port);
+  if (s.started || s.stopped) {
+    return Error{"listening on " + where + ": the server was started or stopped before"};
+  }
+
+  std::vector<tcp::endpoint> endpoints;
+  beast::error_code ec;
+  const asio::ip::address literal = asio::ip::make_address(s.options.address, ec);
+  if (!ec) {
+    endpoints.emplace_back(literal, s.options.port);
+  } else {
+    tcp::resolver resolver(s.acceptor.get_executor());
+    const auto results =
+        resolver.resolve(s.options.address, std::to_string(s.options.port),
+                         tcp::resolver::numeric_service | tcp::resolver::address_configured, ec);
+    if (ec) return Error{"listening on " + where + ": resolving the host: " + ec.message()};
+    for (const auto& entry : results) endpoints.push_back(entry.endpoint());
+    if (endpoints.empty()) return Error{"listening on " + where + ": the host has no address"};
+  }
+
+  // A host name may resolve to several addresses (localhost: ::1 and 127.0.0.1); the first
+  // one that binds wins.
+  std::optional<Error> firstError;
+  for (const tcp::endpoint& endpoint : endpoints) {
+    Result<bool> listening = s.listenOn(endpoint, where);
+    if (listening.ok()) {
+      s.started = true;
+      s.accept();
+      return true;
+    }
+    if (!firstError) firstError = listening.error();
+  }
+  return *firstError;
+}
+
+std::uint16_t HttpServer::port() const { return state_->port; }
+
+std::size_t HttpServer::openConnections() const { return state_->sessions.size(); }
+
+void HttpServer::stop() {
+  detail::HttpServerState& s = *state_;
+  if (s.stopped) return;
+  s.stopped = true;
+  beast::error_code ec;
+  s.acceptor.close(ec);
+  s.retryTimer.cancel();
+  // close() only schedules completions, so the set does not change under us; copy anyway.
+  const std::vector<detail::Session*> open(s.sessions.begin(), s.sessions.end());
+  for (detail::Session* session : open) session->close();
+}
+
+Result<std::pair<std::string, std::uint16_t>> parseListenAddress(std::string_view text) {
+  const auto fail = [&](const std::string& problem) {
+    return Error{"listen address \"" + std::string(text) + "\": " + problem};
+  };
+  if (text.empty()) return Error{"empty listen address: expected HOST:PORT, e.g. 127.0.0.1:10290"};
+
+  std::string_view host;
+  std::string_view portText;
+  bool bracketed = false;
+  if (text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos) return fail("missing ']' after the IPv6 address");
+    host = text.substr(1, close - 1);
+    const std::string_view rest = text.substr(close + 1);
+    if (rest.empty()) return fail("missing :PORT, e.g. [::1]:10290");
+    if (rest.front() != ':') return fail("expected ':' and a port after ']'");
+    portText = rest.substr(1);
+    bracketed = true;
+  } else {
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return fail("missing :PORT, e.g. 127.0.0.1:10290");
+    host = text.substr(0, colon);
+    if (host.find(':') != std::string_view::npos) {
+      return fail("an IPv6 address needs brackets, e.g. [::1]:10290");
+    }
+    portText = text.substr(colon + 1);
+  }
+
+  if (portText.empty()) return fail("missing port after ':'");
+  if (!std::all_of(portText.begin(), portText.end(),
+                   [](char c) { return c >= '0' && c <= '9'; })) {
+    return fail("port \"" + std::string(portText) + "\" is not a number");
+  }
+  unsigned long port = 0;
+  const auto [end, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
+  if (ec != std::errc() || end != portText.data() + portText.size() || port > 65535) {
+    return fail("port " + std::string(portText) + " is out of range 0-65535");
+  }
+
+  const std::string hostString(host);
+  beast::error_code addressError;
+  if (bracketed) {
+    asio::ip::make_address_v6(hostString, addressError);
+    if (addressError) return fail("\"" + hostString + "\" is not an IPv6 address");
+  } else if (host.empty()) {
+    return fail("missing host: use 127.0.0.1 for this node only or 0.0.0.0 for every interface");
+  } else if (std::all_of(host.begin(), host.end(),
+                         [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
+    asio::ip::make_address_v4(hostString, addressError);
+    if (addressError) return fail("\"" + hostString + "\" is not an IPv4 address");
+  } else {
+    const bool nameChars = std::all_of(host.begin(), host.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
+    });
+    if (!nameChars || host.size() > 253 || host.front() == '-' || host.front() == '.') {
+      return fail("\"" + hostString + "\" is neither an IP address nor a host name");
+    }
+  }
+  return std::pair<std::string, std::uint16_t>{hostString, static_cast<std::uint16_t>(port)};
+}
+
+}  // namespace nodewarden::agent

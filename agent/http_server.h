@@ -1,0 +1,115 @@
+// The agent's small HTTP/1.1 server (CONTRACT §7): /healthz, /metrics, /v1/... are routed by
+// one handler function that the daemon supplies.
+//
+// Threading: everything runs on one caller-owned boost::asio::io_context driven by a single
+// thread (the agent's loop). The handler is called on that thread, one request at a time, so it
+// may touch loop-owned state without locks. The io_context must outlive the HttpServer.
+//
+// Robustness promises (nothing a peer sends may crash or wedge the agent):
+//   - HTTP/1.1 keep-alive; HTTP/1.0 and "Connection: close" are honoured.
+//   - A malformed request (garbage, bad request line, bad header) is answered 400 with a JSON
+//     body {"error":"..."} and the connection is closed; a body over bodyLimit gets 413, a
+//     header block over 8 KiB gets 431, both closing the connection.
+//   - Every read and write has a deadline (`timeout`): a client idle or trickling past it is
+//     disconnected.
+//   - A handler that throws is answered 500 with a JSON body; the server keeps serving.
+//   - At most maxConnections connections are open; a connection beyond that is answered 503
+//     (best effort, without reading it) and closed at once.
+//   - After an error answer the server half-closes and discards what the client still sends
+//     (bounded in bytes and time) so that the answer is not lost to a TCP reset.
+// Beast stays out of this header (pimpl): include it anywhere cheaply.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "policy/result.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace nodewarden::agent {
+
+// One parsed request, as the handler sees it.
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ... as sent
+  std::string target;  // the request target, e.g. "/metrics" or "/v1/state?x=1"
+  std::string body;    // the whole body (at most bodyLimit bytes), de-chunked
+  // Header fields by lower-case name; repeated fields are joined with ", " (RFC 9110 §5.3).
+  std::map<std::string, std::string> headers;
+};
+
+// The handler's answer. The server adds Server: nodewarden, Content-Length and Connection.
+struct HttpResponse {
+  unsigned status = 200;  // outside 100..999 is answered 500
+  std::string contentType = "application/json";  // empty: no Content-Type header
+  std::string body;
+};
+
+// Called on the loop thread for every well-formed request. May throw std::exception (answered
+// 500); should not block, as the whole agent waits for it.
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1";  // an IPv4/IPv6 literal or a host name (resolved once)
+  std::uint16_t port = 10290;         // 0: any free port, see HttpServer::port()
+  std::size_t bodyLimit = 1 << 20;    // larger request bodies are answered 413
+  std::chrono::milliseconds timeout{10000};  // per read/write, including keep-alive idle time
+  std::size_t maxConnections = 64;           // open connections at once, at least 1
+  // Optional: told (on the loop thread) about server-side problems worth a log line: accept
+  // failures, handler exceptions. Peer misbehaviour (garbage, timeouts) is not reported.
+  std::function<void(const std::string&)> onProblem;
+};
+
+namespace detail {
+struct HttpServerState;
+}  // namespace detail
+
+class HttpServer {
+ public:
+  // Stores the options and the handler; opens nothing until start(). Any thread.
+  HttpServer(boost::asio::io_context& context, HttpServerOptions options, HttpHandler handler);
+  // Calls stop(). Call on the loop thread, or when the loop is not running.
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Resolves the address, binds, listens and starts accepting (the accepting happens when
+  // the io_context runs). Returns true, or an error naming the address and the OS reason:
+  // "listening on 127.0.0.1:10290: Address already in use" (Error::sysErrno set). Call once,
+  // on the loop thread or before the loop runs.
+  Result<bool> start();
+
+  // The port actually bound (useful with port 0); 0 before a successful start(). Any thread
+  // once start() has returned.
+  std::uint16_t port() const;
+
+  // Closes the acceptor and every open connection (pending handlers complete with
+  // operation_aborted), so io_context::run() can return once the caller's other work ends.
+  // No handler is called after stop(). Idempotent. Call on the loop thread (from another
+  // thread: boost::asio::post(context, [&] { server.stop(); })), or when the loop is not
+  // running.
+  void stop();
+
+  // Connections currently open (including ones draining after an error answer). Loop thread.
+  std::size_t openConnections() const;
+
+ private:
+  std::shared_ptr<detail::HttpServerState> state_;
+};
+
+// Parses a --listen value "HOST:PORT": "127.0.0.1:10290", "0.0.0.0:80", "[::1]:10290",
+// "localhost:1". HOST is an IPv4 literal, a bracketed IPv6 literal or a host name (not
+// resolved here); PORT is 0..65535. Errors name the input and the problem:
+// `listen address "x:99999": port 99999 is out of range 0-65535`. Pure; any thread.
+Result<std::pair<std::string, std::uint16_t>> parseListenAddress(std::string_view text);
+
+}  // namespace nodewarden::agent
