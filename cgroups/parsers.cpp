@@ -1,5 +1,6 @@
 #include "cgroups/parsers.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace nodewarden::cgroups {
@@ -102,7 +103,13 @@ Result<std::optional<std::uint64_t>> findFlatKey(std::string_view text, std::str
       return badNumber("line " + std::to_string(lineNumber) + " (" + std::string(name) + ")",
                        number);
     }
-    if (name == key && !found) found = value;
+    if (name == key) {
+      // The kernel prints each key once; a repeat means the text is not one file's content.
+      if (found) {
+        return Error{"line " + std::to_string(lineNumber) + ": duplicate key " + quote(name)};
+      }
+      found = value;
+    }
   }
   return found;
 }
@@ -133,15 +140,22 @@ Result<MemoryStat> parseMemoryStat(std::string_view text, Version version) {
                            std::string(name) + ")",
                        number);
     }
+    std::optional<std::uint64_t>* target = nullptr;
     if (name == "inactive_file") {
-      inactive = value;
+      target = &inactive;
     } else if (v1 && name == "total_inactive_file") {
-      totalInactive = value;
+      target = &totalInactive;
     } else if (name == (v1 ? "total_rss" : "anon")) {
-      stat.anon = value;
+      target = &stat.anon;
     } else if (name == (v1 ? "total_cache" : "file")) {
-      stat.file = value;
+      target = &stat.file;
     }
+    if (target == nullptr) continue;
+    if (*target) {
+      return Error{"memory.stat line " + std::to_string(lineNumber) + ": duplicate key " +
+                   quote(name)};
+    }
+    *target = value;
   }
   if (totalInactive) {
     stat.inactiveFile = *totalInactive;
@@ -181,6 +195,7 @@ Result<PressureLine> parsePressureFields(std::string_view rest, std::string_view
     const std::string_view name = field.substr(0, eq);
     const std::string_view number = field.substr(eq + 1);
     if (name == "total") {
+      if (seen & 8) return Error{std::string(kind) + ": duplicate total"};
       if (!toInt(number, line.totalMicros)) return badNumber(std::string(kind) + " total", number);
       seen |= 8;
       continue;
@@ -190,13 +205,16 @@ Result<PressureLine> parsePressureFields(std::string_view rest, std::string_view
                      : name == "avg300" ? &line.avg300
                                         : nullptr;
     if (target == nullptr) continue;  // a future field
+    const unsigned bit = name == "avg10" ? 1 : name == "avg60" ? 2 : 4;
+    if (seen & bit) return Error{std::string(kind) + ": duplicate " + std::string(name)};
     const char* end = number.data() + number.size();
     const auto [ptr, ec] = std::from_chars(number.data(), end, *target);
-    if (number.empty() || ec != std::errc() || ptr != end || *target < 0 || *target > 100) {
+    // Written so that NaN (which from_chars accepts as "nan") fails the range check too.
+    if (number.empty() || ec != std::errc() || ptr != end || !(*target >= 0 && *target <= 100)) {
       return Error{std::string(kind) + " " + std::string(name) +
                    ": expected a percentage, got " + quote(number)};
     }
-    seen |= name == "avg10" ? 1 : name == "avg60" ? 2 : 4;
+    seen |= bit;
   }
   if (seen != 15) {
     return Error{std::string(kind) + ": expected avg10, avg60, avg300 and total"};
@@ -217,6 +235,9 @@ Result<Pressure> parsePressure(std::string_view text) {
     const std::string_view kind = nextToken(fields);
     if (kind != "some" && kind != "full") {
       return Error{"pressure: expected a \"some\" or \"full\" line, got " + quote(line)};
+    }
+    if (kind == "some" ? haveSome : pressure.full.has_value()) {
+      return Error{"pressure: duplicate \"" + std::string(kind) + "\" line"};
     }
     auto parsed = parsePressureFields(fields, kind);
     if (!parsed) return parsed.error().withContext("pressure");
@@ -289,6 +310,8 @@ Result<MemInfo> parseMemInfo(std::string_view text) {
   MemInfo info;
   bool haveTotal = false;
   bool haveFree = false;
+  bool haveInactive = false;
+  bool haveAvailable = false;
   std::string_view rest = text;
   while (!rest.empty()) {
     std::string_view line = nextLine(rest);
@@ -296,23 +319,31 @@ Result<MemInfo> parseMemInfo(std::string_view text) {
     if (colon == std::string_view::npos) continue;
     const std::string_view name = line.substr(0, colon);
     std::uint64_t* target = nullptr;
+    bool* have = nullptr;
     if (name == "MemTotal") {
       target = &info.memTotal;
-      haveTotal = true;
+      have = &haveTotal;
     } else if (name == "MemFree") {
       target = &info.memFree;
-      haveFree = true;
+      have = &haveFree;
     } else if (name == "Inactive(file)") {
       target = &info.inactiveFile;
+      have = &haveInactive;
     } else if (name == "MemAvailable") {
       info.memAvailable = 0;
       target = &*info.memAvailable;
+      have = &haveAvailable;
     } else {
       continue;
     }
+    if (*have) return Error{"meminfo: duplicate " + std::string(name)};
+    *have = true;
     std::string_view fields = line.substr(colon + 1);
     const std::string_view number = nextToken(fields);
     const std::string_view unit = nextToken(fields);
+    if (!nextToken(fields).empty()) {
+      return Error{"meminfo " + std::string(name) + ": expected \"VALUE kB\", got " + quote(line)};
+    }
     std::uint64_t value = 0;
     if (!toInt(number, value)) return badNumber("meminfo " + std::string(name), number);
     if (unit == "kB") {
@@ -336,9 +367,12 @@ std::string unescapeOctal(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\\' && i + 3 < text.size()) {
       const std::string_view digits = text.substr(i + 1, 3);
+      // from_chars would take a sign ("\-12"); the kernel writes exactly three octal digits.
+      const bool octal = std::all_of(digits.begin(), digits.end(),
+                                     [](char c) { return c >= '0' && c <= '7'; });
       int value = 0;
       const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + 3, value, 8);
-      if (ec == std::errc() && ptr == digits.data() + 3 && value < 256) {
+      if (octal && ec == std::errc() && ptr == digits.data() + 3 && value < 256) {
         out += static_cast<char>(value);
         i += 3;
         continue;
@@ -386,7 +420,9 @@ Result<std::vector<CgroupMount>> parseMountInfo(std::string_view text) {
     nextToken(head);  // major:minor
     const std::string_view root = nextToken(head);
     const std::string_view mountPoint = nextToken(head);
-    if (source.empty() || root.empty() || mountPoint.empty()) {
+    // The kernel always prints super options (at least "rw" or "ro"): none means the line
+    // was cut short.
+    if (source.empty() || superOptions.empty() || root.empty() || mountPoint.empty()) {
       return Error{"mountinfo line " + std::to_string(lineNumber) + ": expected 10 fields, got " +
                    quote(line)};
     }
@@ -418,7 +454,10 @@ Result<std::vector<ProcCgroup>> parseProcCgroup(std::string_view text) {
     const std::size_t first = line.find(':');
     const std::size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
     ProcCgroup entry;
-    if (second == std::string_view::npos || !toInt(line.substr(0, first), entry.hierarchyId)) {
+    // The kernel prints a non-negative ID and an absolute path (with "/.." steps outside the
+    // reader's cgroup namespace); anything else is not this file or was cut short.
+    if (second == std::string_view::npos || !toInt(line.substr(0, first), entry.hierarchyId) ||
+        entry.hierarchyId < 0 || !line.substr(second + 1).starts_with('/')) {
       return Error{"/proc/PID/cgroup: expected ID:CONTROLLERS:PATH, got " + quote(line)};
     }
     entry.controllers = splitList(line.substr(first + 1, second - first - 1), ',');

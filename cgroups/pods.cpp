@@ -10,12 +10,20 @@
 namespace nodewarden::cgroups {
 namespace {
 
-bool isUidChar(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+bool isHexDigit(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+// Pod UIDs are RFC 4122 UUIDs (8-4-4-4-12 hex) or, for static pods, 32 hex digits (the
+// manifest's hash). Anything else below kubepods ("podcast") is not a pod cgroup.
 bool validUid(std::string_view uid) {
-  return !uid.empty() && uid.size() <= 128 && std::all_of(uid.begin(), uid.end(), isUidChar);
+  if (uid.size() == 32) return std::all_of(uid.begin(), uid.end(), isHexDigit);
+  if (uid.size() != 36) return false;
+  for (std::size_t i = 0; i < uid.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? uid[i] != '-' : !isHexDigit(uid[i])) return false;
+  }
+  return true;
 }
 
 bool isHex(std::string_view text) {

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 
@@ -188,6 +189,18 @@ Result<FsStats> readFilesystem(const std::string& path) {
   return fs;
 }
 
+namespace {
+
+// A read failing with ENOENT/ENODEV means the pod is gone only if its directory is: a
+// missing control file in a live cgroup (e.g. v2 memory not enabled in the parent's
+// cgroup.subtree_control) is an error to report, not a vanished pod.
+bool cgroupGone(const CgroupDir& dir) {
+  struct stat st {};
+  return ::stat(dir.path().c_str(), &st) != 0 || st.st_ino != dir.inode();
+}
+
+}  // namespace
+
 ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
                     std::chrono::steady_clock::time_point now) {
   ScanResult result;
@@ -257,7 +270,9 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
     stats.uid = uid;
     bool gone = false;
     auto note = [&](const Error& error) {
-      if (isGone(error)) {
+      // ENODEV: the open file's cgroup is being removed (kernfs deactivated it; the path may
+      // still resolve for a moment). ENOENT: gone only if the directory is.
+      if (error.sysErrno == ENODEV || (isGone(error) && cgroupGone(pod->memory))) {
         gone = true;
       } else {
         addError(error);
