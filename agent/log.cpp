@@ -102,34 +102,41 @@ std::string timestamp() {
   return buffer;
 }
 
+// Appends one field value: strings quoted as JSON (or logfmt-quoted only when needed).
+void appendValue(std::string& out, const LogField& field, LogFormat format) {
+  std::visit(
+      [&](const auto& value) {
+        using T = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (format == LogFormat::Json) {
+            appendJsonString(out, value);
+          } else {
+            appendTextValue(out, value);
+          }
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out += value ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, double>) {
+          appendNumber(out, value);
+        } else {
+          out += std::to_string(value);
+        }
+      },
+      field.value);
+}
+
 std::string compose(LogFormat format, const char* level, std::string_view event,
                     std::initializer_list<LogField> fields, bool withPrefix) {
   std::string line;
   if (format == LogFormat::Json) {
     line += '{';
-    if (withPrefix) {
-      line += "\"time\":\"" + timestamp() + "\",\"level\":\"" + level + "\",";
-    }
+    if (withPrefix) line += "\"time\":\"" + timestamp() + "\",\"level\":\"" + level + "\",";
     line += "\"event\":";
     appendJsonString(line, event);
     for (const LogField& field : fields) {
       line += ',';
       appendJsonString(line, field.key);
       line += ':';
-      std::visit(
-          [&](const auto& value) {
-            using T = std::decay_t<decltype(value)>;
-            if constexpr (std::is_same_v<T, std::string>) {
-              appendJsonString(line, value);
-            } else if constexpr (std::is_same_v<T, bool>) {
-              line += value ? "true" : "false";
-            } else if constexpr (std::is_same_v<T, double>) {
-              appendNumber(line, value);
-            } else {
-              line += std::to_string(value);
-            }
-          },
-          field.value);
+      appendValue(line, field, format);
     }
     line += '}';
     return line;
@@ -140,20 +147,7 @@ std::string compose(LogFormat format, const char* level, std::string_view event,
     line += ' ';
     line += field.key;
     line += '=';
-    std::visit(
-        [&](const auto& value) {
-          using T = std::decay_t<decltype(value)>;
-          if constexpr (std::is_same_v<T, std::string>) {
-            appendTextValue(line, value);
-          } else if constexpr (std::is_same_v<T, bool>) {
-            line += value ? "true" : "false";
-          } else if constexpr (std::is_same_v<T, double>) {
-            appendNumber(line, value);
-          } else {
-            line += std::to_string(value);
-          }
-        },
-        field.value);
+    appendValue(line, field, format);
   }
   return line;
 }

@@ -135,8 +135,15 @@ int runAgent(const std::vector<std::string>& argv) {
     std::cerr << "nodewarden agent: " << kubepods.error().message << "\n";
     return kExitBadInput;
   }
-  // Several descriptors per pod cgroup are kept open.
-  (void)cgroups::raiseOpenFileLimit(1 << 16);
+  // Up to 10 descriptors per pod cgroup are kept open.
+  constexpr std::uint64_t kWantedFiles = 1 << 16;
+  if (auto limit = cgroups::raiseOpenFileLimit(kWantedFiles); !limit || *limit < kWantedFiles) {
+    logEvent(LogLevel::Warn, "open-file-limit",
+             {{"limit", limit ? static_cast<std::int64_t>(*limit) : std::int64_t(-1)},
+              {"wanted", static_cast<std::int64_t>(kWantedFiles)},
+              {"pods_supported", limit ? static_cast<std::int64_t>(*limit / 10) : std::int64_t(0)},
+              {"fix", "raise LimitNOFILE (the unit sets 1048576) or run with CAP_SYS_RESOURCE"}});
+  }
 
   boost::asio::io_context io;
   cgroups::PodCgroups pods(*hierarchy, *kubepods);

@@ -100,8 +100,8 @@ struct CgroupMount {
   Version version = Version::V1;
   std::vector<std::string> controllers;  // v1: from the super options ("cpu", "cpuacct", "name=systemd")
 };
-// Returns the cgroup mounts in file order; other filesystems are skipped. A cgroup line that
-// cannot be split into its fields is an error.
+// Returns the cgroup mounts in file order; other filesystems are skipped. Any line without
+// the " - " separator, and a cgroup line that cannot be split into its fields, is an error.
 Result<std::vector<CgroupMount>> parseMountInfo(std::string_view text);
 
 // /proc/<pid>/cgroup: "hierarchy-ID:controller-list:path" per line; v2 is "0::/path".

@@ -169,8 +169,10 @@ class PodCgroups {
   std::map<std::string, std::unique_ptr<PodCgroup>, std::less<>> pods_;
 };
 
-// Raises RLIMIT_NOFILE to at least `wanted` (soft and, as root, hard; capped by
-// /proc/sys/fs/nr_open). Each pod holds a handful of descriptors. Returns the new soft limit.
+// Raises RLIMIT_NOFILE towards `wanted` (soft and, with CAP_SYS_RESOURCE, hard; capped by
+// /proc/sys/fs/nr_open). Returns the soft limit reached, which may be LOWER than `wanted`
+// (no CAP_SYS_RESOURCE and a low hard limit): callers compare. A pod cgroup holds up to 10
+// descriptors (a directory and the files read every cycle, per hierarchy).
 Result<std::uint64_t> raiseOpenFileLimit(std::uint64_t wanted);
 
 }  // namespace nodewarden::cgroups

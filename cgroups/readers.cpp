@@ -92,8 +92,12 @@ Result<std::vector<pid_t>> readProcsRecursive(const CgroupDir& dir) {
       return children.error().withContext(dir.path());
     }
     for (const std::string& child : *children) {
-      if (auto fd = openDirAt(frame.fd.get(), child)) {
+      auto fd = openDirAt(frame.fd.get(), child);
+      if (fd) {
         stack.push_back({std::move(fd).value(), frame.depth + 1});
+      } else if (!isGone(fd.error())) {
+        // A child we cannot open would make the count low without saying so.
+        return fd.error().withContext(dir.path());
       }
     }
   }

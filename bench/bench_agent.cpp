@@ -1,0 +1,1576 @@
+// bench_agent: what the agent as a whole achieves on this machine's real kernel.
+//
+//   1. eviction latency  From a pod's memory crossing a hard threshold to its processes being
+//                        signalled, p50/p99/max over many trials, three ways: (a) kernel
+//                        notifications on (v1 memory threshold + PSI) with a 1 s timer,
+//                        (b) polling only at 1 s, (c) polling only at the kubelet's 10 s.
+//                        The agent runs in this process on its own io_context (the real
+//                        StaticPodSource, PodCgroups and cgroup actuator) against a sandbox
+//                        node: a kubepods cgroup limited to 512 MiB, a hard threshold of
+//                        allocatableMemory.available < 100Mi, one idle higher-priority pod
+//                        holding 64 MiB, and per trial one fresh low-priority "hog" pod.
+//                        The hog child pre-touches memory to 16 MiB below the crossing, waits
+//                        a random time (a uniform phase against the agent's timer), then
+//                        touches page by page up to 32 MiB above it (never near the limit),
+//                        logging CLOCK_MONOTONIC after every page in MAP_SHARED memory. The
+//                        crossing is the first page that takes kubepods' working set above
+//                        capacity − threshold: after each page the child reads kubepods'
+//                        memory.usage_in_bytes (the kernel charges in batches, so a page count
+//                        alone is off by up to ~64 pages) and compares it with capacity −
+//                        threshold + total_inactive_file (read just before the go signal).
+//                        "Signalled" is EvictionRecord::signalledAt (steady_clock, which is
+//                        CLOCK_MONOTONIC on Linux). Trials run one after the other.
+//   2. demo outcomes     `nodewarden demo --quiet --report F` three times as a subprocess
+//                        (agent, --kubelet-like, --baseline): kernel OOM kills, evictions,
+//                        survivors, and wrong victims.
+//   3. idle cost         The real `nodewarden agent` binary watching 1,000 empty pod cgroups
+//                        (with 1,000 Pod manifests) at a 1 s interval: CPU % of one core from
+//                        /proc/<pid>/stat (utime+stime) and per-thread schedstat, and VmRSS.
+//
+// Everything runs on cgroups this program creates ("nodewarden-bench-agent-<pid>" below every
+// hierarchy root; a sandbox left by a killed run is removed first) and removes again, also
+// after SIGINT/SIGTERM. Children die with the benchmark (PR_SET_PDEATHSIG). Every loop is
+// bounded in count and in time. Exit status: 0 after a run; 77 when the machine cannot run it
+// (not root, no memory hierarchy, no sandbox); 1 when the set-up fails; 130 after SIGINT/SIGTERM.
+// Figures are printed next to their targets with meets/MISSES; a miss never changes the exit
+// status (this is not a test).
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "agent/agent.h"
+#include "agent/log.h"
+#include "agent/pod_source.h"
+#include "bench/bench_util.h"
+#include "cgroups/hierarchy.h"
+#include "cgroups/pods.h"
+#include "cgroups/readers.h"
+#include "cgroups/sandbox.h"
+#include "policy/policy.h"
+
+#ifndef NODEWARDEN_EXE
+#error "NODEWARDEN_EXE (the nodewarden binary's path) must be defined by the build"
+#endif
+
+namespace nodewarden::bench {
+namespace {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+using cgroups::CgroupDir;
+using cgroups::Sandbox;
+
+constexpr std::uint64_t kSeed = 0x6167656e74212121ULL;  // "agent!!!"
+constexpr std::int64_t kMi = 1024 * 1024;
+constexpr const char* kSandboxPrefix = "nodewarden-bench-agent";
+constexpr const char* kNodeName = "bench-node";
+
+// Part 1: the sandbox node and the trial shape.
+constexpr std::int64_t kNodeMemory = 512 * kMi;     // kubepods memory limit
+constexpr std::int64_t kHardThreshold = 100 * kMi;  // allocatableMemory.available
+constexpr std::int64_t kSteadyBytes = 64 * kMi;     // the idle prod pod
+constexpr std::int64_t kApproach = 16 * kMi;        // pre-touched up to this far below crossing
+constexpr std::int64_t kOvershoot = 32 * kMi;       // touched this far above it after "go"
+constexpr const char* kLatencyPolicy = R"({
+  "evictionHard": { "allocatableMemory.available": "100Mi" },
+  "housekeepingInterval": "1s"
+})";
+
+// Part 3: the idle agent's policy: the kubelet's hard thresholds, the allocatable one, 1 s.
+constexpr int kIdlePods = 1000;
+constexpr const char* kIdlePolicy = R"({
+  "evictionHard": {
+    "memory.available": "100Mi",
+    "allocatableMemory.available": "100Mi",
+    "nodefs.available": "10%",
+    "nodefs.inodesFree": "5%",
+    "imagefs.available": "15%"
+  },
+  "housekeepingInterval": "1s"
+})";
+
+// Targets.
+constexpr double kLatencyP99TargetMs = 50;
+constexpr double kIdleCpuTargetPercent = 0.5;
+constexpr double kIdleRssTargetMiB = 20;
+
+// ---------------------------------------------------------------------------------------------
+// Stopping: SIGINT/SIGTERM only set the flag; every loop checks it and unwinds normally, so the
+// sandbox's destructor and the subprocess handling below clean up. Forked (not exec'd)
+// children inherit the handler and leave their loops too.
+
+volatile std::sig_atomic_t gStop = 0;
+
+void onStopSignal(int) {
+  gStop = 1;
+}
+
+bool stopped() {
+  return gStop != 0;
+}
+
+void installStopHandlers() {
+  struct sigaction action {};
+  action.sa_handler = onStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: blocking calls return EINTR at once
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+std::int64_t monotonicNanos() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::int64_t steadyNanos(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+void sleepMillis(int millis) {
+  timespec ts{millis / 1000, long(millis % 1000) * 1'000'000};
+  ::nanosleep(&ts, nullptr);
+}
+
+const char* verdict(bool meets) {
+  return meets ? "meets" : "MISSES";
+}
+
+bool writeText(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  return bool(out);
+}
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// The last `lines` lines of a log, indented, for failure messages.
+std::string tail(const fs::path& path, int lines) {
+  const std::string text = readText(path);
+  std::size_t at = text.size();
+  for (int n = 0; n <= lines && at > 0; ++n) {
+    at = text.rfind('\n', at - 1);
+    if (at == std::string::npos) {
+      at = 0;
+      break;
+    }
+  }
+  std::string out;
+  std::istringstream in(text.substr(at));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out += "      | " + line + "\n";
+  }
+  return out;
+}
+
+struct TempDir {
+  fs::path path;
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path.empty()) fs::remove_all(path, ignored);
+  }
+};
+
+// A Pod object as a static manifest.
+Json podManifest(const std::string& ns, const std::string& name, const std::string& uid,
+                 std::int64_t priority, const Json& requests, const Json& limits) {
+  Json resources = Json::object();
+  if (!requests.empty()) resources["requests"] = requests;
+  if (!limits.empty()) resources["limits"] = limits;
+  Json container = {{"name", "main"}, {"resources", resources}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+          {"spec",
+           {{"containers", Json::array({container})},
+            {"priority", priority},
+            {"terminationGracePeriodSeconds", 5}}},
+          {"status", {{"phase", "Running"}}}};
+}
+
+// Percentiles of a sample in milliseconds (Samples' fields say nanos; the unit is ours).
+struct Millis {
+  Samples s;
+  explicit Millis(std::vector<double> values) : s(Samples::from(std::move(values))) {}
+  std::size_t n() const { return s.count(); }
+  double p50() const { return s.median(); }
+  double p99() const { return s.p99(); }
+  double max() const { return s.nanos.empty() ? 0 : s.nanos.back(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Subprocesses (the nodewarden binary). Output goes to a log file; they get SIGTERM if the
+// benchmark dies, and on a stop request here (then SIGKILL if they do not exit in time).
+
+pid_t startProcess(const std::vector<std::string>& args, const fs::path& log) {
+  const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return -1;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(126);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::close_range(3, ~0U, 0);
+    std::vector<char*> raw;
+    for (const std::string& arg : args) raw.push_back(const_cast<char*>(arg.c_str()));
+    raw.push_back(nullptr);
+    ::execv(raw[0], raw.data());
+    ::_exit(127);
+  }
+  ::close(out);
+  return pid;
+}
+
+// Waits for `pid` up to `seconds` (returning early, without reaping, when `stop` asks);
+// returns the wait status, or nullopt when it did not exit in time.
+std::optional<int> waitProcess(pid_t pid, double seconds, const std::function<bool()>& stop) {
+  const std::int64_t deadline = monotonicNanos() + std::int64_t(seconds * 1e9);
+  while (monotonicNanos() < deadline) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return status;
+    if (done < 0 && errno != EINTR) return std::nullopt;
+    if (stop && stop()) return std::nullopt;
+    sleepMillis(50);
+  }
+  return std::nullopt;
+}
+
+// SIGTERM, up to `graceSeconds` to exit, then SIGKILL; reaps. Returns the wait status.
+std::optional<int> stopProcess(pid_t pid, double graceSeconds) {
+  ::kill(pid, SIGTERM);
+  if (auto status = waitProcess(pid, graceSeconds, nullptr)) return status;
+  ::kill(pid, SIGKILL);
+  return waitProcess(pid, 5, nullptr);
+}
+
+std::string describeStatus(std::optional<int> status) {
+  if (!status) return "did not exit";
+  if (WIFEXITED(*status)) return "exit " + std::to_string(WEXITSTATUS(*status));
+  if (WIFSIGNALED(*status)) return std::string("killed by ") + ::strsignal(WTERMSIG(*status));
+  return "status " + std::to_string(*status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 1: eviction latency with the agent in this process.
+
+// Shared between a hog child and the parent (MAP_SHARED, zeroed by the parent each trial so
+// its pages are charged to the parent's cgroup, not to the pod being measured).
+// [0] pages touched so far; [1] how many pages to touch in all after "go"; [2] the kubepods
+// usage above which the threshold is met (capacity − threshold + inactive_file); [3] the
+// first page after whose touch the child read a usage above that (−1: none yet); [4 + i]
+// when page i had just been touched (CLOCK_MONOTONIC ns).
+struct TouchLog {
+  std::int64_t* slots = nullptr;
+  std::size_t pages = 0;
+  std::size_t bytes() const { return (pages + 4) * sizeof(std::int64_t); }
+  std::atomic_ref<std::int64_t> progress() const { return std::atomic_ref<std::int64_t>(slots[0]); }
+  std::atomic_ref<std::int64_t> target() const { return std::atomic_ref<std::int64_t>(slots[1]); }
+  std::int64_t& usageThreshold() const { return slots[2]; }
+  std::atomic_ref<std::int64_t> crossing() const { return std::atomic_ref<std::int64_t>(slots[3]); }
+  std::int64_t& touchedAt(std::size_t page) const { return slots[4 + page]; }
+};
+
+// memory.usage_in_bytes (v1) / memory.current (v2) through an open descriptor; −1 on error.
+std::int64_t readUsage(int fd) {
+  char text[32];
+  const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  return std::int64_t(std::strtoull(text, nullptr, 10));
+}
+
+bool dieWithParent(pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return ::getppid() == parent;
+}
+
+// Holds `bytes` of touched anonymous memory until killed (bounded: 30 minutes).
+int holdMemory(std::size_t bytes, pid_t parent) {
+  if (!dieWithParent(parent)) return 0;
+  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return 2;
+  std::memset(memory, 0x5a, bytes);
+  for (int i = 0; i < 18000 && !stopped(); ++i) sleepMillis(100);
+  return 0;
+}
+
+// The hog: maps the log's pages, touches the first `prePages`, says 'r'; on 'g' touches page
+// by page up to the target the parent wrote, logging each page's time, and after each page
+// reads kubepods' usage (`usageFd`) until it is above the log's usage threshold: that page is
+// the crossing, as the kernel's counter (charged in batches) reports it. Then says 'd' and
+// holds its memory until killed, EOF on `goFd`, or 2 minutes.
+int hog(int readyFd, int goFd, int usageFd, const TouchLog& log, std::size_t prePages,
+        std::size_t pageSize, pid_t parent) {
+  if (!dieWithParent(parent)) return 0;
+  const std::size_t length = log.pages * pageSize;
+  void* mapped = ::mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapped == MAP_FAILED) return 2;
+  // Small pages: with THP one touch would charge 2 MiB, and the log would not say which.
+  ::madvise(mapped, length, MADV_NOHUGEPAGE);
+  auto* bytes = static_cast<volatile char*>(mapped);
+  for (std::size_t i = 0; i < prePages && i < log.pages && !stopped(); ++i) {
+    bytes[i * pageSize] = 1;
+    log.touchedAt(i) = monotonicNanos();
+    log.progress().store(std::int64_t(i + 1), std::memory_order_release);
+  }
+  char byte = 'r';
+  if (::write(readyFd, &byte, 1) != 1) return 3;
+  if (::read(goFd, &byte, 1) != 1 || byte != 'g') return 4;
+  const std::size_t target =
+      std::min(log.pages, std::size_t(log.target().load(std::memory_order_acquire)));
+  const std::int64_t usageThreshold = log.usageThreshold();
+  bool crossed = false;
+  for (std::size_t i = prePages; i < target && !stopped(); ++i) {
+    bytes[i * pageSize] = 1;
+    log.touchedAt(i) = monotonicNanos();
+    if (!crossed && readUsage(usageFd) > usageThreshold) {
+      crossed = true;
+      log.crossing().store(std::int64_t(i), std::memory_order_release);
+    }
+    log.progress().store(std::int64_t(i + 1), std::memory_order_release);
+  }
+  byte = 'd';
+  if (::write(readyFd, &byte, 1) != 1) return 5;
+  pollfd p{goFd, POLLIN, 0};
+  for (int i = 0; i < 1200 && !stopped(); ++i) {
+    if (::poll(&p, 1, 100) > 0) break;  // EOF: the parent is done with us
+  }
+  return 0;
+}
+
+struct Variant {
+  const char* label;
+  bool notifications;
+  std::chrono::milliseconds interval;
+  int trials;
+};
+
+struct VariantFigures {
+  std::vector<double> latencyMs;           // the child's crossing → signalledAt
+  std::vector<double> agentMs;             // the agent's own figure (EvictionRecord::latencyMs)
+  std::vector<double> crossErrMs;          // the agent's crossedAt − the child's crossing
+  std::vector<double> estimateDeltaPages;  // the child's crossing − the 4 KiB-a-page estimate
+  int attempted = 0;
+  int failed = 0;
+  int early = 0;         // evicted before the crossing page was touched
+  int noEviction = 0;    // no eviction within the trial's deadline
+  int wrongVictims = 0;  // an eviction of any pod but the hog
+  int kernelOomKills = 0;
+  std::string firstError;
+  std::vector<std::string> armed;
+  std::map<std::string, std::int64_t> cyclesByTrigger;
+  std::uint64_t cycles = 0;
+  double seconds = 0;
+};
+
+// Runs the agent's loop for up to `slice` (the agent always has its timer armed, so run_for
+// waits; should the loop ever run out of work it sleeps instead of spinning).
+void pump(asio::io_context& io, std::chrono::milliseconds slice) {
+  if (io.stopped()) io.restart();
+  const auto until = std::chrono::steady_clock::now() + slice;
+  io.run_for(slice);
+  if (io.stopped()) std::this_thread::sleep_until(until);
+}
+
+// Pumps the loop in 2 ms slices until `done` or the timeout; false on timeout or a stop.
+bool pumpUntil(asio::io_context& io, double seconds, const std::function<bool()>& done) {
+  const std::int64_t deadline = monotonicNanos() + std::int64_t(seconds * 1e9);
+  while (true) {
+    if (done()) return true;
+    if (stopped() || monotonicNanos() >= deadline) return false;
+    pump(io, 2ms);
+  }
+}
+
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+// Whether `pid` has exited (not reaped: the sandbox reaps its own children); the siginfo.
+std::optional<siginfo_t> exited(pid_t pid) {
+  siginfo_t info{};
+  if (::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return info;  // gone
+  if (info.si_pid == pid) return info;
+  return std::nullopt;
+}
+
+void parseCycles(const std::string& metrics, VariantFigures& f) {
+  std::istringstream in(metrics);
+  std::string line;
+  const std::string prefix = "nodewarden_cycles_total{trigger=\"";
+  while (std::getline(in, line)) {
+    if (!line.starts_with(prefix)) continue;
+    const auto quote = line.find('"', prefix.size());
+    const auto space = line.rfind(' ');
+    if (quote == std::string::npos || space == std::string::npos) continue;
+    const std::int64_t n = std::int64_t(std::strtod(line.c_str() + space + 1, nullptr));
+    f.cyclesByTrigger[line.substr(prefix.size(), quote - prefix.size())] += n;
+  }
+}
+
+class LatencyBench {
+ public:
+  LatencyBench(Sandbox& sandbox, const cgroups::Hierarchy& h, fs::path manifests)
+      : sandbox_(sandbox), h_(h), manifests_(std::move(manifests)) {}
+  ~LatencyBench() {
+    if (shared_ != nullptr) ::munmap(shared_, log_.bytes());
+    if (usageFd_ >= 0) ::close(usageFd_);
+  }
+  LatencyBench(const LatencyBench&) = delete;
+  LatencyBench& operator=(const LatencyBench&) = delete;
+
+  // The kubepods dir, the shared log and the idle prod pod. Empty on success.
+  std::string setUp() {
+    auto kubepods = CgroupDir::open(h_.memory + "/" + sandbox_.kubepods(), h_.memoryVersion);
+    if (!kubepods) return kubepods.error().message;
+    kubepods_ = std::move(kubepods).value();
+    const std::string usageFile =
+        h_.memory + "/" + sandbox_.kubepods() + "/" +
+        CgroupDir::fileName(CgroupDir::File::MemoryUsage, h_.memoryVersion);
+    usageFd_ = ::open(usageFile.c_str(), O_RDONLY | O_CLOEXEC);
+    if (usageFd_ < 0) return usageFile + ": " + std::strerror(errno);
+    if (h_.memoryVersion == cgroups::Version::V1) {
+      // No swap escape (there is no swap here anyway): the limit is the node's memory.
+      (void)sandbox_.writeMemoryFile(sandbox_.kubepods(), "memory.memsw.limit_in_bytes",
+                                     std::to_string(kNodeMemory));
+    }
+    pageSize_ = std::size_t(::sysconf(_SC_PAGESIZE));
+    log_.pages = std::size_t(kNodeMemory) / pageSize_;
+    shared_ =
+        ::mmap(nullptr, log_.bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared_ == MAP_FAILED) {
+      shared_ = nullptr;
+      return std::string("mmap of the shared touch log: ") + std::strerror(errno);
+    }
+    log_.slots = static_cast<std::int64_t*>(shared_);
+    std::memset(shared_, 0, log_.bytes());
+
+    steadyUid_ = rng_.uuid();
+    if (!writeText(
+            manifests_ / "prod_steady.json",
+            podManifest("prod", "steady", steadyUid_, 100000, {{"memory", "128Mi"}}, {}).dump(2))) {
+      return "cannot write a manifest in " + manifests_.string();
+    }
+    auto relative = sandbox_.addPod(steadyUid_, "burstable");
+    if (!relative) return relative.error().message;
+    steadyRelative_ = *relative;
+    const pid_t self = ::getpid();
+    auto child = sandbox_.spawn(steadyRelative_,
+                                [self] { return holdMemory(std::size_t(kSteadyBytes), self); });
+    if (!child) return child.error().message;
+    // Let it touch its memory before anything is measured.
+    std::string buffer;
+    for (int i = 0; i < 100; ++i) {
+      auto memory = cgroups::readMemory(kubepods_, buffer);
+      if (memory && std::int64_t(memory->workingSet) >= kSteadyBytes) break;
+      sleepMillis(20);
+    }
+    return {};
+  }
+
+  // Kills the prod pod and removes its cgroup and manifest (part 3 wants an empty kubepods).
+  void tearDown() {
+    if (!steadyRelative_.empty()) (void)sandbox_.removeCgroup(steadyRelative_);
+    sandbox_.reap();
+    std::error_code ignored;
+    fs::remove(manifests_ / "prod_steady.json", ignored);
+    steadyRelative_.clear();
+  }
+
+  VariantFigures run(const Variant& variant);
+
+ private:
+  void trial(asio::io_context& io, agent::Agent& agent, const Variant& variant, int index,
+             VariantFigures& f);
+
+  Sandbox& sandbox_;
+  const cgroups::Hierarchy& h_;
+  fs::path manifests_;
+  CgroupDir kubepods_;
+  std::size_t pageSize_ = 4096;
+  TouchLog log_;
+  void* shared_ = nullptr;
+  int usageFd_ = -1;
+  std::string steadyUid_;
+  std::string steadyRelative_;
+  Random rng_{kSeed};
+  std::string buffer_;
+};
+
+VariantFigures LatencyBench::run(const Variant& variant) {
+  VariantFigures f;
+  const auto start = Clock::now();
+  policy::Diagnostics diagnostics;
+  auto policy = policy::parsePolicyText(kLatencyPolicy, diagnostics);
+  if (!policy) {
+    f.firstError = "the built-in policy does not parse: " + diagnostics.joined();
+    return f;
+  }
+  asio::io_context io;
+  agent::AgentOptions options;
+  options.nodeName = kNodeName;
+  options.scan.nodeFsPath = "";  // memory only
+  options.notifications = variant.notifications;
+  options.intervalOverride = variant.interval;
+  options.systemdNotify = false;
+  cgroups::PodCgroups pods(h_, sandbox_.kubepods());
+  auto agent = std::make_unique<agent::Agent>(
+      io, options, std::move(policy).value(), std::move(pods),
+      std::make_unique<agent::StaticPodSource>(manifests_.string(), kNodeName),
+      agent::cgroupActuator());
+  auto started = agent->start();
+  if (!started) {
+    f.firstError = "the agent did not start: " + started.error().message;
+    return f;
+  }
+  f.armed = agent->armedNotifications();
+
+  // Bounded in time as well as count: every trial waits at most 2 intervals + 10 s.
+  const double budget =
+      double(variant.trials) * (2.0 * double(variant.interval.count()) / 1000.0 + 10.0);
+  for (int i = 0; i < variant.trials && !stopped() && nanosSince(start) * 1e-9 < budget; ++i) {
+    trial(io, *agent, variant, i, f);
+    if (f.failed >= 3 && f.latencyMs.empty()) break;  // something is systematically wrong
+  }
+  parseCycles(agent->metricsText(), f);
+  f.cycles = agent->cycles();
+  agent->stop();
+  pumpUntil(io, 3, [&] { return io.stopped(); });  // lets in-flight actuator timers finish
+  agent.reset();
+  f.seconds = nanosSince(start) * 1e-9;
+  return f;
+}
+
+void LatencyBench::trial(asio::io_context& io, agent::Agent& agent, const Variant& variant,
+                         int index, VariantFigures& f) {
+  ++f.attempted;
+  auto fail = [&](const std::string& why) {
+    ++f.failed;
+    if (f.firstError.empty()) f.firstError = "trial " + std::to_string(index) + ": " + why;
+  };
+  const std::string uid = rng_.uuid();
+  const std::string name = "hog-" + std::to_string(index);
+  const fs::path manifest = manifests_ / ("batch_" + name + ".json");
+  // The manifest first, so the agent never sees the cgroup as a pod without an object.
+  if (!writeText(manifest, podManifest("batch", name, uid, 0, {}, {}).dump(2))) {
+    return fail("cannot write " + manifest.string());
+  }
+  struct Cleanup {
+    Sandbox& sandbox;
+    fs::path manifest;
+    std::string relative;
+    ~Cleanup() {
+      if (!relative.empty()) (void)sandbox.removeCgroup(relative);
+      sandbox.reap();
+      std::error_code ignored;
+      fs::remove(manifest, ignored);
+    }
+  } cleanup{sandbox_, manifest, {}};
+  auto relative = sandbox_.addPod(uid, "besteffort");
+  if (!relative) return fail(relative.error().message);
+  cleanup.relative = *relative;
+  auto podDir = CgroupDir::open(h_.memory + "/" + *relative, h_.memoryVersion);
+  if (!podDir) return fail(podDir.error().message);
+  auto oomKills = [&]() -> std::uint64_t {
+    std::uint64_t total = 0;
+    if (auto kills = cgroups::readOomKills(kubepods_, buffer_)) total += *kills;
+    if (h_.memoryVersion == cgroups::Version::V1) {  // v1 counts on the victim's own cgroup
+      if (auto kills = cgroups::readOomKills(*podDir, buffer_)) total += *kills;
+    }
+    return total;
+  };
+
+  auto before = cgroups::readMemory(kubepods_, buffer_);
+  if (!before || !before->limit) return fail("cannot read kubepods' memory and limit");
+  const std::int64_t capacity = std::int64_t(*before->limit);
+  const std::int64_t crossingWs = capacity - kHardThreshold;  // met above this working set
+  const std::int64_t pre =
+      (crossingWs - std::int64_t(before->workingSet) - kApproach) / std::int64_t(pageSize_);
+  if (pre <= 0) return fail("kubepods is already within 16 MiB of the threshold");
+
+  std::memset(shared_, 0, log_.bytes());
+  int ready[2];
+  int go[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(go, O_CLOEXEC) != 0) {
+    ::close(ready[0]);
+    ::close(ready[1]);
+    return fail(std::string("pipe: ") + std::strerror(errno));
+  }
+  const pid_t self = ::getpid();
+  const std::size_t prePages = std::size_t(pre);
+  auto child = sandbox_.spawn(*relative,
+                              [&, readyW = ready[1], goR = go[0], readyR = ready[0], goW = go[1]] {
+                                ::close(readyR);
+                                ::close(goW);
+                                return hog(readyW, goR, usageFd_, log_, prePages, pageSize_, self);
+                              });
+  ::close(ready[1]);
+  ::close(go[0]);
+  struct Pipes {
+    int readyR, goW;
+    ~Pipes() {
+      ::close(readyR);
+      ::close(goW);  // EOF: the child stops holding its memory, if it still lives
+    }
+  } pipes{ready[0], go[1]};
+  if (!child) return fail(child.error().message);
+  const pid_t pid = *child;
+  auto killChild = [&] {
+    ::kill(pid, SIGKILL);
+    pumpUntil(io, 5, [&] { return exited(pid).has_value(); });
+  };
+
+  auto readByte = [&](double seconds) -> char {
+    if (!pumpUntil(io, seconds, [&] { return readable(pipes.readyR); })) return 0;
+    char byte = 0;
+    return ::read(pipes.readyR, &byte, 1) == 1 ? byte : 0;
+  };
+  if (readByte(20) != 'r') {
+    killChild();
+    return fail("the hog did not get ready");
+  }
+  // A uniform phase against the agent's timer: the previous trial ended on a timer tick (or a
+  // notification), so a random wait of up to one interval spreads the crossing over it.
+  const auto phase =
+      std::chrono::milliseconds(rng_.between(0, std::int64_t(variant.interval.count())));
+  pumpUntil(io, double(phase.count()) / 1000.0, [] { return false; });
+  if (stopped()) return killChild();
+
+  auto now = cgroups::readMemory(kubepods_, buffer_);
+  if (!now) {
+    killChild();
+    return fail(now.error().message);
+  }
+  const std::int64_t ws0 = std::int64_t(now->workingSet);
+  if (ws0 >= crossingWs) {
+    killChild();
+    return fail("the threshold was crossed before the go signal");
+  }
+  // The child finds the crossing page itself, from the kernel's counter; at 4 KiB a page,
+  // after page j (j ≥ prePages) the working set would be ws0 + (j − prePages + 1) pages.
+  const std::size_t estimate = prePages + std::size_t((crossingWs - ws0) / std::int64_t(pageSize_));
+  const std::size_t target = std::min(log_.pages, estimate + std::size_t(kOvershoot) / pageSize_);
+  log_.usageThreshold() = crossingWs + std::int64_t(now->inactiveFile);
+  log_.crossing().store(-1, std::memory_order_relaxed);
+  log_.target().store(std::int64_t(target), std::memory_order_release);
+  const std::uint64_t oomBefore = oomKills();
+  const std::size_t seen = agent.evictions().size();
+
+  const char goByte = 'g';
+  if (::write(pipes.goW, &goByte, 1) != 1) {
+    killChild();
+    return fail("writing the go signal failed");
+  }
+  // Until the agent orders an eviction or the child dies otherwise.
+  const double deadline = 2.0 * double(variant.interval.count()) / 1000.0 + 3.0;
+  const bool evicted = pumpUntil(
+      io, deadline, [&] { return agent.evictions().size() > seen || exited(pid).has_value(); });
+  if (stopped()) return killChild();
+  const std::size_t after = agent.evictions().size();
+  if (after == seen) {
+    // Killed by the kernel (the OOM killer), or nothing happened in time.
+    pumpUntil(io, 1, [&] { return exited(pid).has_value(); });
+    const std::uint64_t kills = oomKills() - oomBefore;
+    f.kernelOomKills += int(kills);
+    if (kills == 0) ++f.noEviction;
+    killChild();
+    return fail(evicted ? "the hog died without an eviction (kernel OOM kills: " +
+                              std::to_string(kills) + ")"
+                        : "no eviction within " + std::to_string(int(deadline)) + " s");
+  }
+  // Wait for the actuator to finish (the cgroup empty) and the child to be gone.
+  const std::size_t first = seen;
+  pumpUntil(io, 5, [&] {
+    return agent.evictions()[first].outcome.has_value() && exited(pid).has_value();
+  });
+  for (std::size_t k = seen; k < agent.evictions().size(); ++k) {
+    if (agent.evictions()[k].uid != uid) ++f.wrongVictims;
+  }
+  f.kernelOomKills += int(oomKills() - oomBefore);
+  const agent::EvictionRecord record = agent.evictions()[first];
+  if (!exited(pid)) killChild();
+  if (record.uid != uid) return fail("the agent evicted " + record.pod + ", not the hog");
+  const std::int64_t progress = log_.progress().load(std::memory_order_acquire);
+  const std::int64_t crossing = log_.crossing().load(std::memory_order_acquire);
+  if (crossing < 0) {
+    ++f.early;
+    return fail("evicted before the hog read a usage above the threshold (" +
+                std::to_string(progress - std::int64_t(prePages)) +
+                " pages touched after go; the 4 KiB-a-page estimate of the crossing: " +
+                std::to_string(estimate - prePages) + ")");
+  }
+  f.estimateDeltaPages.push_back(double(crossing) - double(estimate));
+  const std::int64_t crossedAt = log_.touchedAt(std::size_t(crossing));
+  f.latencyMs.push_back(double(steadyNanos(record.signalledAt) - crossedAt) * 1e-6);
+  f.agentMs.push_back(record.latencyMs);
+  f.crossErrMs.push_back(double(steadyNanos(record.crossedAt) - crossedAt) * 1e-6);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 2: the demo, three ways.
+
+struct DemoPodInfo {
+  const char* key;
+  std::int64_t priority;
+};
+
+// The built-in scenario's pods (agent/demo.cpp kDefaultScenario) and their priorities.
+constexpr DemoPodInfo kDemoPods[] = {
+    {"kube-system/node-exporter", 2000001000},
+    {"prod/payments", 100000},
+    {"prod/search", 10000},
+    {"batch/report-builder", 0},
+    {"batch/log-shipper", 0},
+};
+
+std::int64_t demoPriority(const std::string& key) {
+  for (const DemoPodInfo& pod : kDemoPods) {
+    if (key == pod.key) return pod.priority;
+  }
+  return 0;
+}
+
+struct DemoRun {
+  std::string mode;
+  std::vector<std::string> flags;
+  bool ran = false;
+  std::string error;
+  std::string status;
+  double seconds = 0;
+  std::uint64_t kernelOomKills = 0;
+  struct Eviction {
+    std::string pod;
+    double latencyMs = 0;
+    std::string kind;  // "hard" or "soft", from the demo's printed report
+  };
+  std::vector<Eviction> evictions;  // in order
+  std::vector<std::string> survivors;
+  std::vector<std::string> kernelVictims;  // pods neither evicted nor surviving
+  std::vector<std::string> wrong;
+};
+
+// A removed pod is a wrong victim when a pod of strictly lower priority was still there when
+// it went: a lower-priority pod survived, or the agent evicted one after it. The kernel's
+// kills carry no order, so between two kernel victims nothing is concluded. Equal priorities
+// are never wrong (the usage-over-request tie-break is not judged here).
+void judge(DemoRun& run) {
+  for (std::size_t i = 0; i < run.evictions.size(); ++i) {
+    const std::string& victim = run.evictions[i].pod;
+    bool wrong = false;
+    for (const std::string& survivor : run.survivors)
+      wrong = wrong || demoPriority(survivor) < demoPriority(victim);
+    for (std::size_t j = i + 1; j < run.evictions.size(); ++j)
+      wrong = wrong || demoPriority(run.evictions[j].pod) < demoPriority(victim);
+    if (wrong) run.wrong.push_back(victim + " (evicted)");
+  }
+  for (const std::string& victim : run.kernelVictims) {
+    bool wrong = false;
+    for (const std::string& survivor : run.survivors)
+      wrong = wrong || demoPriority(survivor) < demoPriority(victim);
+    if (wrong) run.wrong.push_back(victim + " (kernel)");
+  }
+}
+
+DemoRun runDemo(const std::string& mode, std::vector<std::string> flags, const fs::path& dir) {
+  DemoRun run;
+  run.mode = mode;
+  run.flags = flags;
+  const fs::path report = dir / ("demo-" + mode + ".json");
+  const fs::path log = dir / ("demo-" + mode + ".log");
+  std::vector<std::string> args = {NODEWARDEN_EXE, "demo", "--quiet", "--report", report.string()};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const auto start = Clock::now();
+  const pid_t pid = startProcess(args, log);
+  if (pid < 0) {
+    run.error = std::string("cannot start the demo: ") + std::strerror(errno);
+    return run;
+  }
+  // The demo runs ~24 s and cleans up in a few; 180 s is far beyond any normal run.
+  std::optional<int> status = waitProcess(pid, 180, stopped);
+  if (!status) status = stopProcess(pid, 15);
+  run.seconds = nanosSince(start) * 1e-9;
+  run.status = describeStatus(status);
+  if (stopped()) {
+    run.error = "interrupted";
+    return run;
+  }
+  if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+    run.error = "the demo ended with " + run.status + "; its output:\n" + tail(log, 12);
+    return run;
+  }
+  Json json = Json::parse(readText(report), nullptr, false);
+  if (json.is_discarded() || !json.is_object()) {
+    run.error = "the report " + report.string() + " is not JSON";
+    return run;
+  }
+  run.ran = true;
+  run.kernelOomKills = json.value("kernelOomKills", std::uint64_t(0));
+  std::set<std::string> gone;
+  // The JSON report has no threshold kind; the printed one does, one line per eviction:
+  // "  1. t=5.3s evicted batch/log-shipper (allocatableMemory.available, soft threshold, …".
+  const std::string printed = readText(log);
+  for (const Json& eviction : json.value("evictions", Json::array())) {
+    DemoRun::Eviction e;
+    e.pod = eviction.value("pod", std::string("?"));
+    e.latencyMs = eviction.value("latencyMs", 0.0);
+    const auto line = printed.find("evicted " + e.pod + " (");
+    const auto end = printed.find(')', line);
+    if (line != std::string::npos && end != std::string::npos) {
+      const std::string detail = printed.substr(line, end - line);
+      e.kind = detail.find("soft threshold") != std::string::npos   ? "soft"
+               : detail.find("hard threshold") != std::string::npos ? "hard"
+                                                                    : "";
+    }
+    gone.insert(e.pod);
+    run.evictions.push_back(std::move(e));
+  }
+  for (const Json& survivor : json.value("survivors", Json::array())) {
+    if (survivor.is_string()) {
+      run.survivors.push_back(survivor.get<std::string>());
+      gone.insert(survivor.get<std::string>());
+    }
+  }
+  for (const DemoPodInfo& pod : kDemoPods) {
+    if (!gone.contains(pod.key)) run.kernelVictims.push_back(pod.key);
+  }
+  judge(run);
+  return run;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  if (items.empty()) return "-";
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 3: the idle agent.
+
+struct ProcSample {
+  std::int64_t wallNs = 0;
+  std::uint64_t ticks = 0;    // utime + stime, clock ticks
+  std::uint64_t schedNs = 0;  // Σ over threads of schedstat's on-CPU time
+  std::uint64_t rssKiB = 0;   // VmRSS
+  std::uint64_t hwmKiB = 0;   // VmHWM
+  std::size_t threads = 0;
+  bool ok = false;
+};
+
+ProcSample sampleProcess(pid_t pid) {
+  ProcSample s;
+  s.wallNs = monotonicNanos();
+  const std::string base = "/proc/" + std::to_string(pid);
+  const std::string stat = readText(base + "/stat");
+  const auto paren = stat.rfind(')');
+  if (paren == std::string::npos) return s;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::vector<std::string> f;
+  std::string field;
+  while (fields >> field) f.push_back(field);
+  // After the comm: field 3 (state) is f[0], so utime (14) is f[11] and stime (15) f[12].
+  if (f.size() < 13) return s;
+  s.ticks = std::strtoull(f[11].c_str(), nullptr, 10) + std::strtoull(f[12].c_str(), nullptr, 10);
+  std::istringstream status(readText(base + "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("VmRSS:")) s.rssKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
+    if (line.starts_with("VmHWM:")) s.hwmKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
+  }
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator(base + "/task", ec)) {
+    const std::string sched = readText(task.path() / "schedstat");
+    s.schedNs += std::strtoull(sched.c_str(), nullptr, 10);
+    ++s.threads;
+  }
+  s.ok = true;
+  return s;
+}
+
+// GET http://127.0.0.1:port/path; the body, or nullopt. Bounded: 5 s.
+std::optional<std::string> httpGet(std::uint16_t port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == ssize_t(request.size())) {
+      const std::int64_t deadline = monotonicNanos() + 5'000'000'000;
+      char chunk[16384];
+      while (monotonicNanos() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n <= 0) break;
+        response.append(chunk, std::size_t(n));
+      }
+    }
+  }
+  ::close(fd);
+  const auto body = response.find("\r\n\r\n");
+  if (body == std::string::npos) return std::nullopt;
+  return response.substr(body + 4);
+}
+
+// Sum of the samples of a metric family (all label sets) in Prometheus text; nullopt if absent.
+std::optional<double> metricSum(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string line;
+  std::optional<double> sum;
+  while (std::getline(in, line)) {
+    if (!line.starts_with(name)) continue;
+    const char next = line.size() > name.size() ? line[name.size()] : '\0';
+    if (next != ' ' && next != '{') continue;
+    const auto space = line.rfind(' ');
+    sum = sum.value_or(0) + std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return sum;
+}
+
+struct IdleFigures {
+  std::string error;
+  int pods = 0;
+  double createSeconds = 0;
+  double readySeconds = 0;  // start → the "ready" log line
+  std::int64_t readyPods = -1;
+  std::int64_t readyCgroups = -1;
+  double scanMsAtReady = -1;
+  double sampleSeconds = 0;
+  double cpuPercentTicks = 0;  // /proc/<pid>/stat utime+stime
+  double cpuPercentSched = 0;  // schedstat, all threads
+  std::vector<double> perSecondPercent;
+  double rssMiB = 0;     // at the end
+  double rssMaxMiB = 0;  // the largest sample
+  double hwmMiB = 0;
+  std::size_t threads = 0;
+  std::optional<double> cycles;
+  std::optional<double> scanSum;
+  std::optional<double> scanCount;
+  std::optional<double> podsGauge;
+  std::string exitStatus;
+};
+
+// Reads the agent's JSON log lines; calls `each` with every complete line's object.
+void forEachLogLine(const fs::path& log, const std::function<void(const Json&)>& each) {
+  std::istringstream in(readText(log));
+  std::string line;
+  while (std::getline(in, line)) {
+    Json json = Json::parse(line, nullptr, false);
+    if (!json.is_discarded() && json.is_object()) each(json);
+  }
+}
+
+IdleFigures runIdle(Sandbox& sandbox, const fs::path& dir, double sampleSeconds, Random& rng) {
+  IdleFigures r;
+  r.pods = kIdlePods;
+  const fs::path manifests = dir / "idle-manifests";
+  std::error_code ec;
+  fs::create_directories(manifests, ec);
+  const fs::path policyFile = dir / "idle-policy.json";
+  if (ec || !writeText(policyFile, kIdlePolicy)) {
+    r.error = "cannot write the manifests directory or policy file in " + dir.string();
+    return r;
+  }
+  // Roughly a busy node's mix: 2 guaranteed, 5 burstable, 3 besteffort in every 10.
+  static constexpr const char* kMix[] = {"guaranteed", "burstable", "besteffort", "burstable",
+                                         "guaranteed", "burstable", "besteffort", "burstable",
+                                         "burstable",  "besteffort"};
+  const auto createStart = Clock::now();
+  for (int i = 0; i < kIdlePods && !stopped(); ++i) {
+    const std::string qos = kMix[i % 10];
+    const std::string uid = rng.uuid();
+    char name[32];
+    std::snprintf(name, sizeof name, "pod-%04d", i);
+    Json requests = Json::object();
+    Json limits = Json::object();
+    if (qos == "guaranteed") {
+      requests = {{"cpu", "100m"}, {"memory", "64Mi"}};
+      limits = requests;
+    } else if (qos == "burstable") {
+      requests = {{"cpu", "50m"}, {"memory", "32Mi"}};
+    }
+    if (!writeText(
+            manifests / ("bench_" + std::string(name) + ".json"),
+            podManifest("bench", name, uid, i % 3 == 0 ? 1000 : 0, requests, limits).dump(2))) {
+      r.error = "cannot write a manifest";
+      return r;
+    }
+    auto relative = sandbox.addPod(uid, qos);
+    if (!relative) {
+      r.error = "cannot create pod cgroup " + std::to_string(i) + ": " + relative.error().message;
+      return r;
+    }
+  }
+  r.createSeconds = nanosSince(createStart) * 1e-9;
+  if (stopped()) return r;
+
+  const fs::path log = dir / "idle-agent.log";
+  const std::vector<std::string> args = {NODEWARDEN_EXE,
+                                         "agent",
+                                         "--source",
+                                         "static",
+                                         "--manifests",
+                                         manifests.string(),
+                                         "--kubepods-cgroup",
+                                         sandbox.kubepods(),
+                                         "--policy",
+                                         policyFile.string(),
+                                         "--node",
+                                         kNodeName,
+                                         "--listen",
+                                         "127.0.0.1:0",
+                                         "--nodefs",
+                                         "/nonexistent",
+                                         "--log-format",
+                                         "json"};
+  const auto start = Clock::now();
+  const pid_t pid = startProcess(args, log);
+  if (pid < 0) {
+    r.error = std::string("cannot start the agent: ") + std::strerror(errno);
+    return r;
+  }
+  struct Stopper {
+    pid_t pid;
+    std::optional<int> status;
+    bool done = false;
+    void stop() {
+      if (!done) status = stopProcess(pid, 10);
+      done = true;
+    }
+    ~Stopper() { stop(); }
+  } stopper{pid, std::nullopt};
+
+  // Ready: the first full cycle is logged as event "ready"; the port comes from "agent-start".
+  std::uint16_t port = 0;
+  bool ready = false;
+  for (int i = 0; i < 600 && !ready && !stopped(); ++i) {  // 60 s
+    sleepMillis(100);
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      stopper.done = true;
+      r.error = "the agent exited (" + describeStatus(status) + "); its log:\n" + tail(log, 12);
+      return r;
+    }
+    forEachLogLine(log, [&](const Json& line) {
+      const std::string event = line.value("event", std::string());
+      if (event == "agent-start") {
+        const std::string listen = line.value("listen", std::string());
+        const auto colon = listen.rfind(':');
+        if (colon != std::string::npos) port = std::uint16_t(std::atoi(listen.c_str() + colon + 1));
+      } else if (event == "ready") {
+        ready = true;
+        r.readyPods = line.value("pods", std::int64_t(-1));
+        r.readyCgroups = line.value("pod_cgroups", std::int64_t(-1));
+        r.scanMsAtReady = line.value("scan_ms", -1.0);
+      }
+    });
+  }
+  r.readySeconds = nanosSince(start) * 1e-9;
+  if (!ready) {
+    if (!stopped()) r.error = "the agent was not ready within 60 s; its log:\n" + tail(log, 12);
+    return r;
+  }
+  sleepMillis(3000);  // warm-up: the first cycles open every control file
+  ProcSample first = sampleProcess(pid);
+  ProcSample previous = first;
+  ProcSample last = first;
+  double rssMax = double(first.rssKiB);
+  const int seconds = int(sampleSeconds);
+  for (int i = 0; i < seconds && !stopped(); ++i) {
+    sleepMillis(1000);
+    ProcSample s = sampleProcess(pid);
+    if (!s.ok) break;
+    r.perSecondPercent.push_back(double(s.schedNs - previous.schedNs) /
+                                 double(s.wallNs - previous.wallNs) * 100.0);
+    rssMax = std::max(rssMax, double(s.rssKiB));
+    previous = s;
+    last = s;
+  }
+  if (!first.ok || !last.ok || last.wallNs <= first.wallNs) {
+    if (!stopped()) r.error = "cannot sample /proc/" + std::to_string(pid);
+    return r;
+  }
+  const double wall = double(last.wallNs - first.wallNs) * 1e-9;
+  r.sampleSeconds = wall;
+  r.cpuPercentTicks =
+      double(last.ticks - first.ticks) / double(::sysconf(_SC_CLK_TCK)) / wall * 100.0;
+  r.cpuPercentSched = double(last.schedNs - first.schedNs) * 1e-9 / wall * 100.0;
+  r.rssMiB = double(last.rssKiB) / 1024.0;
+  r.rssMaxMiB = rssMax / 1024.0;
+  r.hwmMiB = double(last.hwmKiB) / 1024.0;
+  r.threads = last.threads;
+  if (port != 0) {
+    if (auto metrics = httpGet(port, "/metrics")) {
+      r.cycles = metricSum(*metrics, "nodewarden_cycles_total");
+      r.scanSum = metricSum(*metrics, "nodewarden_scan_duration_seconds_sum");
+      r.scanCount = metricSum(*metrics, "nodewarden_scan_duration_seconds_count");
+      r.podsGauge = metricSum(*metrics, "nodewarden_pods");
+    }
+  }
+  stopper.stop();
+  r.exitStatus = describeStatus(stopper.status);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void printUsage(std::FILE* out) {
+  std::fprintf(
+      out,
+      "usage: bench_agent [--quick] [--trials N] [--skip-demo] [--skip-idle] [--help]\n"
+      "\n"
+      "Measures the agent end to end on real cgroups it creates (\"%s-<pid>\" below\n"
+      "each hierarchy root) and removes again. Needs root.\n"
+      "  1. threshold crossing → processes signalled, p50/p99/max: (a) kernel notifications\n"
+      "     with a 1 s timer, (b) polling at 1 s, (c) polling at the kubelet's 10 s\n"
+      "  2. `nodewarden demo` with the agent, --kubelet-like and --baseline: kernel OOM kills,\n"
+      "     evictions, survivors, wrong victims (~30 s each)\n"
+      "  3. the idle `nodewarden agent` with %d pod cgroups at a 1 s interval: CPU and RSS\n"
+      "Options:\n"
+      "  --quick      a smoke run: 5/5/3 latency trials, 10 s of idle sampling\n"
+      "  --trials N   latency trials for each of (a), (b) and (c) (default 30, 30, 20), 1-1000\n"
+      "  --skip-demo  leave out part 2\n"
+      "  --skip-idle  leave out part 3\n"
+      "Targets: p99 <= %.0f ms with notifications; no kernel OOM kill in the demo with the\n"
+      "agent; idle <= %.1f %% of a core and <= %.0f MiB RSS. A missed target prints MISSES\n"
+      "but does not change the exit status. Exit 77: the machine cannot run it.\n"
+      "The nodewarden binary: %s\n",
+      kSandboxPrefix, kIdlePods, kLatencyP99TargetMs, kIdleCpuTargetPercent, kIdleRssTargetMiB,
+      NODEWARDEN_EXE);
+}
+
+void printEnvironment(const cgroups::Hierarchy& h, bool quick) {
+  utsname uts{};
+  ::uname(&uts);
+  std::printf("nodewarden agent benchmark\n");
+  std::printf("  machine: nproc=%ld, cpu=%s\n", sysconf(_SC_NPROCESSORS_ONLN), cpuModel().c_str());
+  std::printf("  kernel: %s %s %s %s\n", uts.sysname, uts.release, uts.version, uts.machine);
+  std::printf("  compiler: %s (C++ %ld)\n", __VERSION__, long(__cplusplus));
+#ifdef __OPTIMIZE__
+  const char* optimized = "optimized";
+#else
+  const char* optimized = "NOT optimized";
+#endif
+#ifdef NDEBUG
+  const char* asserts = "NDEBUG defined (asserts off)";
+#else
+  const char* asserts = "NDEBUG not defined (asserts on)";
+#endif
+  std::printf("  build: %s, %s (this binary; the nodewarden binary is built alongside)\n",
+              optimized, asserts);
+  std::printf("  cgroups: %s; memory=%s (%s) cpuacct=%s pids=%s freezer=%s unified=%s\n",
+              cgroups::toString(h.mode), h.memory.c_str(),
+              h.memoryVersion == cgroups::Version::V1 ? "v1" : "v2", h.cpuacct.c_str(),
+              h.pids.c_str(), h.freezer.empty() ? "-" : h.freezer.c_str(),
+              h.unified.empty() ? "-" : h.unified.c_str());
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  std::printf("  nodewarden: %s; RLIMIT_NOFILE %llu/%llu; CAP_SYS_RESOURCE %s\n", NODEWARDEN_EXE,
+              static_cast<unsigned long long>(files.rlim_cur),
+              static_cast<unsigned long long>(files.rlim_max),
+              cgroups::hasCapSysResource() ? "yes" : "no");
+  std::printf("  mode: %s; times from CLOCK_MONOTONIC (steady_clock)\n\n",
+              quick ? "--quick" : "full");
+  std::fflush(stdout);
+}
+
+struct Settings {
+  bool quick = false;
+  int trials = 0;  // 0: per variant defaults
+  bool skipDemo = false;
+  bool skipIdle = false;
+};
+
+void printVariantLine(const Variant& v, const VariantFigures& f) {
+  const Millis latency(f.latencyMs);
+  const Millis agentMs(f.agentMs);
+  std::printf("  %-34s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", v.label, int(latency.n()),
+              f.attempted, latency.p50(), latency.p99(), latency.max(), agentMs.p50(),
+              f.wrongVictims, f.kernelOomKills);
+}
+
+// Part 1. Returns the notification variant's p99 (if measured).
+std::optional<double> latencyPart(Sandbox& sandbox, const cgroups::Hierarchy& h,
+                                  const Settings& settings, const fs::path& dir) {
+  std::printf(
+      "== 1. threshold crossing -> pod's processes signalled ==\n"
+      "  node: %s/%s limited to %lld MiB; hard threshold allocatableMemory.available < "
+      "%lld MiB;\n"
+      "  pods: prod/steady (priority 100000, request 128Mi) holding %lld MiB, and per trial a\n"
+      "  fresh batch/hog-N (priority 0, no requests) that pre-touches to %lld MiB below the\n"
+      "  crossing, waits U(0, interval), then touches page by page to %lld MiB above it.\n"
+      "  latency = EvictionRecord.signalledAt - the hog's own timestamp of the crossing page.\n",
+      h.memory.c_str(), sandbox.kubepods().c_str(), static_cast<long long>(kNodeMemory / kMi),
+      static_cast<long long>(kHardThreshold / kMi), static_cast<long long>(kSteadyBytes / kMi),
+      static_cast<long long>(kApproach / kMi), static_cast<long long>(kOvershoot / kMi));
+  const fs::path manifests = dir / "latency-manifests";
+  std::error_code ec;
+  fs::create_directories(manifests, ec);
+  LatencyBench bench(sandbox, h, manifests);
+  if (std::string error = bench.setUp(); !error.empty()) {
+    std::printf("  cannot set up: %s\n\n", error.c_str());
+    bench.tearDown();
+    return std::nullopt;
+  }
+  auto trialsFor = [&](int full, int quick) {
+    if (settings.trials > 0) return settings.trials;
+    return settings.quick ? quick : full;
+  };
+  const Variant variants[] = {
+      {"(a) notifications + 1 s timer", true, 1000ms, trialsFor(30, 5)},
+      {"(b) polling only, 1 s", false, 1000ms, trialsFor(30, 5)},
+      {"(c) polling only, 10 s (kubelet)", false, 10000ms, trialsFor(20, 3)},
+  };
+  std::vector<VariantFigures> results;
+  for (const Variant& v : variants) {
+    if (stopped()) break;
+    std::printf("  %s: %d trials, sequential ...\n", v.label, v.trials);
+    std::fflush(stdout);
+    VariantFigures f = bench.run(v);
+    const Millis latency(f.latencyMs);
+    const Millis cross(f.crossErrMs);
+    std::printf("    %zu/%d trials measured in %.1f s; p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+                latency.n(), f.attempted, f.seconds, latency.p50(), latency.p99(), latency.max());
+    std::printf(
+        "    agent's own crossedAt vs the hog's crossing: p50 %+.2f ms, p99 %+.2f ms"
+        " (positive: the agent dates it later)\n",
+        cross.p50(), cross.p99());
+    const Millis delta(f.estimateDeltaPages);
+    std::printf(
+        "    crossing page read by the hog vs 4 KiB-a-page estimate: median %+.0f pages, "
+        "min %+.0f, max %+.0f\n",
+        delta.p50(), delta.s.min(), delta.max());
+    if (!f.armed.empty()) {
+      for (const std::string& armed : f.armed) std::printf("    armed: %s\n", armed.c_str());
+    } else {
+      std::printf("    armed: no kernel notification\n");
+    }
+    std::string triggers;
+    for (const auto& [trigger, n] : f.cyclesByTrigger)
+      triggers += " " + trigger + "=" + std::to_string(n);
+    std::printf("    cycles: %llu (%s )\n", static_cast<unsigned long long>(f.cycles),
+                triggers.c_str());
+    if (f.failed > 0 || f.early > 0 || f.noEviction > 0) {
+      std::printf("    failed trials: %d (evicted before the crossing: %d, no eviction: %d)\n",
+                  f.failed, f.early, f.noEviction);
+    }
+    if (!f.firstError.empty()) std::printf("    first problem: %s\n", f.firstError.c_str());
+    std::fflush(stdout);
+    results.push_back(std::move(f));
+  }
+  bench.tearDown();
+
+  std::printf("\n  %-34s %7s %9s %9s %9s | %9s | %5s %5s\n", "variant", "trials", "p50 ms",
+              "p99 ms", "max ms", "agent p50", "wrong", "OOM");
+  for (std::size_t i = 0; i < results.size(); ++i) printVariantLine(variants[i], results[i]);
+  std::printf(
+      "  (p99 is nearest-rank: with fewer than 100 trials it is the maximum; \"agent p50\" is\n"
+      "   the agent's own latency figure, from its crossedAt estimate; wrong = evictions of a\n"
+      "   pod other than the hog; OOM = kernel OOM kills in kubepods during the trials)\n\n");
+  std::fflush(stdout);
+  if (results.empty() || results[0].latencyMs.empty()) return std::nullopt;
+  return Millis(results[0].latencyMs).p99();
+}
+
+// Part 2. Returns the agent run's kernel OOM kills (if it ran).
+std::optional<std::uint64_t> demoPart(const fs::path& dir) {
+  std::printf(
+      "== 2. the demo scenario (nodewarden demo --quiet --report F), three ways ==\n"
+      "  pods by priority: node-exporter (system-node-critical), prod/payments 100000,\n"
+      "  prod/search 10000 (leaks 25 MiB/s), batch/report-builder 0, batch/log-shipper 0\n");
+  std::vector<DemoRun> runs;
+  const std::pair<const char*, std::vector<std::string>> modes[] = {
+      {"agent", {}}, {"kubelet-like", {"--kubelet-like"}}, {"baseline", {"--baseline"}}};
+  for (const auto& [mode, flags] : modes) {
+    if (stopped()) break;
+    std::printf("  running: nodewarden demo --quiet%s%s ...\n", flags.empty() ? "" : " ",
+                flags.empty() ? "" : flags[0].c_str());
+    std::fflush(stdout);
+    DemoRun run = runDemo(mode, flags, dir);
+    if (!run.ran) std::printf("    %s: %s\n", mode, run.error.c_str());
+    runs.push_back(std::move(run));
+  }
+  std::printf("\n  %-13s %5s %9s  %s\n", "mode", "secs", "OOM kills", "outcome");
+  std::optional<std::uint64_t> agentKills;
+  for (const DemoRun& run : runs) {
+    if (!run.ran) {
+      std::printf("  %-13s %5.0f %9s  not measured (%s)\n", run.mode.c_str(), run.seconds, "-",
+                  run.status.c_str());
+      continue;
+    }
+    if (run.mode == "agent") agentKills = run.kernelOomKills;
+    std::string evictions;
+    for (const DemoRun::Eviction& e : run.evictions) {
+      char text[160];
+      std::snprintf(text, sizeof text, "%s%s (%s%s%.1f ms)", evictions.empty() ? "" : ", ",
+                    e.pod.c_str(), e.kind.c_str(), e.kind.empty() ? "" : ", ", e.latencyMs);
+      evictions += text;
+    }
+    std::printf("  %-13s %5.0f %9llu  evicted: %s\n", run.mode.c_str(), run.seconds,
+                static_cast<unsigned long long>(run.kernelOomKills),
+                evictions.empty() ? "-" : evictions.c_str());
+    std::printf("  %-13s %5s %9s  killed by the kernel: %s\n", "", "", "",
+                joined(run.kernelVictims).c_str());
+    std::printf("  %-13s %5s %9s  survivors: %s\n", "", "", "", joined(run.survivors).c_str());
+    std::printf("  %-13s %5s %9s  wrong victims: %zu%s%s\n", "", "", "", run.wrong.size(),
+                run.wrong.empty() ? "" : ": ", run.wrong.empty() ? "" : joined(run.wrong).c_str());
+  }
+  std::printf(
+      "  (wrong victim: removed while a pod of strictly lower priority was still running, i.e.\n"
+      "   that pod survived or was evicted later; kernel kills carry no order among themselves;\n"
+      "   \"killed by the kernel\" = neither evicted nor surviving; an eviction's latency is the\n"
+      "   agent's own figure from the report, and a soft one includes the grace period)\n\n");
+  std::fflush(stdout);
+  return agentKills;
+}
+
+int run(int argc, char** argv) {
+  Settings settings;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      printUsage(stdout);
+      return 0;
+    }
+    if (arg == "--quick") {
+      settings.quick = true;
+    } else if (arg == "--skip-demo") {
+      settings.skipDemo = true;
+    } else if (arg == "--skip-idle") {
+      settings.skipIdle = true;
+    } else if (arg == "--trials" || arg.starts_with("--trials=")) {
+      std::string_view value;
+      if (arg == "--trials") {
+        if (i + 1 >= argc) {
+          std::fprintf(stderr, "--trials: expected a number from 1 to 1000\n");
+          return 2;
+        }
+        value = argv[++i];
+      } else {
+        value = arg.substr(std::strlen("--trials="));
+      }
+      int v = 0;
+      if (std::from_chars(value.data(), value.data() + value.size(), v).ec != std::errc() ||
+          v < 1 || v > 1000) {
+        std::fprintf(stderr, "--trials: expected a number from 1 to 1000\n");
+        return 2;
+      }
+      settings.trials = v;
+    } else {
+      std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
+      printUsage(stderr);
+      return 2;
+    }
+  }
+  if (::geteuid() != 0) {
+    std::printf(
+        "bench_agent: skipped: needs root (it creates cgroups and moves processes into them)\n");
+    return 77;
+  }
+  auto discovered = cgroups::discoverHierarchy({});
+  if (!discovered) {
+    std::printf("bench_agent: skipped: no usable cgroup hierarchy: %s\n",
+                discovered.error().message.c_str());
+    return 77;
+  }
+  const cgroups::Hierarchy h = std::move(discovered).value();
+  printEnvironment(h, settings.quick);
+  installStopHandlers();
+  // The in-process agent logs errors only (an eviction is a warning; they would drown the
+  // figures); the subprocesses log to files.
+  agent::configureLogging(agent::LogFormat::Text, agent::LogLevel::Error);
+  (void)cgroups::raiseOpenFileLimit(std::uint64_t(kIdlePods) * 10 + 512);
+
+  const bool haveBinary = ::access(NODEWARDEN_EXE, X_OK) == 0;
+  if (!haveBinary) {
+    std::printf("the nodewarden binary %s is not there: parts 2 and 3 are skipped\n",
+                NODEWARDEN_EXE);
+  }
+
+  const int stale = cgroups::removeStaleSandboxes(h, kSandboxPrefix);
+  if (stale > 0) std::printf("removed %d stale sandbox directories\n", stale);
+  cgroups::SandboxOptions options;
+  options.name = std::string(kSandboxPrefix) + "-" + std::to_string(::getpid());
+  options.memoryLimit = std::uint64_t(kNodeMemory);
+  auto created = Sandbox::create(h, options);
+  if (!created) {
+    std::printf("bench_agent: skipped: cannot create the sandbox: %s\n",
+                created.error().message.c_str());
+    return 77;
+  }
+  Sandbox sandbox = std::move(created).value();
+  TempDir temp{fs::temp_directory_path() / options.name};
+  std::error_code ec;
+  fs::create_directories(temp.path, ec);
+  if (ec) {
+    std::printf("cannot create %s: %s\n", temp.path.c_str(), ec.message().c_str());
+    return 1;
+  }
+  std::printf("sandbox: %s/%s (and the same below the other hierarchy roots); files in %s\n\n",
+              h.memory.c_str(), sandbox.kubepods().c_str(), temp.path.c_str());
+  std::fflush(stdout);
+  const auto start = Clock::now();
+
+  const std::optional<double> p99 = latencyPart(sandbox, h, settings, temp.path);
+
+  std::optional<std::uint64_t> demoKills;
+  bool demoRan = false;
+  if (!settings.skipDemo && haveBinary && !stopped()) {
+    demoKills = demoPart(temp.path);
+    demoRan = true;
+  }
+
+  std::optional<IdleFigures> idle;
+  if (!settings.skipIdle && haveBinary && !stopped()) {
+    const double seconds = settings.quick ? 10 : 30;
+    std::printf(
+        "== 3. the idle agent: nodewarden agent over %d empty pod cgroups, 1 s interval ==\n",
+        kIdlePods);
+    std::fflush(stdout);
+    Random rng(kSeed ^ 0x1d1e);
+    IdleFigures r = runIdle(sandbox, temp.path, seconds, rng);
+    std::printf("  %d pod cgroups (x5 hierarchies) and manifests created in %.2f s\n", r.pods,
+                r.createSeconds);
+    if (!r.error.empty()) {
+      std::printf("  not measured: %s\n", r.error.c_str());
+    } else if (r.sampleSeconds > 0) {
+      std::printf("  ready after %.2f s: pods=%lld pod_cgroups=%lld, first scan %.1f ms\n",
+                  r.readySeconds, static_cast<long long>(r.readyPods),
+                  static_cast<long long>(r.readyCgroups), r.scanMsAtReady);
+      const Millis perSecond(r.perSecondPercent);
+      std::printf(
+          "  over %.1f s (after a 3 s warm-up): CPU %.3f %% of one core (utime+stime), "
+          "%.3f %% (schedstat);\n    per second: median %.3f %%, max %.3f %%; %zu threads\n",
+          r.sampleSeconds, r.cpuPercentTicks, r.cpuPercentSched, perSecond.p50(), perSecond.max(),
+          r.threads);
+      std::printf("  VmRSS %.1f MiB at the end, %.1f MiB at most while sampled; VmHWM %.1f MiB\n",
+                  r.rssMiB, r.rssMaxMiB, r.hwmMiB);
+      if (r.cycles) {
+        std::printf("  /metrics: %.0f cycles in all, nodewarden_pods %.0f", *r.cycles,
+                    r.podsGauge.value_or(-1));
+        if (r.scanSum && r.scanCount && *r.scanCount > 0) {
+          std::printf(", mean scan %.2f ms over %.0f scans", *r.scanSum / *r.scanCount * 1e3,
+                      *r.scanCount);
+        }
+        std::printf("\n");
+      }
+      std::printf("  stopped with SIGTERM: %s\n", r.exitStatus.c_str());
+      idle = r;
+    }
+    std::printf("\n");
+  }
+
+  // --- summary.
+  std::printf("== targets ==\n");
+  if (p99) {
+    std::printf("  eviction latency p99 with notifications %8.1f ms  <= %5.0f ms   %s\n", *p99,
+                kLatencyP99TargetMs, verdict(*p99 <= kLatencyP99TargetMs));
+  } else {
+    std::printf("  eviction latency p99 with notifications: not measured\n");
+  }
+  if (demoKills) {
+    std::printf("  kernel OOM kills in the demo, agent     %8llu     == %5d      %s\n",
+                static_cast<unsigned long long>(*demoKills), 0, verdict(*demoKills == 0));
+  } else {
+    std::printf("  kernel OOM kills in the demo, agent: %s\n",
+                demoRan ? "not measured" : "skipped");
+  }
+  if (idle) {
+    std::printf("  idle CPU, %d pods, 1 s interval          %8.3f %%   <= %5.1f %%    %s\n",
+                kIdlePods, idle->cpuPercentTicks, kIdleCpuTargetPercent,
+                verdict(idle->cpuPercentTicks <= kIdleCpuTargetPercent));
+    std::printf("  idle RSS, %d pods                        %8.1f MiB <= %5.0f MiB  %s\n",
+                kIdlePods, idle->rssMaxMiB, kIdleRssTargetMiB,
+                verdict(idle->rssMaxMiB <= kIdleRssTargetMiB));
+  } else {
+    std::printf("  idle CPU and RSS: %s\n", settings.skipIdle ? "skipped" : "not measured");
+  }
+
+  int status = 0;
+  if (stopped()) {
+    std::printf("\ninterrupted: removing the sandbox\n");
+    status = 130;
+  }
+  const auto teardown = Clock::now();
+  auto destroyed = sandbox.destroy();
+  std::size_t left = 0;
+  for (const std::string& mount : {h.memory, h.cpuacct, h.pids, h.freezer, h.unified}) {
+    struct stat st {};
+    if (!mount.empty() && ::stat((mount + "/" + options.name).c_str(), &st) == 0) {
+      std::printf("WARNING: %s/%s is still there\n", mount.c_str(), options.name.c_str());
+      ++left;
+    }
+  }
+  std::printf("\nsandbox removed in %.2f s%s%s\n", nanosSince(teardown) * 1e-9,
+              destroyed ? "" : ": ", destroyed ? "" : destroyed.error().message.c_str());
+  std::printf("total wall time %.1f s\n", nanosSince(start) * 1e-9);
+  if (left > 0 && status == 0) status = 1;
+  return status;
+}
+
+}  // namespace
+}  // namespace nodewarden::bench
+
+int main(int argc, char** argv) {
+  return nodewarden::bench::run(argc, argv);
+}
