@@ -49,8 +49,8 @@ void CgroupActuator::evict(const EvictionOrder& order, Done done) {
     boost::asio::post(io_, [pending] { pending->done(pending->outcome); });
   };
   if (pod == nullptr) {
-    pending->outcome.emptied = true;  // its cgroup is already gone
-    finish("");
+    // Nothing of it runs here (its cgroup never appeared or is gone): nothing was freed.
+    finish("no cgroup for this pod on the node");
     return;
   }
   if (order.gracePeriodSeconds <= 0) {

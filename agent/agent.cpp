@@ -72,7 +72,8 @@ Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
       pods_(std::move(pods)),
       source_(std::move(source)),
       actuator_(makeActuator(io, pods_)),
-      timer_(io) {
+      timer_(io),
+      graceTimer_(io) {
   // Every family exists from the start, so a scrape before the first event sees them.
   evictionsTotal_ =
       &metrics_.counter("nodewarden_evictions_total", "Evictions ordered, by signal and reason.",
@@ -147,6 +148,7 @@ void Agent::stop() {
   if (stopped_) return;
   stopped_ = true;
   timer_.cancel();
+  graceTimer_.cancel();
   notifiers_.clear();
   if (http_) http_->stop();
   notifySystemd("STOPPING=1");
@@ -163,6 +165,24 @@ void Agent::scheduleTimer() {
     if (ec || !*alive || stopped_) return;
     cycle("timer");
     scheduleTimer();
+  });
+}
+
+void Agent::scheduleGraceTimer(const policy::EvictionDecision& decision, SteadyTime now) {
+  // A soft threshold acts when its grace period ends, not at the next tick after that.
+  std::optional<SteadyTime> due;
+  for (const policy::SignalStatus& status : decision.signals) {
+    if (status.key.hard || !status.met || status.actionable) continue;
+    for (const policy::Threshold& threshold : policy_.thresholds) {
+      if (threshold.signal != status.key.signal || threshold.hard()) continue;
+      const SteadyTime when = now + (threshold.gracePeriod - status.metFor);
+      if (!due || when < *due) due = when;
+    }
+  }
+  if (!due) return;
+  graceTimer_.expires_at(*due + std::chrono::milliseconds(1));
+  graceTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (!ec && *alive && !stopped_) requestCycle("grace-elapsed");
   });
 }
 
@@ -212,8 +232,18 @@ bool Agent::reloadPolicy() {
   return true;
 }
 
-void Agent::rebuildSnapshot(const cgroups::ScanResult& scan) {
+void Agent::rebuildSnapshot(const cgroups::ScanResult& scan, bool pods) {
   const PodSet& set = source_->current();
+  if (!pods && fullScanDone_ && !snapshot_.nodes.empty()) {
+    // A node-only cycle: fresh node figures, the pods and their figures from the last full
+    // scan (their objects only change on full cycles).
+    snapshot_.stats[snapshot_.nodes[0].name].node = scan.summary.node;
+    snapshot_.nodes[0].conditions.clear();
+    for (const std::string& condition : lastDecision_.conditions) {
+      snapshot_.nodes[0].conditions.push_back({condition, "True"});
+    }
+    return;
+  }
   policy::Snapshot snapshot;
   snapshot.priorityClasses = set.priorityClasses;
   snapshot.podDisruptionBudgets = set.podDisruptionBudgets;
@@ -285,19 +315,39 @@ void Agent::rebuildSnapshot(const cgroups::ScanResult& scan) {
   policy::resolvePods(unknown, snapshot.priorityClasses);
   for (policy::Pod& pod : unknown) snapshot.pods.push_back(std::move(pod));
   snapshot.stats[nodeName] = scan.summary;
+  // The kubelet's eviction message names the containers over their request. cgroups give
+  // usage per pod; a pod with one container used all of it in that container. (Pods with
+  // several containers need the runtime's container IDs to split it: the Kubernetes source.)
+  std::map<std::string_view, const policy::Pod*> byUid;
+  for (const policy::Pod& pod : snapshot.pods) byUid.emplace(pod.uid, &pod);
+  for (policy::PodStats& stats : snapshot.stats[nodeName].pods) {
+    auto it = byUid.find(stats.uid);
+    if (it == byUid.end() || !stats.memoryWorkingSetBytes || !stats.containers.empty()) continue;
+    if (it->second->containers.size() != 1) continue;
+    policy::ContainerStats container;
+    container.name = it->second->containers[0].name;
+    container.memoryWorkingSetBytes = stats.memoryWorkingSetBytes;
+    stats.containers.push_back(std::move(container));
+  }
   snapshot_ = std::move(snapshot);
 }
 
 policy::NodeView Agent::currentView() const {
   const std::string name = snapshot_.nodes.empty() ? options_.nodeName : snapshot_.nodes[0].name;
   policy::NodeView view = policy::makeNodeView(snapshot_, name);
-  if (!inFlight_.empty() || !evicted_.empty()) {
+  if (!inFlight_.empty() || !evicted_.empty() || !backOff_.empty() || fullScanDone_) {
     // Pods being terminated are never chosen again; their usage still counts for the node.
     policy::NodeView kept = view;
     kept.pods.clear();
     kept.podStats.clear();
     for (std::size_t i = 0; i < view.pods.size(); ++i) {
-      if (inFlight_.contains(view.pods[i]->uid) || evicted_.contains(view.pods[i]->uid)) continue;
+      const std::string& uid = view.pods[i]->uid;
+      // In flight, evicted, backing off after a failed eviction, or not running here (a
+      // manifest whose cgroup does not exist): not a candidate. Their usage still counts.
+      if (inFlight_.contains(uid) || evicted_.contains(uid) || backOff_.contains(uid) ||
+          pods_.find(uid) == nullptr) {
+        continue;
+      }
       kept.pods.push_back(view.pods[i]);
       kept.podStats.push_back(view.podStats[i]);
     }
@@ -307,31 +357,23 @@ policy::NodeView Agent::currentView() const {
   return view;
 }
 
-void Agent::cycle(const char* trigger) {
-  if (stopped_) return;
-  cyclePosted_ = false;
-  const SteadyTime now = std::chrono::steady_clock::now();
-  ++cycles_;
-  cyclesTotal_->add({trigger});
-
-  if (policyFileChanged()) reloadPolicy();
-  source_->refresh();
-  for (const std::string& problem : source_->takeProblems()) {
-    logEvent(LogLevel::Warn, "pod-source-problem", {{"problem", problem}});
-  }
+void Agent::refreshPodCgroups() {
   auto refreshed = pods_.refresh();
   if (!refreshed) {
     const std::string& message = refreshed.error().message;
     if (reportedErrors_.emplace(message, "").second) {
       logEvent(LogLevel::Error, "cgroup-refresh-failed", {{"error", message}});
     }
-  } else {
-    for (const Error& error : refreshed->errors) {
-      if (reportedErrors_.emplace(error.message, "").second) {
-        logEvent(LogLevel::Warn, "cgroup-problem", {{"error", error.message}});
-      }
+    return;
+  }
+  for (const Error& error : refreshed->errors) {
+    if (reportedErrors_.emplace(error.message, "").second) {
+      logEvent(LogLevel::Warn, "cgroup-problem", {{"error", error.message}});
     }
   }
+  const SteadyTime now = std::chrono::steady_clock::now();
+  std::erase_if(backOff_, [&](const auto& entry) { return entry.second <= now; });
+  // An evicted pod is a candidate again once its cgroup is gone or runs processes again.
   for (auto it = evicted_.begin(); it != evicted_.end();) {
     const cgroups::PodCgroup* pod = pods_.find(*it);
     auto processes = pod ? cgroups::readProcsRecursive(pod->memory)
@@ -343,35 +385,78 @@ void Agent::cycle(const char* trigger) {
     if (pod != nullptr) logEvent(LogLevel::Info, "pod-running-again", {{"uid", *it}});
     it = evicted_.erase(it);
   }
-  const cgroups::ScanResult scan = cgroups::scanNode(pods_, options_.scan, now);
+}
+
+policy::EvictionResult Agent::observe(bool full, SteadyTime now, cgroups::ScanResult& scan) {
+  if (full) refreshPodCgroups();
+  cgroups::ScanOptions scanOptions = options_.scan;
+  scanOptions.podFigures = full;
+  scan = cgroups::scanNode(pods_, scanOptions, now);
   for (const Error& error : scan.errors) {
     if (reportedErrors_.emplace(error.message, "").second) {
       logEvent(LogLevel::Warn, "read-problem", {{"error", error.message}});
     }
   }
   if (reportedErrors_.size() > 1000) reportedErrors_.clear();  // bounded; may re-log later
+  rebuildSnapshot(scan, full);
+  if (full) {
+    ++fullScans_;
+    fullScanDone_ = true;
+    lastFullScan_ = now;
+    scanDuration_->observe({}, std::chrono::duration<double>(scan.duration).count());
+  }
+  return policy::evaluateEviction(currentView(), policy_, state_, now, policy::Rankings::Needed);
+}
 
-  rebuildSnapshot(scan);
+bool Agent::pressureNear(const policy::EvictionDecision& decision) const {
+  for (const policy::SignalStatus& status : decision.signals) {
+    if (status.met) return true;
+    // Within half the threshold (or the minimum reclaim, if larger) above it.
+    const std::int64_t margin = std::max(status.threshold / 2, status.minReclaim);
+    if (status.available < status.threshold + margin) return true;
+  }
+  return false;
+}
+
+void Agent::cycle(const char* trigger) {
+  if (stopped_) return;
+  cyclePosted_ = false;
+  const SteadyTime now = std::chrono::steady_clock::now();
+  ++cycles_;
+  cyclesTotal_->add({trigger});
+
+  if (policyFileChanged()) reloadPolicy();
+  const bool sourceChanged = source_->refresh();
+  for (const std::string& problem : source_->takeProblems()) {
+    logEvent(LogLevel::Warn, "pod-source-problem", {{"problem", problem}});
+  }
+  // Every pod is read on the first cycle, on anything but the plain timer (a kernel
+  // notification, an eviction that completed, a grace period that ended), while evictions
+  // are in flight or a threshold is near, and every kFullScanEvery.
+  bool full = !fullScanDone_ || sourceChanged || std::string_view(trigger) != "timer" ||
+              !inFlight_.empty() || now - lastFullScan_ >= kFullScanEvery ||
+              pressureNear(lastDecision_);
+  cgroups::ScanResult scan;
+  policy::EvictionResult result = observe(full, now, scan);
+  if (!full && pressureNear(result.decision)) {
+    full = true;
+    result = observe(true, now, scan);
+  }
   const policy::NodeView view = currentView();
-  policy::EvictionResult result =
-      policy::evaluateEviction(view, policy_, state_, now, policy::Rankings::Needed);
 
-  // When did each newly met threshold start being met? A kernel notification says exactly;
-  // with polling, interpolate between the last two observations.
+  // When did each newly met threshold start being met?
   for (const policy::SignalStatus& status : result.decision.signals) {
     const std::string key = thresholdKey(status.key);
     const bool wasMet = state_.met.contains(status.key);
     if (status.met && !wasMet) {
+      // A kernel notification dates the crossing exactly. With polling the agent only knows
+      // it happened since the last observation below the threshold: that time is used, so
+      // the latency figure is an upper bound, never flattering.
       SteadyTime crossed = now;
       if (notifiedAt_) {
         crossed = *notifiedAt_;
-      } else if (auto last = lastObserved_.find(key); last != lastObserved_.end() &&
-                                                      last->second.available >= status.threshold &&
-                                                      last->second.available > status.available) {
-        const double fraction = double(last->second.available - status.threshold) /
-                                double(last->second.available - status.available);
-        crossed = last->second.at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                        (now - last->second.at) * fraction);
+      } else if (auto last = lastObserved_.find(key); last != lastObserved_.end()) {
+        crossed = last->second.at;
       }
       crossedAt_[key] = crossed;
     } else if (!status.met) {
@@ -386,6 +471,7 @@ void Agent::cycle(const char* trigger) {
   act(lastDecision_, now);
   updateMetrics(lastDecision_, scan);
   if (options_.notifications) armNotifications(lastDecision_);
+  scheduleGraceTimer(lastDecision_, now);
 
   lastCycleAt_ = now;
   if (!ready_) {
@@ -473,12 +559,56 @@ void Agent::act(const policy::EvictionDecision& decision, SteadyTime now) {
               {"reason", eviction.message}});
     if (onEviction) onEviction(stored);
   }
+  reportStuckThresholds(decision);
+}
+
+void Agent::reportStuckThresholds(const policy::EvictionDecision& decision) {
+  // The kubelet says "unable to evict any pods from the node" when a threshold calls for an
+  // eviction and no pod can go; say it once per episode, with each pod's reason.
+  for (const policy::SignalStatus& status : decision.signals) {
+    const std::string key = thresholdKey(status.key);
+    if (!status.actionable) {
+      stuckLogged_.erase(key);
+      continue;
+    }
+    const bool acted =
+        std::any_of(decision.evict.begin(), decision.evict.end(),
+                    [&](const policy::Eviction& e) { return e.signal == status.key.signal; });
+    const std::string signal(policy::toString(status.key.signal));
+    const bool waiting = std::any_of(inFlight_.begin(), inFlight_.end(),
+                                     [&](const auto& entry) { return entry.second == signal; });
+    if (acted || waiting || options_.dryRun || !stuckLogged_.insert(key).second) continue;
+    const policy::Ranking* ranking = &decision.memory;
+    if (status.key.signal == Signal::PidAvailable && decision.pids) ranking = &*decision.pids;
+    if (status.key.signal != Signal::PidAvailable && status.key.signal != Signal::MemoryAvailable &&
+        status.key.signal != Signal::AllocatableMemoryAvailable && decision.ephemeralStorage) {
+      ranking = &*decision.ephemeralStorage;
+    }
+    std::string reasons;
+    for (const policy::RankedPod& ranked : ranking->pods) {
+      if (!reasons.empty()) reasons += "; ";
+      reasons += ranked.pod->key + ": " +
+                 (ranked.evictable ? std::string("evictable") : ranked.notEvictableReason);
+    }
+    if (reasons.empty()) reasons = "no pods on the node";
+    logEvent(LogLevel::Warn, "no-evictable-pod",
+             {{"signal", signal},
+              {"kind", status.key.hard ? "hard" : "soft"},
+              {"available", status.available},
+              {"threshold", status.threshold},
+              {"pods", reasons},
+              {"reason", "unable to evict any pods from the node"}});
+  }
 }
 
 void Agent::onOutcome(const EvictionOutcome& outcome) {
   inFlight_.erase(outcome.uid);
   if (outcome.dryRun) return;
-  if (outcome.emptied) evicted_.insert(outcome.uid);
+  if (outcome.emptied) {
+    evicted_.insert(outcome.uid);
+  } else {
+    backOff_[outcome.uid] = std::chrono::steady_clock::now() + kBackOff;
+  }
   logEvent(outcome.emptied ? LogLevel::Info : LogLevel::Error,
            outcome.emptied ? "evicted" : "eviction-failed",
            {{"pod", outcome.pod},
@@ -487,9 +617,9 @@ void Agent::onOutcome(const EvictionOutcome& outcome) {
             {"processes", static_cast<std::int64_t>(outcome.processes)},
             {"elapsed_ms", outcome.elapsed.count() / 1000.0},
             {"error", outcome.error}});
-  // The pod's memory is back (or the kill failed): decide again with fresh figures now
-  // instead of waiting for the timer.
-  requestCycle("eviction-done");
+  // The pod's memory is back: decide again with fresh figures now instead of waiting for the
+  // timer. A failure frees nothing; the next regular cycle goes on without that pod.
+  if (outcome.emptied) requestCycle("eviction-done");
 }
 
 void Agent::armPsi() {
@@ -623,7 +753,7 @@ void Agent::updateMetrics(const policy::EvictionDecision& decision,
     conditions.set({condition}, holds ? 1 : 0);
   }
   podsGauge_->set({}, double(decision.memory.pods.size()));
-  scanDuration_->observe({}, std::chrono::duration<double>(scan.duration).count());
+  (void)scan;
 }
 
 void Agent::notifySystemd(const std::string& state) const {

@@ -114,17 +114,25 @@ class Agent {
   std::uint16_t httpPort() const { return http_ ? http_->port() : 0; }
   bool ready() const { return ready_; }
   std::uint64_t cycles() const { return cycles_; }
+  std::uint64_t fullScans() const { return fullScans_; }
   // Which kernel notifications are armed, for logs and tests ("memory threshold …", "PSI …").
   std::vector<std::string> armedNotifications() const;
 
  private:
   struct Notifier;
   void scheduleTimer();
+  void scheduleGraceTimer(const policy::EvictionDecision& decision, SteadyTime now);
   void requestCycle(const char* trigger);
-  void rebuildSnapshot(const cgroups::ScanResult& scan);
+  // Reads the kernel (every pod when `full`, else the node only) and evaluates the policy.
+  policy::EvictionResult observe(bool full, SteadyTime now, cgroups::ScanResult& scan);
+  // A threshold is met or close: the next cycles read every pod.
+  bool pressureNear(const policy::EvictionDecision& decision) const;
+  void refreshPodCgroups();
+  void rebuildSnapshot(const cgroups::ScanResult& scan, bool pods);
   policy::NodeView currentView() const;
   void act(const policy::EvictionDecision& decision, SteadyTime now);
   void onOutcome(const EvictionOutcome& outcome);
+  void reportStuckThresholds(const policy::EvictionDecision& decision);
   void armNotifications(const policy::EvictionDecision& decision);
   void armPsi();
   void watchNotifier(const std::shared_ptr<Notifier>& notifier);
@@ -141,7 +149,13 @@ class Agent {
   std::unique_ptr<Actuator> actuator_;
   std::unique_ptr<HttpServer> http_;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer graceTimer_;  // wakes a cycle when a soft grace period ends
   SteadyTime nextTick_{};
+  // Pod figures are read every cycle only while a threshold is near; otherwise every
+  // kFullScanEvery, so an idle node costs a handful of reads a second.
+  static constexpr std::chrono::seconds kFullScanEvery{10};
+  SteadyTime lastFullScan_{};
+  bool fullScanDone_ = false;
 
   // The last cycle's inputs, kept so views and HTTP answers point into live data.
   policy::Snapshot snapshot_;
@@ -155,6 +169,12 @@ class Agent {
   // Evicted pods whose (now empty) cgroup is still there: not candidates again until their
   // cgroup goes away or processes return to it (a restarted static pod).
   std::set<std::string, std::less<>> evicted_;
+  // Pods whose eviction failed (refused: e.g. the pod holds this agent; or nothing to kill):
+  // left out of decisions until the time given, so the ranking moves on to other pods.
+  std::map<std::string, SteadyTime, std::less<>> backOff_;
+  static constexpr std::chrono::seconds kBackOff{60};
+  // Thresholds that were actionable with no pod left to evict, logged once per episode.
+  std::set<std::string> stuckLogged_;
   std::map<std::string, SteadyTime> dryRunLogged_;
   std::vector<EvictionRecord> evictions_;
 
@@ -193,6 +213,7 @@ class Agent {
   bool ready_ = false;
   bool stopped_ = false;
   std::uint64_t cycles_ = 0;
+  std::uint64_t fullScans_ = 0;
   SteadyTime lastCycleAt_{};
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -49,7 +49,7 @@ struct HttpRequest {
 
 // The handler's answer. The server adds Server: nodewarden, Content-Length and Connection.
 struct HttpResponse {
-  unsigned status = 200;  // outside 100..999 is answered 500
+  unsigned status = 200;                         // outside 100..999 is answered 500
   std::string contentType = "application/json";  // empty: no Content-Type header
   std::string body;
 };
@@ -59,9 +59,9 @@ struct HttpResponse {
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpServerOptions {
-  std::string address = "127.0.0.1";  // an IPv4/IPv6 literal or a host name (resolved once)
-  std::uint16_t port = 10290;         // 0: any free port, see HttpServer::port()
-  std::size_t bodyLimit = 1 << 20;    // larger request bodies are answered 413
+  std::string address = "127.0.0.1";         // an IPv4/IPv6 literal or a host name (resolved once)
+  std::uint16_t port = 10290;                // 0: any free port, see HttpServer::port()
+  std::size_t bodyLimit = 1 << 20;           // larger request bodies are answered 413
   std::chrono::milliseconds timeout{10000};  // per read/write, including keep-alive idle time
   std::size_t maxConnections = 64;           // open connections at once, at least 1
   // Optional: told (on the loop thread) about server-side problems worth a log line: accept

@@ -5,9 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <tuple>
 #include <type_traits>
-#include <set>
 #include <utility>
 
 namespace nodewarden::agent {
@@ -83,14 +83,16 @@ std::string formatMetricValue(double value) {
 
 // --- MetricFamily ---------------------------------------------------------------------------
 
-MetricFamily::MetricFamily(std::string name, std::string help,
-                           std::vector<std::string> labelNames, std::uint64_t* misuses)
+MetricFamily::MetricFamily(std::string name, std::string help, std::vector<std::string> labelNames,
+                           std::uint64_t* misuses)
     : name_(std::move(name)),
       help_(std::move(help)),
       labelNames_(std::move(labelNames)),
       misuses_(misuses) {}
 
-void MetricFamily::countMisuse() const { ++*misuses_; }
+void MetricFamily::countMisuse() const {
+  ++*misuses_;
+}
 
 bool MetricFamily::checkLabels(const std::vector<std::string>& labelValues) const {
   const bool ok = labelValues.size() == labelNames_.size();
@@ -183,7 +185,9 @@ void GaugeFamily::remove(const std::vector<std::string>& labelValues) {
   series_.erase(labelValues);
 }
 
-void GaugeFamily::clear() { series_.clear(); }
+void GaugeFamily::clear() {
+  series_.clear();
+}
 
 double GaugeFamily::value(const std::vector<std::string>& labelValues) const {
   const auto it = series_.find(labelValues);
@@ -214,9 +218,9 @@ void HistogramFamily::observe(const std::vector<std::string>& labelValues, doubl
   Series& series = seriesFor(labelValues);
   // The first bound >= value; NaN and values above every bound land in +Inf.
   const auto bound = std::lower_bound(upperBounds_.begin(), upperBounds_.end(), value);
-  const std::size_t index =
-      std::isnan(value) ? upperBounds_.size()
-                        : static_cast<std::size_t>(bound - upperBounds_.begin());
+  const std::size_t index = std::isnan(value)
+                                ? upperBounds_.size()
+                                : static_cast<std::size_t>(bound - upperBounds_.begin());
   ++series.buckets[index];
   series.sum += value;
   ++series.count;
@@ -270,9 +274,8 @@ Family& MetricsRegistry::add(std::string name, std::string help,
   }
   assert(valid && "invalid or clashing metric family");
 
-  std::unique_ptr<Family> family(new Family(std::move(name), std::move(help),
-                                            std::move(labelNames), &misuses_,
-                                            std::forward<Extra>(extra)...));
+  std::unique_ptr<Family> family(new Family(std::move(name), std::move(help), std::move(labelNames),
+                                            &misuses_, std::forward<Extra>(extra)...));
   Family& result = *family;
   // Without labels, the one series exists from the start so the metric is always exported.
   if constexpr (std::is_same_v<Family, HistogramFamily>) {
@@ -303,7 +306,9 @@ HistogramFamily& MetricsRegistry::histogram(std::string name, std::string help,
                                             std::vector<std::string> labelNames,
                                             std::vector<double> upperBounds) {
   // +Inf is implied and NaN cannot be compared: drop both; the rest ascending, once each.
-  std::erase_if(upperBounds, [](double b) { return std::isnan(b) || b == std::numeric_limits<double>::infinity(); });
+  std::erase_if(upperBounds, [](double b) {
+    return std::isnan(b) || b == std::numeric_limits<double>::infinity();
+  });
   std::sort(upperBounds.begin(), upperBounds.end());
   upperBounds.erase(std::unique(upperBounds.begin(), upperBounds.end()), upperBounds.end());
   return add<HistogramFamily>(std::move(name), std::move(help), std::move(labelNames),

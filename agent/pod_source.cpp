@@ -24,6 +24,18 @@ std::vector<std::string> StaticPodSource::takeProblems() {
 }
 
 bool StaticPodSource::refresh() {
+  struct stat dirStat {};
+  const auto now = std::chrono::steady_clock::now();
+  if (!first_ && ::stat(directory_.c_str(), &dirStat) == 0) {
+    const std::int64_t mtime =
+        std::int64_t(dirStat.st_mtim.tv_sec) * 1'000'000'000 + dirStat.st_mtim.tv_nsec;
+    if (mtime == directoryMtime_ && now - lastWalk_ < std::chrono::seconds(10)) return false;
+    directoryMtime_ = mtime;
+  } else if (first_ && ::stat(directory_.c_str(), &dirStat) == 0) {
+    directoryMtime_ =
+        std::int64_t(dirStat.st_mtim.tv_sec) * 1'000'000'000 + dirStat.st_mtim.tv_nsec;
+  }
+  lastWalk_ = now;
   DIR* dir = ::opendir(directory_.c_str());
   if (dir == nullptr) {
     const std::string problem =

@@ -4,6 +4,7 @@
 // Threading: sources are used from the agent's loop thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -42,6 +43,8 @@ class PodSource {
 // this node (CONTRACT §1). Files are re-read when their size, mtime or inode change; a file
 // that does not parse is reported and skipped while the others still count. Priority class
 // names resolve against the built-in classes (system-node-critical, system-cluster-critical).
+// A refresh stats only the directory unless its mtime changed or 10 s passed since the last
+// walk over every file (an in-place edit that leaves the directory alone is seen then).
 class StaticPodSource final : public PodSource {
  public:
   StaticPodSource(std::string directory, std::string nodeName);
@@ -64,6 +67,8 @@ class StaticPodSource final : public PodSource {
   std::vector<std::string> problems_;
   std::string directoryProblem_;  // reported once until it changes
   bool first_ = true;
+  std::int64_t directoryMtime_ = -1;
+  std::chrono::steady_clock::time_point lastWalk_{};
 };
 
 }  // namespace nodewarden::agent

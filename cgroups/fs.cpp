@@ -1,11 +1,11 @@
 #include "cgroups/fs.h"
 
-#include <cerrno>
-#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 namespace nodewarden::cgroups {
 
@@ -18,7 +18,9 @@ bool isGoneErrno(int errnoValue) {
   return errnoValue == ENOENT || errnoValue == ENODEV || errnoValue == ESRCH;
 }
 
-bool isGone(const Error& error) { return isGoneErrno(error.sysErrno); }
+bool isGone(const Error& error) {
+  return isGoneErrno(error.sysErrno);
+}
 
 Error errnoError(const std::string& what, int errnoValue) {
   return Error{what + ": " + std::strerror(errnoValue), errnoValue};
@@ -38,16 +40,18 @@ Result<UniqueFd> openFileAt(int dirfd, const std::string& name, int flags) {
 
 Result<std::size_t> preadWhole(int fd, char* buffer, std::size_t capacity) {
   std::size_t total = 0;
-  // cgroup files are generated in one go and a short pread means the end; keep reading only
-  // while the kernel keeps giving bytes (seq_file may return one page at a time).
+  // A read that returns less than asked is the end: seq_file (cgroup and /proc files) fills
+  // the buffer until the file ends, so a second pread only to see 0 would double the
+  // syscalls of every scan.
   while (total < capacity) {
     const ssize_t n = ::pread(fd, buffer + total, capacity - total, static_cast<off_t>(total));
     if (n < 0) {
       if (errno == EINTR) continue;
       return errnoError("read", errno);
     }
-    if (n == 0) return total;
+    const std::size_t asked = capacity - total;
     total += static_cast<std::size_t>(n);
+    if (n == 0 || static_cast<std::size_t>(n) < asked) return total;
   }
   return Error{"file larger than " + std::to_string(capacity) + " bytes"};
 }
@@ -71,7 +75,9 @@ Result<std::string> readFileAt(int dirfd, const std::string& name) {
   }
 }
 
-Result<std::string> readFile(const std::string& path) { return readFileAt(AT_FDCWD, path); }
+Result<std::string> readFile(const std::string& path) {
+  return readFileAt(AT_FDCWD, path);
+}
 
 Result<bool> writeFileAt(int dirfd, const std::string& name, std::string_view text) {
   auto fd = openFileAt(dirfd, name, O_WRONLY);

@@ -1,11 +1,11 @@
 #include "cgroups/hierarchy.h"
 
-#include <algorithm>
 #include <fcntl.h>
 #include <libcgroup.h>
+#include <sys/stat.h>
+#include <algorithm>
 #include <map>
 #include <mutex>
-#include <sys/stat.h>
 
 #include "cgroups/fs.h"
 
@@ -142,9 +142,9 @@ Result<Hierarchy> hierarchyFromMounts(const std::string& rootIn,
     std::string found;
     for (const auto& [controller, path] : v1) found += " " + controller + "=" + path;
     if (!h.unified.empty()) found += " cgroup2=" + h.unified;
-    return Error{"no memory cgroup hierarchy below " + root +
-                 (found.empty() ? std::string(" (no cgroup mounts there)")
-                                : " (found:" + found + ")")};
+    return Error{
+        "no memory cgroup hierarchy below " + root +
+        (found.empty() ? std::string(" (no cgroup mounts there)") : " (found:" + found + ")")};
   }
   return h;
 }

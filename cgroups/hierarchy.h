@@ -27,12 +27,12 @@ const char* toString(Mode mode);
 // Where each controller's hierarchy is mounted (absolute paths), empty when absent.
 struct Hierarchy {
   Mode mode = Mode::Legacy;
-  std::string root;         // the injected root, as given
-  std::string memory;       // v1 memory mount, or the v2 mount when memory is on v2
-  std::string cpuacct;      // v1 cpuacct mount, or the v2 mount (cpu.stat)
-  std::string pids;         // v1 pids mount, or the v2 mount
-  std::string freezer;      // v1 freezer mount; v2 has cgroup.freeze in the unified mount
-  std::string unified;      // the cgroup2 mount (PSI, cgroup.kill, memory.events), if any
+  std::string root;     // the injected root, as given
+  std::string memory;   // v1 memory mount, or the v2 mount when memory is on v2
+  std::string cpuacct;  // v1 cpuacct mount, or the v2 mount (cpu.stat)
+  std::string pids;     // v1 pids mount, or the v2 mount
+  std::string freezer;  // v1 freezer mount; v2 has cgroup.freeze in the unified mount
+  std::string unified;  // the cgroup2 mount (PSI, cgroup.kill, memory.events), if any
   Version memoryVersion = Version::V1;
   Version cpuVersion = Version::V1;
   Version pidsVersion = Version::V1;

@@ -1,10 +1,10 @@
 #include "cgroups/kill.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <thread>
-#include <unistd.h>
 
 #include "cgroups/readers.h"
 
@@ -15,7 +15,9 @@ bool pathInLayout(const CgroupDir& dir, const std::string& mount, const std::str
   return dir.valid() && dir.path() == mount + "/" + relative;
 }
 
-bool neverSignal(pid_t pid) { return pid == ::getpid() || pid <= 1; }
+bool neverSignal(pid_t pid) {
+  return pid == ::getpid() || pid <= 1;
+}
 
 // Sends `signal` to each PID; ESRCH (already gone) is normal.
 SignalReport signalAll(const std::vector<pid_t>& pids, int signal) {

@@ -9,10 +9,10 @@
 // agent uses a timer, never a sleep), then killPod(). Not thread-safe.
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "cgroups/pods.h"

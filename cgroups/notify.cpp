@@ -1,12 +1,12 @@
 #include "cgroups/notify.h"
 
-#include <cctype>
-#include <cerrno>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
+#include <cctype>
+#include <cerrno>
 
 namespace nodewarden::cgroups {
 

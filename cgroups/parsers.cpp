@@ -30,7 +30,9 @@ std::string_view trimNewline(std::string_view text) {
   return text;
 }
 
-bool isSpace(char c) { return c == ' ' || c == '\t'; }
+bool isSpace(char c) {
+  return c == ' ' || c == '\t';
+}
 
 // Splits off the next whitespace-separated token.
 std::string_view nextToken(std::string_view& rest) {
@@ -136,9 +138,9 @@ Result<MemoryStat> parseMemoryStat(std::string_view text, Version version) {
     }
     std::uint64_t value = 0;
     if (!toInt(number, value)) {
-      return badNumber("memory.stat line " + std::to_string(lineNumber) + " (" +
-                           std::string(name) + ")",
-                       number);
+      return badNumber(
+          "memory.stat line " + std::to_string(lineNumber) + " (" + std::string(name) + ")",
+          number);
     }
     std::optional<std::uint64_t>* target = nullptr;
     if (name == "inactive_file") {
@@ -211,8 +213,8 @@ Result<PressureLine> parsePressureFields(std::string_view rest, std::string_view
     const auto [ptr, ec] = std::from_chars(number.data(), end, *target);
     // Written so that NaN (which from_chars accepts as "nan") fails the range check too.
     if (number.empty() || ec != std::errc() || ptr != end || !(*target >= 0 && *target <= 100)) {
-      return Error{std::string(kind) + " " + std::string(name) +
-                   ": expected a percentage, got " + quote(number)};
+      return Error{std::string(kind) + " " + std::string(name) + ": expected a percentage, got " +
+                   quote(number)};
     }
     seen |= bit;
   }
@@ -300,7 +302,8 @@ Result<std::vector<pid_t>> parseProcs(std::string_view text) {
     const std::string_view line = nextLine(rest);
     if (line.empty()) continue;
     pid_t pid = 0;
-    if (!toInt(line, pid) || pid <= 0) return Error{"cgroup.procs: expected a PID, got " + quote(line)};
+    if (!toInt(line, pid) || pid <= 0)
+      return Error{"cgroup.procs: expected a PID, got " + quote(line)};
     pids.push_back(pid);
   }
   return pids;
@@ -368,8 +371,8 @@ std::string unescapeOctal(std::string_view text) {
     if (text[i] == '\\' && i + 3 < text.size()) {
       const std::string_view digits = text.substr(i + 1, 3);
       // from_chars would take a sign ("\-12"); the kernel writes exactly three octal digits.
-      const bool octal = std::all_of(digits.begin(), digits.end(),
-                                     [](char c) { return c >= '0' && c <= '7'; });
+      const bool octal =
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; });
       int value = 0;
       const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + 3, value, 8);
       if (octal && ec == std::errc() && ptr == digits.data() + 3 && value < 256) {
@@ -432,7 +435,8 @@ Result<std::vector<CgroupMount>> parseMountInfo(std::string_view text) {
     mount.version = fsType == "cgroup2" ? Version::V2 : Version::V1;
     if (mount.version == Version::V1) {
       static constexpr std::string_view kNotControllers[] = {
-          "rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec", "clone_children",
+          "rw",       "ro",    "relatime",       "noatime",
+          "nosuid",   "nodev", "noexec",         "clone_children",
           "noprefix", "xattr", "cpuset_v2_mode", "favordynmods"};
       for (std::string& option : splitList(superOptions, ',')) {
         bool skip = option.starts_with("release_agent=");
@@ -482,8 +486,8 @@ Result<std::string> formatPsiTrigger(PressureKind kind, std::uint64_t stallMicro
   if (!privileged && windowMicros % 2'000'000 != 0) {
     return Error{"PSI trigger: without CAP_SYS_RESOURCE the window must be a multiple of 2s"};
   }
-  return std::string(kind == PressureKind::Some ? "some " : "full ") +
-         std::to_string(stallMicros) + " " + std::to_string(windowMicros);
+  return std::string(kind == PressureKind::Some ? "some " : "full ") + std::to_string(stallMicros) +
+         " " + std::to_string(windowMicros);
 }
 
 }  // namespace nodewarden::cgroups

@@ -4,11 +4,11 @@
 // These are the fuzz targets of cgroups/ (STYLE.md point 4).
 #pragma once
 
+#include <sys/types.h>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <sys/types.h>
 #include <vector>
 
 #include "policy/result.h"
@@ -95,10 +95,11 @@ Result<MemInfo> parseMemInfo(std::string_view text);
 
 // One line of /proc/self/mountinfo that mounts a cgroup or cgroup2 filesystem.
 struct CgroupMount {
-  std::string mountPoint;                // unescaped (\040 → space)
-  std::string root;                      // the mount's root within the hierarchy
+  std::string mountPoint;  // unescaped (\040 → space)
+  std::string root;        // the mount's root within the hierarchy
   Version version = Version::V1;
-  std::vector<std::string> controllers;  // v1: from the super options ("cpu", "cpuacct", "name=systemd")
+  std::vector<std::string>
+      controllers;  // v1: from the super options ("cpu", "cpuacct", "name=systemd")
 };
 // Returns the cgroup mounts in file order; other filesystems are skipped. Any line without
 // the " - " separator, and a cgroup line that cannot be split into its fields, is an error.

@@ -1,11 +1,11 @@
 #include "cgroups/pods.h"
 
-#include <algorithm>
-#include <cerrno>
 #include <fcntl.h>
-#include <set>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <algorithm>
+#include <cerrno>
+#include <set>
 
 namespace nodewarden::cgroups {
 namespace {
@@ -27,9 +27,8 @@ bool validUid(std::string_view uid) {
 }
 
 bool isHex(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-  });
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 std::string_view lastComponent(std::string_view path) {
@@ -160,8 +159,9 @@ Result<std::string_view> CgroupDir::read(File file, std::string& buffer) const {
   UniqueFd& cached = files_[static_cast<int>(file)];
   if (!cached.valid()) {
     auto opened = openFileAt(dir_.get(), name);
-    if (!opened) return Error{std::string(name) + " of " + path_ + ": " + opened.error().message,
-                              opened.error().sysErrno};
+    if (!opened)
+      return Error{std::string(name) + " of " + path_ + ": " + opened.error().message,
+                   opened.error().sysErrno};
     cached = std::move(opened).value();
   }
   // memory.stat is the only large one (v2 prints ~40 lines); the rest fit in 256 bytes.
@@ -169,8 +169,7 @@ Result<std::string_view> CgroupDir::read(File file, std::string& buffer) const {
   if (buffer.size() < capacity) buffer.resize(capacity);
   auto n = preadWhole(cached.get(), buffer.data(), buffer.size());
   if (!n) {
-    return Error{std::string(name) + " of " + path_ + ": " + n.error().message,
-                 n.error().sysErrno};
+    return Error{std::string(name) + " of " + path_ + ": " + n.error().message, n.error().sysErrno};
   }
   return std::string_view(buffer.data(), *n);
 }
@@ -237,8 +236,7 @@ Result<std::unique_ptr<PodCgroup>> PodCgroups::openPod(const PodCgroupName& name
   if (!memory) return memory.error();
   pod->memory = std::move(memory).value();
   // The other hierarchies are optional: a pod missing there is read without those figures.
-  auto optionalDir = [&](const std::string& mount, Version version,
-                         std::optional<CgroupDir>& out) {
+  auto optionalDir = [&](const std::string& mount, Version version, std::optional<CgroupDir>& out) {
     if (mount.empty()) return;
     if (auto dir = CgroupDir::open(mount + "/" + relativePath, version)) {
       out = std::move(dir).value();
@@ -303,7 +301,8 @@ Result<RefreshResult> PodCgroups::refresh() {
     if (auto qos = parseQosDirName(name, driver_)) {
       auto tierDir = openDirAt(kubepodsMemory_.fd(), name);
       if (!tierDir) {
-        if (!isGone(tierDir.error())) result.errors.push_back(tierDir.error().withContext(kubepodsPath));
+        if (!isGone(tierDir.error()))
+          result.errors.push_back(tierDir.error().withContext(kubepodsPath));
         continue;
       }
       auto children = listSubdirectories(tierDir->get());

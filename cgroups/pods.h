@@ -13,6 +13,7 @@
 // Threading: PodCgroups is not thread-safe; the agent uses it from its one event-loop thread.
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -20,7 +21,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <sys/types.h>
 #include <vector>
 
 #include "cgroups/fs.h"
@@ -106,10 +106,10 @@ class CgroupDir {
 struct PodCgroup {
   std::string uid;
   std::string qos;
-  std::string relativePath;  // below each hierarchy root, e.g. "kubepods/burstable/pod<uid>"
-  CgroupDir memory;          // always present
-  std::optional<CgroupDir> cpu;      // cpuacct (v1) or the v2 directory
-  std::optional<CgroupDir> pids;     // pids controller (v1 or v2)
+  std::string relativePath;       // below each hierarchy root, e.g. "kubepods/burstable/pod<uid>"
+  CgroupDir memory;               // always present
+  std::optional<CgroupDir> cpu;   // cpuacct (v1) or the v2 directory
+  std::optional<CgroupDir> pids;  // pids controller (v1 or v2)
   std::optional<CgroupDir> unified;  // the cgroup2 directory: PSI, cgroup.kill, memory.events
   std::optional<CgroupDir> freezer;  // v1 freezer
   // CPU rate state: the previous cumulative reading and when it was taken.

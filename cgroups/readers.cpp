@@ -1,10 +1,10 @@
 #include "cgroups/readers.h"
 
-#include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
+#include <cerrno>
 
 namespace nodewarden::cgroups {
 namespace {
@@ -48,8 +48,8 @@ Result<MemoryReading> readMemory(const CgroupDir& dir, std::string& buffer) {
     // The v2 root has no memory.max; anything else missing is an error.
     if (limitText.error().sysErrno != ENOENT) return limitText.error();
   } else {
-    auto limit = withPath(parseMax(*limitText), dir,
-                          CgroupDir::fileName(File::MemoryLimit, dir.version()));
+    auto limit =
+        withPath(parseMax(*limitText), dir, CgroupDir::fileName(File::MemoryLimit, dir.version()));
     if (!limit) return limit.error();
     reading.value().limit = *limit;
   }
@@ -268,6 +268,10 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
   fsFigures(options.nodeFsPath, [&](const FsStats& fs) { node.nodeFs = fs; });
   fsFigures(options.imageFsPath, [&](const FsStats& fs) { node.imageFs = fs; });
 
+  if (!options.podFigures) {
+    result.duration = std::chrono::steady_clock::now() - started;
+    return result;
+  }
   result.summary.pods.reserve(pods.size());
   for (auto& [uid, pod] : pods.pods()) {
     PodStats stats;
@@ -290,7 +294,8 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
     if (!gone && pod->cpu) {
       if (auto cpu = readCpuNanos(*pod->cpu, buffer)) {
         if (pod->lastCpuNanos && now > pod->lastCpuAt && *cpu >= *pod->lastCpuNanos) {
-          const double wall = std::chrono::duration<double, std::nano>(now - pod->lastCpuAt).count();
+          const double wall =
+              std::chrono::duration<double, std::nano>(now - pod->lastCpuAt).count();
           const double used = static_cast<double>(*cpu - *pod->lastCpuNanos);
           stats.cpuUsageNanoCores = static_cast<std::uint64_t>(used / wall * 1e9 + 0.5);
         }

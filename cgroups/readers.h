@@ -26,7 +26,7 @@ Result<std::uint64_t> readMemoryUsage(const CgroupDir& dir, std::string& buffer)
 struct MemoryReading {
   std::uint64_t usage = 0;
   std::uint64_t inactiveFile = 0;
-  std::uint64_t workingSet = 0;       // usage − inactive_file, floored at 0
+  std::uint64_t workingSet = 0;        // usage − inactive_file, floored at 0
   std::optional<std::uint64_t> limit;  // nullopt: unlimited
 };
 // Usage, memory.stat and the limit.
@@ -69,10 +69,13 @@ struct ScanOptions {
   // empty: not read.
   std::string nodeFsPath = "/var/lib/kubelet";
   std::string imageFsPath;
+  // Read every pod cgroup (working set, CPU, processes). false reads the node's figures only:
+  // the agent's cheap cycle while no threshold is near.
+  bool podFigures = true;
 };
 
 struct ScanResult {
-  Summary summary;           // pods by UID (PodStats::uid; names are filled by the caller)
+  Summary summary;            // pods by UID (PodStats::uid; names are filled by the caller)
   std::vector<Error> errors;  // figures that could not be read (never a vanished cgroup)
   std::size_t vanished = 0;   // pod cgroups that disappeared while being read
   std::chrono::nanoseconds duration{0};

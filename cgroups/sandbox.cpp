@@ -1,13 +1,13 @@
 #include "cgroups/sandbox.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <csignal>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <thread>
 
 #include "cgroups/fs.h"
 #include "cgroups/readers.h"
@@ -52,7 +52,9 @@ Sandbox::Sandbox(Sandbox&& other) noexcept
       children_(std::move(other.children_)),
       destroyed_(std::exchange(other.destroyed_, true)) {}
 
-Sandbox::~Sandbox() { (void)destroy(); }
+Sandbox::~Sandbox() {
+  (void)destroy();
+}
 
 std::vector<std::string> Sandbox::mounts() const {
   std::vector<std::string> out;
@@ -231,8 +233,8 @@ Result<bool> Sandbox::destroy() {
 int removeStaleSandboxes(const Hierarchy& hierarchy, const std::string& prefix) {
   int removed = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (const std::string& mount :
-       {hierarchy.memory, hierarchy.cpuacct, hierarchy.pids, hierarchy.freezer, hierarchy.unified}) {
+  for (const std::string& mount : {hierarchy.memory, hierarchy.cpuacct, hierarchy.pids,
+                                   hierarchy.freezer, hierarchy.unified}) {
     if (mount.empty()) continue;
     auto dir = openDirAt(AT_FDCWD, mount);
     if (!dir) continue;

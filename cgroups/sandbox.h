@@ -7,11 +7,11 @@
 // It only ever touches directories it created. Not thread-safe.
 #pragma once
 
+#include <sys/types.h>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "cgroups/hierarchy.h"

@@ -1,0 +1,140 @@
+// Policy reloads of a running agent: SIGHUP with an invalid file is rejected (the error logged,
+// the last good policy kept and acting); a valid edit is picked up without a signal.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include "tests/e2e/e2e_env.h"
+
+using namespace nodewarden;
+using namespace nodewarden::e2e;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* kSignal = "allocatableMemory.available";
+
+}  // namespace
+
+TEST_CASE("policy reload: an invalid file is rejected and the old policy acts; an edit applies") {
+  cgroups::Sandbox sandbox = makeSandbox(512 * kMiB);
+  TempDir manifests;
+  TempDir files;
+  const std::string policyFile = files.file("policy.json");
+  writeFile(policyFile, R"({
+    "evictionHard": { "allocatableMemory.available": "150Mi" },
+    "housekeepingInterval": "500ms"
+  })");
+  PodSpec web = PodSpec("e2e", "web").withPriority(0).request("memory", "64Mi");
+  PodSpec critical = PodSpec("kube-system", "node-agent").withClass("system-node-critical");
+  const std::string webCgroup = addPod(sandbox, &manifests, web);
+  const std::string criticalCgroup = addPod(sandbox, &manifests, critical);
+  const pid_t webPid = spawnAllocator(sandbox, webCgroup, 20 * kMiB);
+  const pid_t criticalPid = spawnAllocator(sandbox, criticalCgroup, 10 * kMiB);
+
+  AgentConfig config;
+  config.policyFile = policyFile;
+  config.manifestsDir = manifests.path();
+  config.kubepods = sandbox.kubepods();
+  AgentProcess agent(config);
+  Json state = getState(agent.port());
+  CHECK(signalOf(state, kSignal, "hard")["threshold"] == 150 * std::int64_t(kMiB));
+  CHECK(state["signals"].size() == 1);
+
+  // An invalid file (an unknown key and a malformed quantity), then SIGHUP.
+  std::size_t mark = agent.lines().size();
+  writeFile(policyFile, R"({
+    "evictionHard": { "allocatableMemory.available": "15OMi" },
+    "evictionHardd": { "memory.available": "1Gi" }
+  })");
+  agent.signal(SIGHUP);
+  const auto reload = agent.waitFor(
+      [](const LogLine& line) {
+        return line.event() == "reload" && line.field("signal") == "SIGHUP";
+      },
+      3s, mark);
+  REQUIRE_MESSAGE(reload.has_value(), agent.logText());
+  std::size_t reloadIndex = mark;
+  while (agent.lines()[reloadIndex].raw != reload->raw) ++reloadIndex;
+  const auto rejected = agent.waitForEvent("policy-reload-rejected", 2s, reloadIndex);
+  REQUIRE_MESSAGE(rejected.has_value(), agent.logText());
+  CAPTURE(rejected->raw);
+  CHECK(rejected->field("level") == "error");
+  CHECK(rejected->field("file") == policyFile);
+  const std::string errors = rejected->field("errors");
+  CHECK(errors.find(policyFile) != std::string::npos);
+  CHECK(errors.find("evictionHardd") != std::string::npos);
+  CHECK(errors.find("15OMi") != std::string::npos);
+  CHECK(agent.events("policy-reloaded").empty());
+
+  // The old thresholds still act: ~390 MiB used, ~122 MiB available, below the old 150Mi (and
+  // above the rejected file's): web, the one evictable pod, goes.
+  std::this_thread::sleep_for(1s);  // a few cycles with the invalid file in place
+  CHECK(agent.running());
+  state = getState(agent.port());
+  CHECK(signalOf(state, kSignal, "hard")["threshold"] == 150 * std::int64_t(kMiB));
+  CHECK(state["signals"].size() == 1);
+  const pid_t pressure = spawnAllocator(sandbox, criticalCgroup, 360 * kMiB);
+  const auto evict = agent.waitForEvent("evict", 3s, mark);
+  REQUIRE_MESSAGE(evict.has_value(), agent.logText());
+  CHECK(evict->field("pod") == web.key());
+  CHECK(evict->number("threshold") == 150.0 * kMiB);
+  const std::optional<int> webEnd = reapChild(sandbox, webPid, 2s);
+  REQUIRE(webEnd.has_value());
+  CHECK(WIFSIGNALED(*webEnd));
+  // Still met: ~142 MiB available < 150, and nothing left to evict.
+  REQUIRE(waitUntil([&] { return agent.events("evicted").size() == 1; }, 2s));
+  std::this_thread::sleep_for(600ms);
+  state = getState(agent.port());
+  CHECK(signalOf(state, kSignal, "hard")["met"] == true);
+  const std::int64_t available = signalOf(state, kSignal, "hard")["available"];
+  CHECK(available > 100 * std::int64_t(kMiB));
+  CHECK(available < 150 * std::int64_t(kMiB));
+  CHECK(agent.events("policy-reloaded").empty());
+  // Each rejection once: by SIGHUP, and perhaps once more if a cycle saw the change first.
+  CHECK(agent.events("policy-reload-rejected").size() <= 2);
+  const HttpReply metrics = httpRequest(agent.port(), "GET", "/metrics");
+  CHECK(metricValue(metrics.body, "nodewarden_policy_reloads_total", R"(result="rejected")") >=
+        1.0);
+
+  // A valid edit, no signal: picked up by the file watch within ~2 s.
+  mark = agent.lines().size();
+  const SteadyTime edited = now();
+  writeFile(policyFile, R"({
+    "evictionHard": { "allocatableMemory.available": "100Mi" },
+    "evictionSoft": { "allocatableMemory.available": "180Mi" },
+    "evictionSoftGracePeriod": { "allocatableMemory.available": "10s" },
+    "housekeepingInterval": "1s"
+  })");
+  const auto reloaded = agent.waitForEvent("policy-reloaded", 3s, mark);
+  REQUIRE_MESSAGE(reloaded.has_value(), agent.logText());
+  CAPTURE(reloaded->raw);
+  CHECK(std::chrono::duration<double>(reloaded->seenAt - edited).count() <= 2.0);
+  CHECK(reloaded->number("thresholds") == 2);
+  CHECK(reloaded->number("interval_ms") == 1000);
+  state = getState(agent.port());
+  CHECK(signalOf(state, kSignal, "hard")["threshold"] == 100 * std::int64_t(kMiB));
+  CHECK(signalOf(state, kSignal, "soft")["threshold"] == 180 * std::int64_t(kMiB));
+  CHECK(state["signals"].size() == 2);
+  CHECK(agent.events("policy-reloaded").size() == 1);
+  // ~142 MiB available: above the new hard threshold, below the new soft one (10 s grace).
+  CHECK(signalOf(state, kSignal, "hard")["met"] == false);
+  CHECK(signalOf(state, kSignal, "soft")["met"] == true);
+  CHECK(state["evict"].empty());
+
+  // The new interval governs /healthz (3 intervals) and the loop keeps running.
+  std::this_thread::sleep_for(1500ms);
+  CHECK(httpRequest(agent.port(), "GET", "/healthz").status == 200);
+  CHECK(agent.events("evict").size() == 1);
+  CHECK(alive(criticalPid));
+  CHECK(alive(pressure));
+
+  if (std::getenv("E2E_VERBOSE")) MESSAGE(agent.logText());
+  const std::optional<int> status = agent.stop();
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 0);
+}
