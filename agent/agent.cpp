@@ -120,6 +120,11 @@ std::chrono::milliseconds Agent::interval() const {
 Result<bool> Agent::start() {
   if (options_.policyPath) (void)policyFileChanged();  // remember the file as loaded
   if (options_.http) {
+    if (!options_.http->onProblem) {
+      options_.http->onProblem = [](const std::string& problem) {
+        logEvent(LogLevel::Warn, "http-problem", {{"problem", problem}});
+      };
+    }
     http_ = std::make_unique<HttpServer>(io_, *options_.http,
                                          [this](const HttpRequest& r) { return handle(r); });
     auto started = http_->start();

@@ -152,8 +152,9 @@ class Agent {
   boost::asio::steady_timer graceTimer_;  // wakes a cycle when a soft grace period ends
   SteadyTime nextTick_{};
   // Pod figures are read every cycle only while a threshold is near; otherwise every
-  // kFullScanEvery, so an idle node costs a handful of reads a second.
-  static constexpr std::chrono::seconds kFullScanEvery{10};
+  // kFullScanEvery (30 s: what /v1/state shows of an idle node can be that old), so an idle
+  // node costs a handful of reads a second.
+  static constexpr std::chrono::seconds kFullScanEvery{30};
   SteadyTime lastFullScan_{};
   bool fullScanDone_ = false;
 

@@ -20,6 +20,11 @@ int runExplainAdmission(const std::vector<std::string>& args, std::ostream& out,
 int runExplainPreemption(const std::vector<std::string>& args, std::ostream& out,
                          std::ostream& err);
 int runCheckPolicy(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `nodewarden agent` (agent/run_agent.cpp), `nodewarden demo` and its load generator
+// (agent/demo.cpp). Declared here so main() does not compile Asio.
+int runAgent(const std::vector<std::string>& args);
+int runDemo(const std::vector<std::string>& args);
+int runDemoLoad(const std::vector<std::string>& args);
 
 // The human view of an eviction decision (`explain eviction -o table`).
 std::string renderEvictionTable(const policy::EvictionDecision& decision,

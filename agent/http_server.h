@@ -49,7 +49,7 @@ struct HttpRequest {
 
 // The handler's answer. The server adds Server: nodewarden, Content-Length and Connection.
 struct HttpResponse {
-  unsigned status = 200;                         // outside 100..999 is answered 500
+  unsigned status = 200;                         // outside 200..999 is answered 500
   std::string contentType = "application/json";  // empty: no Content-Type header
   std::string body;
 };

@@ -3,9 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/agent.h"
 #include "agent/commands.h"
-#include "agent/demo.h"
 
 namespace {
 

@@ -7,6 +7,7 @@
 
 #include <sys/wait.h>
 #include <csignal>
+#include <set>
 #include <cstdlib>
 #include <thread>
 
@@ -74,9 +75,15 @@ TEST_CASE("never outside the sandbox's pods, never itself; unknown pods rank as 
   CHECK(reported[0].field("level") == "warn");
   const std::string unknownKey = "unknown/" + unknown.uid;
   const Json before = getState(agent.port());
-  const std::vector<std::string> expectedRanking = {negative.key(), unknownKey, agentHost.key(),
-                                                    bystander.key(), critical.key()};
-  CHECK(memoryRanking(before) == expectedRanking);
+  // unknown and agent-host are both priority 0 without requests: the larger usage goes
+  // first, and agent-host's includes the agent itself (much larger in a sanitizer build).
+  const std::vector<std::string> ranking = memoryRanking(before);
+  REQUIRE(ranking.size() == 5);
+  CHECK(ranking[0] == negative.key());
+  CHECK(std::set<std::string>{ranking[1], ranking[2]} ==
+        std::set<std::string>{unknownKey, agentHost.key()});
+  CHECK(ranking[3] == bystander.key());
+  CHECK(ranking[4] == critical.key());
   CHECK(signalOf(before, "allocatableMemory.available", "hard")["met"] == false);
 
   // Pressure from a process directly in kubepods, in no pod: ~395 MiB used of 512, ~117

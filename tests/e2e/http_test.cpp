@@ -168,10 +168,10 @@ TEST_CASE("HTTP: health, metrics, state, admission, and bad requests answered 40
 
   SUBCASE("bad requests are answered with a JSON error, and the agent keeps serving") {
     // Not HTTP at all: the start of a TLS ClientHello, then noise.
-    const std::string garbage(
+    static const char kGarbage[] =
         "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\xde\xad\xbe\xef"
-        "garbage\r\n\r\n",
-        29);
+        "garbage\r\n\r\n";
+    const std::string garbage(kGarbage, sizeof kGarbage - 1);  // keeps the embedded NULs
     checkJsonError(httpRaw(port, garbage), 400);
     checkJsonError(httpRaw(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"), 400);
     // Malformed JSON body, JSON that is not a Pod, an empty body.

@@ -1,0 +1,287 @@
+// The agent's loop in-process, on a cgroup v2 tree written by the test (a fixture directory,
+// not real cgroups) and a recording actuator: which pods it orders evicted, that a pod in
+// flight is never chosen twice, that no second victim is chosen for a signal until the first
+// one's cgroup is empty, policy reloads, and the HTTP routes.
+#include <doctest/doctest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/log.h"
+
+using namespace nodewarden;
+using namespace nodewarden::agent;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// A cgroup v2 root with a kubepods cgroup limited to 1 GiB, and /proc figures.
+struct Tree {
+  fs::path root;
+  fs::path proc;
+  fs::path manifests;
+  fs::path policyFile;
+
+  Tree() {
+    char pattern[] = "/tmp/nodewarden-agent-test-XXXXXX";
+    root = ::mkdtemp(pattern);
+    proc = root / "proc";
+    manifests = root / "manifests";
+    policyFile = root / "policy.json";
+    write(root / "cg/cgroup.controllers", "cpu memory pids\n");
+    write(root / "cg/kubepods/cgroup.controllers", "cpu memory pids\n");
+    write(root / "cg/kubepods/memory.max", std::to_string(1024 * kMiB) + "\n");
+    write(proc / "meminfo", "MemTotal: 8388608 kB\nMemFree: 4194304 kB\nMemAvailable: 6291456 kB\nInactive(file): 0 kB\n");
+    write(proc / "sys/kernel/pid_max", "4194304\n");
+    fs::create_directories(manifests);
+    setKubepods(0);
+  }
+  ~Tree() {
+    std::error_code ignored;
+    fs::remove_all(root, ignored);
+  }
+  fs::path cg() const { return root / "cg"; }
+
+  void setKubepods(std::int64_t usage) {
+    write(cg() / "kubepods/memory.current", std::to_string(usage) + "\n");
+    write(cg() / "kubepods/memory.stat", "anon " + std::to_string(usage) + "\nfile 0\ninactive_file 0\n");
+  }
+  // A pod cgroup with `usage` bytes; a manifest unless `withManifest` is false.
+  void addPod(const std::string& name, const std::string& uid, const std::string& qos, int priority,
+              std::int64_t usage, const std::string& requestMemory, bool withManifest = true) {
+    const fs::path dir = cg() / "kubepods" / (qos == "guaranteed" ? "" : qos) / ("pod" + uid);
+    write(dir / "memory.current", std::to_string(usage) + "\n");
+    write(dir / "memory.stat", "anon " + std::to_string(usage) + "\nfile 0\ninactive_file 0\n");
+    write(dir / "memory.max", "max\n");
+    write(dir / "cpu.stat", "usage_usec 1000\nuser_usec 500\nsystem_usec 500\n");
+    write(dir / "pids.current", "1\n");
+    write(dir / "cgroup.procs", "");
+    if (!withManifest) return;
+    std::string resources = requestMemory.empty() ? "{}" : R"({"requests":{"memory":")" + requestMemory + R"("}})";
+    write(manifests / (name + ".json"),
+          R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name + R"(","namespace":"default","uid":")" + uid +
+              R"("},"spec":{"priority":)" + std::to_string(priority) + R"(,"containers":[{"name":"c","resources":)" +
+              resources + "}]}}");
+  }
+};
+
+struct Harness {
+  boost::asio::io_context io;
+  RecordingActuator* recorder = nullptr;
+  std::unique_ptr<Agent> agent;
+
+  Harness(const Tree& tree, const std::string& policyText, bool dryRun = false) {
+    write(tree.policyFile, policyText);
+    policy::Diagnostics diagnostics;
+    auto policy = policy::parsePolicyText(policyText, diagnostics);
+    REQUIRE(policy);
+    cgroups::DiscoverOptions discover;
+    discover.root = tree.cg().string();
+    discover.useLibcgroup = false;
+    auto hierarchy = cgroups::discoverHierarchy(discover);
+    REQUIRE(hierarchy);
+    AgentOptions options;
+    options.nodeName = "node-1";
+    options.policyPath = tree.policyFile.string();
+    options.scan.procRoot = tree.proc.string();
+    options.scan.nodeFsPath = "";
+    options.notifications = false;
+    options.systemdNotify = false;
+    options.dryRun = dryRun;
+    agent = std::make_unique<Agent>(
+        io, options, *policy, cgroups::PodCgroups(*hierarchy, "kubepods"),
+        std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
+        [this](boost::asio::io_context&, cgroups::PodCgroups&) -> std::unique_ptr<Actuator> {
+          auto made = std::make_unique<RecordingActuator>(false);
+          recorder = made.get();
+          return made;
+        });
+    REQUIRE(agent->start());
+    io.poll();
+  }
+  ~Harness() {
+    agent->stop();
+    io.poll();
+  }
+  std::vector<std::string> ordered() const {
+    std::vector<std::string> pods;
+    for (const EvictionOrder& order : recorder->orders()) pods.push_back(order.pod);
+    return pods;
+  }
+};
+
+const char* kPolicy = R"({"evictionHard":{"allocatableMemory.available":"100Mi"},"evictionMaxPodsPerCycle":5})";
+
+}  // namespace
+
+TEST_CASE("the agent orders the policy's victims and never chooses a terminating pod twice") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  // 1 GiB allocatable; 960 MiB used: 64 MiB available, 36 MiB short of the 100 MiB threshold.
+  tree.addPod("critical-ish", "00000000-0000-4000-8000-000000000001", "burstable", 100000, 400 * kMiB, "500Mi");
+  tree.addPod("batch", "00000000-0000-4000-8000-000000000002", "burstable", 0, 300 * kMiB, "100Mi");
+  tree.addPod("scratch", "00000000-0000-4000-8000-000000000003", "besteffort", 0, 20 * kMiB, "");
+  tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 240 * kMiB, "300Mi");
+  tree.setKubepods(960 * kMiB);
+  Harness h(tree, kPolicy);
+
+  // Lowest priority first, then usage over request (a zero request is infinitely over): the
+  // shortest prefix covering 36 MiB is scratch (20) + batch (300).
+  CHECK(h.ordered() == std::vector<std::string>{"default/scratch", "default/batch"});
+  CHECK(h.recorder->orders()[0].hard);
+  CHECK(h.recorder->orders()[0].gracePeriodSeconds == 0);
+  CHECK(h.recorder->orders()[0].message.starts_with("The node was low on resource: memory."));
+
+  // Still under pressure, but both are terminating: nothing new for the same signal.
+  h.agent->cycle("test");
+  CHECK(h.recorder->orders().size() == 2);
+
+  // scratch's cgroup empties; batch is still exiting: still no new victim.
+  h.recorder->complete("00000000-0000-4000-8000-000000000003");
+  h.io.poll();
+  CHECK(h.recorder->orders().size() == 2);
+
+  // Both done, memory still short (the files did not change): the next victims come from
+  // the pods left, never the evicted ones.
+  h.recorder->complete("00000000-0000-4000-8000-000000000002");
+  h.io.poll();  // runs the cycle the completion asked for
+  REQUIRE(h.recorder->orders().size() == 3);
+  CHECK(h.recorder->orders()[2].pod == "default/web");
+
+  // /v1/state is the explain JSON: the evicted and terminating pods are not in the ranking.
+  HttpResponse state = h.agent->handle({"GET", "/v1/state", "", {}});
+  CHECK(state.status == 200);
+  auto json = policy::Json::parse(state.body);
+  CHECK(json["node"] == "node-1");
+  CHECK(json["conditions"][0] == "MemoryPressure");
+  for (const auto& pod : json["ranking"]["memory"]) {
+    CHECK(pod != "default/scratch");
+    CHECK(pod != "default/batch");
+  }
+  const std::string metrics = h.agent->metricsText();
+  CHECK(metrics.find("nodewarden_evictions_total{signal=\"allocatableMemory.available\",reason=\"hard-threshold\"} 3") !=
+        std::string::npos);
+  CHECK(metrics.find("nodewarden_eviction_latency_seconds_count 3") != std::string::npos);
+  CHECK(metrics.find("nodewarden_node_condition{condition=\"MemoryPressure\"} 1") != std::string::npos);
+}
+
+TEST_CASE("pod cgroups without a manifest rank as priority 0; critical pods are never ordered") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  tree.addPod("node-agent", "00000000-0000-4000-8000-00000000000a", "burstable", 2000001000, 900 * kMiB, "100Mi");
+  tree.addPod("ghost", "00000000-0000-4000-8000-00000000000b", "besteffort", 0, 50 * kMiB, "", false);
+  tree.setKubepods(950 * kMiB);
+  Harness h(tree, kPolicy);
+  // Only the unknown pod can be evicted; the critical one is left even though pressure stays.
+  CHECK(h.ordered() == std::vector<std::string>{"unknown/00000000-0000-4000-8000-00000000000b"});
+  h.recorder->complete("00000000-0000-4000-8000-00000000000b");
+  h.io.poll();
+  h.agent->cycle("test");
+  CHECK(h.recorder->orders().size() == 1);
+}
+
+TEST_CASE("dry run decides and logs but hands nothing to an actuator that acts") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  tree.addPod("batch", "00000000-0000-4000-8000-000000000002", "besteffort", 0, 980 * kMiB, "");
+  tree.setKubepods(980 * kMiB);
+  boost::asio::io_context io;
+  write(tree.policyFile, kPolicy);
+  policy::Diagnostics diagnostics;
+  auto policy = policy::parsePolicyText(kPolicy, diagnostics);
+  cgroups::DiscoverOptions discover;
+  discover.root = tree.cg().string();
+  discover.useLibcgroup = false;
+  AgentOptions options;
+  options.nodeName = "node-1";
+  options.scan.procRoot = tree.proc.string();
+  options.scan.nodeFsPath = "";
+  options.notifications = false;
+  options.systemdNotify = false;
+  options.dryRun = true;
+  Agent agent(io, options, *policy, cgroups::PodCgroups(*cgroups::discoverHierarchy(discover), "kubepods"),
+              std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"), dryRunActuator());
+  REQUIRE(agent.start());
+  io.poll();
+  REQUIRE(agent.evictions().size() == 1);
+  CHECK(agent.evictions()[0].dryRun);
+  CHECK(agent.metricsText().find("nodewarden_dry_run_evictions_total{signal=\"allocatableMemory.available\"} 1") !=
+        std::string::npos);
+  // Logged once per pod per 30 s, not every cycle.
+  agent.cycle("test");
+  CHECK(agent.evictions().size() == 1);
+  agent.stop();
+  io.poll();
+}
+
+TEST_CASE("a bad policy file is rejected and the last good policy kept; a good one applies") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 100 * kMiB, "300Mi");
+  tree.setKubepods(100 * kMiB);
+  Harness h(tree, kPolicy);
+  const auto thresholds = h.agent->policy().thresholds.size();
+  write(tree.policyFile, R"({"evictionHard":{"allocatableMemory.available":"9x"},"bogus":1})");
+  CHECK_FALSE(h.agent->reloadPolicy());
+  CHECK(h.agent->policy().thresholds.size() == thresholds);
+  CHECK(h.agent->metricsText().find("nodewarden_policy_reloads_total{result=\"rejected\"} 1") != std::string::npos);
+  write(tree.policyFile,
+        R"({"evictionHard":{"allocatableMemory.available":"200Mi","memory.available":"1Gi"},"housekeepingInterval":"2s"})");
+  CHECK(h.agent->reloadPolicy());
+  CHECK(h.agent->policy().thresholds.size() == 2);
+  CHECK(h.agent->policy().housekeepingInterval == std::chrono::seconds(2));
+  // A change to the file is picked up by the next cycle without SIGHUP.
+  write(tree.policyFile, R"({"evictionHard":{"allocatableMemory.available":"300Mi"}})");
+  h.agent->cycle("test");
+  CHECK(h.agent->policy().thresholds.size() == 1);
+}
+
+TEST_CASE("HTTP routes answer as CONTRACT §7 says, and bad requests get JSON errors") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 100 * kMiB, "300Mi");
+  tree.setKubepods(100 * kMiB);
+  Harness h(tree, kPolicy);
+  CHECK(h.agent->handle({"GET", "/healthz", "", {}}).status == 200);
+  CHECK(h.agent->handle({"GET", "/readyz", "", {}}).status == 200);
+  HttpResponse metrics = h.agent->handle({"GET", "/metrics", "", {}});
+  CHECK(metrics.status == 200);
+  CHECK(metrics.contentType.starts_with("text/plain; version=0.0.4"));
+  CHECK(h.agent->handle({"POST", "/healthz", "", {}}).status == 405);
+  CHECK(h.agent->handle({"GET", "/nope", "", {}}).status == 404);
+  HttpResponse bad = h.agent->handle({"POST", "/v1/admit", "{not json", {}});
+  CHECK(bad.status == 400);
+  CHECK(policy::Json::parse(bad.body).contains("error"));
+  const std::string pod =
+      R"({"metadata":{"name":"new","namespace":"default","uid":"u-new"},"spec":{"priority":10,)"
+      R"("containers":[{"name":"c","resources":{"requests":{"memory":"100Mi","cpu":"100m"}}}]}})";
+  HttpResponse admitted = h.agent->handle({"POST", "/v1/admit", pod, {}});
+  REQUIRE(admitted.status == 200);
+  CHECK(policy::Json::parse(admitted.body)["verdict"] == "admit");
+  const std::string huge =
+      R"({"metadata":{"name":"huge","namespace":"default","uid":"u-huge"},"spec":{"priority":10,)"
+      R"("containers":[{"name":"c","resources":{"requests":{"memory":"64Gi"}}}]}})";
+  HttpResponse rejected = h.agent->handle({"POST", "/v1/admit", huge, {}});
+  REQUIRE(rejected.status == 200);
+  CHECK(policy::Json::parse(rejected.body)["verdict"] != "admit");
+}
+
+TEST_CASE("log lines: logfmt text and JSON lines carry the decision's fields") {
+  const std::string text = formatEvent(LogFormat::Text, "evict",
+                                       {{"pod", "default/web"}, {"signal", "memory.available"},
+                                        {"available", std::int64_t(62914560)}, {"reason", "The node was low on resource: memory."}});
+  CHECK(text == R"(evict pod=default/web signal=memory.available available=62914560 reason="The node was low on resource: memory.")");
+  const std::string json = formatEvent(LogFormat::Json, "evict", {{"pod", "a\"b"}, {"latency_ms", 1.5}, {"dry_run", true}});
+  CHECK(json == R"({"event":"evict","pod":"a\"b","latency_ms":1.500,"dry_run":true})");
+  CHECK(policy::Json::parse(json)["pod"] == "a\"b");
+}

@@ -1,0 +1,736 @@
+// The HTTP server over real sockets on 127.0.0.1 (port 0): the server runs its io_context on a
+// background thread, the client drives its own io_context with run_for, so every wait in here
+// is bounded in time and every loop in count.
+#include "agent/http_server.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+// GCC 12 with -fsanitize=address,undefined reports a false -Wmaybe-uninitialized inside
+// Beast's parser (a boost::optional content length); keep it out of -Werror builds.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#pragma GCC diagnostic pop
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+using nodewarden::agent::HttpRequest;
+using nodewarden::agent::HttpResponse;
+using nodewarden::agent::HttpServer;
+using nodewarden::agent::HttpServerOptions;
+using nodewarden::agent::parseListenAddress;
+
+using Clock = std::chrono::steady_clock;
+
+// The routes every test server answers.
+HttpResponse routes(const HttpRequest& request) {
+  if (request.method == "GET" && request.target == "/healthz") return {200, "text/plain", "ok"};
+  if (request.target == "/throw") throw std::runtime_error("boom");
+  if (request.method == "POST" && request.target.starts_with("/v1/echo")) {
+    const auto header = request.headers.find("x-test");
+    const auto length = request.headers.find("content-length");
+    return {200, "text/plain",
+            request.method + " " + request.target +
+                "|x-test=" + (header == request.headers.end() ? "-" : header->second) +
+                "|content-length=" + (length == request.headers.end() ? "-" : length->second) +
+                "|" + request.body};
+  }
+  return {404, "application/json", R"({"error":"not found"})"};
+}
+
+HttpServerOptions testOptions() {
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.timeout = 2s;
+  return options;
+}
+
+// A started server on its own loop thread; stops and joins (bounded) on destruction.
+class TestServer {
+ public:
+  explicit TestServer(HttpServerOptions options = testOptions(),
+                      nodewarden::agent::HttpHandler handler = routes)
+      : server_(context_, withProblems(std::move(options)), std::move(handler)) {
+    const auto started = server_.start();
+    REQUIRE_MESSAGE(started.ok(), (started.ok() ? "" : started.error().message));
+    port_ = server_.port();
+    REQUIRE(port_ != 0);
+    thread_ = std::thread([this] {
+      context_.run();
+      returned_.set_value();
+    });
+  }
+  ~TestServer() { stopAndJoin(5s); }
+  TestServer(const TestServer&) = delete;
+  TestServer& operator=(const TestServer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+
+  // Posts stop() to the loop; true when run() returned within `limit` (else the loop is
+  // forced to stop so the test run does not hang).
+  bool stopAndJoin(std::chrono::milliseconds limit) {
+    if (!thread_.joinable()) return true;
+    asio::post(context_, [this] { server_.stop(); });
+    const bool returned = returnedFuture_.wait_for(limit) == std::future_status::ready;
+    if (!returned) context_.stop();
+    thread_.join();
+    return returned;
+  }
+
+  // Runs `fn` on the loop thread and returns its result (bounded wait).
+  template <typename Fn>
+  auto onLoop(Fn fn) -> decltype(fn()) {
+    auto promise = std::make_shared<std::promise<decltype(fn())>>();
+    auto future = promise->get_future();
+    asio::post(context_, [promise, fn] { promise->set_value(fn()); });
+    REQUIRE(future.wait_for(2s) == std::future_status::ready);
+    return future.get();
+  }
+
+  std::size_t openConnections() {
+    return onLoop([this] { return server_.openConnections(); });
+  }
+
+  std::vector<std::string> problems() {
+    std::lock_guard lock(problemsMutex_);
+    return problems_;
+  }
+
+ private:
+  HttpServerOptions withProblems(HttpServerOptions options) {
+    options.onProblem = [this](const std::string& problem) {
+      std::lock_guard lock(problemsMutex_);
+      problems_.push_back(problem);
+    };
+    return options;
+  }
+
+  asio::io_context context_;
+  std::mutex problemsMutex_;
+  std::vector<std::string> problems_;
+  HttpServer server_;
+  std::uint16_t port_ = 0;
+  std::promise<void> returned_;
+  std::future<void> returnedFuture_ = returned_.get_future();
+  std::thread thread_;
+};
+
+using Response = http::response<http::string_body>;
+
+// A client on its own io_context; every operation waits at most its limit.
+class Client {
+ public:
+  bool connect(std::uint16_t port, std::chrono::milliseconds limit = 2s) {
+    const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
+    return !run([&](auto handler) { socket_.async_connect(endpoint, handler); }, limit);
+  }
+
+  bool send(std::string_view bytes, std::chrono::milliseconds limit = 2s) {
+    return !run([&](auto handler) { asio::async_write(socket_, asio::buffer(bytes), handler); },
+                limit);
+  }
+
+  void shutdownSend() {
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  void close() {
+    beast::error_code ignored;
+    socket_.close(ignored);
+  }
+
+  // One response, or nothing when the connection ended, failed or timed out first.
+  std::optional<Response> read(std::chrono::milliseconds limit = 2s, bool head = false) {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(16 << 20);
+    parser.skip(head);
+    if (run([&](auto handler) { http::async_read(socket_, buffer_, parser, handler); }, limit)) {
+      return std::nullopt;
+    }
+    return parser.release();
+  }
+
+  // Sends one request and reads its response.
+  std::optional<Response> roundTrip(std::string_view request) {
+    if (!send(request)) return std::nullopt;
+    return read();
+  }
+
+  // Everything the server sends until it closes; `closed` tells whether it did in time.
+  std::string readToEnd(std::chrono::milliseconds limit, bool& closed) {
+    std::string data = beast::buffers_to_string(buffer_.data());
+    buffer_.clear();
+    closed = false;
+    const auto deadline = Clock::now() + limit;
+    for (int i = 0; i < 100000 && Clock::now() < deadline; ++i) {
+      char chunk[4096];
+      std::size_t got = 0;
+      const auto remaining =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const beast::error_code ec = run(
+          [&](auto handler) {
+            socket_.async_read_some(asio::buffer(chunk),
+                                    [&got, handler](beast::error_code e, std::size_t n) {
+                                      got = n;
+                                      handler(e);
+                                    });
+          },
+          std::max(remaining, 1ms));
+      data.append(chunk, got);
+      if (ec == beast::error::timeout) return data;
+      if (ec) {
+        closed = true;  // EOF, or a reset
+        return data;
+      }
+    }
+    return data;
+  }
+
+ private:
+  // Starts an operation and runs the client loop until it completes or `limit` passes (then
+  // cancels it); returns its error, beast::error::timeout when it had to be cancelled.
+  template <typename Start>
+  beast::error_code run(Start start, std::chrono::milliseconds limit) {
+    auto result = std::make_shared<std::optional<beast::error_code>>();
+    start([result](beast::error_code ec, auto&&...) { *result = ec; });
+    context_.restart();
+    context_.run_for(limit);
+    if (!result->has_value()) {
+      beast::error_code ignored;
+      socket_.cancel(ignored);
+      context_.restart();
+      context_.run_for(1s);
+      return beast::error::timeout;
+    }
+    return **result;
+  }
+
+  asio::io_context context_;
+  tcp::socket socket_{context_};
+  beast::flat_buffer buffer_;
+};
+
+std::string get(std::string_view target, std::string_view extra = "") {
+  return "GET " + std::string(target) + " HTTP/1.1\r\nHost: test\r\n" + std::string(extra) + "\r\n";
+}
+
+std::string post(std::string_view target, std::string_view body, std::string_view extra = "") {
+  return "POST " + std::string(target) +
+         " HTTP/1.1\r\nHost: test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
+         std::string(extra) + "\r\n" + std::string(body);
+}
+
+bool answersHealthz(std::uint16_t port) {
+  Client client;
+  if (!client.connect(port)) return false;
+  const auto response = client.roundTrip(get("/healthz"));
+  return response && response->result_int() == 200 && response->body() == "ok";
+}
+
+// Polls `condition` every 10 ms for at most `limit`.
+template <typename Condition>
+bool eventually(Condition condition, std::chrono::milliseconds limit = 2s) {
+  const auto deadline = Clock::now() + limit;
+  for (int i = 0; i < 1000; ++i) {
+    if (condition()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+}  // namespace
+
+TEST_CASE("parseListenAddress accepts HOST:PORT with IPv4, bracketed IPv6 and host names") {
+  struct Case {
+    const char* text;
+    const char* host;
+    std::uint16_t port;
+  };
+  for (const Case& c : {Case{"127.0.0.1:10290", "127.0.0.1", 10290},
+                        Case{"0.0.0.0:80", "0.0.0.0", 80}, Case{"[::1]:10290", "::1", 10290},
+                        Case{"[::]:0", "::", 0}, Case{"localhost:1", "localhost", 1},
+                        Case{"node-1.example.com:65535", "node-1.example.com", 65535}}) {
+    CAPTURE(c.text);
+    const auto parsed = parseListenAddress(c.text);
+    REQUIRE_MESSAGE(parsed.ok(), (parsed.ok() ? "" : parsed.error().message));
+    CHECK(parsed->first == c.host);
+    CHECK(parsed->second == c.port);
+  }
+}
+
+TEST_CASE("parseListenAddress rejects malformed addresses with a clear message") {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"", "empty listen address: expected HOST:PORT, e.g. 127.0.0.1:10290"},
+           Case{"1.2.3.4", "listen address \"1.2.3.4\": missing :PORT, e.g. 127.0.0.1:10290"},
+           Case{"x:99999", "listen address \"x:99999\": port 99999 is out of range 0-65535"},
+           Case{":abc", "listen address \":abc\": port \"abc\" is not a number"},
+           Case{":80",
+                "listen address \":80\": missing host: use 127.0.0.1 for this node only "
+                "or 0.0.0.0 for every interface"},
+           Case{"host:", "listen address \"host:\": missing port after ':'"},
+           Case{"x:-1", "listen address \"x:-1\": port \"-1\" is not a number"},
+           Case{"x:+80", "listen address \"x:+80\": port \"+80\" is not a number"},
+           Case{"x:123456789012345678901234567890",
+                "listen address \"x:123456789012345678901234567890\": port "
+                "123456789012345678901234567890 is out of range 0-65535"},
+           Case{"::1:80",
+                "listen address \"::1:80\": an IPv6 address needs brackets, e.g. [::1]:10290"},
+           Case{"[::1]", "listen address \"[::1]\": missing :PORT, e.g. [::1]:10290"},
+           Case{"[::1", "listen address \"[::1\": missing ']' after the IPv6 address"},
+           Case{"[::1]x80", "listen address \"[::1]x80\": expected ':' and a port after ']'"},
+           Case{"[1.2.3.4]:80",
+                "listen address \"[1.2.3.4]:80\": \"1.2.3.4\" is not an IPv6 "
+                "address"},
+           Case{"999.1.1.1:80",
+                "listen address \"999.1.1.1:80\": \"999.1.1.1\" is not an IPv4 address"},
+           Case{"a b:80",
+                "listen address \"a b:80\": \"a b\" is neither an IP address nor a host name"},
+       }) {
+    CAPTURE(c.text);
+    const auto parsed = parseListenAddress(c.text);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.error().message == c.message);
+  }
+}
+
+TEST_CASE("GET and POST are routed to the handler with body and lower-case headers") {
+  TestServer server;
+  Client client;
+  REQUIRE(client.connect(server.port()));
+
+  const auto health = client.roundTrip(get("/healthz"));
+  REQUIRE(health);
+  CHECK(health->result_int() == 200);
+  CHECK(health->body() == "ok");
+  CHECK((*health)[http::field::server] == "nodewarden");
+  CHECK((*health)[http::field::content_type] == "text/plain");
+  CHECK((*health)[http::field::content_length] == "2");
+
+  const auto echo =
+      client.roundTrip(post("/v1/echo?x=1", "{\"pod\":1}", "X-Test: a\r\nx-TEST: b\r\n"));
+  REQUIRE(echo);
+  CHECK(echo->result_int() == 200);
+  CHECK(echo->body() == "POST /v1/echo?x=1|x-test=a, b|content-length=9|{\"pod\":1}");
+
+  // A chunked body arrives de-chunked.
+  const auto chunked = client.roundTrip(
+      "POST /v1/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
+  REQUIRE(chunked);
+  CHECK(chunked->body() == "POST /v1/echo|x-test=-|content-length=-|abcde");
+}
+
+TEST_CASE("Expect: 100-continue gets the go-ahead before the body is sent") {
+  TestServer server;
+  Client client;
+  REQUIRE(client.connect(server.port()));
+  REQUIRE(client.send(
+      "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+  const auto goAhead = client.read(1s);
+  REQUIRE(goAhead);
+  CHECK(goAhead->result_int() == 100);
+  REQUIRE(client.send("hello"));
+  const auto response = client.read();
+  REQUIRE(response);
+  CHECK(response->result_int() == 200);
+  CHECK(response->body() == "POST /v1/echo|x-test=-|content-length=5|hello");
+}
+
+TEST_CASE("keep-alive: requests on one connection, one after the other and pipelined") {
+  TestServer server;
+  Client client;
+  REQUIRE(client.connect(server.port()));
+  for (int i = 0; i < 2; ++i) {
+    const auto response = client.roundTrip(get("/healthz"));
+    REQUIRE(response);
+    CHECK(response->result_int() == 200);
+    CHECK(response->keep_alive());
+  }
+  REQUIRE(client.send(get("/healthz") + post("/v1/echo", "x") + get("/nope")));
+  const auto first = client.read();
+  const auto second = client.read();
+  const auto third = client.read();
+  REQUIRE(first);
+  REQUIRE(second);
+  REQUIRE(third);
+  CHECK(first->body() == "ok");
+  CHECK(second->body() == "POST /v1/echo|x-test=-|content-length=1|x");
+  CHECK(third->result_int() == 404);
+  CHECK(server.openConnections() == 1);
+}
+
+TEST_CASE("HTTP/1.0 and Connection: close end the connection after the answer") {
+  TestServer server;
+  for (const std::string& request :
+       {std::string("GET /healthz HTTP/1.0\r\n\r\n"), get("/healthz", "Connection: close\r\n")}) {
+    CAPTURE(request);
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    const auto response = client.roundTrip(request);
+    REQUIRE(response);
+    CHECK(response->result_int() == 200);
+    CHECK_FALSE(response->keep_alive());
+    bool closed = false;
+    CHECK(client.readToEnd(1s, closed).empty());
+    CHECK(closed);
+  }
+}
+
+TEST_CASE("a HEAD answer carries the length but no body") {
+  TestServer server(testOptions(), [](const HttpRequest&) {
+    return HttpResponse{200, "text/plain", "12345"};
+  });
+  Client client;
+  REQUIRE(client.connect(server.port()));
+  REQUIRE(client.send("HEAD /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  const auto head = client.read(2s, /*head=*/true);
+  REQUIRE(head);
+  CHECK((*head)[http::field::content_length] == "5");
+  CHECK(head->body().empty());
+  // The connection is still in step: the next answer parses.
+  const auto next = client.roundTrip(get("/x"));
+  REQUIRE(next);
+  CHECK(next->body() == "12345");
+}
+
+TEST_CASE("a 404 from the handler reaches the client as is") {
+  TestServer server;
+  Client client;
+  REQUIRE(client.connect(server.port()));
+  const auto response = client.roundTrip(get("/no/such/path"));
+  REQUIRE(response);
+  CHECK(response->result_int() == 404);
+  CHECK((*response)[http::field::content_type] == "application/json");
+  CHECK(response->body() == R"({"error":"not found"})");
+  CHECK(response->keep_alive());
+}
+
+TEST_CASE("malformed requests get 400 with a JSON error and the connection closes") {
+  TestServer server;
+  for (const std::string& garbage : {
+           std::string("\x00\xff\xfe\x01garbage\r\n\r\n", 15),
+           std::string("GET\r\n\r\n"),
+           std::string("GET / HTTP/9.1\r\nHost: t\r\n\r\n"),
+           std::string("GET / HTTP/1.1\r\nNo colon here\r\n\r\n"),
+           std::string("GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"),
+           std::string("POST / HTTP/1.1\r\nContent-Length: nope\r\n\r\n"),
+           std::string("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"),
+           std::string("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+       }) {
+    CAPTURE(garbage);
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    REQUIRE(client.send(garbage));
+    const auto response = client.read();
+    REQUIRE(response);
+    CHECK(response->result_int() == 400);
+    CHECK((*response)[http::field::content_type] == "application/json");
+    CHECK(response->body().starts_with("{\"error\":\"bad request: "));
+    CHECK(response->body().ends_with("\"}"));
+    CHECK_FALSE(response->keep_alive());
+    bool closed = false;
+    client.readToEnd(2s, closed);
+    CHECK(closed);
+  }
+  CHECK(answersHealthz(server.port()));
+}
+
+TEST_CASE("1000 random garbage payloads: every connection ends and the server still answers") {
+  TestServer server;
+  std::mt19937 random(20240611);  // fixed seed: a failure reproduces
+  const std::string valid = post("/v1/echo", "{\"a\":1}", "X-Test: y\r\n");
+  std::uniform_int_distribution<int> byte(0, 255);
+  int unclosed = 0;
+  int statuses[6] = {};  // 0: no answer, 1xx..5xx
+  const auto started = Clock::now();
+  for (int i = 0; i < 1000 && Clock::now() - started < 60s; ++i) {
+    std::string payload;
+    switch (i % 4) {
+      case 0: {  // random bytes
+        const int length = 1 + static_cast<int>(random() % 300);
+        for (int k = 0; k < length; ++k) payload += static_cast<char>(byte(random));
+        break;
+      }
+      case 1: {  // a valid request with bytes flipped
+        payload = valid;
+        for (int k = 0; k < 1 + static_cast<int>(random() % 4); ++k) {
+          payload[random() % payload.size()] = static_cast<char>(byte(random));
+        }
+        break;
+      }
+      case 2: {  // a valid request, truncated, with line breaks sprinkled in
+        payload = valid.substr(0, random() % valid.size());
+        for (int k = 0; k < static_cast<int>(random() % 3); ++k) {
+          payload.insert(random() % (payload.size() + 1), (random() % 2) ? "\r\n" : "\n");
+        }
+        break;
+      }
+      default: {  // printable junk shaped like a request line and headers
+        payload = "G" + std::string(random() % 40, 'E') + " /" + std::to_string(random()) +
+                  " HTTP/1." + std::to_string(random() % 3) +
+                  "\r\nH: " + std::string(random() % 20, ':') + "\r\n" +
+                  ((random() % 2) ? "\r\n" : "");
+        break;
+      }
+    }
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    client.send(payload);  // the server may already have given up on it
+    client.shutdownSend();
+    bool closed = false;
+    const std::string answer = client.readToEnd(2s, closed);
+    if (!closed) ++unclosed;
+    const int status = answer.starts_with("HTTP/1.") && answer.size() > 9 ? answer[9] - '0' : 0;
+    ++statuses[status >= 1 && status <= 5 ? status : 0];
+  }
+  INFO("no answer: " << statuses[0] << ", 2xx: " << statuses[2] << ", 4xx: " << statuses[4]
+                     << ", 5xx: " << statuses[5]);
+  CHECK(unclosed == 0);
+  CHECK(statuses[0] + statuses[1] + statuses[2] + statuses[3] + statuses[4] + statuses[5] == 1000);
+  CHECK(statuses[4] > 500);  // most of it is answered 400
+  CHECK(statuses[5] == 0);   // nothing a peer sends is an internal error
+  CHECK(answersHealthz(server.port()));
+  CHECK(eventually([&] { return server.openConnections() == 0; }));
+}
+
+TEST_CASE("a body over bodyLimit gets 413 and the connection closes") {
+  HttpServerOptions options = testOptions();
+  options.bodyLimit = 1024;
+  TestServer server(options);
+
+  SUBCASE("announced by Content-Length, body sent anyway") {
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    REQUIRE(client.send(post("/v1/echo", std::string(4096, 'x'))));
+    const auto response = client.read();
+    REQUIRE(response);
+    CHECK(response->result_int() == 413);
+    CHECK(response->body() == R"({"error":"request body larger than 1024 bytes"})");
+    bool closed = false;
+    client.readToEnd(3s, closed);
+    CHECK(closed);
+  }
+  SUBCASE("chunked, growing past the limit") {
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    std::string request = "POST /v1/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 5; ++i) request += "100\r\n" + std::string(256, 'y') + "\r\n";
+    REQUIRE(client.send(request));
+    const auto response = client.read();
+    REQUIRE(response);
+    CHECK(response->result_int() == 413);
+  }
+  SUBCASE("exactly the limit is fine") {
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    const auto response = client.roundTrip(post("/v1/echo", std::string(1024, 'z')));
+    REQUIRE(response);
+    CHECK(response->result_int() == 200);
+  }
+  SUBCASE("a header block over 8 KiB gets 431") {
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    const auto response = client.roundTrip(get("/", "X-Big: " + std::string(9000, 'h') + "\r\n"));
+    REQUIRE(response);
+    CHECK(response->result_int() == 431);
+  }
+  CHECK(answersHealthz(server.port()));
+}
+
+TEST_CASE("a client idle or trickling past the timeout is disconnected") {
+  HttpServerOptions options = testOptions();
+  options.timeout = 200ms;
+  TestServer server(options);
+
+  SUBCASE("half a request") {
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    REQUIRE(client.send("GET /healthz HTTP/1.1\r\nHo"));
+    const auto sent = Clock::now();
+    bool closed = false;
+    const std::string answer = client.readToEnd(3s, closed);
+    CHECK(closed);
+    CHECK(answer.empty());
+    const auto waited = Clock::now() - sent;
+    CHECK(waited >= 150ms);
+    CHECK(waited < 2s);
+  }
+  SUBCASE("idle after an answer on a keep-alive connection") {
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    REQUIRE(client.roundTrip(get("/healthz")));
+    bool closed = false;
+    client.readToEnd(3s, closed);
+    CHECK(closed);
+  }
+  SUBCASE("connected and silent") {
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    bool closed = false;
+    client.readToEnd(3s, closed);
+    CHECK(closed);
+  }
+  CHECK(eventually([&] { return server.openConnections() == 0; }));
+  CHECK(answersHealthz(server.port()));
+}
+
+TEST_CASE("a handler that throws gets 500 and the server keeps serving") {
+  TestServer server;
+  Client client;
+  REQUIRE(client.connect(server.port()));
+  const auto failed = client.roundTrip(get("/throw"));
+  REQUIRE(failed);
+  CHECK(failed->result_int() == 500);
+  CHECK((*failed)[http::field::content_type] == "application/json");
+  CHECK(failed->body() == R"({"error":"internal error"})");
+  // Same connection, then a fresh one.
+  const auto next = client.roundTrip(get("/healthz"));
+  REQUIRE(next);
+  CHECK(next->result_int() == 200);
+  CHECK(answersHealthz(server.port()));
+  const auto problems = server.problems();
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0] == "HTTP handler failed on GET /throw: boom");
+}
+
+TEST_CASE("a handler's odd answers are made safe") {
+  TestServer server(testOptions(), [](const HttpRequest& request) -> HttpResponse {
+    if (request.target == "/status-0") return {0, "text/plain", "x"};
+    if (request.target == "/no-content") return {204, "text/plain", "dropped"};
+    if (request.target == "/no-type") return {200, "", "plain"};
+    return {200, "text/plain\r\nX-Injected: 1", "y"};
+  });
+  Client client;
+  REQUIRE(client.connect(server.port()));
+  const auto zero = client.roundTrip(get("/status-0"));
+  REQUIRE(zero);
+  CHECK(zero->result_int() == 500);
+  const auto noContent = client.roundTrip(get("/no-content"));
+  REQUIRE(noContent);
+  CHECK(noContent->result_int() == 204);
+  CHECK(noContent->body().empty());
+  const auto noType = client.roundTrip(get("/no-type"));
+  REQUIRE(noType);
+  CHECK(noType->count(http::field::content_type) == 0);
+  const auto injected = client.roundTrip(get("/inject"));
+  REQUIRE(injected);
+  CHECK(injected->count("X-Injected") == 0);
+  CHECK((*injected)[http::field::content_type] == "text/plainX-Injected: 1");
+}
+
+TEST_CASE("connections beyond maxConnections are refused while the first ones keep working") {
+  HttpServerOptions options = testOptions();
+  options.maxConnections = 4;
+  TestServer server(options);
+
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<Client>());
+    REQUIRE(clients.back()->connect(server.port()));
+    // An answer proves the server accepted this one before the next connects.
+    REQUIRE(clients.back()->roundTrip(get("/healthz")));
+  }
+  CHECK(server.openConnections() == 4);
+
+  for (int i = 0; i < 3; ++i) {
+    Client extra;
+    REQUIRE(extra.connect(server.port()));
+    bool closed = false;
+    const std::string answer = extra.readToEnd(2s, closed);
+    CHECK(closed);
+    // The canned answer goes into the fresh socket's empty send buffer, so it always arrives.
+    CHECK(answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
+    CHECK(answer.ends_with("\r\n\r\n{\"error\":\"too many connections\"}"));
+    CHECK(server.openConnections() == 4);
+  }
+
+  for (auto& client : clients) {
+    const auto response = client->roundTrip(get("/healthz"));
+    REQUIRE(response);
+    CHECK(response->result_int() == 200);
+  }
+
+  // A freed slot is usable again.
+  clients.front()->close();
+  CHECK(eventually([&] { return server.openConnections() == 3; }));
+  CHECK(answersHealthz(server.port()));
+}
+
+TEST_CASE("stop() lets run() return while idle connections are open") {
+  TestServer server;
+  Client afterAnswer;
+  REQUIRE(afterAnswer.connect(server.port()));
+  REQUIRE(afterAnswer.roundTrip(get("/healthz")));
+  Client halfRequest;
+  REQUIRE(halfRequest.connect(server.port()));
+  REQUIRE(halfRequest.send("GET /healthz HTTP/1.1\r\n"));
+  Client silent;
+  REQUIRE(silent.connect(server.port()));
+  CHECK(eventually([&] { return server.openConnections() == 3; }));
+
+  const auto before = Clock::now();
+  CHECK(server.stopAndJoin(3s));
+  CHECK(Clock::now() - before < 1s);  // not waiting for the 2 s timeout
+
+  for (Client* client : {&afterAnswer, &halfRequest, &silent}) {
+    bool closed = false;
+    client->readToEnd(1s, closed);
+    CHECK(closed);
+  }
+  Client late;
+  CHECK_FALSE(late.connect(server.port(), 1s));
+}
+
+TEST_CASE("start() on a port in use fails with the address and the OS reason") {
+  TestServer first;
+  asio::io_context context;
+  HttpServerOptions options = testOptions();
+  options.port = first.port();
+  HttpServer second(context, options, routes);
+  const auto started = second.start();
+  REQUIRE_FALSE(started.ok());
+  CHECK(started.error().message ==
+        "listening on 127.0.0.1:" + std::to_string(first.port()) + ": Address already in use");
+  CHECK(started.error().sysErrno == EADDRINUSE);
+  CHECK(answersHealthz(first.port()));
+}
+
+TEST_CASE("start() resolves a host name and reports the bound port") {
+  asio::io_context context;
+  HttpServerOptions options = testOptions();
+  options.address = "localhost";
+  HttpServer server(context, options, routes);
+  const auto started = server.start();
+  REQUIRE_MESSAGE(started.ok(), (started.ok() ? "" : started.error().message));
+  CHECK(server.port() != 0);
+  const auto again = server.start();
+  REQUIRE_FALSE(again.ok());
+  server.stop();
+  context.run_for(1s);
+  CHECK(context.stopped());
+}
