@@ -73,7 +73,8 @@ Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
       source_(std::move(source)),
       actuator_(makeActuator(io, pods_)),
       timer_(io),
-      graceTimer_(io) {
+      graceTimer_(io),
+      followUpTimer_(io) {
   // Every family exists from the start, so a scrape before the first event sees them.
   evictionsTotal_ =
       &metrics_.counter("nodewarden_evictions_total", "Evictions ordered, by signal and reason.",
@@ -154,6 +155,7 @@ void Agent::stop() {
   stopped_ = true;
   timer_.cancel();
   graceTimer_.cancel();
+  followUpTimer_.cancel();
   notifiers_.clear();
   if (http_) http_->stop();
   notifySystemd("STOPPING=1");
@@ -473,6 +475,19 @@ void Agent::cycle(const char* trigger) {
   state_ = std::move(result.next);
   lastDecision_ = std::move(result.decision);
 
+  // Follow a kernel notification closely while pressure is near and nothing is met yet.
+  const std::string_view why(trigger);
+  const bool anyMet = std::any_of(lastDecision_.signals.begin(), lastDecision_.signals.end(),
+                                  [](const policy::SignalStatus& st) { return st.met; });
+  if (why == "memory-threshold" || why == "psi") followUpsLeft_ = 25;
+  if (anyMet || !pressureNear(lastDecision_)) followUpsLeft_ = 0;
+  if (followUpsLeft_ > 0) {
+    --followUpsLeft_;
+    followUpTimer_.expires_after(std::chrono::milliseconds(20));
+    followUpTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+      if (!ec && *alive && !stopped_) requestCycle("notification-follow-up");
+    });
+  }
   act(lastDecision_, now);
   updateMetrics(lastDecision_, scan);
   if (options_.notifications) armNotifications(lastDecision_);
@@ -709,6 +724,8 @@ void Agent::armNotifications(const policy::EvictionDecision& decision) {
     notifiers_.push_back(entry);
     armedThresholds_[key] = std::uint64_t(usageThreshold);
     watchNotifier(entry);
+    // v1 only reports crossings: usage already past the new point will never notify.
+    if (memory->usage >= std::uint64_t(usageThreshold)) requestCycle("memory-threshold");
     logEvent(LogLevel::Debug, "notification-armed", {{"what", entry->name}});
   }
   notificationsGauge_->set({}, double(notifiers_.size()));

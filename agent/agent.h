@@ -150,6 +150,11 @@ class Agent {
   std::unique_ptr<HttpServer> http_;
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer graceTimer_;  // wakes a cycle when a soft grace period ends
+  // After a kernel notification that did not (yet) show a threshold met — page cache charged
+  // at the same moment can hold the working set just below it — cycles follow every 20 ms
+  // for up to 500 ms, so the crossing is not left to the next tick.
+  boost::asio::steady_timer followUpTimer_;
+  int followUpsLeft_ = 0;
   SteadyTime nextTick_{};
   // Pod figures are read every cycle only while a threshold is near; otherwise every
   // kFullScanEvery (30 s: what /v1/state shows of an idle node can be that old), so an idle
