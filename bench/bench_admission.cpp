@@ -1320,18 +1320,9 @@ int run(int argc, char** argv) {
   std::printf("  load average at start: %s (other work on the machine inflates medians)\n",
               loadAverage().c_str());
   std::printf("  compiler: %s (C++ %ld)\n", __VERSION__, long(__cplusplus));
-#ifdef __OPTIMIZE__
-  const char* optimized = "optimized";
-#else
-  const char* optimized = "NOT optimized";
-#endif
-#ifdef NDEBUG
-  const char* asserts = "NDEBUG defined (asserts off)";
-#else
-  const char* asserts = "NDEBUG not defined (asserts on)";
-#endif
-  std::printf("  build: %s, %s; this binary only (policy/ is compiled with the same flags)\n",
-              optimized, asserts);
+  const std::string build = buildFlavour();
+  std::printf("  build: %s; this binary only (policy/ is compiled with the same flags)\n",
+              build.c_str());
   const Budgets budgets = budgetsFor(quick, naiveCap);
   std::printf(
       "  mode: %s; single threaded, not pinned; times from steady_clock; policy: "

@@ -990,18 +990,9 @@ void printEnvironment(const cgroups::Hierarchy& h, bool quick) {
   std::printf("  machine: nproc=%ld, cpu=%s\n", sysconf(_SC_NPROCESSORS_ONLN), cpuModel().c_str());
   std::printf("  kernel: %s %s %s %s\n", uts.sysname, uts.release, uts.version, uts.machine);
   std::printf("  compiler: %s (C++ %ld)\n", __VERSION__, long(__cplusplus));
-#ifdef __OPTIMIZE__
-  const char* optimized = "optimized";
-#else
-  const char* optimized = "NOT optimized";
-#endif
-#ifdef NDEBUG
-  const char* asserts = "NDEBUG defined (asserts off)";
-#else
-  const char* asserts = "NDEBUG not defined (asserts on)";
-#endif
-  std::printf("  build: %s, %s; this binary only (cgroups/ is compiled with the same flags)\n",
-              optimized, asserts);
+  const std::string build = buildFlavour();
+  std::printf("  build: %s; this binary only (cgroups/ is compiled with the same flags)\n",
+              build.c_str());
   std::printf("  cgroups: %s; memory=%s (%s) cpuacct=%s pids=%s freezer=%s unified=%s\n",
               cgroups::toString(h.mode), h.memory.c_str(),
               h.memoryVersion == cgroups::Version::V1 ? "v1" : "v2", h.cpuacct.c_str(),

@@ -1439,18 +1439,9 @@ int run(int argc, char** argv) {
   std::printf("  compiler: %s (C++ %ld), nlohmann_json %d.%d.%d\n", __VERSION__, long(__cplusplus),
               NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
               NLOHMANN_JSON_VERSION_PATCH);
-#ifdef __OPTIMIZE__
-  const char* optimized = "optimized";
-#else
-  const char* optimized = "NOT optimized";
-#endif
-#ifdef NDEBUG
-  const char* asserts = "NDEBUG defined (asserts off)";
-#else
-  const char* asserts = "NDEBUG not defined (asserts on)";
-#endif
-  std::printf("  build: %s, %s; this binary only (policy/ is compiled with the same flags)\n",
-              optimized, asserts);
+  const std::string build = buildFlavour();
+  std::printf("  build: %s; this binary only (policy/ is compiled with the same flags)\n",
+              build.c_str());
   std::printf(
       "  mode: %s; single threaded, not pinned; times from steady_clock; MB = 10^6 "
       "bytes\n\n",

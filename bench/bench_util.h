@@ -95,6 +95,21 @@ inline std::string withCommas(std::uint64_t v) {
   return out;
 }
 
+// How this benchmark binary was compiled: "optimized, NDEBUG defined (asserts off)".
+// Functions defined in this header take the including binary's flags, which is the point.
+inline std::string buildFlavour() {
+#ifdef __OPTIMIZE__
+  std::string flavour = "optimized";
+#else
+  std::string flavour = "NOT optimized";
+#endif
+#ifdef NDEBUG
+  return flavour + ", NDEBUG defined (asserts off)";
+#else
+  return flavour + ", NDEBUG not defined (asserts on)";
+#endif
+}
+
 inline std::string cpuModel() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
