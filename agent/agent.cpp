@@ -681,14 +681,7 @@ void Agent::armNotifications(const policy::EvictionDecision& decision) {
     const bool node = status.key.signal == Signal::MemoryAvailable;
     if (!node && status.key.signal != Signal::AllocatableMemoryAvailable) continue;
     if (status.threshold <= 0 || status.capacity <= 0) continue;
-    std::optional<cgroups::CgroupDir> root;
-    const cgroups::CgroupDir* dir = &pods_.kubepodsMemory();
-    if (node) {
-      auto opened = cgroups::CgroupDir::open(h.memory, cgroups::Version::V1);
-      if (!opened) continue;
-      root = std::move(opened).value();
-      dir = &*root;
-    }
+    const cgroups::CgroupDir* dir = node ? &pods_.rootMemory() : &pods_.kubepodsMemory();
     if (!dir->valid()) continue;
     auto memory = cgroups::readMemory(*dir, buffer);
     if (!memory) continue;

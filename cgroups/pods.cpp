@@ -216,6 +216,15 @@ Result<std::string> PodCgroups::findKubepods(const Hierarchy& hierarchy,
                "cgroupsPerQOS? set --kubepods-cgroup)"};
 }
 
+const CgroupDir& PodCgroups::rootMemory() const {
+  if (!rootMemory_.valid()) {
+    if (auto dir = CgroupDir::open(hierarchy_.memory, hierarchy_.memoryVersion)) {
+      rootMemory_ = std::move(dir).value();
+    }
+  }
+  return rootMemory_;
+}
+
 PodCgroup* PodCgroups::find(std::string_view uid) {
   auto it = pods_.find(uid);
   return it == pods_.end() ? nullptr : it->second.get();

@@ -146,6 +146,9 @@ class PodCgroups {
   Driver driver() const { return driver_; }
   // The kubepods cgroup itself (memory hierarchy), opened by the first refresh.
   const CgroupDir& kubepodsMemory() const { return kubepodsMemory_; }
+  // The memory hierarchy's root cgroup (the node's figures on v1), opened once with its
+  // files kept open like a pod's. Invalid if it cannot be opened.
+  const CgroupDir& rootMemory() const;
   const std::optional<CgroupDir>& kubepodsUnified() const { return kubepodsUnified_; }
 
   std::size_t size() const { return pods_.size(); }
@@ -165,6 +168,7 @@ class PodCgroups {
   std::string kubepods_;
   Driver driver_;
   CgroupDir kubepodsMemory_;
+  mutable CgroupDir rootMemory_;
   std::optional<CgroupDir> kubepodsUnified_;
   std::map<std::string, std::unique_ptr<PodCgroup>, std::less<>> pods_;
 };

@@ -223,9 +223,9 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
     const Hierarchy& h = pods.hierarchy();
     if (h.memoryVersion == Version::V1) {
       // The v1 root memory cgroup is what cAdvisor reads for the node on v1.
-      if (auto root = CgroupDir::open(h.memory, Version::V1)) {
-        auto usageRead = readMemoryUsage(*root, buffer);
-        auto statText = root->read(File::MemoryStat, buffer);
+      if (const CgroupDir& root = pods.rootMemory(); root.valid()) {
+        auto usageRead = readMemoryUsage(root, buffer);
+        auto statText = root.read(File::MemoryStat, buffer);
         if (usageRead && statText) {
           if (auto stat = parseMemoryStat(*statText, Version::V1)) {
             usage = *usageRead;
