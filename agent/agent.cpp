@@ -12,6 +12,7 @@
 
 #include "agent/files.h"
 #include "agent/log.h"
+#include "agent/webhook.h"
 #include "policy/admission.h"
 
 namespace nodewarden::agent {
@@ -783,6 +784,41 @@ policy::OrderedJson Agent::stateJson() {
   return policy::evictionToJson(result.decision);
 }
 
+HttpResponse Agent::reviewBinding(const HttpRequest& request) {
+  // This node as the agent sees it (its pods, its live pressure conditions) plus the
+  // unscheduled pods its source knows (the pod under review is one of them). A binding to
+  // another node is not this agent's to judge: the webhook fails open and says so.
+  policy::Snapshot cluster;
+  cluster.nodes = snapshot_.nodes;
+  cluster.pods = snapshot_.pods;
+  const PodSet& set = source_->current();
+  cluster.pods.insert(cluster.pods.end(), set.pending.begin(), set.pending.end());
+  cluster.priorityClasses = snapshot_.priorityClasses;
+  cluster.podDisruptionBudgets = snapshot_.podDisruptionBudgets;
+  SnapshotClusterCache cache(std::move(cluster));
+  RecordingAdmissionActions recorder;  // static source: decided, not acted on
+  AdmissionActions& actions =
+      options_.admissionActions != nullptr ? *options_.admissionActions : recorder;
+  BindingWebhookOptions webhookOptions;
+  webhookOptions.onReview = [this](const ReviewRecord& record) {
+    if (record.verdict != "allow-unchecked")
+      admissionsTotal_->add({record.verdict, record.reason});
+    std::string victims;
+    for (const auto& victim : record.victims) victims += (victims.empty() ? "" : ",") + victim;
+    logEvent(record.allowed ? LogLevel::Info : LogLevel::Warn, "admission-review",
+             {{"pod", record.pod},
+              {"node", record.node},
+              {"verdict", record.verdict},
+              {"reason", record.reason},
+              {"message", record.message},
+              {"victims", victims},
+              {"dry_run", record.dryRun},
+              {"acted", record.acted && options_.admissionActions != nullptr}});
+  };
+  BindingWebhook webhook(cache, actions, policy_, nullptr, std::move(webhookOptions));
+  return webhook.handle(request);
+}
+
 HttpResponse Agent::handle(const HttpRequest& request) {
   std::string path = request.target.substr(0, request.target.find('?'));
   const bool get = request.method == "GET" || request.method == "HEAD";
@@ -836,11 +872,13 @@ HttpResponse Agent::handle(const HttpRequest& request) {
     return jsonResponse(200, policy::admissionToJson(decision));
   }
   if (path == "/v1/admission-review") {
-    return errorResponse(501,
-                         "AdmissionReview arrives with the Kubernetes integration; use /v1/admit");
+    if (request.method != "POST") return methodNotAllowed();
+    if (!ready_) return errorResponse(503, "no full scan yet");
+    return reviewBinding(request);
   }
   return errorResponse(404, "no such path: " + path +
-                                " (try /healthz, /readyz, /metrics, /v1/state, POST /v1/admit)");
+                                " (try /healthz, /readyz, /metrics, /v1/state, POST /v1/admit, "
+                                "POST /v1/admission-review)");
 }
 
 }  // namespace nodewarden::agent

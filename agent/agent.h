@@ -39,6 +39,8 @@
 
 namespace nodewarden::agent {
 
+class AdmissionActions;  // agent/webhook.h
+
 struct AgentOptions {
   std::string nodeName;
   std::optional<std::string> policyPath;  // nullopt: the built-in defaults, never reloaded
@@ -51,6 +53,9 @@ struct AgentOptions {
   std::optional<std::chrono::milliseconds> intervalOverride;
   std::optional<HttpServerOptions> http;  // nullopt: no HTTP server
   bool systemdNotify = true;              // sd_notify READY/STATUS/WATCHDOG when under systemd
+  // What a `preempt` verdict at POST /v1/admission-review does (evict the victims, nominate
+  // the pod): the API writer with --source kubernetes; null: verdicts only, nothing acts.
+  AdmissionActions* admissionActions = nullptr;
 };
 
 // One eviction the agent ordered, for /metrics, logs, the demo's report and tests.
@@ -120,6 +125,7 @@ class Agent {
 
  private:
   struct Notifier;
+  HttpResponse reviewBinding(const HttpRequest& request);
   void scheduleTimer();
   void scheduleGraceTimer(const policy::EvictionDecision& decision, SteadyTime now);
   void requestCycle(const char* trigger);

@@ -25,6 +25,8 @@ int runCheckPolicy(const std::vector<std::string>& args, std::ostream& out, std:
 int runAgent(const std::vector<std::string>& args);
 int runDemo(const std::vector<std::string>& args);
 int runDemoLoad(const std::vector<std::string>& args);
+// `nodewarden webhook` (agent/run_webhook.cpp): the binding admission webhook.
+int runWebhook(const std::vector<std::string>& args);
 
 // The human view of an eviction decision (`explain eviction -o table`).
 std::string renderEvictionTable(const policy::EvictionDecision& decision,

@@ -1,12 +1,21 @@
 #include "agent/http_server.h"
 
 #include <fcntl.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <exception>
 #include <optional>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -20,6 +29,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
 
 namespace nodewarden::agent {
@@ -99,11 +109,129 @@ bool isHttpParseError(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category();
 }
 
+// A certificate or key file, whole; `what` ("TLS certificate") and the path start every error.
+Result<std::string> readPemFile(const std::string& path, std::string_view what) {
+  constexpr std::size_t kMaxPem = std::size_t{1} << 20;
+  const std::string where = std::string(what) + " " + path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    return Error{where + ": reading: " + std::strerror(err), err};
+  }
+  std::string content;
+  char chunk[8192];
+  for (;;) {
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Error{where + ": reading: " + std::strerror(err), err};
+    }
+    if (got == 0) break;
+    content.append(chunk, static_cast<std::size_t>(got));
+    if (content.size() > kMaxPem) {
+      ::close(fd);
+      return Error{where + ": larger than 1 MiB, not a PEM file"};
+    }
+  }
+  ::close(fd);
+  if (content.find("-----BEGIN") == std::string::npos) {
+    return Error{where + ": no PEM block (-----BEGIN ...) in the file"};
+  }
+  return content;
+}
+
+// The first OpenSSL reason of `ec`, or its message.
+std::string sslReason(const beast::error_code& ec) {
+  std::string out = ec.message();
+  return out.empty() ? std::string("unknown OpenSSL error") : out;
+}
+
+// A server context for TLS 1.2+ with the pair; errors name the file at fault.
+Result<std::shared_ptr<asio::ssl::context>> makeTlsContext(const std::string& certFile,
+                                                           const std::string& certPem,
+                                                           const std::string& keyFile,
+                                                           const std::string& keyPem) {
+  std::shared_ptr<asio::ssl::context> context;
+  try {
+    context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+  } catch (const std::exception& e) {
+    return Error{std::string("creating a TLS context: ") + e.what()};
+  }
+  SSL_CTX* native = context->native_handle();
+  beast::error_code ec;
+  context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                           asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                           asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use,
+                       ec);
+  if (ec || SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1) {
+    ::ERR_clear_error();
+    return Error{"creating a TLS context: cannot require TLS 1.2"};
+  }
+  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // An encrypted key must fail, not prompt on a terminal (OpenSSL's default callback).
+  context->set_password_callback(
+      [](std::size_t, asio::ssl::context::password_purpose) { return std::string(); }, ec);
+  context->use_certificate_chain(asio::buffer(certPem), ec);
+  if (ec) {
+    ::ERR_clear_error();
+    return Error{"TLS certificate " + certFile + ": not a usable PEM certificate (" +
+                 sslReason(ec) + ")"};
+  }
+  // Checked here rather than left to use_private_key, whose mismatch error
+  // ("key values mismatch") does not say which files are meant.
+  {
+    BIO* bio = BIO_new_mem_buf(keyPem.data(), static_cast<int>(keyPem.size()));
+    EVP_PKEY* key = bio == nullptr
+                        ? nullptr
+                        : PEM_read_bio_PrivateKey(
+                              bio, nullptr, [](char*, int, int, void*) { return 0; }, nullptr);
+    if (bio != nullptr) BIO_free(bio);
+    if (key == nullptr) {
+      ::ERR_clear_error();
+      return Error{"TLS key " + keyFile + ": not a usable unencrypted PEM private key"};
+    }
+    X509* leaf = SSL_CTX_get0_certificate(native);
+    const bool matches = leaf != nullptr && X509_check_private_key(leaf, key) == 1;
+    EVP_PKEY_free(key);
+    ::ERR_clear_error();
+    if (!matches) {
+      return Error{"TLS key " + keyFile + " does not match the certificate " + certFile};
+    }
+  }
+  context->use_private_key(asio::buffer(keyPem), asio::ssl::context::pem, ec);
+  if (ec || SSL_CTX_check_private_key(native) != 1) {
+    ::ERR_clear_error();
+    return Error{"TLS key " + keyFile + ": not a usable unencrypted PEM private key (" +
+                 (ec ? sslReason(ec) : std::string("rejected by OpenSSL")) + ")"};
+  }
+  return context;
+}
+
 }  // namespace
 
 namespace detail {
 
-class Session;
+using SslContext = asio::ssl::context;
+using SslStream = beast::ssl_stream<beast::tcp_stream>;
+
+// What stop() needs of every kind of session.
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  // Outstanding operations complete with operation_aborted and drop their owner.
+  virtual void close() = 0;
+};
+
+// The loaded certificate pair and what it was loaded from.
+struct TlsState {
+  std::shared_ptr<SslContext> context;  // new sessions take a reference
+  std::string certPem, keyPem;          // the files' content when loaded
+  // The last content that failed to load (reported once).
+  std::optional<std::pair<std::string, std::string>> failed;
+  std::chrono::steady_clock::time_point lastCheck{};
+};
 
 struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   HttpServerState(asio::io_context& context, HttpServerOptions opts, HttpHandler h)
@@ -113,6 +241,9 @@ struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   void accept();
   void onAccept(beast::error_code ec, tcp::socket socket);
   void refuse(tcp::socket& socket);
+  Result<bool> loadTls(bool reportFailure);
+  void maybeReloadTls();
+  bool tlsConfigured() const { return !options.tlsCertFile.empty() || !options.tlsKeyFile.empty(); }
   void report(const std::string& problem) {
     if (!options.onProblem) return;
     try {
@@ -126,7 +257,8 @@ struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   HttpHandler handler;
   tcp::acceptor acceptor;
   asio::steady_timer retryTimer;
-  std::unordered_set<Session*> sessions;  // every live Session, registered by itself
+  std::unordered_set<SessionBase*> sessions;  // every live Session, registered by itself
+  TlsState tls;
   std::uint16_t port = 0;
   bool started = false;
   bool stopped = false;
@@ -135,33 +267,70 @@ struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
 // One connection, shaped like Beast's http_server_async.cpp: owned by the completion handlers
 // of its single outstanding operation (shared_from_this), a deadline on every operation, a
 // body limit, and at most one write in flight (the next read starts after the write ends).
-class Session : public std::enable_shared_from_this<Session> {
+// `Stream` is beast::tcp_stream (plain HTTP) or SslStream (HTTPS, which first handshakes).
+template <typename Stream>
+class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, SslStream>;
+
  public:
-  Session(tcp::socket socket, std::shared_ptr<HttpServerState> server)
-      : stream_(std::move(socket)), server_(std::move(server)) {
+  // `tls` is the context for an SslStream, null for a plain one.
+  Session(tcp::socket socket, std::shared_ptr<HttpServerState> server,
+          std::shared_ptr<SslContext> tls)
+      : tls_(std::move(tls)),
+        stream_(makeStream(std::move(socket), tls_.get())),
+        server_(std::move(server)) {
     server_->sessions.insert(this);
   }
-  ~Session() { server_->sessions.erase(this); }
+  ~Session() override { server_->sessions.erase(this); }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  void run() { readRequest(); }
+  void run() {
+    if constexpr (kTls) {
+      lowest().expires_after(server_->options.timeout);
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              beast::bind_front_handler(&Session::onHandshake, self()));
+    } else {
+      readRequest();
+    }
+  }
 
-  // For stop(): outstanding operations complete with operation_aborted and drop their owner.
-  void close() {
+  void close() override {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.close();
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest().close();
   }
 
  private:
+  static Stream makeStream(tcp::socket&& socket, SslContext* tls) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls);
+    } else {
+      (void)tls;
+      return Stream(std::move(socket));
+    }
+  }
+
+  std::shared_ptr<Session> self() { return this->shared_from_this(); }
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  // A failed handshake (plain HTTP, garbage, an old protocol, a timeout) only closes.
+  void onHandshake(beast::error_code ec) {
+    if (server_->stopped) return;
+    if (ec) {
+      lowest().close();
+      return;
+    }
+    readRequest();
+  }
+
   void readRequest() {
     parser_.emplace();
     parser_->body_limit(static_cast<std::uint64_t>(server_->options.bodyLimit));
     parser_->header_limit(kHeaderLimit);
-    stream_.expires_after(server_->options.timeout);
+    lowest().expires_after(server_->options.timeout);
     http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&Session::onHeader, shared_from_this()));
+                            beast::bind_front_handler(&Session::onHeader, self()));
   }
 
   // curl and other clients send "Expect: 100-continue" before a larger body and wait (curl: 1 s)
@@ -173,9 +342,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (header.version() >= 11 &&
         beast::iequals(header[http::field::expect], std::string_view("100-continue"))) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      stream_.expires_after(server_->options.timeout);
+      lowest().expires_after(server_->options.timeout);
       asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
-                        beast::bind_front_handler(&Session::onContinueSent, shared_from_this()));
+                        beast::bind_front_handler(&Session::onContinueSent, self()));
       return;
     }
     readBody();
@@ -184,16 +353,16 @@ class Session : public std::enable_shared_from_this<Session> {
   void onContinueSent(beast::error_code ec, std::size_t /*bytes*/) {
     if (server_->stopped) return;
     if (ec) {
-      stream_.close();
+      lowest().close();
       return;
     }
     readBody();
   }
 
   void readBody() {
-    stream_.expires_after(server_->options.timeout);
+    lowest().expires_after(server_->options.timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::onRead, shared_from_this()));
+                     beast::bind_front_handler(&Session::onRead, self()));
   }
 
   void onRead(beast::error_code ec, std::size_t /*bytes*/) {
@@ -201,7 +370,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // On timeout tcp_stream has closed the socket already; nothing to answer.
     if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return;
     if (ec == http::error::end_of_stream) {
-      stream_.close();
+      lowest().close();
       return;
     }
     try {
@@ -215,14 +384,14 @@ class Session : public std::enable_shared_from_this<Session> {
       } else if (isHttpParseError(ec)) {
         sendError(400, "bad request: " + ec.message());
       } else if (ec) {
-        stream_.close();  // reset, broken pipe, ...: the peer is gone
+        lowest().close();  // reset, broken pipe, a TLS alert, ...: the peer is gone
       } else {
         handleRequest(parser_->release());
       }
     } catch (const std::exception& e) {
       // Beast or the allocator threw while composing an answer; drop just this connection.
       server_->report(std::string("HTTP connection dropped: ") + e.what());
-      stream_.close();
+      lowest().close();
     }
   }
 
@@ -290,15 +459,14 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write() {
-    stream_.expires_after(server_->options.timeout);
-    http::async_write(stream_, res_,
-                      beast::bind_front_handler(&Session::onWrite, shared_from_this()));
+    lowest().expires_after(server_->options.timeout);
+    http::async_write(stream_, res_, beast::bind_front_handler(&Session::onWrite, self()));
   }
 
   void onWrite(beast::error_code ec, std::size_t /*bytes*/) {
     if (server_->stopped) return;
     if (ec) {
-      stream_.close();
+      lowest().close();
       return;
     }
     if (res_.need_eof()) {
@@ -308,39 +476,45 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // Half-closes, then reads and discards what the client still sends until it closes too, or
-  // for a bounded time and amount: closing with unread data would send a reset that can
-  // destroy the answer before the client reads it.
+  // Plain: half-closes, then reads and discards what the client still sends until it closes
+  // too, or for a bounded time and amount: closing with unread data would send a reset that
+  // can destroy the answer before the client reads it. TLS: sends close_notify and waits
+  // (bounded) for the client's, as Beast's TLS servers do.
   void lingeringClose() {
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    if (ec) {
-      stream_.close();
-      return;
-    }
-    stream_.expires_after(
+    lowest().expires_after(
         std::min<std::chrono::milliseconds>(server_->options.timeout, kMaxLinger));
-    drain();
+    if constexpr (kTls) {
+      stream_.async_shutdown([self = self()](beast::error_code) { self->lowest().close(); });
+    } else {
+      beast::error_code ec;
+      lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+      if (ec) {
+        lowest().close();
+        return;
+      }
+      drain();
+    }
   }
 
   void drain() {
     buffer_.clear();
     // No expires_after here: the deadline set by lingeringClose() bounds the whole drain.
-    stream_.async_read_some(buffer_.prepare(kDrainChunk),
-                            beast::bind_front_handler(&Session::onDrain, shared_from_this()));
+    lowest().async_read_some(buffer_.prepare(kDrainChunk),
+                             beast::bind_front_handler(&Session::onDrain, self()));
   }
 
   void onDrain(beast::error_code ec, std::size_t bytes) {
     if (server_->stopped) return;
     drained_ += bytes;
     if (ec || drained_ > kMaxDrained) {
-      stream_.close();
+      lowest().close();
       return;
     }
     drain();
   }
 
-  beast::tcp_stream stream_;
+  std::shared_ptr<SslContext> tls_;  // before stream_, which refers to it
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;  // kept alive until its write completes
@@ -403,7 +577,14 @@ void HttpServerState::onAccept(beast::error_code ec, tcp::socket socket) {
     refuse(socket);
   } else {
     try {
-      std::make_shared<Session>(std::move(socket), shared_from_this())->run();
+      if (tls.context) {
+        maybeReloadTls();
+        std::make_shared<Session<SslStream>>(std::move(socket), shared_from_this(), tls.context)
+            ->run();
+      } else {
+        std::make_shared<Session<beast::tcp_stream>>(std::move(socket), shared_from_this(), nullptr)
+            ->run();
+      }
     } catch (const std::exception& e) {
       report(std::string("starting an HTTP session: ") + e.what());
     }
@@ -412,13 +593,50 @@ void HttpServerState::onAccept(beast::error_code ec, tcp::socket socket) {
 }
 
 // Beyond maxConnections: one non-blocking write of a canned 503 into the empty send buffer,
-// then close. Never waits on the peer, so a flood costs nothing but the accept.
+// then close. Never waits on the peer, so a flood costs nothing but the accept. A TLS port
+// closes without a word: plain text would be garbage to its clients.
 void HttpServerState::refuse(tcp::socket& socket) {
   beast::error_code ec;
   socket.non_blocking(true, ec);
-  if (!ec) socket.write_some(asio::buffer(busyResponse()), ec);
+  if (!ec && !tls.context) socket.write_some(asio::buffer(busyResponse()), ec);
   socket.shutdown(tcp::socket::shutdown_send, ec);
   socket.close(ec);
+}
+
+Result<bool> HttpServerState::loadTls(bool reportFailure) {
+  tls.lastCheck = std::chrono::steady_clock::now();
+  auto cert = readPemFile(options.tlsCertFile, "TLS certificate");
+  auto key = cert ? readPemFile(options.tlsKeyFile, "TLS key") : Result<std::string>(cert.error());
+  Result<std::shared_ptr<SslContext>> context = Error{""};
+  if (cert && key) {
+    if (tls.context && *cert == tls.certPem && *key == tls.keyPem) return false;
+    // The same bad content again: reported already.
+    if (reportFailure && tls.failed && *cert == tls.failed->first && *key == tls.failed->second) {
+      return Error{"TLS certificate " + options.tlsCertFile + " and key " + options.tlsKeyFile +
+                   ": still the pair that failed to load"};
+    }
+    context = makeTlsContext(options.tlsCertFile, *cert, options.tlsKeyFile, *key);
+  }
+  Error failure = !cert ? cert.error() : !key ? key.error() : !context ? context.error() : Error{};
+  if (!cert || !key || !context) {
+    if (reportFailure) {
+      // A half-written rotation is re-tried when the files change again.
+      tls.failed.emplace(cert ? *cert : std::string(), key ? *key : std::string());
+      report(failure.message + (tls.context ? " (keeping the previous certificate)" : ""));
+    }
+    return failure;
+  }
+  tls.context = std::move(context).value();
+  tls.certPem = std::move(cert).value();
+  tls.keyPem = std::move(key).value();
+  tls.failed.reset();
+  return true;
+}
+
+void HttpServerState::maybeReloadTls() {
+  if (!options.tlsAutoReload) return;
+  if (std::chrono::steady_clock::now() - tls.lastCheck < options.tlsReloadInterval) return;
+  (void)loadTls(/*reportFailure=*/true);
 }
 
 }  // namespace detail
@@ -436,6 +654,16 @@ Result<bool> HttpServer::start() {
   const std::string where = hostPort(s.options.address, s.options.port);
   if (s.started || s.stopped) {
     return Error{"listening on " + where + ": the server was started or stopped before"};
+  }
+
+  if (s.tlsConfigured()) {
+    if (s.options.tlsCertFile.empty() || s.options.tlsKeyFile.empty()) {
+      return Error{
+          "listening on " + where + ": TLS needs both a certificate file and a key file (" +
+          (s.options.tlsCertFile.empty() ? "the certificate" : "the key") + " file is not set)"};
+    }
+    auto loaded = s.loadTls(/*reportFailure=*/false);
+    if (!loaded) return loaded.error().withContext("listening on " + where);
   }
 
   std::vector<tcp::endpoint> endpoints;
@@ -468,6 +696,13 @@ Result<bool> HttpServer::start() {
   return *firstError;
 }
 
+Result<bool> HttpServer::reloadTls() {
+  detail::HttpServerState& s = *state_;
+  if (!s.tlsConfigured()) return Error{"reloading TLS: the server does not use TLS"};
+  if (!s.tls.context) return Error{"reloading TLS: start() has not loaded a certificate yet"};
+  return s.loadTls(/*reportFailure=*/true);
+}
+
 std::uint16_t HttpServer::port() const {
   return state_->port;
 }
@@ -484,8 +719,8 @@ void HttpServer::stop() {
   s.acceptor.close(ec);
   s.retryTimer.cancel();
   // close() only schedules completions, so the set does not change under us; copy anyway.
-  const std::vector<detail::Session*> open(s.sessions.begin(), s.sessions.end());
-  for (detail::Session* session : open) session->close();
+  const std::vector<detail::SessionBase*> open(s.sessions.begin(), s.sessions.end());
+  for (detail::SessionBase* session : open) session->close();
 }
 
 Result<std::pair<std::string, std::uint16_t>> parseListenAddress(std::string_view text) {

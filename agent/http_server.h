@@ -17,6 +17,15 @@
 //     (best effort, without reading it) and closed at once.
 //   - After an error answer the server half-closes and discards what the client still sends
 //     (bounded in bytes and time) so that the answer is not lost to a TCP reset.
+//
+// TLS (tlsCertFile and tlsKeyFile set): the port speaks HTTPS only, TLS 1.2 or newer. The
+// handshake runs under the same per-operation deadline; a failed handshake (plain HTTP,
+// garbage, an old protocol version) just closes the connection. Connections beyond
+// maxConnections are closed without an answer (a plain-text 503 would be garbage to a TLS
+// client). The certificate pair can be replaced while running (cert-manager rotates the
+// Secret's files in place): reloadTls(), and an automatic re-read when a connection arrives at
+// most every tlsReloadInterval. New connections use the new pair, open ones keep theirs; a
+// new pair that does not load keeps the old one and is reported through onProblem.
 // Beast stays out of this header (pimpl): include it anywhere cheaply.
 #pragma once
 
@@ -65,8 +74,17 @@ struct HttpServerOptions {
   std::chrono::milliseconds timeout{10000};  // per read/write, including keep-alive idle time
   std::size_t maxConnections = 64;           // open connections at once, at least 1
   // Optional: told (on the loop thread) about server-side problems worth a log line: accept
-  // failures, handler exceptions. Peer misbehaviour (garbage, timeouts) is not reported.
+  // failures, handler exceptions, a rotated TLS pair that does not load. Peer misbehaviour
+  // (garbage, timeouts, failed handshakes) is not reported.
   std::function<void(const std::string&)> onProblem;
+  // HTTPS: PEM files, both or neither. tlsCertFile may hold a chain (leaf first); the key
+  // must not be encrypted.
+  std::string tlsCertFile;
+  std::string tlsKeyFile;
+  // How often, at most, the files are compared with the loaded pair when a connection
+  // arrives (zero: on every connection); false disables the automatic check.
+  bool tlsAutoReload = true;
+  std::chrono::milliseconds tlsReloadInterval{60000};
 };
 
 namespace detail {
@@ -84,9 +102,18 @@ class HttpServer {
 
   // Resolves the address, binds, listens and starts accepting (the accepting happens when
   // the io_context runs). Returns true, or an error naming the address and the OS reason:
-  // "listening on 127.0.0.1:10290: Address already in use" (Error::sysErrno set). Call once,
-  // on the loop thread or before the loop runs.
+  // "listening on 127.0.0.1:10290: Address already in use" (Error::sysErrno set). With TLS
+  // the pair is loaded first and an error names the file: "TLS certificate /etc/tls.crt:
+  // reading: No such file or directory", "TLS key /etc/tls.key does not match the
+  // certificate /etc/tls.crt". Call once, on the loop thread or before the loop runs.
   Result<bool> start();
+
+  // Re-reads the TLS pair now. Returns true when a different pair was loaded (new
+  // connections use it), false when the files hold the loaded pair already. On an error the
+  // old pair stays in use, the error is returned and reported through onProblem (once per
+  // distinct bad content). An error as well when TLS is not configured or start() has not
+  // loaded a pair yet. Loop thread.
+  Result<bool> reloadTls();
 
   // The port actually bound (useful with port 0); 0 before a successful start(). Any thread
   // once start() has returned.

@@ -16,6 +16,9 @@ const char* kUsage =
     "Commands:\n"
     "  agent [--policy FILE] [--source static --manifests DIR] [--dry-run] ...\n"
     "                        the node daemon: evicts pods before the kernel OOM killer has to\n"
+    "  webhook [--tls-cert FILE --tls-key FILE] [--listen ADDR:PORT] ...\n"
+    "                        the cluster's binding admission webhook: admit, reject, wait or\n"
+    "                        preempt for every pod the scheduler binds\n"
     "  demo [--scenario FILE] [--baseline] [--report FILE]\n"
     "                        as root: the agent guarding a sandbox node with real processes\n"
     "  explain eviction --snapshot FILE [--node NAME] [--policy FILE] [-o table|json]\n"
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
   }
   if (command == "explain") return runExplain(rest, std::cout, std::cerr);
   if (command == "agent") return runAgent(rest);
+  if (command == "webhook") return runWebhook(rest);
   if (command == "demo") return runDemo(rest);
   if (command == "demo-load") return runDemoLoad(rest);
   if (command == "check-policy") return runCheckPolicy(rest, std::cout, std::cerr);

@@ -23,6 +23,9 @@ struct PodSet {
   std::vector<policy::PriorityClass> priorityClasses;
   std::vector<policy::PodDisruptionBudget> podDisruptionBudgets;
   std::optional<policy::Node> node;  // the Node object, when the source has one
+  // Pods not bound to any node yet (the Kubernetes source watches them), so that an
+  // AdmissionReview for a binding to this node finds the pod; resolved like `pods`.
+  std::vector<policy::Pod> pending;
 };
 
 class PodSource {

@@ -8,15 +8,20 @@
 #include "agent/cli.h"
 #include "agent/commands.h"
 #include "agent/files.h"
+#include "agent/kube_source.h"
 #include "agent/log.h"
+#include "agent/webhook.h"
+#include "kube/client.h"
+#include "kube/writer.h"
 
 namespace nodewarden::agent {
 namespace {
 
 const char* kAgentUsage =
-    "usage: nodewarden agent [--policy FILE] [--node NAME] [--source static] [--manifests DIR]\n"
-    "                        [--cgroup-root DIR] [--kubepods-cgroup PATH] [--listen ADDR:PORT]\n"
-    "                        [--dry-run] [--log-format text|json]\n"
+    "usage: nodewarden agent [--policy FILE] [--node NAME] [--source kubernetes|static]\n"
+    "                        [--manifests DIR] [--kubeconfig FILE] [--cgroup-root DIR]\n"
+    "                        [--kubepods-cgroup PATH] [--listen ADDR:PORT] [--dry-run]\n"
+    "                        [--log-format text|json]\n"
     "\n"
     "Watches this node's pod cgroups and evicts pods, in the policy's order, before the\n"
     "kernel's OOM killer has to act. Runs until SIGTERM or SIGINT; SIGHUP reloads the policy\n"
@@ -27,8 +32,16 @@ const char* kAgentUsage =
     "  --policy FILE          eviction policy (CONTRACT §4; see 'nodewarden check-policy').\n"
     "                         Default: the kubelet's hard thresholds.\n"
     "  --node NAME            this node's name. Default: $NODE_NAME, then the host name.\n"
-    "  --source static        where pods come from (default static; 'kubernetes' arrives with\n"
-    "                         the Kubernetes integration).\n"
+    "  --source kubernetes|static\n"
+    "                         where pod objects come from (default: kubernetes, or static when\n"
+    "                         --manifests is given). kubernetes: this node's pods, priority\n"
+    "                         classes, disruption budgets and Node object are listed and watched\n"
+    "                         from the API server; evictions are recorded there after the local\n"
+    "                         kill (status Failed/Evicted, an Evicted event, DELETE) and node\n"
+    "                         pressure is published as NodewardenMemoryPressure & co.\n"
+    "  --kubeconfig FILE      for --source kubernetes: the API server and credentials (its\n"
+    "                         current context). Default: $KUBECONFIG, else the in-cluster\n"
+    "                         service account.\n"
     "  --manifests DIR        for --source static: one Pod object per *.json file, matched to\n"
     "                         cgroups by metadata.uid; re-read when files change.\n"
     "  --cgroup-root DIR      where the cgroup hierarchies are mounted (default /sys/fs/cgroup;\n"
@@ -46,6 +59,9 @@ const char* kAgentUsage =
     "                         and PSI triggers wake the loop at once.\n"
     "\n"
     "Exit status: 0 after SIGTERM/SIGINT, 1 bad input or start failure, 2 usage error.\n";
+
+constexpr std::chrono::seconds kInitialSyncWait{10};
+constexpr std::chrono::seconds kDrainWait{5};
 
 std::string defaultNodeName() {
   if (const char* env = std::getenv("NODE_NAME"); env != nullptr && *env != '\0') return env;
@@ -81,21 +97,35 @@ int runAgent(const std::vector<std::string>& argv) {
     return kExitUsage;
   }
   configureLogging(logFormat == "json" ? LogFormat::Json : LogFormat::Text);
-  const std::string source = args->value("source").value_or("static");
-  if (source == "kubernetes") {
-    std::cerr << "nodewarden agent: --source kubernetes is not available in this version yet; "
-                 "use --source static --manifests DIR\n";
-    return kExitUsage;
-  }
-  if (source != "static") {
+  const auto manifests = args->value("manifests");
+  const std::string source = args->value("source").value_or(manifests ? "static" : "kubernetes");
+  if (source != "static" && source != "kubernetes") {
     std::cerr << "nodewarden agent: --source must be static or kubernetes, got \"" << source
               << "\"\n";
     return kExitUsage;
   }
-  const auto manifests = args->value("manifests");
-  if (!manifests) {
+  const bool fromApi = source == "kubernetes";
+  if (!fromApi && !manifests) {
     std::cerr << "nodewarden agent: --source static needs --manifests DIR\n\n" << kAgentUsage;
     return kExitUsage;
+  }
+  if (fromApi && manifests) {
+    std::cerr << "nodewarden agent: --manifests is for --source static; pods come from the API "
+                 "server with --source kubernetes\n";
+    return kExitUsage;
+  }
+  if (!fromApi && args->value("kubeconfig")) {
+    std::cerr << "nodewarden agent: --kubeconfig is for --source kubernetes\n";
+    return kExitUsage;
+  }
+  std::optional<kube::ClusterConfig> cluster;
+  if (fromApi) {
+    auto config = kube::resolveClusterConfig(args->value("kubeconfig"));
+    if (!config) {
+      std::cerr << "nodewarden agent: " << config.error().message << "\n";
+      return kExitBadInput;
+    }
+    cluster = std::move(config).value();
   }
 
   AgentOptions options;
@@ -147,10 +177,67 @@ int runAgent(const std::vector<std::string>& argv) {
 
   boost::asio::io_context io;
   cgroups::PodCgroups pods(*hierarchy, *kubepods);
-  auto podSource = std::make_unique<StaticPodSource>(*manifests, options.nodeName);
   const bool dryRun = options.dryRun;
+  const std::string nodeName = options.nodeName;
+  ActuatorFactory makeActuator = dryRun ? dryRunActuator() : cgroupActuator();
+
+  // With the API: the client and the writer outlive the agent (declared first, destroyed
+  // last); the source is owned by the agent and reached through `apiSource`.
+  std::unique_ptr<kube::Client> client;
+  std::unique_ptr<kube::ApiWriter> writer;
+  std::unique_ptr<ApiAdmissionActions> admissionActions;
+  KubernetesPodSource* apiSource = nullptr;
+  std::unique_ptr<PodSource> podSource;
+  if (fromApi) {
+    logEvent(LogLevel::Info, "api-server", {{"config", cluster->description}, {"node", nodeName}});
+    client = std::make_unique<kube::Client>(io, *cluster);
+    kube::WriterOptions writerOptions;
+    writerOptions.nodeName = nodeName;
+    writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
+    writer->onOutcome = [](const kube::WriteOutcome& outcome) {
+      logEvent(outcome.ok ? LogLevel::Info : LogLevel::Warn, "api-write",
+               {{"what", outcome.what}, {"pod", outcome.pod}, {"ok", outcome.ok},
+                {"attempts", outcome.attempts}, {"status", static_cast<int>(outcome.status)},
+                {"detail", outcome.detail}});
+    };
+    auto apiPods = std::make_unique<KubernetesPodSource>(io, *client, nodeName);
+    apiSource = apiPods.get();
+    podSource = std::move(apiPods);
+    if (!dryRun) {
+      admissionActions = std::make_unique<ApiAdmissionActions>(*writer);
+      options.admissionActions = admissionActions.get();
+      makeActuator = [local = std::move(makeActuator), &writer](
+                         boost::asio::io_context& context, cgroups::PodCgroups& cgroups) {
+        return std::make_unique<ApiRecordingActuator>(local(context, cgroups), *writer);
+      };
+    }
+  } else {
+    podSource = std::make_unique<StaticPodSource>(*manifests, nodeName);
+  }
   Agent agent(io, std::move(options), std::move(policy).value(), std::move(pods),
-              std::move(podSource), dryRun ? dryRunActuator() : cgroupActuator());
+              std::move(podSource), makeActuator);
+  if (apiSource != nullptr) {
+    apiSource->start();
+    // The first decisions should know the pods' priorities: wait (bounded) for the first
+    // lists. An unreachable API server does not keep the agent from protecting the node.
+    const auto deadline = std::chrono::steady_clock::now() + kInitialSyncWait;
+    while (!apiSource->synced() && std::chrono::steady_clock::now() < deadline)
+      io.run_one_for(std::chrono::milliseconds(100));
+    if (apiSource->synced()) {
+      logEvent(LogLevel::Info, "api-synced",
+               {{"pods", static_cast<std::int64_t>(apiSource->current().pods.size())}});
+    } else {
+      logEvent(LogLevel::Warn, "api-not-synced",
+               {{"waited_s", static_cast<std::int64_t>(kInitialSyncWait.count())},
+                {"effect", "starting anyway; pods the API has not listed rank as unknown "
+                           "(priority 0) until it answers"}});
+    }
+    if (!dryRun) {
+      agent.onCycle = [&writer, nodeName](const policy::EvictionDecision& decision) {
+        publishNodeConditions(*writer, nodeName, decision);
+      };
+    }
+  }
   auto started = agent.start();
   if (!started) {
     logEvent(LogLevel::Error, "start-failed", {{"error", started.error().message}});
@@ -164,6 +251,7 @@ int runAgent(const std::vector<std::string>& argv) {
     // Drain: no new cycles or requests; evictions already under way finish, then run() returns.
     agent.stop();
     hup.cancel();
+    if (apiSource != nullptr) apiSource->stop();
   });
   std::function<void()> waitHup = [&] {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
@@ -175,6 +263,17 @@ int runAgent(const std::vector<std::string>& argv) {
   };
   waitHup();
   io.run();
+  if (writer && writer->pending() > 0) {
+    // Evictions already done locally should reach the API: a bounded drain.
+    logEvent(LogLevel::Info, "api-drain", {{"pending", static_cast<std::int64_t>(writer->pending())}});
+    io.restart();
+    const auto deadline = std::chrono::steady_clock::now() + kDrainWait;
+    while (writer->pending() > 0 && std::chrono::steady_clock::now() < deadline)
+      io.run_one_for(std::chrono::milliseconds(100));
+    if (writer->pending() > 0)
+      logEvent(LogLevel::Warn, "api-drain-incomplete",
+               {{"pending", static_cast<std::int64_t>(writer->pending())}});
+  }
   logEvent(LogLevel::Info, "stopped",
            {{"evictions", static_cast<std::int64_t>(agent.evictions().size())}});
   return kExitOk;

@@ -21,9 +21,19 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/asio.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace {
 
@@ -108,6 +118,10 @@ class TestServer {
 
   std::size_t openConnections() {
     return onLoop([this] { return server_.openConnections(); });
+  }
+
+  nodewarden::Result<bool> reloadTls() {
+    return onLoop([this] { return server_.reloadTls(); });
   }
 
   std::vector<std::string> problems() {
@@ -733,4 +747,378 @@ TEST_CASE("start() resolves a host name and reports the bound port") {
   server.stop();
   context.run_for(1s);
   CHECK(context.stopped());
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS
+
+namespace {
+
+namespace ssl = asio::ssl;
+
+struct Pem {
+  std::string cert;
+  std::string key;
+};
+
+// A self-signed P-256 certificate for 127.0.0.1 (IP SAN) with `commonName`.
+Pem makeSelfSigned(const std::string& commonName) {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  REQUIRE(key != nullptr);
+  X509* cert = X509_new();
+  REQUIRE(cert != nullptr);
+  X509_set_version(cert, 2);
+  static long serial = 1;
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), serial++);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -60);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(commonName.c_str()), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+  X509_EXTENSION* san =
+      X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
+  REQUIRE(san != nullptr);
+  X509_add_ext(cert, san, -1);
+  X509_EXTENSION_free(san);
+  REQUIRE(X509_sign(cert, key, EVP_sha256()) > 0);
+
+  auto toString = [](auto write) {
+    BIO* bio = BIO_new(BIO_s_mem());
+    write(bio);
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(bio, &data);
+    std::string out(data, static_cast<std::size_t>(size));
+    BIO_free(bio);
+    return out;
+  };
+  Pem pem;
+  pem.cert = toString([&](BIO* bio) { PEM_write_bio_X509(bio, cert); });
+  pem.key = toString(
+      [&](BIO* bio) { PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr); });
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return pem;
+}
+
+// A temporary directory with the certificate files, removed at the end.
+class TlsFiles {
+ public:
+  TlsFiles() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "nw-tls-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    dir_ = pattern;
+  }
+  ~TlsFiles() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  TlsFiles(const TlsFiles&) = delete;
+  TlsFiles& operator=(const TlsFiles&) = delete;
+
+  std::string cert() const { return (dir_ / "tls.crt").string(); }
+  std::string key() const { return (dir_ / "tls.key").string(); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Writes both files atomically, as the kubelet updates a mounted Secret.
+  void write(const Pem& pem) {
+    writeFile("tls.crt", pem.cert);
+    writeFile("tls.key", pem.key);
+  }
+  void writeFile(const std::string& name, const std::string& content) {
+    const auto temp = dir_ / (name + ".tmp");
+    {
+      std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+      out << content;
+    }
+    std::filesystem::rename(temp, dir_ / name);
+  }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+HttpServerOptions tlsOptions(const TlsFiles& files) {
+  HttpServerOptions options = testOptions();
+  options.tlsCertFile = files.cert();
+  options.tlsKeyFile = files.key();
+  return options;
+}
+
+// A TLS client that trusts `caPem` and verifies the server's name as 127.0.0.1.
+class TlsClient {
+ public:
+  explicit TlsClient(const std::string& caPem, int maxVersion = 0) {
+    // The stream's SSL object exists already: settings go to it, not to the context.
+    context_.add_certificate_authority(asio::buffer(caPem));
+    stream_.set_verify_mode(ssl::verify_peer);
+    if (maxVersion != 0) {
+      SSL* native = stream_.native_handle();
+      SSL_set_security_level(native, 0);
+      SSL_set_min_proto_version(native, 0);
+      SSL_set_max_proto_version(native, maxVersion);
+      SSL_set_cipher_list(native, "DEFAULT:@SECLEVEL=0");
+    }
+    stream_.set_verify_callback(ssl::host_name_verification("127.0.0.1"));
+  }
+
+  // Connects and handshakes; the handshake's error (timeout when it took too long).
+  beast::error_code connect(std::uint16_t port, std::chrono::milliseconds limit = 2s) {
+    const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
+    beast::error_code ec = run(
+        [&](auto handler) { beast::get_lowest_layer(stream_).async_connect(endpoint, handler); },
+        limit);
+    if (ec) return ec;
+    return run([&](auto handler) { stream_.async_handshake(ssl::stream_base::client, handler); },
+               limit);
+  }
+
+  std::optional<Response> roundTrip(const std::string& request) {
+    if (run([&](auto handler) { asio::async_write(stream_, asio::buffer(request), handler); },
+            2s)) {
+      return std::nullopt;
+    }
+    http::response_parser<http::string_body> parser;
+    if (run([&](auto handler) { http::async_read(stream_, buffer_, parser, handler); }, 2s)) {
+      return std::nullopt;
+    }
+    return parser.release();
+  }
+
+  // The common name of the server's certificate.
+  std::string peerCommonName() {
+    X509* cert = SSL_get1_peer_certificate(stream_.native_handle());
+    if (cert == nullptr) return "";
+    char name[256] = {};
+    X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, name, sizeof name);
+    X509_free(cert);
+    return name;
+  }
+
+ private:
+  template <typename Start>
+  beast::error_code run(Start start, std::chrono::milliseconds limit) {
+    auto result = std::make_shared<std::optional<beast::error_code>>();
+    start([result](beast::error_code ec, auto&&...) { *result = ec; });
+    io_.restart();
+    io_.run_for(limit);
+    if (!result->has_value()) {
+      beast::get_lowest_layer(stream_).cancel();
+      io_.restart();
+      io_.run_for(1s);
+      return beast::error::timeout;
+    }
+    return **result;
+  }
+
+  asio::io_context io_;
+  ssl::context context_{ssl::context::tls_client};
+  beast::ssl_stream<beast::tcp_stream> stream_{io_, context_};
+  beast::flat_buffer buffer_;
+};
+
+bool answersHttps(std::uint16_t port, const std::string& caPem, std::string* commonName = nullptr) {
+  TlsClient client(caPem);
+  if (client.connect(port)) return false;
+  if (commonName != nullptr) *commonName = client.peerCommonName();
+  const auto response = client.roundTrip(get("/healthz"));
+  return response && response->result_int() == 200 && response->body() == "ok";
+}
+
+}  // namespace
+
+TEST_CASE("TLS: a verified HTTPS request succeeds, with keep-alive") {
+  TlsFiles files;
+  const Pem pem = makeSelfSigned("nodewarden-test");
+  files.write(pem);
+  TestServer server(tlsOptions(files));
+
+  TlsClient client(pem.cert);
+  REQUIRE_FALSE(client.connect(server.port()));
+  CHECK(client.peerCommonName() == "nodewarden-test");
+  auto first = client.roundTrip(get("/healthz"));
+  REQUIRE(first.has_value());
+  CHECK(first->result_int() == 200);
+  CHECK(first->body() == "ok");
+  auto second = client.roundTrip(post("/v1/echo", "{\"a\":1}", "X-Test: tls\r\n"));
+  REQUIRE(second.has_value());
+  CHECK(second->body() == "POST /v1/echo|x-test=tls|content-length=7|{\"a\":1}");
+  CHECK(server.problems().empty());
+
+  // A client that does not trust the certificate fails its own verification.
+  TlsClient stranger(makeSelfSigned("other").cert);
+  CHECK(stranger.connect(server.port()));
+  CHECK(answersHttps(server.port(), pem.cert));
+}
+
+TEST_CASE("TLS: plain HTTP, garbage and old protocol versions are closed; serving goes on") {
+  TlsFiles files;
+  const Pem pem = makeSelfSigned("nodewarden-test");
+  files.write(pem);
+  TestServer server(tlsOptions(files));
+
+  {
+    Client plain;
+    REQUIRE(plain.connect(server.port()));
+    REQUIRE(plain.send(get("/healthz")));
+    bool closed = false;
+    const std::string answer = plain.readToEnd(3s, closed);
+    CHECK(closed);
+    CHECK(answer.find("HTTP/1.1 200") == std::string::npos);
+  }
+  std::mt19937 random(7);
+  for (int i = 0; i < 50; ++i) {
+    Client garbage;
+    REQUIRE(garbage.connect(server.port()));
+    std::string bytes(1 + random() % 2000, '\0');
+    for (char& c : bytes) c = static_cast<char>(random());
+    if (i % 2 == 0) bytes[0] = 0x16;  // looks like a TLS record, then nonsense
+    garbage.send(bytes);
+    bool closed = false;
+    garbage.readToEnd(3s, closed);
+    CHECK(closed);
+  }
+  // TLS 1.1 is refused.
+  TlsClient old(pem.cert, TLS1_1_VERSION);
+  CHECK(old.connect(server.port()));
+
+  CHECK(answersHttps(server.port(), pem.cert));
+  CHECK(eventually([&] { return server.openConnections() == 0; }));
+  CHECK(server.problems().empty());
+}
+
+TEST_CASE("TLS: a client silent during the handshake is disconnected after the timeout") {
+  TlsFiles files;
+  const Pem pem = makeSelfSigned("nodewarden-test");
+  files.write(pem);
+  HttpServerOptions options = tlsOptions(files);
+  options.timeout = 300ms;
+  TestServer server(options);
+  Client silent;
+  REQUIRE(silent.connect(server.port()));
+  const auto start = Clock::now();
+  bool closed = false;
+  silent.readToEnd(3s, closed);
+  CHECK(closed);
+  CHECK(Clock::now() - start < 2s);
+  CHECK(answersHttps(server.port(), pem.cert));
+}
+
+TEST_CASE("TLS: start() fails with an error naming the file") {
+  TlsFiles files;
+  const Pem pem = makeSelfSigned("a");
+  const Pem other = makeSelfSigned("b");
+  files.writeFile("a.crt", pem.cert);
+  files.writeFile("a.key", pem.key);
+  files.writeFile("b.key", other.key);
+  files.writeFile("junk.crt",
+                  "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n");
+  files.writeFile("text.crt", "hello\n");
+
+  auto startWith = [](const std::string& cert, const std::string& key) {
+    asio::io_context context;
+    HttpServerOptions options = testOptions();
+    options.tlsCertFile = cert;
+    options.tlsKeyFile = key;
+    HttpServer server(context, options, routes);
+    auto started = server.start();
+    REQUIRE_FALSE(started.ok());
+    return started.error().message;
+  };
+  std::string message = startWith(files.path("missing.crt"), files.path("a.key"));
+  CHECK(message.find("TLS certificate " + files.path("missing.crt") +
+                     ": reading: No such file or directory") != std::string::npos);
+  message = startWith(files.path("a.crt"), files.path("missing.key"));
+  CHECK(message.find("TLS key " + files.path("missing.key") + ": reading:") != std::string::npos);
+  message = startWith(files.path("junk.crt"), files.path("a.key"));
+  CHECK(message.find("TLS certificate " + files.path("junk.crt") + ": not a usable PEM") !=
+        std::string::npos);
+  message = startWith(files.path("text.crt"), files.path("a.key"));
+  CHECK(message.find("TLS certificate " + files.path("text.crt") + ": no PEM block") !=
+        std::string::npos);
+  message = startWith(files.path("a.crt"), files.path("b.key"));
+  CHECK(message.find("TLS key " + files.path("b.key") + " does not match the certificate " +
+                     files.path("a.crt")) != std::string::npos);
+  message = startWith(files.path("a.crt"), "");
+  CHECK(message.find("TLS needs both a certificate file and a key file") != std::string::npos);
+  // A key file given as the certificate.
+  message = startWith(files.path("a.key"), files.path("a.key"));
+  CHECK(message.find("TLS certificate " + files.path("a.key")) != std::string::npos);
+}
+
+TEST_CASE("TLS: a rotated pair is picked up; a bad new pair keeps the old one") {
+  TlsFiles files;
+  const Pem first = makeSelfSigned("first");
+  files.write(first);
+  HttpServerOptions options = tlsOptions(files);
+  options.tlsAutoReload = false;
+  TestServer server(options);
+  std::string name;
+  REQUIRE(answersHttps(server.port(), first.cert, &name));
+  CHECK(name == "first");
+
+  // Unchanged files: nothing to do.
+  auto unchanged = server.reloadTls();
+  REQUIRE(unchanged.ok());
+  CHECK_FALSE(*unchanged);
+
+  const Pem second = makeSelfSigned("second");
+  files.write(second);
+  auto reloaded = server.reloadTls();
+  REQUIRE_MESSAGE(reloaded.ok(), (reloaded.ok() ? "" : reloaded.error().message));
+  CHECK(*reloaded);
+  REQUIRE(answersHttps(server.port(), second.cert, &name));
+  CHECK(name == "second");
+
+  // A mismatched pair (half a rotation): refused, reported once, the second pair stays.
+  files.writeFile("tls.crt", makeSelfSigned("third").cert);
+  auto bad = server.reloadTls();
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("does not match") != std::string::npos);
+  REQUIRE(server.problems().size() == 1);
+  CHECK(server.problems()[0].find("keeping the previous certificate") != std::string::npos);
+  CHECK(server.reloadTls().ok() == false);
+  CHECK(server.problems().size() == 1);
+  REQUIRE(answersHttps(server.port(), second.cert, &name));
+  CHECK(name == "second");
+}
+
+TEST_CASE("TLS: the files are re-read automatically when a connection arrives") {
+  TlsFiles files;
+  const Pem first = makeSelfSigned("first");
+  files.write(first);
+  HttpServerOptions options = tlsOptions(files);
+  options.tlsReloadInterval = 0ms;
+  TestServer server(options);
+  std::string name;
+  REQUIRE(answersHttps(server.port(), first.cert, &name));
+  CHECK(name == "first");
+  const Pem second = makeSelfSigned("second");
+  files.write(second);
+  REQUIRE(answersHttps(server.port(), second.cert, &name));
+  CHECK(name == "second");
+  // A broken file is reported, and the last good pair keeps serving.
+  files.writeFile("tls.key", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n");
+  REQUIRE(answersHttps(server.port(), second.cert, &name));
+  CHECK(name == "second");
+  CHECK(answersHttps(server.port(), second.cert));
+  REQUIRE(server.problems().size() == 1);
+  CHECK(server.problems()[0].find("TLS key " + files.key()) != std::string::npos);
+}
+
+TEST_CASE("TLS: stop() lets run() return while TLS connections are open") {
+  TlsFiles files;
+  const Pem pem = makeSelfSigned("nodewarden-test");
+  files.write(pem);
+  TestServer server(tlsOptions(files));
+  TlsClient idle(pem.cert);
+  REQUIRE_FALSE(idle.connect(server.port()));
+  Client handshaking;
+  REQUIRE(handshaking.connect(server.port()));
+  CHECK(eventually([&] { return server.openConnections() == 2; }));
+  CHECK(server.stopAndJoin(2s));
 }

@@ -193,12 +193,23 @@ std::string makeUid() {
   return uid;
 }
 
+namespace {
+
+// A forked helper keeps only stdio and its ready pipe: an inherited listening socket (the fake
+// API server's, say) would outlive the test's own close of it and keep the port taken.
+void closeInheritedFds(int keep) {
+  if (keep > 3) ::close_range(3, static_cast<unsigned>(keep) - 1, 0);
+  ::close_range(static_cast<unsigned>(keep) + 1, ~0U, 0);
+}
+
+}  // namespace
+
 pid_t spawnAllocator(cgroups::Sandbox& sandbox, const std::string& relative, std::uint64_t bytes,
                      OnTerm onTerm, int lifetimeSeconds) {
   int ready[2];
   REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
   auto pid = sandbox.spawn(relative, [&] {
-    ::close(ready[0]);
+    closeInheritedFds(ready[1]);
     return allocateBody(bytes, onTerm, lifetimeSeconds, ready[1]);
   });
   ::close(ready[1]);
@@ -242,7 +253,7 @@ OutsideProcess::OutsideProcess(std::uint64_t bytes, int lifetimeSeconds) {
   REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
   pid_ = ::fork();
   if (pid_ == 0) {
-    ::close(ready[0]);
+    closeInheritedFds(ready[1]);
     ::_exit(allocateBody(bytes, OnTerm::Die, lifetimeSeconds, ready[1]));
   }
   ::close(ready[1]);
@@ -279,15 +290,13 @@ double LogLine::number(const std::string& name) const {
 }
 
 AgentProcess::AgentProcess(const AgentConfig& config) : logPath_(logDir_.file("agent.log")) {
-  std::vector<std::string> args = {NODEWARDEN_BINARY,
-                                   "agent",
-                                   "--node",
-                                   "e2e-node",
-                                   "--source",
-                                   "static",
-                                   "--manifests",
-                                   config.manifestsDir,
-                                   "--policy",
+  std::vector<std::string> args = {NODEWARDEN_BINARY, "agent", "--node", config.nodeName};
+  if (config.kubeconfig.empty()) {
+    args.insert(args.end(), {"--source", "static", "--manifests", config.manifestsDir});
+  } else {
+    args.insert(args.end(), {"--source", "kubernetes", "--kubeconfig", config.kubeconfig});
+  }
+  args.insert(args.end(), {"--policy",
                                    config.policyFile,
                                    "--kubepods-cgroup",
                                    config.kubepods,
@@ -296,7 +305,7 @@ AgentProcess::AgentProcess(const AgentConfig& config) : logPath_(logDir_.file("a
                                    "--log-format",
                                    "json",
                                    "--nodefs",
-                                   ""};
+                                   ""});
   if (config.dryRun) args.push_back("--dry-run");
   args.insert(args.end(), config.extraArgs.begin(), config.extraArgs.end());
 
@@ -319,6 +328,9 @@ AgentProcess::AgentProcess(const AgentConfig& config) : logPath_(logDir_.file("a
     const int null = ::open("/dev/null", O_RDONLY);
     if (null >= 0) ::dup2(null, STDIN_FILENO);
     ::unsetenv("NOTIFY_SOCKET");
+    // Nothing else of the test's reaches the agent (a listening socket of the fake API
+    // server would stay bound in it).
+    ::close_range(3, ~0U, 0);
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);

@@ -162,6 +162,9 @@ struct LogLine {
 struct AgentConfig {
   std::string policyFile;
   std::string manifestsDir;
+  // Set: --source kubernetes --kubeconfig FILE instead of the manifests directory.
+  std::string kubeconfig;
+  std::string nodeName = "e2e-node";
   std::string kubepods;  // Sandbox::kubepods()
   bool dryRun = false;
   std::vector<std::string> extraArgs;

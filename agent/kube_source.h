@@ -1,0 +1,80 @@
+// The agent on a real cluster (`--source kubernetes`): the node's pods, the priority classes,
+// the disruption budgets and the Node object come from the API server through reflectors
+// (list + watch, kube/reflector.h); usage still comes from cgroups, matched by pod UID.
+// Evictions are made to stick by recording them in the API after the local kill
+// (kube::ApiWriter), and node pressure is published as nodewarden's own node conditions.
+//
+// The kill path never waits on the network: the cgroup actuator acts at once, and API writes
+// are queued behind it. While the API server is unreachable the last synced objects keep
+// ranking pods; pods it has not told us about rank as unknown pods (priority 0).
+//
+// Threading: the agent's loop thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "agent/actuator.h"
+#include "agent/pod_source.h"
+#include "kube/reflector.h"
+#include "kube/writer.h"
+#include "policy/eviction.h"
+
+namespace nodewarden::agent {
+
+class KubernetesPodSource final : public PodSource {
+ public:
+  // `client` must outlive the source. Starts nothing until start().
+  KubernetesPodSource(boost::asio::io_context& io, kube::Client& client, std::string nodeName);
+  ~KubernetesPodSource() override;
+  void start();
+  void stop();
+
+  bool refresh() override;
+  const PodSet& current() const override { return set_; }
+  std::vector<std::string> takeProblems() override;
+  std::string describe() const override;
+
+  // Every reflector has listed at least once.
+  bool synced() const;
+  // Every reflector's last request was answered.
+  bool connected() const;
+  const kube::Reflector::Stats& podStats() const;
+
+ private:
+  std::string nodeName_;
+  std::string description_;
+  kube::Store<policy::Pod> pods_;
+  kube::Store<policy::PriorityClass> classes_;
+  kube::Store<policy::PodDisruptionBudget> budgets_;
+  kube::Store<policy::Node> nodes_;
+  kube::Store<policy::Pod> pending_;  // spec.nodeName="" (for admission reviews)
+  void collectProblems();
+
+  std::vector<std::unique_ptr<kube::Reflector>> reflectors_;
+  std::vector<std::string> problems_;
+  std::uint64_t seenVersions_[5] = {~0ull, ~0ull, ~0ull, ~0ull, ~0ull};
+  PodSet set_;
+};
+
+// Wraps the local actuator: once a pod's processes are gone, its eviction is recorded in the
+// API (status, Event, DELETE) through the writer. Dry runs and failed kills write nothing.
+class ApiRecordingActuator final : public Actuator {
+ public:
+  // `writer` must outlive the actuator.
+  ApiRecordingActuator(std::unique_ptr<Actuator> local, kube::ApiWriter& writer);
+  void evict(const EvictionOrder& order, Done done) override;
+  std::string name() const override { return local_->name() + " + API"; }
+
+ private:
+  std::unique_ptr<Actuator> local_;
+  kube::ApiWriter& writer_;
+};
+
+// Publishes the decision's node conditions as nodewarden's own condition types: True while
+// the kubelet's condition would be (MemoryPressure → NodewardenMemoryPressure, …), False
+// otherwise, with the signals' figures in the message. Only changes are written.
+void publishNodeConditions(kube::ApiWriter& writer, const std::string& node,
+                           const policy::EvictionDecision& decision);
+
+}  // namespace nodewarden::agent

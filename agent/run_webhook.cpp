@@ -1,0 +1,341 @@
+// `nodewarden webhook`: the binding admission webhook as a cluster service. Four reflectors
+// (pods, nodes, priority classes, disruption budgets) keep a StoreClusterCache current; the
+// HTTPS server answers AdmissionReviews from it; preemption goes through kube::ApiWriter.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <csignal>
+#include <iostream>
+
+#include "agent/cli.h"
+#include "agent/commands.h"
+#include "agent/files.h"
+#include "agent/http_server.h"
+#include "agent/log.h"
+#include "agent/metrics.h"
+#include "agent/webhook.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/reflector.h"
+#include "kube/writer.h"
+
+namespace nodewarden::agent {
+namespace {
+
+const char* kWebhookUsage =
+    "usage: nodewarden webhook [--policy FILE] [--kubeconfig FILE] [--listen ADDR:PORT]\n"
+    "                          [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n"
+    "\n"
+    "The binding admission webhook: the API server asks it about every pods/binding (the\n"
+    "scheduler placing a pod on a node), and it answers with nodewarden's admission verdict\n"
+    "(CONTRACT §5) from a cache of the cluster: admit; reject (unknown priority class, node\n"
+    "pressure, selector or taints, no room and no preemption allowed); wait (room comes once\n"
+    "terminating pods are gone); or preempt (the victims are evicted through the Eviction API\n"
+    "and the pod is nominated to the node; the binding is denied until they are gone). A\n"
+    "review it cannot judge (pod or node not cached yet) is allowed with a warning. Register\n"
+    "it with failurePolicy: Ignore for pods/binding CREATE.\n"
+    "\n"
+    "Runs until SIGTERM or SIGINT; SIGHUP reloads the policy and the TLS files (the TLS files\n"
+    "are also re-read when they change, checked at most once a minute).\n"
+    "\n"
+    "Options:\n"
+    "  --policy FILE          the policy (CONTRACT §4); the webhook uses neverEvictPriority.\n"
+    "                         Default: the built-in defaults.\n"
+    "  --kubeconfig FILE      the API server and credentials. Default: $KUBECONFIG, then the\n"
+    "                         in-cluster service account.\n"
+    "  --listen ADDR:PORT     where to serve (default 0.0.0.0:8443):\n"
+    "                         POST /v1/admission-review, GET /healthz, /readyz, /metrics.\n"
+    "  --tls-cert FILE        the serving certificate (PEM, chain allowed), valid for\n"
+    "                         <service>.<namespace>.svc; needs --tls-key.\n"
+    "  --tls-key FILE         its private key (PEM, unencrypted).\n"
+    "                         Without both, plain HTTP (the API server will not call it; for\n"
+    "                         tests or behind a TLS-terminating proxy only).\n"
+    "  --log-format text|json one line per event: logfmt-style text (default) or JSON lines.\n"
+    "\n"
+    "Exit status: 0 after SIGTERM/SIGINT, 1 bad input or start failure, 2 usage error.\n";
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+void logReview(const ReviewRecord& record) {
+  const LogLevel level = record.verdict == "allow-unchecked" ? LogLevel::Warn : LogLevel::Info;
+  logEvent(level, "admission-review",
+           {{"pod", record.pod},
+            {"node", record.node},
+            {"verdict", record.verdict},
+            {"reason", record.reason},
+            {"victims", joined(record.victims)},
+            {"nominations_cleared", joined(record.nominationsCleared)},
+            {"allowed", record.allowed},
+            {"dry_run", record.dryRun},
+            {"uid", record.uid},
+            {"ms", record.seconds * 1000.0},
+            {"message", record.message}});
+}
+
+HttpResponse jsonAnswer(unsigned status, const policy::OrderedJson& body) {
+  return HttpResponse{status, "application/json",
+                      body.dump(-1, ' ', false, policy::Json::error_handler_t::replace)};
+}
+
+HttpResponse errorAnswer(unsigned status, const std::string& message) {
+  policy::OrderedJson body = policy::OrderedJson::object();
+  body["error"] = message;
+  return jsonAnswer(status, body);
+}
+
+struct Watched {
+  std::string name;  // for /readyz and logs: "pods"
+  std::unique_ptr<kube::Reflector> reflector;
+};
+
+}  // namespace
+
+int runWebhook(const std::vector<std::string>& argv) {
+  auto args = parseArgs(
+      argv, {"policy", "kubeconfig", "listen", "tls-cert", "tls-key", "log-format"}, {"help"});
+  if (!args) {
+    std::cerr << "nodewarden webhook: " << args.error().message << "\n\n" << kWebhookUsage;
+    return kExitUsage;
+  }
+  if (args->flag("help")) {
+    std::cout << kWebhookUsage;
+    return kExitOk;
+  }
+  if (!args->positional.empty()) {
+    std::cerr << "nodewarden webhook: unexpected argument \"" << args->positional[0] << "\"\n\n"
+              << kWebhookUsage;
+    return kExitUsage;
+  }
+  const std::string logFormat = args->value("log-format").value_or("text");
+  if (logFormat != "text" && logFormat != "json") {
+    std::cerr << "nodewarden webhook: --log-format must be text or json, got \"" << logFormat
+              << "\"\n";
+    return kExitUsage;
+  }
+  const auto tlsCert = args->value("tls-cert");
+  const auto tlsKey = args->value("tls-key");
+  if (tlsCert.has_value() != tlsKey.has_value()) {
+    std::cerr << "nodewarden webhook: "
+              << (tlsCert ? "--tls-cert needs --tls-key" : "--tls-key needs --tls-cert")
+              << " (both or neither)\n\n"
+              << kWebhookUsage;
+    return kExitUsage;
+  }
+  if ((tlsCert && tlsCert->empty()) || (tlsKey && tlsKey->empty())) {
+    std::cerr << "nodewarden webhook: --tls-cert and --tls-key need file names\n";
+    return kExitUsage;
+  }
+  const std::string listen = args->value("listen").value_or("0.0.0.0:8443");
+  auto address = parseListenAddress(listen);
+  if (!address) {
+    std::cerr << "nodewarden webhook: --listen: " << address.error().message << "\n";
+    return kExitUsage;
+  }
+  configureLogging(logFormat == "json" ? LogFormat::Json : LogFormat::Text);
+
+  const std::optional<std::string> policyPath = args->value("policy");
+  auto policy = loadPolicy(policyPath ? &*policyPath : nullptr);
+  if (!policy) {
+    std::cerr << policy.error().message << "\n";
+    return kExitBadInput;
+  }
+  auto cluster = kube::resolveClusterConfig(args->value("kubeconfig"));
+  if (!cluster) {
+    std::cerr << "nodewarden webhook: " << cluster.error().message << "\n";
+    return kExitBadInput;
+  }
+
+  boost::asio::io_context io;
+  const std::string apiDescription = cluster->description;
+  kube::Client client(io, std::move(cluster).value());
+
+  kube::Store<policy::Pod> pods("Pod", policy::parsePod);
+  kube::Store<policy::Node> nodes("Node", policy::parseNode);
+  kube::Store<policy::PriorityClass> classes("PriorityClass", policy::parsePriorityClass);
+  kube::Store<policy::PodDisruptionBudget> pdbs("PodDisruptionBudget",
+                                                policy::parsePodDisruptionBudget);
+  StoreClusterCache cache(pods, nodes, classes, pdbs);
+
+  kube::WriterOptions writerOptions;
+  writerOptions.component = "nodewarden-webhook";
+  kube::ApiWriter writer(io, client, writerOptions);
+  writer.onOutcome = [](const kube::WriteOutcome& outcome) {
+    logEvent(outcome.ok ? LogLevel::Info : LogLevel::Warn, "api-write",
+             {{"what", outcome.what},
+              {"pod", outcome.pod},
+              {"ok", outcome.ok},
+              {"attempts", outcome.attempts},
+              {"status", static_cast<std::int64_t>(outcome.status)},
+              {"detail", outcome.detail}});
+  };
+  ApiAdmissionActions actions(writer);
+
+  MetricsRegistry metrics;
+  BindingWebhookOptions webhookOptions;
+  webhookOptions.onReview = logReview;
+  BindingWebhook webhook(cache, actions, std::move(policy).value(), &metrics, webhookOptions);
+
+  std::vector<Watched> watched;
+  auto watch = [&](std::string name, std::string path, kube::StoreSink& sink) {
+    kube::ReflectorOptions options;
+    options.listPath = std::move(path);
+    auto log = [name](const std::string& event, const std::string& detail) {
+      logEvent(LogLevel::Info, "reflector",
+               {{"resource", name}, {"event", event}, {"detail", detail}});
+    };
+    watched.push_back(
+        Watched{name, std::make_unique<kube::Reflector>(io, client, options, sink, log)});
+  };
+  watch("pods", "/api/v1/pods", cache.podSink());
+  watch("nodes", "/api/v1/nodes", nodes);
+  watch("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses", classes);
+  watch("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets", pdbs);
+
+  auto notSynced = [&] {
+    std::vector<std::string> out;
+    for (const Watched& w : watched) {
+      if (!w.reflector->synced()) out.push_back(w.name);
+    }
+    return out;
+  };
+  auto route = [&](const HttpRequest& request) -> HttpResponse {
+    const std::string path = request.target.substr(0, request.target.find('?'));
+    const bool get = request.method == "GET" || request.method == "HEAD";
+    if (path == "/v1/admission-review") return webhook.handle(request);
+    if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
+      if (!get) return errorAnswer(405, request.method + " is not allowed on " + path);
+    }
+    if (path == "/healthz") {
+      policy::OrderedJson body = policy::OrderedJson::object();
+      body["status"] = "ok";
+      return jsonAnswer(200, body);
+    }
+    if (path == "/readyz") {
+      const std::vector<std::string> missing = notSynced();
+      policy::OrderedJson body = policy::OrderedJson::object();
+      if (missing.empty()) {
+        body["status"] = "ready";
+        return jsonAnswer(200, body);
+      }
+      body["status"] = "not ready: not listed yet: " + joined(missing);
+      body["notSynced"] = missing;
+      return jsonAnswer(503, body);
+    }
+    if (path == "/metrics") {
+      return HttpResponse{200, std::string(kMetricsContentType), metrics.render()};
+    }
+    return errorAnswer(404, "no such path: " + path +
+                                " (try POST /v1/admission-review, /healthz, /readyz, /metrics)");
+  };
+
+  HttpServerOptions http;
+  http.address = address->first;
+  http.port = address->second;
+  http.bodyLimit = 4u << 20;  // a review of a large object (and its oldObject) stays under this
+  http.timeout = std::chrono::seconds(10);
+  http.maxConnections = 256;
+  http.tlsCertFile = tlsCert.value_or("");
+  http.tlsKeyFile = tlsKey.value_or("");
+  http.onProblem = [](const std::string& problem) {
+    logEvent(LogLevel::Warn, "http-problem", {{"problem", problem}});
+  };
+  HttpServer server(io, http, route);
+  auto started = server.start();
+  if (!started) {
+    logEvent(LogLevel::Error, "start-failed", {{"error", started.error().message}});
+    return kExitBadInput;
+  }
+  if (!tlsCert) {
+    logEvent(LogLevel::Warn, "plain-http",
+             {{"listen", listen},
+              {"warning",
+               "serving plain HTTP: the API server calls webhooks over HTTPS only; use "
+               "--tls-cert and --tls-key unless a TLS-terminating proxy is in front"}});
+  }
+  logEvent(LogLevel::Info, "started",
+           {{"listen", listen},
+            {"port", static_cast<std::int64_t>(server.port())},
+            {"tls", tlsCert.has_value()},
+            {"api", apiDescription}});
+  for (Watched& w : watched) w.reflector->start();
+
+  // Housekeeping: objects the stores skipped, once a minute at most per batch.
+  boost::asio::steady_timer housekeeping(io);
+  bool stopping = false;
+  std::function<void()> tick = [&] {
+    housekeeping.expires_after(std::chrono::seconds(10));
+    housekeeping.async_wait([&](const boost::system::error_code& ec) {
+      if (ec || stopping) return;
+      auto report = [](std::vector<std::string> problems) {
+        for (const std::string& problem : problems) {
+          logEvent(LogLevel::Warn, "object-skipped", {{"problem", problem}});
+        }
+      };
+      report(pods.takeProblems());
+      report(nodes.takeProblems());
+      report(classes.takeProblems());
+      report(pdbs.takeProblems());
+      tick();
+    });
+  };
+  tick();
+
+  boost::asio::signal_set stopSignals(io, SIGINT, SIGTERM);
+  boost::asio::signal_set hup(io, SIGHUP);
+  boost::asio::steady_timer drain(io);
+  int drainTicks = 0;
+  std::function<void()> waitForWrites = [&] {
+    // Preemption writes already queued get up to 5 s; then the loop ends regardless.
+    if (writer.pending() == 0 || ++drainTicks > 50) {
+      if (writer.pending() != 0) {
+        logEvent(LogLevel::Warn, "writes-abandoned",
+                 {{"pending", static_cast<std::int64_t>(writer.pending())}});
+      }
+      io.stop();
+      return;
+    }
+    drain.expires_after(std::chrono::milliseconds(100));
+    drain.async_wait([&](const boost::system::error_code& ec) {
+      if (!ec) waitForWrites();
+    });
+  };
+  stopSignals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    logEvent(LogLevel::Info, "stopping", {{"signal", signal == SIGINT ? "SIGINT" : "SIGTERM"}});
+    stopping = true;
+    server.stop();
+    for (Watched& w : watched) w.reflector->stop();
+    housekeeping.cancel();
+    hup.cancel();
+    waitForWrites();
+  });
+  std::function<void()> waitHup = [&] {
+    hup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec || stopping) return;
+      auto reloaded = loadPolicy(policyPath ? &*policyPath : nullptr);
+      if (reloaded) {
+        webhook.setPolicy(std::move(reloaded).value());
+        logEvent(LogLevel::Info, "reload", {{"signal", "SIGHUP"}, {"policy", "reloaded"}});
+      } else {
+        logEvent(LogLevel::Error, "reload-failed",
+                 {{"error", reloaded.error().message}, {"kept", "the last good policy"}});
+      }
+      if (tlsCert) {
+        auto tls = server.reloadTls();
+        if (tls && *tls) logEvent(LogLevel::Info, "reload", {{"tls", "new certificate"}});
+        // A failure was reported through onProblem already.
+      }
+      waitHup();
+    });
+  };
+  waitHup();
+  io.run();
+  logEvent(LogLevel::Info, "stopped", {});
+  return kExitOk;
+}
+
+}  // namespace nodewarden::agent
