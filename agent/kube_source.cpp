@@ -26,8 +26,7 @@ KubernetesPodSource::KubernetesPodSource(boost::asio::io_context& io, kube::Clie
       nodes_("Node", policy::parseNode),
       pending_("Pod", policy::parsePod) {
   description_ = "Kubernetes API (" + client.config().description + "), pods of node " + nodeName_;
-  auto add = [&](std::string path, std::string selector, kube::StoreSink& sink,
-                 std::string kind) {
+  auto add = [&](std::string path, std::string selector, kube::StoreSink& sink, std::string kind) {
     kube::ReflectorOptions options;
     options.listPath = std::move(path);
     options.fieldSelector = std::move(selector);
@@ -45,7 +44,9 @@ KubernetesPodSource::KubernetesPodSource(boost::asio::io_context& io, kube::Clie
   add("/api/v1/pods", "spec.nodeName=", pending_, "Pod (unscheduled)");
 }
 
-KubernetesPodSource::~KubernetesPodSource() { stop(); }
+KubernetesPodSource::~KubernetesPodSource() {
+  stop();
+}
 
 void KubernetesPodSource::start() {
   for (auto& reflector : reflectors_) reflector->start();
@@ -69,7 +70,9 @@ const kube::Reflector::Stats& KubernetesPodSource::podStats() const {
   return reflectors_.front()->stats();
 }
 
-std::string KubernetesPodSource::describe() const { return description_; }
+std::string KubernetesPodSource::describe() const {
+  return description_;
+}
 
 std::vector<std::string> KubernetesPodSource::takeProblems() {
   collectProblems();
@@ -115,8 +118,7 @@ bool KubernetesPodSource::refresh() {
   return nodeChanged;
 }
 
-ApiRecordingActuator::ApiRecordingActuator(std::unique_ptr<Actuator> local,
-                                           kube::ApiWriter& writer)
+ApiRecordingActuator::ApiRecordingActuator(std::unique_ptr<Actuator> local, kube::ApiWriter& writer)
     : local_(std::move(local)), writer_(writer) {}
 
 void ApiRecordingActuator::evict(const EvictionOrder& order, Done done) {

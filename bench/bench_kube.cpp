@@ -74,10 +74,11 @@ Json kubectlPod(Random& random, const std::string& ns, const std::string& name,
                     std::to_string(random.between(2, 254))},
       {"startTime", "2026-11-20T10:00:00Z"},
       {"conditions",
-       Json::array({{{"type", "Ready"}, {"status", "True"},
-                     {"lastTransitionTime", "2026-11-20T10:00:05Z"}},
-                    {{"type", "PodScheduled"}, {"status", "True"},
-                     {"lastTransitionTime", "2026-11-20T10:00:00Z"}}})},
+       Json::array(
+           {{{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", "2026-11-20T10:00:05Z"}},
+            {{"type", "PodScheduled"},
+             {"status", "True"},
+             {"lastTransitionTime", "2026-11-20T10:00:00Z"}}})},
       {"containerStatuses",
        Json::array({{{"name", "app"},
                      {"ready", true},
@@ -98,22 +99,27 @@ Json kubectlPod(Random& random, const std::string& ns, const std::string& name,
         {"resourceVersion", std::to_string(random.between(1000, 9'000'000))},
         {"creationTimestamp", "2026-11-20T10:00:00Z"},
         {"generateName", name.substr(0, name.size() - 5)},
-        {"labels", {{"app", name.substr(0, name.size() - 6)},
-                    {"pod-template-hash", random.hex(10)},
-                    {"app.kubernetes.io/part-of", "shop"}}},
+        {"labels",
+         {{"app", name.substr(0, name.size() - 6)},
+          {"pod-template-hash", random.hex(10)},
+          {"app.kubernetes.io/part-of", "shop"}}},
         {"annotations", {{"kubectl.kubernetes.io/restartedAt", "2026-11-19T08:00:00Z"}}},
-        {"ownerReferences",
-         Json::array({{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"},
-                       {"name", name.substr(0, name.size() - 6)}, {"uid", random.uuid()},
-                       {"controller", true}, {"blockOwnerDeletion", true}}})},
+        {"ownerReferences", Json::array({{{"apiVersion", "apps/v1"},
+                                          {"kind", "ReplicaSet"},
+                                          {"name", name.substr(0, name.size() - 6)},
+                                          {"uid", random.uuid()},
+                                          {"controller", true},
+                                          {"blockOwnerDeletion", true}}})},
         {"managedFields",
-         Json::array({{{"manager", "kube-controller-manager"}, {"operation", "Update"},
-                       {"apiVersion", "v1"}, {"time", "2026-11-20T10:00:00Z"},
+         Json::array({{{"manager", "kube-controller-manager"},
+                       {"operation", "Update"},
+                       {"apiVersion", "v1"},
+                       {"time", "2026-11-20T10:00:00Z"},
                        {"fieldsType", "FieldsV1"},
                        {"fieldsV1", {{"f:metadata", {{"f:labels", Json::object()}}}}}}})}}},
       {"spec",
-       {{"containers", Json::array({container("app", memoryMi, cpuMilli),
-                                    container("sidecar", 32, 10)})},
+       {{"containers",
+         Json::array({container("app", memoryMi, cpuMilli), container("sidecar", 32, 10)})},
         {"priority", priority},
         {"schedulerName", "default-scheduler"},
         {"serviceAccountName", "default"},
@@ -122,13 +128,16 @@ Json kubectlPod(Random& random, const std::string& ns, const std::string& name,
         {"restartPolicy", "Always"},
         {"enableServiceLinks", true},
         {"preemptionPolicy", "PreemptLowerPriority"},
-        {"tolerations",
-         Json::array({{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"},
-                       {"effect", "NoExecute"}, {"tolerationSeconds", 300}},
-                      {{"key", "node.kubernetes.io/unreachable"}, {"operator", "Exists"},
-                       {"effect", "NoExecute"}, {"tolerationSeconds", 300}}})},
-        {"volumes", Json::array({{{"name", "kube-api-access"},
-                                  {"projected", {{"defaultMode", 420}}}}})}}},
+        {"tolerations", Json::array({{{"key", "node.kubernetes.io/not-ready"},
+                                      {"operator", "Exists"},
+                                      {"effect", "NoExecute"},
+                                      {"tolerationSeconds", 300}},
+                                     {{"key", "node.kubernetes.io/unreachable"},
+                                      {"operator", "Exists"},
+                                      {"effect", "NoExecute"},
+                                      {"tolerationSeconds", 300}}})},
+        {"volumes",
+         Json::array({{{"name", "kube-api-access"}, {"projected", {{"defaultMode", 420}}}}})}}},
       {"status", status},
   };
   if (!node.empty()) pod["spec"]["nodeName"] = node;
@@ -213,10 +222,11 @@ void watchThroughput(bool quick) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   producer.join();
   const std::uint64_t applied = reflector.stats().events - before;
-  std::printf("end to end over loopback (fake server encoding + chunked stream + split + trim-parse "
-              "+ parsePod + store): %s events in %.2f s = %.0f events/s%s\n",
-              withCommas(applied).c_str(), seconds, applied / seconds,
-              applied < std::uint64_t(events) ? "  (INCOMPLETE: timed out)" : "");
+  std::printf(
+      "end to end over loopback (fake server encoding + chunked stream + split + trim-parse "
+      "+ parsePod + store): %s events in %.2f s = %.0f events/s%s\n",
+      withCommas(applied).c_str(), seconds, applied / seconds,
+      applied < std::uint64_t(events) ? "  (INCOMPLETE: timed out)" : "");
   reflector.stop();
 
   // The cache's own cost per event: the same events as text, parsed and applied.
@@ -237,11 +247,12 @@ void watchThroughput(bool quick) {
     offline.apply((*event)["type"].get<std::string>(), (*event)["object"]);
   }
   const double offlineSeconds = std::chrono::duration<double>(Clock::now() - offlineStart).count();
-  std::printf("cache only (trim-parse + parsePod + store, no network): %s events in %.3f s = "
-              "%.0f events/s, %.1f µs/event, %.0f MB/s of watch text (%.1f KiB/event)\n",
-              withCommas(lines.size()).c_str(), offlineSeconds, lines.size() / offlineSeconds,
-              offlineSeconds * 1e6 / lines.size(), bytes / offlineSeconds / 1e6,
-              bytes / 1024.0 / lines.size());
+  std::printf(
+      "cache only (trim-parse + parsePod + store, no network): %s events in %.3f s = "
+      "%.0f events/s, %.1f µs/event, %.0f MB/s of watch text (%.1f KiB/event)\n",
+      withCommas(lines.size()).c_str(), offlineSeconds, lines.size() / offlineSeconds,
+      offlineSeconds * 1e6 / lines.size(), bytes / offlineSeconds / 1e6,
+      bytes / 1024.0 / lines.size());
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -284,11 +295,12 @@ void cacheMemory(bool quick) {
       domBytes = heapInUse() - base;
       delete doms;
     }
-    std::printf("%6d pods: Store<Pod> %.2f MiB = %.2f MiB per 1,000 pods (%.0f bytes/pod); "
-                "full JSON DOM %.2f MiB per 1,000 pods; kubectl JSON text %.2f MiB per 1,000\n",
-                count, storeBytes / 1048576.0, storeBytes / 1048576.0 * 1000 / count,
-                double(storeBytes) / count, domBytes / 1048576.0 * 1000 / count,
-                textBytes / 1048576.0 * 1000 / count);
+    std::printf(
+        "%6d pods: Store<Pod> %.2f MiB = %.2f MiB per 1,000 pods (%.0f bytes/pod); "
+        "full JSON DOM %.2f MiB per 1,000 pods; kubectl JSON text %.2f MiB per 1,000\n",
+        count, storeBytes / 1048576.0, storeBytes / 1048576.0 * 1000 / count,
+        double(storeBytes) / count, domBytes / 1048576.0 * 1000 / count,
+        textBytes / 1048576.0 * 1000 / count);
   }
 }
 
@@ -337,17 +349,18 @@ void webhookLatency(bool quick) {
     nodeObjects.push_back(nodeObject("node-" + std::to_string(n), "16Gi", "8"));
   for (int n = 0; n < nodes; ++n)
     for (int p = 0; p < podsPerNode; ++p)
-      podObjects.push_back(kubectlPod(random, "ns-" + std::to_string(p % 20),
-                                      "pod-" + std::to_string(n) + "-" + std::to_string(p) + "-abcde",
-                                      "node-" + std::to_string(n), p % 4 * 1000,
-                                      400 + random.between(0, 120), 200));
+      podObjects.push_back(
+          kubectlPod(random, "ns-" + std::to_string(p % 20),
+                     "pod-" + std::to_string(n) + "-" + std::to_string(p) + "-abcde",
+                     "node-" + std::to_string(n), p % 4 * 1000, 400 + random.between(0, 120), 200));
   // Pending pods under review: most fit somewhere (admit), some need preemption (priority
   // 5000, large), some cannot preempt (Never).
   std::vector<std::pair<std::string, std::string>> reviewed;  // pod key parts, node
   for (int i = 0; i < pending; ++i) {
     const bool large = i % 4 == 0;
-    Json pod = kubectlPod(random, "pending", "new-" + std::to_string(100000 + i).substr(1) + "-xyzwv",
-                          "", large ? 5000 : 0, large ? 4096 : 128, 100);
+    Json pod =
+        kubectlPod(random, "pending", "new-" + std::to_string(100000 + i).substr(1) + "-xyzwv", "",
+                   large ? 5000 : 0, large ? 4096 : 128, 100);
     if (i % 8 == 4) pod["spec"]["preemptionPolicy"] = "Never";
     podObjects.push_back(pod);
     reviewed.emplace_back(pod["metadata"]["name"].get<std::string>(),
@@ -369,8 +382,7 @@ void webhookLatency(bool quick) {
   const auto buildStart = Clock::now();
   cache.refresh();
   std::printf("index of %s pods on %d nodes built in %.1f ms\n",
-              withCommas(podStore.objects().size()).c_str(), nodes,
-              nanosSince(buildStart) / 1e6);
+              withCommas(podStore.objects().size()).c_str(), nodes, nanosSince(buildStart) / 1e6);
   agent::RecordingAdmissionActions actions;
   agent::BindingWebhook webhook(cache, actions, policy::Policy{});
 
@@ -394,9 +406,10 @@ void webhookLatency(bool quick) {
     ++verdicts[verdict];
   }
   const Samples decideSamples = Samples::from(decide);
-  std::printf("decision (parse review + refresh + admitPod + answer): p50 %.1f µs, p99 %.1f µs "
-              "over %d reviews (",
-              decideSamples.median() / 1e3, decideSamples.p99() / 1e3, reviews);
+  std::printf(
+      "decision (parse review + refresh + admitPod + answer): p50 %.1f µs, p99 %.1f µs "
+      "over %d reviews (",
+      decideSamples.median() / 1e3, decideSamples.p99() / 1e3, reviews);
   for (const auto& [verdict, n] : verdicts) std::printf("%s %d ", verdict.c_str(), n);
   std::printf(")\n");
 
@@ -445,10 +458,11 @@ void webhookLatency(bool quick) {
   boost::asio::post(serverIo, [&] { http.stop(); });
   loop.join();
   const Samples trips = Samples::from(roundTrips);
-  std::printf("POST /v1/admission-review over loopback keep-alive: p50 %.2f ms, p99 %.2f ms, "
-              "max %.2f ms over %zu reviews (target: p99 <= 100 ms)\n",
-              trips.median() / 1e6, trips.p99() / 1e6, trips.nanos.empty() ? 0 : trips.nanos.back() / 1e6,
-              trips.count());
+  std::printf(
+      "POST /v1/admission-review over loopback keep-alive: p50 %.2f ms, p99 %.2f ms, "
+      "max %.2f ms over %zu reviews (target: p99 <= 100 ms)\n",
+      trips.median() / 1e6, trips.p99() / 1e6, trips.nanos.empty() ? 0 : trips.nanos.back() / 1e6,
+      trips.count());
 }
 
 }  // namespace

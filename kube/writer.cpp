@@ -68,10 +68,13 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
   };
 
   Impl(boost::asio::io_context& context, Client& apiClient, WriterOptions writerOptions)
-      : io(context), client(apiClient), options(std::move(writerOptions)),
-        random(options.seed != 0 ? options.seed
-                                 : static_cast<std::uint64_t>(
-                                       std::chrono::steady_clock::now().time_since_epoch().count())) {
+      : io(context),
+        client(apiClient),
+        options(std::move(writerOptions)),
+        random(options.seed != 0
+                   ? options.seed
+                   : static_cast<std::uint64_t>(
+                         std::chrono::steady_clock::now().time_since_epoch().count())) {
     if (!options.now) options.now = [] { return std::chrono::system_clock::now(); };
   }
 
@@ -126,9 +129,8 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
     Write& write = lane.writes.front();
     const Settle how = settle(write, response);
     if (how == Settle::Retry && write.attempts < options.maxAttempts) {
-      lane.backoff = lane.backoff.count() == 0
-                         ? options.initialBackoff
-                         : std::min(options.maxBackoff, lane.backoff * 2);
+      lane.backoff = lane.backoff.count() == 0 ? options.initialBackoff
+                                               : std::min(options.maxBackoff, lane.backoff * 2);
       auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
           lane.backoff * std::uniform_real_distribution<double>(0.5, 1.5)(random));
       if (response.retryAfter && *response.retryAfter > wait)
@@ -160,8 +162,8 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
                                                 : "already done";
     } else {
       outcome.detail = response.describe();
-      if (how == Settle::Retry) outcome.detail += " (gave up after " +
-                                                  std::to_string(write.attempts) + " attempts)";
+      if (how == Settle::Retry)
+        outcome.detail += " (gave up after " + std::to_string(write.attempts) + " attempts)";
     }
     lane.writes.pop_front();
     lane.backoff = std::chrono::milliseconds{0};
@@ -202,7 +204,10 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
         // Named once, at enqueue: a retry after a lost answer meets 409 AlreadyExists.
         {"metadata", {{"name", pod.name + "." + hex}, {"namespace", pod.ns}}},
         {"involvedObject",
-         {{"kind", "Pod"}, {"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid},
+         {{"kind", "Pod"},
+          {"namespace", pod.ns},
+          {"name", pod.name},
+          {"uid", pod.uid},
           {"apiVersion", "v1"}}},
         {"reason", reason},
         {"message", eventMessage(message)},
@@ -257,7 +262,9 @@ ApiWriter::~ApiWriter() {
   impl_->onOutcome = nullptr;
 }
 
-std::size_t ApiWriter::pending() const { return impl_->queued; }
+std::size_t ApiWriter::pending() const {
+  return impl_->queued;
+}
 
 void ApiWriter::podEvicted(const EvictedPod& evicted) {
   if (!impl_->handedOver.insert(evicted.pod.uid).second) return;
@@ -276,12 +283,11 @@ void ApiWriter::podEvicted(const EvictedPod& evicted) {
                   {{"phase", "Failed"},
                    {"reason", "Evicted"},
                    {"message", message},
-                   {"conditions",
-                    Json::array({{{"type", "DisruptionTarget"},
-                                  {"status", "True"},
-                                  {"reason", "TerminationByKubelet"},
-                                  {"message", message},
-                                  {"lastTransitionTime", stamp}}})}}}};
+                   {"conditions", Json::array({{{"type", "DisruptionTarget"},
+                                                {"status", "True"},
+                                                {"reason", "TerminationByKubelet"},
+                                                {"message", message},
+                                                {"lastTransitionTime", stamp}}})}}}};
   Impl::Write statusWrite;
   statusWrite.what = "status";
   statusWrite.subject = evicted.pod.key();
@@ -355,8 +361,7 @@ void ApiWriter::setNodeCondition(const std::string& node, const std::string& typ
   const std::string key = node + "/" + type;
   auto& state = impl_->conditions[key];
   const bool known = !state.lastTransition.empty();
-  if (known && state.status == status && state.reason == reason && state.message == message)
-    return;
+  if (known && state.status == status && state.reason == reason && state.message == message) return;
   const std::string stamp = formatRfc3339(impl_->options.now());
   if (!known || state.status != status) state.lastTransition = stamp;
   state.status = status;
@@ -364,13 +369,12 @@ void ApiWriter::setNodeCondition(const std::string& node, const std::string& typ
   state.message = message;
 
   Json patch = {{"status",
-                 {{"conditions",
-                   Json::array({{{"type", type},
-                                 {"status", status ? "True" : "False"},
-                                 {"reason", reason},
-                                 {"message", message},
-                                 {"lastHeartbeatTime", stamp},
-                                 {"lastTransitionTime", state.lastTransition}}})}}}};
+                 {{"conditions", Json::array({{{"type", type},
+                                               {"status", status ? "True" : "False"},
+                                               {"reason", reason},
+                                               {"message", message},
+                                               {"lastHeartbeatTime", stamp},
+                                               {"lastTransitionTime", state.lastTransition}}})}}}};
   const std::string lane = "node/" + key;
   // Only the newest state matters: a write still waiting in the queue is replaced.
   auto it = impl_->lanes.find(lane);

@@ -5,7 +5,7 @@
 // their nominatedNodeName; node pressure is published as nodewarden's own node condition.
 //
 // Every write is queued and retried with a jittered exponential backoff (0.5 s doubling to
-// 30 s) for a bounded number of attempts (default 12, about 5 minutes), in order per pod,
+// 30 s) for a bounded number of attempts (default 36, about 15 minutes), in order per pod,
 // and never blocks the caller: the kill path does not wait on the network. Writes are
 // idempotent: a pod evicted twice is written once (keyed by UID); DELETE carries the UID
 // precondition so a same-named replacement is never touched; a 404 on delete, or a 409 on
@@ -64,7 +64,7 @@ struct EvictedPod {
 struct WriterOptions {
   std::string component = "nodewarden";  // Event source.component / reportingComponent
   std::string nodeName;                   // Event source.host / reportingInstance
-  int maxAttempts = 12;
+  int maxAttempts = 36;
   std::chrono::milliseconds initialBackoff{500};
   std::chrono::milliseconds maxBackoff{30000};
   std::uint64_t seed = 0;  // jitter (0: from the clock)

@@ -290,23 +290,22 @@ double LogLine::number(const std::string& name) const {
 }
 
 AgentProcess::AgentProcess(const AgentConfig& config) : logPath_(logDir_.file("agent.log")) {
-  std::vector<std::string> args = {NODEWARDEN_BINARY, "agent", "--node", config.nodeName};
-  if (config.kubeconfig.empty()) {
-    args.insert(args.end(), {"--source", "static", "--manifests", config.manifestsDir});
+  std::vector<std::string> args;
+  if (config.webhook) {
+    args = {NODEWARDEN_BINARY, "webhook", "--listen", "127.0.0.1:0", "--log-format", "json"};
+    if (!config.policyFile.empty()) args.insert(args.end(), {"--policy", config.policyFile});
+    if (!config.kubeconfig.empty()) args.insert(args.end(), {"--kubeconfig", config.kubeconfig});
   } else {
-    args.insert(args.end(), {"--source", "kubernetes", "--kubeconfig", config.kubeconfig});
+    args = {NODEWARDEN_BINARY, "agent", "--node", config.nodeName};
+    if (config.kubeconfig.empty()) {
+      args.insert(args.end(), {"--source", "static", "--manifests", config.manifestsDir});
+    } else {
+      args.insert(args.end(), {"--source", "kubernetes", "--kubeconfig", config.kubeconfig});
+    }
+    args.insert(args.end(), {"--policy", config.policyFile, "--kubepods-cgroup", config.kubepods,
+                             "--listen", "127.0.0.1:0", "--log-format", "json", "--nodefs", ""});
+    if (config.dryRun) args.push_back("--dry-run");
   }
-  args.insert(args.end(), {"--policy",
-                                   config.policyFile,
-                                   "--kubepods-cgroup",
-                                   config.kubepods,
-                                   "--listen",
-                                   "127.0.0.1:0",
-                                   "--log-format",
-                                   "json",
-                                   "--nodefs",
-                                   ""});
-  if (config.dryRun) args.push_back("--dry-run");
   args.insert(args.end(), config.extraArgs.begin(), config.extraArgs.end());
 
   const int log =
@@ -355,6 +354,13 @@ AgentProcess::AgentProcess(const AgentConfig& config) : logPath_(logDir_.file("a
   ::close(gate[1]);
   REQUIRE_MESSAGE(moved, "moving the agent into " << config.moveIntoCgroup << ": " << moveError);
 
+  if (config.webhook) {
+    auto started = waitForEvent("started", Millis(10000));
+    REQUIRE_MESSAGE(started.has_value(), "no started line; log:\n" << logText());
+    port_ = std::uint16_t(started->number("port"));
+    REQUIRE_MESSAGE(port_ != 0, "started without a port; log:\n" << logText());
+    return;
+  }
   auto start = waitForEvent("agent-start", Millis(10000));
   REQUIRE_MESSAGE(start.has_value(), "no agent-start line; log:\n" << logText());
   const std::string listen = start->field("listen");

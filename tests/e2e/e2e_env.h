@@ -164,6 +164,9 @@ struct AgentConfig {
   std::string manifestsDir;
   // Set: --source kubernetes --kubeconfig FILE instead of the manifests directory.
   std::string kubeconfig;
+  // Runs `nodewarden webhook --listen 127.0.0.1:0 --log-format json` + extraArgs instead of
+  // the agent (policyFile and kubeconfig are passed when set); waits for its "started" line.
+  bool webhook = false;
   std::string nodeName = "e2e-node";
   std::string kubepods;  // Sandbox::kubepods()
   bool dryRun = false;

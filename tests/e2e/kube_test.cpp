@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "tests/e2e/e2e_env.h"
-#include "tests/kube/fake_apiserver.h"
+#include "tests/e2e/kube_env.h"
 
 using namespace nodewarden;
 using namespace nodewarden::e2e;
@@ -22,76 +22,6 @@ using nodewarden::testing::FakeApiServerOptions;
 using nodewarden::testing::RecordedRequest;
 
 namespace {
-
-std::string base64(const std::string& bytes) {
-  static const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const unsigned n = (static_cast<unsigned char>(bytes[i]) << 16) |
-                       (static_cast<unsigned char>(bytes[i + 1]) << 8) |
-                       static_cast<unsigned char>(bytes[i + 2]);
-    for (int shift : {18, 12, 6, 0}) out += kAlphabet[(n >> shift) & 63];
-  }
-  if (i + 1 == bytes.size()) {
-    const unsigned n = static_cast<unsigned char>(bytes[i]) << 16;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == bytes.size()) {
-    const unsigned n = (static_cast<unsigned char>(bytes[i]) << 16) |
-                       (static_cast<unsigned char>(bytes[i + 1]) << 8);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-// A kubeconfig as kubectl writes it.
-std::string kubeconfigFor(const FakeApiServer& server, const std::string& caPem,
-                          const std::string& token) {
-  std::string cluster = "    server: " + server.url() + "\n";
-  if (!caPem.empty()) cluster += "    certificate-authority-data: " + base64(caPem) + "\n";
-  return "apiVersion: v1\n"
-         "kind: Config\n"
-         "clusters:\n"
-         "- cluster:\n" +
-         cluster +
-         "  name: e2e\n"
-         "contexts:\n"
-         "- context:\n"
-         "    cluster: e2e\n"
-         "    user: nodewarden\n"
-         "  name: e2e\n"
-         "current-context: e2e\n"
-         "preferences: {}\n"
-         "users:\n"
-         "- name: nodewarden\n"
-         "  user:\n"
-         "    token: " +
-         token + "\n";
-}
-
-Json nodeObject(const std::string& name, const std::string& memory) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
-          {"status",
-           {{"capacity", {{"cpu", "2"}, {"memory", memory}, {"pods", "110"}}},
-            {"allocatable", {{"cpu", "2"}, {"memory", memory}, {"pods", "110"}}},
-            {"conditions",
-             Json::array({{{"type", "Ready"}, {"status", "True"}},
-                          {{"type", "MemoryPressure"}, {"status", "False"}}})}}}};
-}
-
-Json apiPod(const PodSpec& spec, const std::string& node) {
-  Json pod = podObject(spec);
-  pod["spec"]["nodeName"] = node;
-  return pod;
-}
 
 std::vector<RecordedRequest> matching(const std::vector<RecordedRequest>& requests,
                                       const std::string& method, const std::string& path) {
@@ -245,7 +175,8 @@ TEST_CASE("kubernetes source: priorities from the API, local kill, then status, 
   CHECK(WEXITSTATUS(*stopped) == 0);
 }
 
-TEST_CASE("kubernetes source: API server down while pressure rises; the kill happens, writes catch up") {
+TEST_CASE(
+    "kubernetes source: API server down while pressure rises; the kill happens, writes catch up") {
   cgroups::Sandbox sandbox = makeSandbox(512 * kMiB);
   TempDir files;
   FakeApiServerOptions serverOptions;

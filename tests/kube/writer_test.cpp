@@ -89,7 +89,8 @@ TEST_CASE("an eviction is recorded as the kubelet does: status, event, delete; o
   writer.podEvicted(evicted);
   writer.podEvicted(evicted);  // the same UID again: nothing more
   CHECK(writer.pending() == 3);
-  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 5s));
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 5s));
 
   const auto writes = writesOf(server);
   REQUIRE(writes.size() == 3);
@@ -151,13 +152,15 @@ TEST_CASE("writes wait while the API server is down and go out in order when it 
   evicted.message = "The node was low on resource: memory. ";
   evicted.gracePeriodSeconds = 5;
   writer.podEvicted(evicted);
-  runUntil(io, [] { return false; }, 600ms);  // several failed attempts
+  runUntil(
+      io, [] { return false; }, 600ms);  // several failed attempts
   CHECK(writer.pending() == 3);
   CHECK(outcomes.empty());
   CHECK(writesOf(server).empty());
 
   server.setDown(false);
-  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 10s));
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 10s));
   const auto writes = writesOf(server);
   REQUIRE(writes.size() == 3);
   CHECK(writes[0].method == "PATCH");
@@ -182,7 +185,8 @@ TEST_CASE("retries are bounded; a refused write is not retried") {
     writer.onOutcome = [&](const kube::WriteOutcome& outcome) { outcomes.push_back(outcome); };
     server.setDown(true);
     writer.nominate({"shop", "cart", "uid-cart"}, "node-1");
-    REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 10s));
+    REQUIRE(runUntil(
+        io, [&] { return writer.pending() == 0; }, 10s));
     REQUIRE(outcomes.size() == 1);
     CHECK_FALSE(outcomes[0].ok);
     CHECK(outcomes[0].attempts == 3);
@@ -195,7 +199,8 @@ TEST_CASE("retries are bounded; a refused write is not retried") {
     std::vector<kube::WriteOutcome> outcomes;
     writer.onOutcome = [&](const kube::WriteOutcome& outcome) { outcomes.push_back(outcome); };
     writer.nominate({"shop", "cart", "uid-cart"}, "node-1");
-    REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 5s));
+    REQUIRE(runUntil(
+        io, [&] { return writer.pending() == 0; }, 5s));
     REQUIRE(outcomes.size() == 1);
     CHECK_FALSE(outcomes[0].ok);
     CHECK(outcomes[0].status == 401);
@@ -213,11 +218,13 @@ TEST_CASE("delete is idempotent: a replacement under the same name is never touc
   std::vector<kube::WriteOutcome> outcomes;
   writer.onOutcome = [&](const kube::WriteOutcome& outcome) { outcomes.push_back(outcome); };
   writer.preempt({"prod", "db", "uid-db"}, "node-1", {{"shop", "cart", "uid-old"}});
-  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 5s));
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 5s));
   CHECK(server.pod("shop", "cart").has_value());  // the replacement lives
   // And a pod already gone: 404 means done.
   writer.preempt({"prod", "db", "uid-db"}, "node-1", {{"shop", "gone", "uid-gone"}});
-  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 5s));
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 5s));
   bool sawGone = false;
   for (const auto& outcome : outcomes)
     if (outcome.what == "eviction" && outcome.pod == "shop/gone") {
@@ -242,7 +249,8 @@ TEST_CASE("preemption evicts through the Eviction API and waits out a disruption
   kube::ApiWriter writer(io, client, fastOptions());
   writer.preempt({"prod", "db", "uid-db"}, "node-1", {{"shop", "cart", "uid-cart"}});
   writer.nominate({"prod", "db", "uid-db"}, "node-1");
-  runUntil(io, [] { return false; }, 500ms);
+  runUntil(
+      io, [] { return false; }, 500ms);
   // Refused by the budget (429) and retried; the pod is still there.
   std::size_t refused = 0;
   for (const auto& request : server.requests())
@@ -259,7 +267,8 @@ TEST_CASE("preemption evicts through the Eviction API and waits out a disruption
        {"metadata", {{"name", "cart"}, {"namespace", "shop"}}},
        {"spec", {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "cart"}}}}}}},
        {"status", {{"disruptionsAllowed", 1}}}});
-  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 10s));
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 10s));
   Json eviction;
   for (const auto& request : server.requests())
     if (request.path == "/api/v1/namespaces/shop/pods/cart/eviction" && request.status == 201)
@@ -277,11 +286,11 @@ TEST_CASE("preemption evicts through the Eviction API and waits out a disruption
 
 TEST_CASE("node conditions: written on change only, transition time kept while status holds") {
   FakeApiServer server;
-  server.upsertNode({{"apiVersion", "v1"},
-                     {"kind", "Node"},
-                     {"metadata", {{"name", "node-1"}}},
-                     {"status",
-                      {{"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}})}}}});
+  server.upsertNode(
+      {{"apiVersion", "v1"},
+       {"kind", "Node"},
+       {"metadata", {{"name", "node-1"}}},
+       {"status", {{"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}})}}}});
   boost::asio::io_context io;
   kube::Client client(io, configFor(server, "test-token"));
   auto options = fastOptions();
@@ -302,24 +311,28 @@ TEST_CASE("node conditions: written on change only, transition time kept while s
   };
 
   writer.setNodeCondition("node-1", kube::kMemoryPressureCondition, true, "A", "m");
-  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 5s));
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 5s));
   CHECK(conditionWrites() == 1);
   CHECK(condition()["status"] == "True");
   const Json first = condition();
   writer.setNodeCondition("node-1", kube::kMemoryPressureCondition, true, "A", "m");
-  runUntil(io, [] { return false; }, 100ms);
+  runUntil(
+      io, [] { return false; }, 100ms);
   CHECK(conditionWrites() == 1);  // identical: nothing written
 
   clock += std::chrono::seconds(30);
   writer.setNodeCondition("node-1", kube::kMemoryPressureCondition, true, "A", "other");
-  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 5s));
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 5s));
   CHECK(conditionWrites() == 2);
   CHECK(condition()["lastTransitionTime"] == first["lastTransitionTime"]);
   CHECK(condition()["message"] == "other");
 
   clock += std::chrono::seconds(30);
   writer.setNodeCondition("node-1", kube::kMemoryPressureCondition, false, "B", "clear");
-  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 5s));
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 5s));
   CHECK(condition()["status"] == "False");
   CHECK(condition()["lastTransitionTime"] != first["lastTransitionTime"]);
   // The kubelet's conditions are left alone (strategic merge by type).
