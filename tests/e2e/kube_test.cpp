@@ -23,6 +23,16 @@ using nodewarden::testing::RecordedRequest;
 
 namespace {
 
+// The agent with --source kubernetes on the sandbox node.
+AgentConfig kubeAgent(const std::string& policyFile, const std::string& kubeconfig,
+                      cgroups::Sandbox& sandbox) {
+  AgentConfig config;
+  config.policyFile = policyFile;
+  config.kubeconfig = kubeconfig;
+  config.kubepods = sandbox.kubepods();
+  return config;
+}
+
 std::vector<RecordedRequest> matching(const std::vector<RecordedRequest>& requests,
                                       const std::string& method, const std::string& path) {
   std::vector<RecordedRequest> out;
@@ -84,11 +94,7 @@ TEST_CASE("kubernetes source: priorities from the API, local kill, then status, 
   const std::string kubeconfig = files.file("kubeconfig");
   writeFile(kubeconfig, kubeconfigFor(server, certificate.certPem, "e2e-token"));
   writeFile(files.file("policy.json"), kPolicy);
-  AgentConfig config;
-  config.policyFile = files.file("policy.json");
-  config.kubeconfig = kubeconfig;
-  config.kubepods = sandbox.kubepods();
-  AgentProcess agent(config);
+  AgentProcess agent(kubeAgent(files.file("policy.json"), kubeconfig, sandbox));
   REQUIRE_MESSAGE(agent.waitForEvent("api-synced", 15s).has_value(), agent.logText());
 
   // The agent listed only its node's pods, with TLS and the token, and watches them.
@@ -193,11 +199,7 @@ TEST_CASE(
 
   writeFile(files.file("kubeconfig"), kubeconfigFor(server, "", "e2e-token"));
   writeFile(files.file("policy.json"), kPolicy);
-  AgentConfig config;
-  config.policyFile = files.file("policy.json");
-  config.kubeconfig = files.file("kubeconfig");
-  config.kubepods = sandbox.kubepods();
-  AgentProcess agent(config);
+  AgentProcess agent(kubeAgent(files.file("policy.json"), files.file("kubeconfig"), sandbox));
   REQUIRE_MESSAGE(agent.waitForEvent("api-synced", 15s).has_value(), agent.logText());
 
   server.setDown(true);
@@ -252,11 +254,7 @@ TEST_CASE("kubernetes source: a malformed pod object is reported and skipped, th
   server.upsertPod(apiPod(good, "e2e-node"));
   writeFile(files.file("kubeconfig"), kubeconfigFor(server, "", "e2e-token"));
   writeFile(files.file("policy.json"), kPolicy);
-  AgentConfig config;
-  config.policyFile = files.file("policy.json");
-  config.kubeconfig = files.file("kubeconfig");
-  config.kubepods = sandbox.kubepods();
-  AgentProcess agent(config);
+  AgentProcess agent(kubeAgent(files.file("policy.json"), files.file("kubeconfig"), sandbox));
   REQUIRE_MESSAGE(agent.waitForEvent("api-synced", 15s).has_value(), agent.logText());
 
   Json bad = apiPod(PodSpec("e2e", "bad"), "e2e-node");
@@ -304,11 +302,7 @@ TEST_CASE("kubernetes source: a binding review at the agent preempts through the
 
   writeFile(files.file("kubeconfig"), kubeconfigFor(server, "", "e2e-token"));
   writeFile(files.file("policy.json"), kPolicy);
-  AgentConfig config;
-  config.policyFile = files.file("policy.json");
-  config.kubeconfig = files.file("kubeconfig");
-  config.kubepods = sandbox.kubepods();
-  AgentProcess agent(config);
+  AgentProcess agent(kubeAgent(files.file("policy.json"), files.file("kubeconfig"), sandbox));
   REQUIRE_MESSAGE(agent.waitForEvent("api-synced", 15s).has_value(), agent.logText());
 
   auto review = [&](const PodSpec& pod, const std::string& uid) {
