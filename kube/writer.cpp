@@ -165,23 +165,24 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
       if (how == Settle::Retry)
         outcome.detail += " (gave up after " + std::to_string(write.attempts) + " attempts)";
     }
-    lane.writes.pop_front();
+    const bool podGone = response.status == 404 && write.what == "status";
+    lane.writes.pop_front();  // `write` is gone from here on
     lane.backoff = std::chrono::milliseconds{0};
     --queued;
     // A pod that is gone needs no event or delete behind a status write that found it gone.
-    if (response.status == 404 && write.what == "status") {
-      while (!lane.writes.empty() && lane.writes.front().what != "status") {
-        WriteOutcome skipped;
-        skipped.what = lane.writes.front().what;
-        skipped.pod = lane.writes.front().subject;
-        skipped.ok = true;
-        skipped.detail = "pod already gone";
-        lane.writes.pop_front();
-        --queued;
-        report(skipped);
-      }
+    std::vector<WriteOutcome> outcomes{std::move(outcome)};
+    while (podGone && !lane.writes.empty() && lane.writes.front().what != "status") {
+      WriteOutcome skipped;
+      skipped.what = lane.writes.front().what;
+      skipped.pod = lane.writes.front().subject;
+      skipped.ok = true;
+      skipped.detail = "pod already gone";
+      lane.writes.pop_front();
+      --queued;
+      outcomes.push_back(std::move(skipped));
     }
-    report(outcome);
+    // Reported last: a listener may queue more writes, which may touch this lane.
+    for (const WriteOutcome& done : outcomes) report(done);
     pump(laneKey);
   }
 

@@ -345,3 +345,27 @@ TEST_CASE("node conditions: written on change only, transition time kept while s
   CHECK(kube::kubeletConditionFor("NodewardenPIDPressure") == "PIDPressure");
   CHECK(kube::kubeletConditionFor("MemoryPressure").empty());
 }
+
+TEST_CASE("an evicted pod already gone from the API: no event or delete behind the status") {
+  FakeApiServer server;
+  boost::asio::io_context io;
+  kube::Client client(io, configFor(server, "test-token"));
+  kube::ApiWriter writer(io, client, fastOptions());
+  std::vector<kube::WriteOutcome> outcomes;
+  writer.onOutcome = [&](const kube::WriteOutcome& outcome) { outcomes.push_back(outcome); };
+  kube::EvictedPod evicted;
+  evicted.pod = {"shop", "gone", "uid-gone"};
+  evicted.resource = "memory";
+  writer.podEvicted(evicted);
+  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 5s));
+  REQUIRE(outcomes.size() == 3);
+  CHECK(outcomes[0].what == "status");
+  CHECK_FALSE(outcomes[0].ok);
+  CHECK(outcomes[0].status == 404);
+  CHECK(outcomes[1].what == "event");
+  CHECK(outcomes[1].detail == "pod already gone");
+  CHECK(outcomes[2].what == "delete");
+  CHECK(outcomes[2].detail == "pod already gone");
+  CHECK(writesOf(server).size() == 1);  // only the status PATCH went out
+  CHECK(server.events().empty());
+}
