@@ -165,6 +165,12 @@ std::string admissionReviewResponse(const std::string& uid, const ReviewAnswer& 
     status["code"] = answer.code;
     if (!answer.reason.empty()) status["reason"] = answer.reason;
     status["message"] = answer.message;
+    if (!answer.detail.empty()) {
+      OrderedJson cause = OrderedJson::object();
+      cause["reason"] = answer.reason;
+      cause["message"] = answer.detail;
+      status["details"]["causes"] = OrderedJson::array({std::move(cause)});
+    }
     response["status"] = std::move(status);
   }
   if (!answer.warnings.empty()) response["warnings"] = answer.warnings;
@@ -572,9 +578,11 @@ ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer
   if (!answer.allowed) {
     answer.code = 403;
     answer.reason = decision.reason;
-    answer.message = decision.reason + ": " + decision.message;
+    // CONTRACT §7: the §5 reason is status.message; the whole story is in the details.
+    answer.message = decision.reason;
+    answer.detail = decision.reason + ": " + decision.message;
     if (decision.verdict == policy::Verdict::Preempt) {
-      answer.message += ": " + victimList(decision.victims);
+      answer.detail += ": " + victimList(decision.victims);
     }
   }
   if (r.dryRun) return record;

@@ -78,7 +78,9 @@ struct ReviewAnswer {
   bool allowed = true;
   unsigned code = 403;  // status.code when denied
   std::string reason;   // status.reason: the §5 reason ("OutOfmemory")
-  std::string message;  // status.message: "<reason>: <message>"
+  std::string message;  // status.message: the §5 reason too, as CONTRACT §7 says
+  // For people: "<reason>: <message>[: victims]", in status.details.causes[0].message.
+  std::string detail;
   std::vector<std::string> warnings;
 };
 std::string admissionReviewResponse(const std::string& uid, const ReviewAnswer& answer);

@@ -335,7 +335,8 @@ TEST_CASE("reject PriorityClassNotFound: 403 with the reason in status.message")
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["code"] == 403);
   CHECK(response["status"]["reason"] == "PriorityClassNotFound");
-  CHECK(response["status"]["message"] ==
+  CHECK(response["status"]["message"] == "PriorityClassNotFound");  // CONTRACT §7
+  CHECK(response["status"]["details"]["causes"][0]["message"] ==
         "PriorityClassNotFound: no PriorityClass with name gold was found");
   CHECK(f.actions.calls.empty());
 }
@@ -356,13 +357,13 @@ TEST_CASE("reject Evicted under nodewarden's own pressure conditions") {
   json response = f.review("u-1", "ns", "best-effort", "node-mem");
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["reason"] == "Evicted");
-  CHECK(response["status"]["message"] == "Evicted: The node had condition: [MemoryPressure]. ");
+  CHECK(response["status"]["details"]["causes"][0]["message"] == "Evicted: The node had condition: [MemoryPressure]. ");
   CHECK(f.review("u-2", "ns", "burstable", "node-mem")["allowed"] == true);
 
   // Any other pressure turns away every non-critical pod.
   response = f.review("u-3", "ns", "burstable", "node-disk");
   CHECK(response["allowed"] == false);
-  CHECK(response["status"]["message"] == "Evicted: The node had condition: [DiskPressure]. ");
+  CHECK(response["status"]["details"]["causes"][0]["message"] == "Evicted: The node had condition: [DiskPressure]. ");
 
   // "False" is no pressure.
   CHECK(f.review("u-4", "ns", "best-effort", "node-off")["allowed"] == true);
@@ -380,7 +381,7 @@ TEST_CASE("reject NodeAffinity and TaintToleration") {
   json response = f.review("u-1", "ns", "picky", "node-1");
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["reason"] == "NodeAffinity");
-  CHECK(response["status"]["message"].get<std::string>().starts_with("NodeAffinity: "));
+  CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().starts_with("NodeAffinity: "));
   response = f.review("u-2", "ns", "plain", "node-t");
   CHECK(response["status"]["reason"] == "TaintToleration");
 }
@@ -394,7 +395,7 @@ TEST_CASE("reject OutOfmemory for a pod that may not preempt") {
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["code"] == 403);
   CHECK(response["status"]["reason"] == "OutOfmemory");
-  CHECK(response["status"]["message"] ==
+  CHECK(response["status"]["details"]["causes"][0]["message"] ==
         "OutOfmemory: Node didn't have enough resource: memory, requested: 1073741824, used: "
         "4294967296, capacity: 4294967296");
   CHECK(f.actions.calls.empty());
@@ -410,7 +411,7 @@ TEST_CASE("wait: room comes once terminating pods are gone; denied, no eviction"
   const json response = f.review("u-wait", "ns", "p", "node-1");
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["reason"] == "OutOfmemory");
-  const std::string message = response["status"]["message"];
+  const std::string message = response["status"]["details"]["causes"][0]["message"];
   CHECK(message.starts_with("OutOfmemory: Node didn't have enough resource: memory"));
   CHECK(message.find("it fits once the terminating pods on the node are gone") !=
         std::string::npos);
@@ -426,7 +427,7 @@ TEST_CASE(
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["code"] == 403);
   CHECK(response["status"]["reason"] == "OutOfmemory");
-  const std::string message = response["status"]["message"];
+  const std::string message = response["status"]["details"]["causes"][0]["message"];
   CHECK(message.starts_with("OutOfmemory: Node didn't have enough resource: memory"));
   CHECK(message.ends_with("; preempting 1 lower-priority pod(s): ns/low-b"));
 
@@ -457,7 +458,7 @@ TEST_CASE("a second review while the victims terminate waits and does not evict 
   f.now += std::chrono::minutes(10);  // long past the action memory: §5 alone must hold
   const json response = f.review("u-2", "ns", "high", "node-1");
   CHECK(response["allowed"] == false);
-  CHECK(response["status"]["message"].get<std::string>().find("once the terminating pods") !=
+  CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().find("once the terminating pods") !=
         std::string::npos);
   REQUIRE(f.records.size() == 2);
   CHECK(f.records[1].verdict == "wait");
@@ -493,7 +494,7 @@ TEST_CASE("a dryRun review gets the verdict but never acts") {
   Fixture f(preemptionCluster());
   const json response = f.review("u-dry", "ns", "high", "node-1", /*dryRun=*/true);
   CHECK(response["allowed"] == false);
-  CHECK(response["status"]["message"].get<std::string>().ends_with("ns/low-b"));
+  CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().ends_with("ns/low-b"));
   CHECK(f.actions.calls.empty());
   REQUIRE(f.records.size() == 1);
   CHECK(f.records[0].dryRun);
@@ -579,11 +580,13 @@ TEST_CASE("admissionReviewResponse: status only when denied, warnings only when 
   CHECK(json::parse(nodewarden::agent::admissionReviewResponse("a\"b", allowed)) ==
         json::parse(R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
                         "response":{"uid":"a\"b","allowed":true}})"));
-  nodewarden::agent::ReviewAnswer denied{false, 403, "Evicted", "Evicted: x", {"w"}};
+  nodewarden::agent::ReviewAnswer denied{false, 403, "Evicted", "Evicted", "Evicted: x", {"w"}};
   CHECK(json::parse(nodewarden::agent::admissionReviewResponse("u", denied)) ==
         json::parse(R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
                         "response":{"uid":"u","allowed":false,
-                                    "status":{"code":403,"reason":"Evicted","message":"Evicted: x"},
+                                    "status":{"code":403,"reason":"Evicted","message":"Evicted",
+                                              "details":{"causes":[{"reason":"Evicted",
+                                                                    "message":"Evicted: x"}]}},
                                     "warnings":["w"]}})"));
 }
 

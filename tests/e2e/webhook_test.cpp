@@ -108,8 +108,10 @@ TEST_CASE(
     CHECK(answer["response"]["uid"] == uid);
     return answer["response"];
   };
+  // status.message is the §5 reason (CONTRACT §7); the details carry the whole message.
   auto message = [](const Json& response) {
-    return response["status"]["message"].get<std::string>();
+    CHECK(response["status"]["message"] == response["status"]["reason"]);
+    return response["status"]["details"]["causes"][0]["message"].get<std::string>();
   };
 
   // admit
