@@ -81,4 +81,28 @@ inline Json apiPod(const PodSpec& spec, const std::string& node) {
   return pod;
 }
 
+// An admission.k8s.io/v1 AdmissionReview of the scheduler binding `pod` to `node`.
+inline std::string bindingReview(const std::string& uid, const PodSpec& pod,
+                                 const std::string& node, bool dryRun = false) {
+  return Json{{"apiVersion", "admission.k8s.io/v1"},
+              {"kind", "AdmissionReview"},
+              {"request",
+               {{"uid", uid},
+                {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
+                {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+                {"subResource", "binding"},
+                {"name", pod.name},
+                {"namespace", pod.ns},
+                {"operation", "CREATE"},
+                {"userInfo", {{"username", "system:kube-scheduler"}}},
+                {"object",
+                 {{"apiVersion", "v1"},
+                  {"kind", "Binding"},
+                  {"metadata", {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
+                  {"target", {{"kind", "Node"}, {"name", node}}}}},
+                {"oldObject", nullptr},
+                {"dryRun", dryRun}}}}
+      .dump();
+}
+
 }  // namespace nodewarden::e2e

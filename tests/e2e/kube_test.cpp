@@ -306,24 +306,8 @@ TEST_CASE("kubernetes source: a binding review at the agent preempts through the
   REQUIRE_MESSAGE(agent.waitForEvent("api-synced", 15s).has_value(), agent.logText());
 
   auto review = [&](const PodSpec& pod, const std::string& uid) {
-    const Json body = {
-        {"apiVersion", "admission.k8s.io/v1"},
-        {"kind", "AdmissionReview"},
-        {"request",
-         {{"uid", uid},
-          {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
-          {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-          {"subResource", "binding"},
-          {"name", pod.name},
-          {"namespace", pod.ns},
-          {"operation", "CREATE"},
-          {"object",
-           {{"apiVersion", "v1"},
-            {"kind", "Binding"},
-            {"metadata", {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
-            {"target", {{"kind", "Node"}, {"name", "e2e-node"}}}}},
-          {"dryRun", false}}}};
-    HttpReply reply = httpRequest(agent.port(), "POST", "/v1/admission-review", body.dump());
+    HttpReply reply = httpRequest(agent.port(), "POST", "/v1/admission-review",
+                                  bindingReview(uid, pod, "e2e-node"));
     REQUIRE_MESSAGE(reply.status == 200, reply.body);
     return Json::parse(reply.body);
   };

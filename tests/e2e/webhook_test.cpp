@@ -20,29 +20,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string bindingReview(const std::string& uid, const PodSpec& pod, const std::string& node,
-                          bool dryRun = false) {
-  return Json{{"apiVersion", "admission.k8s.io/v1"},
-              {"kind", "AdmissionReview"},
-              {"request",
-               {{"uid", uid},
-                {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
-                {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-                {"subResource", "binding"},
-                {"name", pod.name},
-                {"namespace", pod.ns},
-                {"operation", "CREATE"},
-                {"userInfo", {{"username", "system:kube-scheduler"}}},
-                {"object",
-                 {{"apiVersion", "v1"},
-                  {"kind", "Binding"},
-                  {"metadata", {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
-                  {"target", {{"kind", "Node"}, {"name", node}}}}},
-                {"oldObject", nullptr},
-                {"dryRun", dryRun}}}}
-      .dump();
-}
-
 Json pendingPod(PodSpec& spec) {
   if (spec.uid.empty()) spec.uid = makeUid();
   return podObject(spec);  // no spec.nodeName: not bound yet
