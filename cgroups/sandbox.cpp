@@ -74,11 +74,59 @@ std::vector<std::string> Sandbox::mounts() const {
 Result<bool> Sandbox::makeDir(const std::string& relative) {
   for (const std::string& mount : mounts()) {
     const std::string path = mount + "/" + relative;
+    if (mount == hierarchy_.unified && hierarchy_.memoryVersion == Version::V2) {
+      auto delegated = delegateControllers(path.substr(0, path.rfind('/')));
+      if (!delegated) return delegated.error();
+    }
     if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
       return errnoError("creating cgroup " + path, errno);
     }
   }
   created_.push_back(relative);
+  return true;
+}
+
+// cgroup v2 gives a new cgroup only the controllers its parent names in
+// cgroup.subtree_control, and that file starts empty: each level must hand memory, cpu,
+// pids and io down before a child can have memory.max or memory.current. The root is the
+// host's to configure (systemd enables them there); a parent that cannot delegate memory is
+// an error naming it. Only the sandbox's own directories are written, and only while they
+// hold no process (v2's "no internal processes" rule).
+Result<bool> Sandbox::delegateControllers(const std::string& parent) {
+  if (parent == hierarchy_.unified) {
+    auto offered = readFile(parent + "/cgroup.subtree_control");
+    if (!offered) return offered.error();
+    if (offered->find("memory") == std::string::npos) {
+      return Error{"sandbox: the cgroup v2 root " + parent +
+                   " does not delegate the memory controller (add +memory to its "
+                   "cgroup.subtree_control)"};
+    }
+    return true;
+  }
+  auto available = readFile(parent + "/cgroup.controllers");
+  if (!available) return available.error().withContext(parent);
+  auto enabled = readFile(parent + "/cgroup.subtree_control");
+  if (!enabled) return enabled.error().withContext(parent);
+  auto has = [](std::string_view list, std::string_view name) {
+    for (std::size_t at = 0; at < list.size();) {
+      std::size_t end = list.find_first_of(" \n", at);
+      if (end == std::string_view::npos) end = list.size();
+      if (list.substr(at, end - at) == name) return true;
+      at = end + 1;
+    }
+    return false;
+  };
+  std::string wanted;
+  for (const char* controller : {"memory", "cpu", "pids", "io"}) {
+    if (has(*available, controller) && !has(*enabled, controller)) {
+      wanted += (wanted.empty() ? "+" : " +") + std::string(controller);
+    }
+  }
+  if (wanted.empty()) return true;
+  auto dir = openDirAt(AT_FDCWD, parent);
+  if (!dir) return dir.error();
+  auto written = writeFileAt(dir->get(), "cgroup.subtree_control", wanted);
+  if (!written) return written.error().withContext(parent + ": enabling " + wanted);
   return true;
 }
 

@@ -76,6 +76,7 @@ class Sandbox {
   Sandbox() = default;
   std::vector<std::string> mounts() const;  // every hierarchy mount the sandbox uses
   Result<bool> makeDir(const std::string& relative);
+  Result<bool> delegateControllers(const std::string& parent);
 
   Hierarchy hierarchy_;
   SandboxOptions options_;
