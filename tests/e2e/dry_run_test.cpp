@@ -32,7 +32,7 @@ TEST_CASE("--dry-run logs the evictions it would make and kills nothing") {
   const std::string webCgroup = addPod(sandbox, &manifests, web);
   const std::string criticalCgroup = addPod(sandbox, &manifests, critical);
   std::vector<pid_t> pids = {
-      spawnAllocator(sandbox, bestEffortCgroup, 40 * kMiB),
+      spawnAllocator(sandbox, bestEffortCgroup, 24 * kMiB),
       spawnAllocator(sandbox, overRequestCgroup, 60 * kMiB),
       spawnAllocator(sandbox, webCgroup, 80 * kMiB),
       spawnAllocator(sandbox, criticalCgroup, 30 * kMiB),
@@ -48,8 +48,9 @@ TEST_CASE("--dry-run logs the evictions it would make and kills nothing") {
   REQUIRE(start.size() == 1);
   CHECK(start[0].field("actuator") == "dry run");
 
-  // The same pressure as e2e/eviction: best-effort and over-request would go.
-  pids.push_back(spawnAllocator(sandbox, webCgroup, 130 * kMiB));
+  // The same pressure as e2e/eviction: best-effort and over-request would go, and no more
+  // once the allocation is whole (need 78 MiB, they hold 84 MiB and more).
+  pids.push_back(spawnAllocatorTo(sandbox, webCgroup, 172 * std::int64_t(kMiB)));
   REQUIRE_MESSAGE(waitUntil([&] { return agent.events("evict-dry-run").size() >= 2; }, 5s),
                   agent.logText());
   std::this_thread::sleep_for(3s);  // six more cycles under the same pressure

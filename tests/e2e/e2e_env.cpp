@@ -26,6 +26,9 @@
 #include <sstream>
 #include <thread>
 
+#include "cgroups/pods.h"
+#include "cgroups/readers.h"
+
 #ifndef NODEWARDEN_BINARY
 #error "the build passes NODEWARDEN_BINARY, the path of the nodewarden executable"
 #endif
@@ -50,11 +53,19 @@ void collectStatuses() {
   }
 }
 
-// The body of a pod process: allocate, touch, report readiness on `ready`, sleep.
-int allocateBody(std::uint64_t bytes, OnTerm onTerm, int lifetimeSeconds, int ready) {
+// The body of a pod process: allocate, touch, report readiness on `ready`, sleep. With a
+// `command` pipe it first reports 's' (started: everything but the allocation is charged)
+// and reads the number of bytes to allocate from the pipe.
+int allocateBody(std::uint64_t bytes, OnTerm onTerm, int lifetimeSeconds, int ready,
+                 int command = -1) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a test killed by a timeout
   if (onTerm == OnTerm::Ignore) std::signal(SIGTERM, SIG_IGN);
   if (onTerm == OnTerm::Exit42) std::signal(SIGTERM, [](int) { ::_exit(42); });
+  if (command >= 0) {
+    if (::write(ready, "s", 1) != 1) return 3;
+    if (::read(command, &bytes, sizeof bytes) != ssize_t(sizeof bytes)) return 3;
+    ::close(command);
+  }
   if (bytes > 0) {
     void* memory =
         ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -197,9 +208,21 @@ namespace {
 
 // A forked helper keeps only stdio and its ready pipe: an inherited listening socket (the fake
 // API server's, say) would outlive the test's own close of it and keep the port taken.
-void closeInheritedFds(int keep) {
-  if (keep > 3) ::close_range(3, static_cast<unsigned>(keep) - 1, 0);
-  ::close_range(static_cast<unsigned>(keep) + 1, ~0U, 0);
+// No allocation here: it runs in a child forked from a multithreaded test.
+void closeInheritedFds(std::initializer_list<int> keepList) {
+  int keep[4] = {};
+  std::size_t count = 0;
+  for (int fd : keepList) {
+    if (count < 4) keep[count++] = fd;
+  }
+  std::sort(keep, keep + count);
+  unsigned from = 3;
+  for (std::size_t i = 0; i < count; ++i) {
+    const int fd = keep[i];
+    if (unsigned(fd) > from) ::close_range(from, unsigned(fd) - 1, 0);
+    from = std::max(from, unsigned(fd) + 1);
+  }
+  ::close_range(from, ~0U, 0);
 }
 
 }  // namespace
@@ -209,7 +232,7 @@ pid_t spawnAllocator(cgroups::Sandbox& sandbox, const std::string& relative, std
   int ready[2];
   REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
   auto pid = sandbox.spawn(relative, [&] {
-    closeInheritedFds(ready[1]);
+    closeInheritedFds({ready[1]});
     return allocateBody(bytes, onTerm, lifetimeSeconds, ready[1]);
   });
   ::close(ready[1]);
@@ -226,6 +249,64 @@ pid_t spawnAllocator(cgroups::Sandbox& sandbox, const std::string& relative, std
   const bool ok = polled == 1 && ::read(ready[0], &byte, 1) == 1 && byte == 'r';
   ::close(ready[0]);
   gChildren[*pid] = std::nullopt;
+  REQUIRE_MESSAGE(ok, "the process in " << relative << " did not allocate " << bytes / kMiB
+                                        << " MiB within 20 s");
+  return *pid;
+}
+
+std::int64_t sandboxAvailable(cgroups::Sandbox& sandbox) {
+  auto dir = cgroups::CgroupDir::open(gHierarchy.memory + "/" + sandbox.kubepods(),
+                                      gHierarchy.memoryVersion);
+  REQUIRE_MESSAGE(bool(dir), (dir ? std::string() : dir.error().message));
+  std::string buffer;
+  auto memory = cgroups::readMemory(*dir, buffer);
+  REQUIRE_MESSAGE(bool(memory), (memory ? std::string() : memory.error().message));
+  REQUIRE_MESSAGE(memory->limit.has_value(), "the sandbox's kubepods cgroup has no memory limit");
+  return std::int64_t(*memory->limit) - std::int64_t(memory->workingSet);
+}
+
+pid_t spawnAllocatorTo(cgroups::Sandbox& sandbox, const std::string& relative,
+                       std::int64_t targetAvailable, OnTerm onTerm, int lifetimeSeconds) {
+  int ready[2];
+  int command[2];
+  REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(command, O_CLOEXEC) == 0);
+  auto pid = sandbox.spawn(relative, [&] {
+    closeInheritedFds({ready[1], command[0]});
+    return allocateBody(0, onTerm, lifetimeSeconds, ready[1], command[0]);
+  });
+  ::close(ready[1]);
+  ::close(command[0]);
+  auto awaitByte = [&](char expected) {
+    pollfd fd{ready[0], POLLIN, 0};
+    int polled = 0;
+    do {
+      polled = ::poll(&fd, 1, 20000);
+    } while (polled < 0 && errno == EINTR);
+    char byte = 0;
+    return polled == 1 && ::read(ready[0], &byte, 1) == 1 && byte == expected;
+  };
+  if (!pid) {
+    ::close(ready[0]);
+    ::close(command[1]);
+    FAIL("spawning into " << relative << ": " << pid.error().message);
+  }
+  gChildren[*pid] = std::nullopt;
+  const bool started = awaitByte('s');
+  // Measured with the process in place: whatever a process costs besides its allocation (a
+  // sanitizer runtime's pages, say) is already charged, so the figure lands where asked.
+  const std::int64_t available = started ? sandboxAvailable(sandbox) : 0;
+  const std::int64_t bytes = available - targetAvailable;
+  const std::uint64_t amount = bytes > 0 ? std::uint64_t(bytes) : 0;
+  const bool sent = started && bytes > 0 &&
+                    ::write(command[1], &amount, sizeof amount) == ssize_t(sizeof amount);
+  ::close(command[1]);
+  const bool ok = sent && awaitByte('r');
+  ::close(ready[0]);
+  REQUIRE_MESSAGE(started, "the process in " << relative << " did not start within 20 s");
+  REQUIRE_MESSAGE(bytes > 0, "the sandbox has " << available / std::int64_t(kMiB)
+                                                << " MiB available, not more than the target "
+                                                << targetAvailable / std::int64_t(kMiB) << " MiB");
   REQUIRE_MESSAGE(ok, "the process in " << relative << " did not allocate " << bytes / kMiB
                                         << " MiB within 20 s");
   return *pid;
@@ -253,7 +334,7 @@ OutsideProcess::OutsideProcess(std::uint64_t bytes, int lifetimeSeconds) {
   REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
   pid_ = ::fork();
   if (pid_ == 0) {
-    closeInheritedFds(ready[1]);
+    closeInheritedFds({ready[1]});
     ::_exit(allocateBody(bytes, OnTerm::Die, lifetimeSeconds, ready[1]));
   }
   ::close(ready[1]);

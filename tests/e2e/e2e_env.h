@@ -131,6 +131,19 @@ enum class OnTerm {
 pid_t spawnAllocator(cgroups::Sandbox& sandbox, const std::string& relative, std::uint64_t bytes,
                      OnTerm onTerm = OnTerm::Die, int lifetimeSeconds = 120);
 
+// The sandbox node's allocatable memory available, as the agent computes
+// allocatableMemory.available: the kubepods limit − (usage − inactive_file).
+std::int64_t sandboxAvailable(cgroups::Sandbox& sandbox);
+
+// Starts a process in the sandbox cgroup at `relative` and, once it runs, has it allocate
+// and touch exactly what brings sandboxAvailable() down to `targetAvailable` — measured, so
+// a process's own overhead (larger under a sanitizer) and earlier drift cannot move where
+// the pressure lands. Returns once every page is touched (fails the test after 20 s, or if
+// less than the target is available already).
+pid_t spawnAllocatorTo(cgroups::Sandbox& sandbox, const std::string& relative,
+                       std::int64_t targetAvailable, OnTerm onTerm = OnTerm::Die,
+                       int lifetimeSeconds = 120);
+
 // Waits (bounded) for the sandbox child `pid` to end, reaps it and tells the sandbox; returns
 // its wait status, or nullopt if it is still running after `timeout`.
 std::optional<int> reapChild(cgroups::Sandbox& sandbox, pid_t pid, Millis timeout);
