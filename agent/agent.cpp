@@ -48,8 +48,19 @@ struct Agent::Notifier {
   std::string name;
   std::optional<cgroups::MemoryThresholdNotifier> threshold;
   std::optional<cgroups::PsiTrigger> psi;
+  std::optional<cgroups::FileModifiedWatcher> events;  // v2 memory.events
   asio::posix::stream_descriptor descriptor;
   explicit Notifier(asio::io_context& io) : descriptor(io) {}
+};
+
+struct Agent::LinePoller {
+  bool node = false;  // the root cgroup (memory.available), else kubepods
+  std::string name;
+  std::optional<cgroups::MemoryLinePoller> poller;
+  asio::steady_timer timer;
+  std::string buffer;
+  bool scheduled = false;
+  explicit LinePoller(asio::io_context& io) : timer(io) {}
 };
 
 ActuatorFactory cgroupActuator() {
@@ -146,6 +157,15 @@ Result<bool> Agent::start() {
                              : std::string("off")}});
   cycle("start");
   if (options_.notifications) armPsi();
+  {
+    std::string detectors;
+    for (const std::string& name : armedNotifications()) {
+      detectors += (detectors.empty() ? "" : "; ") + name;
+    }
+    logEvent(LogLevel::Info, "detectors",
+             {{"armed", detectors.empty() ? std::string("none (timer only)") : detectors},
+              {"interval_ms", static_cast<std::int64_t>(interval().count())}});
+  }
   nextTick_ = std::chrono::steady_clock::now();
   scheduleTimer();
   return true;
@@ -158,6 +178,8 @@ void Agent::stop() {
   graceTimer_.cancel();
   followUpTimer_.cancel();
   notifiers_.clear();
+  for (const auto& poller : pollers_) poller->timer.cancel();
+  pollers_.clear();
   if (http_) http_->stop();
   notifySystemd("STOPPING=1");
 }
@@ -480,7 +502,10 @@ void Agent::cycle(const char* trigger) {
   const std::string_view why(trigger);
   const bool anyMet = std::any_of(lastDecision_.signals.begin(), lastDecision_.signals.end(),
                                   [](const policy::SignalStatus& st) { return st.met; });
-  if (why == "memory-threshold" || why == "psi") followUpsLeft_ = 25;
+  if (why == "memory-threshold" || why == "psi" || why == "memory-poll" ||
+      why == "memory-events") {
+    followUpsLeft_ = 25;
+  }
   if (anyMet || !pressureNear(lastDecision_)) followUpsLeft_ = 0;
   if (followUpsLeft_ > 0) {
     --followUpsLeft_;
@@ -661,22 +686,61 @@ void Agent::armPsi() {
   notifier->descriptor.assign(::dup(notifier->psi->fd()));
   notifiers_.push_back(notifier);
   watchNotifier(notifier);
+
+  // On cgroup v2 the kubepods cgroup itself reports: a PSI trigger on its memory.pressure
+  // (stalls of the pods only, not of the whole machine) and memory.events (high, max, oom,
+  // oom_kill: the kernel reclaiming at the limit or killing) through inotify.
+  const cgroups::CgroupDir& kubepods = pods_.kubepodsMemory();
+  if (kubepods.valid() && kubepods.version() == cgroups::Version::V2) {
+    auto podsTrigger =
+        cgroups::PsiTrigger::armAt(kubepods, "memory", cgroups::PressureKind::Some, 100'000, window);
+    if (podsTrigger) {
+      auto entry = std::make_shared<Notifier>(io_);
+      entry->name = "PSI " + podsTrigger->path() + " \"" + podsTrigger->trigger() + "\"";
+      entry->psi = std::move(podsTrigger).value();
+      entry->descriptor.assign(::dup(entry->psi->fd()));
+      notifiers_.push_back(entry);
+      watchNotifier(entry);
+    } else {
+      logEvent(LogLevel::Warn, "notification-unavailable",
+               {{"what", "PSI trigger on kubepods"},
+                {"error", podsTrigger.error().message},
+                {"fallback", "polling"}});
+    }
+    auto events = cgroups::FileModifiedWatcher::watch(kubepods.path() + "/memory.events");
+    if (events) {
+      auto entry = std::make_shared<Notifier>(io_);
+      entry->name = "inotify " + events->path();
+      entry->events = std::move(events).value();
+      entry->descriptor.assign(::dup(entry->events->fd()));
+      notifiers_.push_back(entry);
+      watchNotifier(entry);
+    } else {
+      logEvent(LogLevel::Warn, "notification-unavailable",
+               {{"what", "memory.events watch"},
+                {"error", events.error().message},
+                {"fallback", "polling"}});
+    }
+  }
+  notificationsGauge_->set({}, double(notifiers_.size()));
 }
 
 void Agent::armNotifications(const policy::EvictionDecision& decision) {
   // v1 memory thresholds at the usage where each memory threshold would be met, as the
   // kubelet's memory threshold notifier computes it: capacity − threshold + inactive_file.
+  // The same usage lines are polled (cgroups/detect.h): the only fast detector on v2, and a
+  // second opinion on v1.
   const cgroups::Hierarchy& h = pods_.hierarchy();
-  if (h.memoryVersion != cgroups::Version::V1) {
-    if (!thresholdsUnsupportedLogged_) {
-      thresholdsUnsupportedLogged_ = true;
-      logEvent(LogLevel::Info, "notification-unavailable",
-               {{"what", "memory thresholds"},
-                {"error", "cgroup v2 has no cgroup.event_control"},
-                {"fallback", "PSI triggers and polling"}});
-    }
-    return;
+  const bool eventfds = h.memoryVersion == cgroups::Version::V1;
+  if (!eventfds && !thresholdsUnsupportedLogged_) {
+    thresholdsUnsupportedLogged_ = true;
+    logEvent(LogLevel::Info, "notification-unavailable",
+             {{"what", "memory thresholds"},
+              {"error", "cgroup v2 has no cgroup.event_control"},
+              {"fallback", "PSI triggers, memory.events and adaptive polling of memory.current"}});
   }
+  std::vector<std::uint64_t> nodeLines;
+  std::vector<std::uint64_t> kubepodsLines;
   std::string buffer;
   for (const policy::SignalStatus& status : decision.signals) {
     const bool node = status.key.signal == Signal::MemoryAvailable;
@@ -689,6 +753,8 @@ void Agent::armNotifications(const policy::EvictionDecision& decision) {
     const std::int64_t usageThreshold =
         status.capacity - status.threshold + std::int64_t(memory->inactiveFile);
     if (usageThreshold <= 0) continue;
+    (node ? nodeLines : kubepodsLines).push_back(std::uint64_t(usageThreshold));
+    if (!eventfds) continue;
     const std::string key = thresholdKey(status.key);
     auto armed = armedThresholds_.find(key);
     // Re-arm only when the point moved by more than 1 MiB (inactive_file drifts all the time).
@@ -722,11 +788,80 @@ void Agent::armNotifications(const policy::EvictionDecision& decision) {
     if (memory->usage >= std::uint64_t(usageThreshold)) requestCycle("memory-threshold");
     logEvent(LogLevel::Debug, "notification-armed", {{"what", entry->name}});
   }
-  notificationsGauge_->set({}, double(notifiers_.size()));
+  setPollLines(true, std::move(nodeLines));
+  setPollLines(false, std::move(kubepodsLines));
+  notificationsGauge_->set({}, double(notifiers_.size() + pollers_.size()));
+}
+
+void Agent::setPollLines(bool node, std::vector<std::uint64_t> lines) {
+  auto found = std::find_if(pollers_.begin(), pollers_.end(),
+                            [&](const auto& poller) { return poller->node == node; });
+  if (lines.empty()) {
+    if (found != pollers_.end()) {
+      (*found)->timer.cancel();
+      pollers_.erase(found);
+    }
+    return;
+  }
+  const cgroups::CgroupDir& dir = node ? pods_.rootMemory() : pods_.kubepodsMemory();
+  if (!dir.valid()) return;
+  std::shared_ptr<LinePoller> poller;
+  if (found != pollers_.end()) {
+    poller = *found;
+  } else {
+    poller = std::make_shared<LinePoller>(io_);
+    poller->node = node;
+    poller->name = std::string("poll ") + (dir.version() == cgroups::Version::V2
+                                               ? "memory.current"
+                                               : "memory.usage_in_bytes") +
+                   " of " + dir.path();
+    LinePoller* raw = poller.get();
+    // The directory is looked up at each poll: PodCgroups may reopen it.
+    poller->poller.emplace(
+        [this, raw]() -> Result<std::uint64_t> {
+          const cgroups::CgroupDir& d = raw->node ? pods_.rootMemory() : pods_.kubepodsMemory();
+          if (!d.valid()) return Error{"the cgroup is not open"};
+          return cgroups::readMemoryUsage(d, raw->buffer);
+        },
+        cgroups::PollTuning{});
+    pollers_.push_back(poller);
+  }
+  cgroups::PollTuning tuning;
+  tuning.ceiling = interval();
+  poller->poller->setTuning(tuning);
+  poller->poller->setLines(std::move(lines));
+  if (!poller->scheduled) schedulePoll(poller, std::chrono::nanoseconds(0));
+}
+
+void Agent::schedulePoll(const std::shared_ptr<LinePoller>& poller,
+                         std::chrono::nanoseconds delay) {
+  poller->scheduled = true;
+  poller->timer.expires_after(delay);
+  std::weak_ptr<LinePoller> weak = poller;
+  poller->timer.async_wait([this, alive = alive_, weak](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !*alive || stopped_ || !self) return;
+    self->scheduled = false;
+    auto sample = self->poller->poll(std::chrono::steady_clock::now());
+    if (!sample) {
+      // Stopped until the next cycle sets its lines again; logged once per error text.
+      if (reportedErrors_.emplace(sample.error().message, "").second) {
+        logEvent(LogLevel::Warn, "notification-unavailable",
+                 {{"what", self->name}, {"error", sample.error().message}, {"fallback", "timer"}});
+      }
+      return;
+    }
+    if (sample->crossed) {
+      notifiedAt_ = notifiedAt_ ? std::min(*notifiedAt_, sample->crossedAfter)
+                                : sample->crossedAfter;
+      requestCycle("memory-poll");
+    }
+    schedulePoll(self, sample->next);
+  });
 }
 
 void Agent::watchNotifier(const std::shared_ptr<Notifier>& notifier) {
-  const auto wait = notifier->threshold ? asio::posix::stream_descriptor::wait_read
+  const auto wait = notifier->threshold || notifier->events ? asio::posix::stream_descriptor::wait_read
                                         : asio::posix::stream_descriptor::wait_error;
   std::weak_ptr<Notifier> weak = notifier;
   notifier->descriptor.async_wait(
@@ -738,9 +873,14 @@ void Agent::watchNotifier(const std::shared_ptr<Notifier>& notifier) {
         } else if (self->psi) {
           auto event = self->psi->check();
           if (event && *event == cgroups::PsiTrigger::Event::Gone) return;  // dropped
+        } else if (self->events) {
+          auto changes = self->events->consume();
+          if (!changes) return;  // the watch was dropped (the cgroup went away)
         }
         notifiedAt_ = std::chrono::steady_clock::now();
-        requestCycle(self->threshold ? "memory-threshold" : "psi");
+        requestCycle(self->threshold ? "memory-threshold"
+                     : self->psi     ? "psi"
+                                     : "memory-events");
         watchNotifier(self);
       });
 }
@@ -748,6 +888,7 @@ void Agent::watchNotifier(const std::shared_ptr<Notifier>& notifier) {
 std::vector<std::string> Agent::armedNotifications() const {
   std::vector<std::string> names;
   for (const auto& notifier : notifiers_) names.push_back(notifier->name);
+  for (const auto& poller : pollers_) names.push_back(poller->name);
   return names;
 }
 

@@ -31,6 +31,7 @@
 #include "agent/http_server.h"
 #include "agent/metrics.h"
 #include "agent/pod_source.h"
+#include "cgroups/detect.h"
 #include "cgroups/notify.h"
 #include "cgroups/pods.h"
 #include "cgroups/readers.h"
@@ -125,6 +126,7 @@ class Agent {
 
  private:
   struct Notifier;
+  struct LinePoller;
   HttpResponse reviewBinding(const HttpRequest& request);
   void scheduleTimer();
   void scheduleGraceTimer(const policy::EvictionDecision& decision, SteadyTime now);
@@ -142,6 +144,10 @@ class Agent {
   void armNotifications(const policy::EvictionDecision& decision);
   void armPsi();
   void watchNotifier(const std::shared_ptr<Notifier>& notifier);
+  // Polls the root (`node`) or kubepods memory usage against `lines` (usages at which
+  // thresholds are met); no lines stops it.
+  void setPollLines(bool node, std::vector<std::uint64_t> lines);
+  void schedulePoll(const std::shared_ptr<LinePoller>& poller, std::chrono::nanoseconds delay);
   void updateMetrics(const policy::EvictionDecision& decision, const cgroups::ScanResult& scan);
   void notifySystemd(const std::string& state) const;
   bool policyFileChanged();
@@ -200,6 +206,7 @@ class Agent {
   std::optional<SteadyTime> notifiedAt_;  // a kernel notification woke this cycle
 
   std::vector<std::shared_ptr<Notifier>> notifiers_;
+  std::vector<std::shared_ptr<LinePoller>> pollers_;
   std::map<std::string, std::uint64_t> armedThresholds_;  // signal → usage threshold armed
   bool thresholdsUnsupportedLogged_ = false;
 

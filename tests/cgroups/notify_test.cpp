@@ -7,6 +7,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "cgroups/detect.h"
 #include "cgroups/notify.h"
 #include "cgroups/readers.h"
 #include "tests/cgroups/real_env.h"
@@ -182,4 +183,52 @@ TEST_CASE("a cgroup2 file-modified watch fires on cgroup.events when a process j
   auto nowhere = FileModifiedWatcher::watch(h.unified + "/no-such-cgroup/memory.events");
   REQUIRE_FALSE(nowhere);
   CHECK(isGone(nowhere.error()));
+}
+
+TEST_CASE("the memory line poller sees a real allocation cross its line, v1 and v2 alike") {
+  const Hierarchy& h = test::realHierarchy();
+  Sandbox sandbox = test::makeSandbox();
+  const std::string rel = sandbox.addPod(kUid, "burstable").value();
+  PodCgroups pods(h, sandbox.kubepods());
+  REQUIRE(pods.refresh());
+  const PodCgroup* pod = pods.find(kUid);
+  REQUIRE(pod != nullptr);
+  std::string buffer;
+  const std::uint64_t base = readMemoryUsage(pod->memory, buffer).value();
+  MemoryLinePoller poller([&]() { return readMemoryUsage(pod->memory, buffer); }, PollTuning{});
+  poller.setLines({base + 48 * kMiB});
+
+  auto first = poller.poll(std::chrono::steady_clock::now());
+  REQUIRE_MESSAGE(first, (first ? "" : first.error().message));
+  CHECK_FALSE(first->crossed);
+  CHECK(first->next < 1s);  // 48 MiB at the assumed 1 GiB/s, over 4: about 12 ms
+
+  // Poll at the pace it asks for while a child allocates 64 MiB: the crossing is seen once.
+  REQUIRE(sandbox.spawn(rel, [] { return test::allocateAndSleep(64 * kMiB); }));
+  const auto started = std::chrono::steady_clock::now();
+  int crossings = 0;
+  int polls = 0;
+  std::chrono::nanoseconds next = first->next;
+  while (std::chrono::steady_clock::now() - started < 10s && crossings == 0) {
+    std::this_thread::sleep_for(next);
+    auto sample = poller.poll(std::chrono::steady_clock::now());
+    REQUIRE(sample);
+    ++polls;
+    if (sample->crossed) {
+      ++crossings;
+      CHECK(sample->usage >= base + 48 * kMiB);
+      CHECK(sample->crossedAfter <= std::chrono::steady_clock::now());
+    }
+    next = sample->next;
+  }
+  CHECK(crossings == 1);
+  const auto seen = std::chrono::steady_clock::now();
+  // Past the line the pace stays quick (to see a fall and a new rise), and no second report.
+  auto after = poller.poll(std::chrono::steady_clock::now());
+  REQUIRE(after);
+  CHECK_FALSE(after->crossed);
+  CHECK(after->next <= 20ms);
+  MESSAGE("line crossed and seen " << std::chrono::duration<double, std::milli>(seen - started).count()
+                                   << " ms after starting a 64 MiB allocation, in " << polls
+                                   << " polls");
 }
