@@ -233,6 +233,16 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
           }
         }
       }
+    } else if (const CgroupDir& root = pods.rootMemory(); root.valid()) {
+      // The v2 root has no memory.current: cAdvisor (through runc's cgroups library) reports
+      // the root's usage as memory.stat anon + file, "the same value as usage_in_bytes in
+      // v1", and its working set as that − inactive_file. /proc/meminfo stays the fallback.
+      if (auto statText = root.readOnce("memory.stat")) {
+        if (auto stat = parseMemoryStat(*statText, Version::V2); stat && stat->anon && stat->file) {
+          usage = *stat->anon + *stat->file;
+          inactive = stat->inactiveFile;
+        }
+      }
     }
     const std::uint64_t ws = workingSet(usage, inactive);
     node.memoryWorkingSetBytes = ws;

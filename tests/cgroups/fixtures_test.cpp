@@ -114,10 +114,8 @@ ScanOptions fixtureScanOptions() {
 
 const steady_clock::time_point kT0{std::chrono::hours(1)};
 
-// Node memory from tests/fixtures/cgroup/proc/meminfo (v2 nodes):
-// MemTotal 16384000 kB, MemFree 4096000 kB, Inactive(file) 2048000 kB.
+// Node capacity from tests/fixtures/cgroup/proc/meminfo: MemTotal 16384000 kB.
 constexpr std::uint64_t kMemTotal = 16384000ULL * 1024;
-constexpr std::uint64_t kProcWorkingSet = (16384000ULL - 4096000 - 2048000) * 1024;
 
 // ------------------------------------------------------------------------------------------
 
@@ -328,9 +326,12 @@ TEST_CASE("fixtures: scanNode on a systemd v2 tree, CPU rate on the second scan"
   CHECK(first.vanished == 0);
   REQUIRE(first.summary.pods.size() == 3);
 
+  // The v2 root has no memory.current: as cAdvisor (runc's cgroups library) reports it, usage
+  // is the root memory.stat's anon 3758096384 + file 5368709120, the working set that minus
+  // inactive_file 2147483648; capacity still comes from /proc/meminfo.
   const NodeStats& node = first.summary.node;
-  CHECK(node.memoryWorkingSetBytes == kProcWorkingSet);
-  CHECK(node.memoryAvailableBytes == kMemTotal - kProcWorkingSet);
+  CHECK(node.memoryWorkingSetBytes == std::optional<std::uint64_t>(6979321856));
+  CHECK(node.memoryAvailableBytes == std::optional<std::uint64_t>(kMemTotal - 6979321856));
   // kubepods.slice: memory.current 1896873984, inactive_file 312475648, memory.max 15032385536.
   CHECK(node.podsMemoryWorkingSetBytes == std::optional<std::uint64_t>(1584398336));
   CHECK(node.podsMemoryAvailableBytes == std::optional<std::uint64_t>(15032385536 - 1584398336));
