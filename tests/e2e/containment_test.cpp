@@ -86,12 +86,16 @@ TEST_CASE("never outside the sandbox's pods, never itself; unknown pods rank as 
   CHECK(ranking[4] == critical.key());
   CHECK(signalOf(before, "allocatableMemory.available", "hard")["met"] == false);
 
-  // Pressure from a process directly in kubepods, in no pod: ~395 MiB used of 512, ~117
+  // Pressure from a process in kubepods but in no pod: ~395 MiB used of 512, ~117
   // available, need ≈ 83 MiB: negative, unknown and agent-host are chosen. The agent must
   // refuse to kill its own pod; it then backs off from it and the ranking moves on (the
   // pressure, held by a process in no pod, stays: the bystander is a legitimate victim).
   const std::size_t mark = agent.lines().size();
-  const pid_t kubepodsPid = spawnAllocator(sandbox, sandbox.kubepods(), 280 * kMiB);
+  // A leaf below kubepods that is no pod's: cgroup v2 allows no process in kubepods itself
+  // once it hands controllers down ("no internal processes"), and a real node's stray
+  // processes sit in such leaves too.
+  const std::string noPodCgroup = sandbox.addChild(sandbox.kubepods(), "no-pod").value();
+  const pid_t kubepodsPid = spawnAllocator(sandbox, noPodCgroup, 280 * kMiB);
   const SteadyTime pressured = now();
   REQUIRE_MESSAGE(agent.waitForEvent("evict", 3s, mark).has_value(), agent.logText());
   const auto failed = agent.waitFor(
