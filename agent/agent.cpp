@@ -156,7 +156,7 @@ Result<bool> Agent::start() {
             {"listen", http_ ? options_.http->address + ":" + std::to_string(http_->port())
                              : std::string("off")}});
   cycle("start");
-  if (options_.notifications) armPsi();
+  if (options_.notifications && options_.kernelWakeups) armPsi();
   {
     std::string detectors;
     for (const std::string& name : armedNotifications()) {
@@ -731,8 +731,8 @@ void Agent::armNotifications(const policy::EvictionDecision& decision) {
   // The same usage lines are polled (cgroups/detect.h): the only fast detector on v2, and a
   // second opinion on v1.
   const cgroups::Hierarchy& h = pods_.hierarchy();
-  const bool eventfds = h.memoryVersion == cgroups::Version::V1;
-  if (!eventfds && !thresholdsUnsupportedLogged_) {
+  const bool eventfds = h.memoryVersion == cgroups::Version::V1 && options_.kernelWakeups;
+  if (h.memoryVersion != cgroups::Version::V1 && !thresholdsUnsupportedLogged_) {
     thresholdsUnsupportedLogged_ = true;
     logEvent(LogLevel::Info, "notification-unavailable",
              {{"what", "memory thresholds"},

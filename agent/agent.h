@@ -50,6 +50,10 @@ struct AgentOptions {
   // Kernel notifications (v1 memory thresholds, PSI triggers). Off: polling only, at the
   // policy's housekeepingInterval (for comparisons in the benchmarks).
   bool notifications = true;
+  // With notifications on: false leaves out the kernel's own wake-ups (v1 threshold
+  // eventfds, PSI triggers, memory.events) and keeps the adaptive memory poller alone, which
+  // is all cgroup v2 offers for a usage line (benchmarks measure that path on v1 hosts).
+  bool kernelWakeups = true;
   // Overrides the policy's housekeepingInterval when set (benchmarks: the kubelet's 10 s).
   std::optional<std::chrono::milliseconds> intervalOverride;
   std::optional<HttpServerOptions> http;  // nullopt: no HTTP server

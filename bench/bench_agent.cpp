@@ -396,6 +396,7 @@ struct Variant {
   bool notifications;
   std::chrono::milliseconds interval;
   int trials;
+  bool kernelWakeups = true;  // false: the adaptive memory poller alone (the cgroup v2 path)
 };
 
 struct VariantFigures {
@@ -565,6 +566,7 @@ VariantFigures LatencyBench::run(const Variant& variant) {
   options.nodeName = kNodeName;
   options.scan.nodeFsPath = "";  // memory only
   options.notifications = variant.notifications;
+  options.kernelWakeups = variant.kernelWakeups;
   options.intervalOverride = variant.interval;
   options.systemdNotify = false;
   cgroups::PodCgroups pods(h_, sandbox_.kubepods());
@@ -1173,11 +1175,267 @@ IdleFigures runIdle(Sandbox& sandbox, const fs::path& dir, double sampleSeconds,
 }
 
 // ---------------------------------------------------------------------------------------------
+// Part 4: how fast may a pod allocate before the kernel's OOM killer wins? The real binary
+// (as a node runs it) guards a fresh sandbox node per trial: kubepods limited to 1 GiB, a hard
+// threshold of 300 Mi (the line at 724 MiB of working set), a priority-100000 pod holding
+// 200 MiB and a priority-0 hog that `nodewarden demo-load` grows at the given rate until
+// something stops it. This process samples kubepods' usage about every millisecond from the
+// outside: when the line was crossed, when usage stopped rising (the hog stopped) and the
+// growth rate actually reached; kernel OOM kills come from memory.events (v2) or
+// memory.oom_control (v1).
+
+constexpr std::int64_t kRateNodeMemory = 1024 * kMi;
+constexpr std::int64_t kRateThreshold = 300 * kMi;
+constexpr std::int64_t kRateSteadyBytes = 200 * kMi;
+constexpr const char* kRatePolicy = R"({
+  "evictionHard": { "allocatableMemory.available": "300Mi" },
+  "housekeepingInterval": "1s"
+})";
+
+struct RateTrial {
+  bool ok = false;
+  std::string error;
+  bool evicted = false;           // the agent logged the hog's eviction
+  std::uint64_t kernelKills = 0;  // kernel OOM kills in kubepods
+  double growthMiBs = 0;          // measured between 25 % and 75 % of the way to the line
+  std::optional<double> stoppedMs;  // crossing → usage stopped rising
+};
+
+RateTrial rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rateMiBs, int index,
+                    Random& rng) {
+  RateTrial t;
+  cgroups::SandboxOptions options;
+  options.name = std::string(kSandboxPrefix) + "-" + std::to_string(::getpid()) + "-rate" +
+                 std::to_string(index);
+  options.memoryLimit = std::uint64_t(kRateNodeMemory);
+  auto created = Sandbox::create(h, options);
+  if (!created) {
+    t.error = created.error().message;
+    return t;
+  }
+  Sandbox sandbox = std::move(created).value();
+  if (h.memoryVersion == cgroups::Version::V1) {
+    (void)sandbox.writeMemoryFile(sandbox.kubepods(), "memory.memsw.limit_in_bytes",
+                                  std::to_string(kRateNodeMemory));
+  } else {
+    (void)sandbox.writeMemoryFile(sandbox.kubepods(), "memory.swap.max", "0");
+  }
+  const fs::path manifests = dir / ("rate-manifests-" + std::to_string(index));
+  TempDir cleanup{manifests};
+  std::error_code ec;
+  fs::create_directories(manifests, ec);
+  const fs::path policyFile = dir / "rate-policy.json";
+  if (ec || !writeText(policyFile, kRatePolicy)) {
+    t.error = "cannot write in " + dir.string();
+    return t;
+  }
+  const std::string steadyUid = rng.uuid();
+  const std::string hogUid = rng.uuid();
+  writeText(manifests / "prod_steady.json",
+            podManifest("prod", "steady", steadyUid, 100000, {{"memory", "256Mi"}}, {}).dump(2));
+  writeText(manifests / "batch_hog.json", podManifest("batch", "hog", hogUid, 0, {}, {}).dump(2));
+  auto steadyRel = sandbox.addPod(steadyUid, "burstable");
+  auto hogRel = sandbox.addPod(hogUid, "besteffort");
+  if (!steadyRel || !hogRel) {
+    t.error = !steadyRel ? steadyRel.error().message : hogRel.error().message;
+    return t;
+  }
+  const pid_t self = ::getpid();
+  if (auto steady = sandbox.spawn(
+          *steadyRel, [self] { return holdMemory(std::size_t(kRateSteadyBytes), self); });
+      !steady) {
+    t.error = steady.error().message;
+    return t;
+  }
+  auto kubepods = CgroupDir::open(h.memory + "/" + sandbox.kubepods(), h.memoryVersion);
+  if (!kubepods) {
+    t.error = kubepods.error().message;
+    return t;
+  }
+  std::string buffer;
+  for (int i = 0; i < 250; ++i) {  // the steady pod's memory in place (≤ 5 s)
+    auto memory = cgroups::readMemory(*kubepods, buffer);
+    if (memory && std::int64_t(memory->workingSet) >= kRateSteadyBytes) break;
+    sleepMillis(20);
+  }
+
+  const fs::path log = dir / ("rate-agent-" + std::to_string(index) + ".log");
+  const pid_t agentPid = startProcess(
+      {NODEWARDEN_EXE, "agent", "--source", "static", "--manifests", manifests.string(),
+       "--kubepods-cgroup", sandbox.kubepods(), "--policy", policyFile.string(), "--node",
+       kNodeName, "--listen", "off", "--nodefs", "", "--log-format", "json"},
+      log);
+  if (agentPid < 0) {
+    t.error = std::string("cannot start the agent: ") + std::strerror(errno);
+    return t;
+  }
+  struct AgentStop {
+    pid_t pid;
+    ~AgentStop() { (void)stopProcess(pid, 5); }
+  } agentStop{agentPid};
+  bool ready = false;
+  for (int i = 0; i < 300 && !ready && !stopped(); ++i) {  // 30 s (a VM is slow to start it)
+    sleepMillis(100);
+    forEachLogLine(log, [&](const Json& line) {
+      if (line.value("event", "") == "detectors") ready = true;
+    });
+  }
+  if (!ready) {
+    t.error = "the agent did not get ready: " + tail(log, 5);
+    return t;
+  }
+
+  auto oomKills = [&]() -> std::uint64_t {
+    std::uint64_t total = 0;
+    if (auto kills = cgroups::readOomKills(*kubepods, buffer)) total += *kills;
+    if (h.memoryVersion == cgroups::Version::V1) {  // v1 counts on the victim's own cgroup
+      if (auto pod = CgroupDir::open(h.memory + "/" + *hogRel, h.memoryVersion)) {
+        if (auto kills = cgroups::readOomKills(*pod, buffer)) total += *kills;
+      }
+    }
+    return total;
+  };
+  const std::uint64_t killsBefore = oomKills();
+  auto before = cgroups::readMemory(*kubepods, buffer);
+  if (!before) {
+    t.error = before.error().message;
+    return t;
+  }
+  // The line in usage terms, as the agent arms it: capacity − threshold + inactive_file.
+  const std::int64_t line =
+      kRateNodeMemory - kRateThreshold + std::int64_t(before->inactiveFile);
+  const std::int64_t base = std::int64_t(before->usage);
+  const std::string rate = rateMiBs > 0 ? std::to_string(rateMiBs) : "100000";
+  const std::vector<std::string> loadArgs = {
+      NODEWARDEN_EXE, "demo-load", "--start-mib", "0", "--max-mib", "1100",
+      "--grow-mib-per-s", rate, "--lifetime", "30"};
+  auto hog = sandbox.spawn(*hogRel, [&] {
+    std::vector<char*> raw;
+    for (const std::string& arg : loadArgs) raw.push_back(const_cast<char*>(arg.c_str()));
+    raw.push_back(nullptr);
+    ::execv(raw[0], raw.data());
+    return 127;
+  });
+  if (!hog) {
+    t.error = hog.error().message;
+    return t;
+  }
+
+  // Sample from the outside, about every millisecond, until the hog is gone (≤ 20 s).
+  const std::int64_t quarter = base + (line - base) / 4;
+  const std::int64_t threeQuarters = base + (line - base) * 3 / 4;
+  std::optional<std::int64_t> atQuarter, atThreeQuarters, crossedAt;
+  std::int64_t peak = 0;
+  std::int64_t peakAt = 0;
+  const std::int64_t deadline = monotonicNanos() + 20'000'000'000;
+  while (monotonicNanos() < deadline && !stopped()) {
+    const std::int64_t now = monotonicNanos();
+    auto usage = cgroups::readMemoryUsage(*kubepods, buffer);
+    if (usage) {
+      const std::int64_t u = std::int64_t(*usage);
+      if (!atQuarter && u >= quarter) atQuarter = now;
+      if (!atThreeQuarters && u >= threeQuarters) atThreeQuarters = now;
+      if (!crossedAt && u >= line) crossedAt = now;
+      if (u > peak) {
+        peak = u;
+        peakAt = now;
+      }
+    }
+    if (exited(*hog)) break;
+    ::usleep(1000);
+  }
+  if (!exited(*hog)) {
+    t.error = "the hog was still running after 20 s";
+    return t;
+  }
+  t.kernelKills = oomKills() - killsBefore;
+  if (atQuarter && atThreeQuarters && *atThreeQuarters > *atQuarter) {
+    t.growthMiBs = double(threeQuarters - quarter) / double(kMi) /
+                   (double(*atThreeQuarters - *atQuarter) * 1e-9);
+  }
+  if (crossedAt) t.stoppedMs = double(std::max<std::int64_t>(0, peakAt - *crossedAt)) * 1e-6;
+  sleepMillis(300);  // the agent's log line for the eviction
+  forEachLogLine(log, [&](const Json& entry) {
+    if (entry.value("event", "") == "evicted" && entry.value("pod", "") == "batch/hog") {
+      t.evicted = true;
+    }
+  });
+  t.ok = true;
+  return t;
+}
+
+struct RateRow {
+  double rate = 0;  // MiB/s asked; 0: as fast as the hog can touch pages
+  int trials = 0;
+  int evicted = 0;
+  std::uint64_t kernelKills = 0;
+  std::vector<double> growth;
+  std::vector<double> stoppedMs;
+  std::string firstError;
+};
+
+// The fastest rate with 0 kernel OOM kills (at it and every slower rate), or nullopt.
+std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
+                               const std::vector<double>& rates, int trials) {
+  std::printf(
+      "== 4. allocation rate vs kernel OOM kills: the nodewarden binary, kubepods 1 GiB, "
+      "hard line 300 Mi ==\n");
+  std::printf("  %-10s %6s %8s %12s %16s %26s\n", "asked", "trials", "evicted", "kernel OOM",
+              "growth MiB/s", "crossing -> stopped p50/max");
+  std::fflush(stdout);
+  Random rng(kSeed ^ 0x4a7e);
+  std::vector<RateRow> rows;
+  int index = 0;
+  for (double rate : rates) {
+    RateRow row;
+    row.rate = rate;
+    for (int i = 0; i < trials && !stopped(); ++i) {
+      RateTrial t = rateTrial(h, dir, rate, index++, rng);
+      if (!t.ok) {
+        if (row.firstError.empty()) row.firstError = t.error;
+        continue;
+      }
+      ++row.trials;
+      row.evicted += t.evicted ? 1 : 0;
+      row.kernelKills += t.kernelKills;
+      if (t.growthMiBs > 0) row.growth.push_back(t.growthMiBs);
+      if (t.stoppedMs) row.stoppedMs.push_back(*t.stoppedMs);
+    }
+    const std::string asked = rate > 0 ? std::to_string(int(rate)) : std::string("max");
+    std::string growth = "-";
+    if (!row.growth.empty()) {
+      std::sort(row.growth.begin(), row.growth.end());
+      growth = std::to_string(int(row.growth.front())) + "-" + std::to_string(int(row.growth.back()));
+    }
+    std::string stopped = "-";
+    if (!row.stoppedMs.empty()) {
+      const Millis m(row.stoppedMs);
+      char text[64];
+      std::snprintf(text, sizeof text, "%.0f / %.0f ms", m.p50(), m.max());
+      stopped = text;
+    }
+    std::printf("  %-10s %6d %8d %12llu %16s %26s\n", asked.c_str(), row.trials, row.evicted,
+                static_cast<unsigned long long>(row.kernelKills), growth.c_str(), stopped.c_str());
+    if (!row.firstError.empty()) std::printf("    error: %s\n", row.firstError.c_str());
+    std::fflush(stdout);
+    rows.push_back(std::move(row));
+  }
+  std::optional<double> fastest;
+  for (const RateRow& row : rows) {
+    if (row.trials == 0 || row.kernelKills > 0) break;
+    fastest = row.growth.empty() ? row.rate : row.growth.back();
+  }
+  std::printf("\n");
+  return fastest;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 void printUsage(std::FILE* out) {
   std::fprintf(
       out,
-      "usage: bench_agent [--quick] [--trials N] [--skip-demo] [--skip-idle] [--help]\n"
+      "usage: bench_agent [--quick] [--trials N] [--skip-demo] [--skip-idle] [--skip-rates]\n"
+      "                   [--rates LIST] [--rate-trials N] [--only-rates] [--help]\n"
       "\n"
       "Measures the agent end to end on real cgroups it creates (\"%s-<pid>\" below\n"
       "each hierarchy root) and removes again. Needs root.\n"
@@ -1186,11 +1444,17 @@ void printUsage(std::FILE* out) {
       "  2. `nodewarden demo` with the agent, --kubelet-like and --baseline: kernel OOM kills,\n"
       "     evictions, survivors, wrong victims (~30 s each)\n"
       "  3. the idle `nodewarden agent` with %d pod cgroups at a 1 s interval: CPU and RSS\n"
+      "  4. allocation rate sweep: a hog grown at each rate under a 1 GiB kubepods with a\n"
+      "     300 Mi hard line; kernel OOM kills, evictions, crossing -> stopped from outside\n"
       "Options:\n"
       "  --quick      a smoke run: 5/5/3 latency trials, 10 s of idle sampling\n"
       "  --trials N   latency trials for each of (a), (b) and (c) (default 30, 30, 20), 1-1000\n"
       "  --skip-demo  leave out part 2\n"
       "  --skip-idle  leave out part 3\n"
+      "  --skip-rates leave out part 4; --only-rates runs part 4 alone\n"
+      "  --rates LIST MiB/s to try, comma-separated, 'max' for as fast as pages can be\n"
+      "               touched (default 100,200,400,800,1600,max)\n"
+      "  --rate-trials N  trials per rate (default 3; --quick 1)\n"
       "Targets: p99 <= %.0f ms with notifications; no kernel OOM kill in the demo with the\n"
       "agent; idle <= %.1f %% of a core and <= %.0f MiB RSS. A missed target prints MISSES\n"
       "but does not change the exit status. Exit 77: the machine cannot run it.\n"
@@ -1227,6 +1491,10 @@ void printEnvironment(const cgroups::Hierarchy& h, bool quick) {
 
 struct Settings {
   bool quick = false;
+  bool skipRates = false;
+  bool onlyRates = false;
+  std::vector<double> rates = {100, 200, 400, 800, 1600, 0};  // 0: max
+  int rateTrials = 0;                                          // 0: 3, or 1 with --quick
   int trials = 0;  // 0: per variant defaults
   bool skipDemo = false;
   bool skipIdle = false;
@@ -1269,6 +1537,8 @@ std::optional<double> latencyPart(Sandbox& sandbox, const cgroups::Hierarchy& h,
   };
   const Variant variants[] = {
       {"(a) notifications + 1 s timer", true, 1000ms, trialsFor(30, 5)},
+      {"(a2) adaptive memory poller alone + 1 s timer (what cgroup v2 offers)", true, 1000ms,
+       trialsFor(30, 5), false},
       {"(b) polling only, 1 s", false, 1000ms, trialsFor(30, 5)},
       {"(c) polling only, 10 s (kubelet)", false, 10000ms, trialsFor(20, 3)},
   };
@@ -1389,6 +1659,45 @@ int run(int argc, char** argv) {
       settings.skipDemo = true;
     } else if (arg == "--skip-idle") {
       settings.skipIdle = true;
+    } else if (arg == "--skip-rates") {
+      settings.skipRates = true;
+    } else if (arg == "--only-rates") {
+      settings.onlyRates = true;
+    } else if (arg == "--rates" || arg == "--rate-trials") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s: expected a value\n", argv[i]);
+        return 2;
+      }
+      const std::string value = argv[++i];
+      if (arg == "--rate-trials") {
+        int v = 0;
+        if (std::from_chars(value.data(), value.data() + value.size(), v).ec != std::errc() ||
+            v < 1 || v > 100) {
+          std::fprintf(stderr, "--rate-trials: expected a number from 1 to 100\n");
+          return 2;
+        }
+        settings.rateTrials = v;
+        continue;
+      }
+      settings.rates.clear();
+      std::stringstream list(value);
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        double v = 0;
+        if (item == "max") {
+          v = 0;
+        } else if (std::from_chars(item.data(), item.data() + item.size(), v).ec != std::errc() ||
+                   v < 1 || v > 100000) {
+          std::fprintf(stderr, "--rates: expected MiB/s from 1 to 100000 or 'max', got '%s'\n",
+                       item.c_str());
+          return 2;
+        }
+        settings.rates.push_back(v);
+      }
+      if (settings.rates.empty()) {
+        std::fprintf(stderr, "--rates: expected at least one rate\n");
+        return 2;
+      }
     } else if (arg == "--trials" || arg.starts_with("--trials=")) {
       std::string_view value;
       if (arg == "--trials") {
@@ -1462,7 +1771,9 @@ int run(int argc, char** argv) {
   std::fflush(stdout);
   const auto start = Clock::now();
 
-  const std::optional<double> p99 = latencyPart(sandbox, h, settings, temp.path);
+  std::optional<double> p99;
+  if (!settings.onlyRates) p99 = latencyPart(sandbox, h, settings, temp.path);
+  if (settings.onlyRates) settings.skipDemo = settings.skipIdle = true;
 
   std::optional<std::uint64_t> demoKills;
   bool demoRan = false;
@@ -1511,8 +1822,24 @@ int run(int argc, char** argv) {
     std::printf("\n");
   }
 
+  std::optional<double> fastest;
+  bool ratesRan = false;
+  if (!settings.skipRates && haveBinary && !stopped()) {
+    fastest = ratePart(h, temp.path, settings.rates,
+                       settings.rateTrials > 0 ? settings.rateTrials : settings.quick ? 1 : 3);
+    ratesRan = true;
+  }
+
   // --- summary.
   std::printf("== targets ==\n");
+  if (ratesRan) {
+    if (fastest) {
+      std::printf("  fastest allocation with 0 kernel OOM kills %8.0f MiB/s (every rate tried up to it)\n",
+                  *fastest);
+    } else {
+      std::printf("  fastest allocation with 0 kernel OOM kills: none of the rates tried\n");
+    }
+  }
   if (p99) {
     std::printf("  eviction latency p99 with notifications %8.1f ms  <= %5.0f ms   %s\n", *p99,
                 kLatencyP99TargetMs, verdict(*p99 <= kLatencyP99TargetMs));

@@ -39,10 +39,16 @@ std::uint64_t kernelStat(const std::string& path, const std::string& key) {
   return 0;
 }
 
+// memory.usage_in_bytes (v1) or memory.current (v2) of the cgroup at `memoryPath`.
+std::uint64_t kernelUsage(const std::string& memoryPath) {
+  const bool v1 = test::realHierarchy().memoryVersion == Version::V1;
+  return kernelFigure(memoryPath + (v1 ? "/memory.usage_in_bytes" : "/memory.current"));
+}
+
 // Waits (bounded) until the pod's memory usage reaches `bytes`.
 void waitForUsage(const std::string& memoryPath, std::uint64_t bytes) {
   for (int i = 0; i < 500; ++i) {
-    if (kernelFigure(memoryPath + "/memory.usage_in_bytes") >= bytes) return;
+    if (kernelUsage(memoryPath) >= bytes) return;
     std::this_thread::sleep_for(10ms);
   }
   FAIL("usage of " << memoryPath << " never reached " << bytes);
@@ -126,7 +132,10 @@ TEST_CASE("readers report what the kernel reports for a pod with real processes"
   const std::string container = sandbox.addChild(rel, std::string(64, 'b')).value();
   REQUIRE(sandbox.spawn(container, [] { return test::allocateAndSleep(64 * kMiB); }));
   REQUIRE(sandbox.spawn(container, [] { return test::allocateAndSleep(32 * kMiB); }));
-  REQUIRE(sandbox.spawn(rel, [] { return test::burnCpu(); }));
+  // A second container (cgroup v2 allows processes only in leaves once a cgroup hands
+  // controllers down, and a kubelet's pod holds none itself).
+  const std::string second = sandbox.addChild(rel, std::string(64, 'e')).value();
+  REQUIRE(sandbox.spawn(second, [] { return test::burnCpu(); }));
   const Hierarchy& h = test::realHierarchy();
   const std::string memoryPath = h.memory + "/" + rel;
   waitForUsage(memoryPath, 96 * kMiB);
@@ -138,9 +147,9 @@ TEST_CASE("readers report what the kernel reports for a pod with real processes"
   std::string buffer;
 
   // Usage: the same file the kernel shows, read through the kept-open descriptor.
-  const std::uint64_t before = kernelFigure(memoryPath + "/memory.usage_in_bytes");
+  const std::uint64_t before = kernelUsage(memoryPath);
   const std::uint64_t usage = readMemoryUsage(pod->memory, buffer).value();
-  const std::uint64_t after = kernelFigure(memoryPath + "/memory.usage_in_bytes");
+  const std::uint64_t after = kernelUsage(memoryPath);
   CHECK(usage >= std::min(before, after) - 4 * kMiB);
   CHECK(usage <= std::max(before, after) + 4 * kMiB);
   CHECK(usage >= 96 * kMiB);
@@ -154,12 +163,14 @@ TEST_CASE("readers report what the kernel reports for a pod with real processes"
   CHECK_FALSE(memory->limit.has_value());  // no limit set: the kernel's huge value is unlimited
 
   // A limit appears as written.
-  REQUIRE(sandbox.writeMemoryFile(rel, "memory.limit_in_bytes", std::to_string(512 * kMiB)));
+  REQUIRE(sandbox.writeMemoryFile(
+      rel, h.memoryVersion == Version::V1 ? "memory.limit_in_bytes" : "memory.max",
+      std::to_string(512 * kMiB)));
   auto limited = readMemory(pod->memory, buffer);
   REQUIRE(limited);
   CHECK(limited->limit == std::optional<std::uint64_t>(512 * kMiB));
 
-  // Three processes in the pod and its container cgroup.
+  // Three processes in the pod's two container cgroups.
   CHECK(readProcessCount(*pod, buffer).value() == 3);
 
   // CPU: one process burning a core for ~1 s shows as roughly 1e9 nanocores.

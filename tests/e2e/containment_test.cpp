@@ -55,8 +55,11 @@ TEST_CASE("never outside the sandbox's pods, never itself; unknown pods rank as 
   const pid_t criticalPid = spawnAllocator(sandbox, criticalCgroup, 10 * kMiB);
   const pid_t unknownPid = spawnAllocator(sandbox, unknownCgroup, 60 * kMiB);
   const pid_t elsewherePid = spawnAllocator(other, elsewhereCgroup, 300 * kMiB);
-  // Outside every pod: in the sandbox's top cgroup, and in no sandbox at all.
-  const pid_t topPid = spawnAllocator(sandbox, sandbox.top(), 100 * kMiB);
+  // Outside every pod: beside kubepods in the sandbox (as system.slice is on a node; cgroup
+  // v2 allows no process in the top itself once it hands controllers down), and in no
+  // sandbox at all.
+  const std::string systemCgroup = sandbox.addChild(sandbox.top(), "system").value();
+  const pid_t topPid = spawnAllocator(sandbox, systemCgroup, 100 * kMiB);
   OutsideProcess outside(50 * kMiB);
 
   AgentConfig config;
