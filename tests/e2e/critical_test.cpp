@@ -14,7 +14,8 @@ using namespace nodewarden::e2e;
 using namespace std::chrono_literals;
 
 TEST_CASE("critical pods and pods at neverEvictPriority survive pressure; the agent says why") {
-  cgroups::Sandbox sandbox = makeSandbox(512 * kMiB);
+  // The systemd driver's layout, as on most cgroup v2 nodes.
+  cgroups::Sandbox sandbox = makeSandbox(512 * kMiB, cgroups::Driver::Systemd);
   TempDir manifests;
   TempDir files;
   const std::string policyFile = files.file("policy.json");

@@ -106,17 +106,20 @@ const cgroups::Hierarchy& hierarchy() {
   return gHierarchy;
 }
 
-cgroups::Sandbox makeSandbox(std::optional<std::uint64_t> memoryLimit) {
+cgroups::Sandbox makeSandbox(std::optional<std::uint64_t> memoryLimit, cgroups::Driver driver) {
   static int counter = 0;
   cgroups::SandboxOptions options;
   options.name = "nodewarden-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
   options.memoryLimit = memoryLimit;
+  options.driver = driver;
   auto sandbox = cgroups::Sandbox::create(gHierarchy, options);
   if (!sandbox) FAIL(sandbox.error().message);
   if (memoryLimit && gHierarchy.memoryVersion == cgroups::Version::V1) {
     // No swap escape where swap accounting exists; absent on kernels without it.
     (void)sandbox->writeMemoryFile(sandbox->kubepods(), "memory.memsw.limit_in_bytes",
                                    std::to_string(*memoryLimit));
+  } else if (memoryLimit) {
+    (void)sandbox->writeMemoryFile(sandbox->kubepods(), "memory.swap.max", "0");
   }
   return std::move(sandbox).value();
 }

@@ -43,7 +43,10 @@ const cgroups::Hierarchy& hierarchy();
 // A sandbox named "nodewarden-e2e-<pid>-<n>" with the given memory limit on its kubepods
 // cgroup (the sandbox node's allocatable memory) and no swap escape. Fails the test if it
 // cannot be made.
-cgroups::Sandbox makeSandbox(std::optional<std::uint64_t> memoryLimit);
+// `driver`: the kubelet's cgroupfs layout (kubepods/burstable/pod<uid>) or the systemd one
+// (kubepods.slice/kubepods-burstable.slice/…), which real cgroup v2 nodes mostly run.
+cgroups::Sandbox makeSandbox(std::optional<std::uint64_t> memoryLimit,
+                             cgroups::Driver driver = cgroups::Driver::Cgroupfs);
 
 // True while `pid` exists and is not a zombie.
 bool alive(pid_t pid);

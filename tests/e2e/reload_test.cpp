@@ -20,7 +20,8 @@ const char* kSignal = "allocatableMemory.available";
 }  // namespace
 
 TEST_CASE("policy reload: an invalid file is rejected and the old policy acts; an edit applies") {
-  cgroups::Sandbox sandbox = makeSandbox(512 * kMiB);
+  // The systemd driver's layout, as on most cgroup v2 nodes.
+  cgroups::Sandbox sandbox = makeSandbox(512 * kMiB, cgroups::Driver::Systemd);
   TempDir manifests;
   TempDir files;
   const std::string policyFile = files.file("policy.json");
