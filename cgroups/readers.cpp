@@ -26,6 +26,22 @@ Result<std::uint64_t> readMemoryUsage(const CgroupDir& dir, std::string& buffer)
   return withPath(parseUint(*text), dir, CgroupDir::fileName(File::MemoryUsage, dir.version()));
 }
 
+Result<std::optional<std::uint64_t>> readSwapUsage(const CgroupDir& dir, std::string& buffer) {
+  const bool v2 = dir.version() == Version::V2;
+  const char* name = v2 ? "memory.swap.current" : "memory.memsw.usage_in_bytes";
+  auto text = dir.readOnce(name);
+  if (!text) {
+    if (text.error().sysErrno == ENOENT) return std::optional<std::uint64_t>();
+    return text.error();
+  }
+  auto value = withPath(parseUint(*text), dir, name);
+  if (!value) return value.error();
+  if (v2) return std::optional<std::uint64_t>(*value);
+  auto usage = readMemoryUsage(dir, buffer);
+  if (!usage) return usage.error();
+  return std::optional<std::uint64_t>(*value - std::min(*value, *usage));
+}
+
 Result<MemoryReading> readWorkingSet(const CgroupDir& dir, std::string& buffer) {
   MemoryReading reading;
   auto usage = readMemoryUsage(dir, buffer);

@@ -29,6 +29,11 @@ struct MemoryReading {
   std::uint64_t workingSet = 0;        // usage − inactive_file, floored at 0
   std::optional<std::uint64_t> limit;  // nullopt: unlimited
 };
+// Swap in use by the cgroup and its descendants: v2 memory.swap.current; v1
+// memory.memsw.usage_in_bytes − memory.usage_in_bytes. nullopt where the kernel keeps no
+// swap accounting (no such file: swap off at boot, or v1 without swapaccount=1).
+Result<std::optional<std::uint64_t>> readSwapUsage(const CgroupDir& dir, std::string& buffer);
+
 // Usage, memory.stat and the limit.
 Result<MemoryReading> readMemory(const CgroupDir& dir, std::string& buffer);
 // Usage and memory.stat only (limit left empty): what a pod's scan needs, one pread less.

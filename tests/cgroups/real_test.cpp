@@ -1,6 +1,8 @@
 // Readers, the pod index and the scan on this machine's real cgroups, with real processes.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -300,4 +302,32 @@ TEST_CASE("system-wide PSI and per-cgroup PSI read as the kernel prints them") {
   auto pressure = readPressure(*pods.find(uidA)->unified, "memory");
   REQUIRE(pressure);
   CHECK(pressure->some.totalMicros == 0);  // an empty cgroup never stalled
+}
+
+TEST_CASE("swap usage: read where the kernel accounts it, absent (not an error) where not") {
+  Sandbox sandbox = test::makeSandbox();
+  const std::string rel = sandbox.addPod(uidA, "burstable").value();
+  REQUIRE(sandbox.spawn(rel, [] { return test::allocateAndSleep(8 * kMiB); }));
+  const Hierarchy& h = test::realHierarchy();
+  waitForUsage(h.memory + "/" + rel, 8 * kMiB);
+  PodCgroups pods(h, sandbox.kubepods());
+  REQUIRE(pods.refresh());
+  const PodCgroup* pod = pods.find(uidA);
+  REQUIRE(pod != nullptr);
+  std::string buffer;
+  auto swap = readSwapUsage(pod->memory, buffer);
+  REQUIRE_MESSAGE(swap, (swap ? "" : swap.error().message));
+  const std::string file = h.memoryVersion == Version::V1 ? "/memory.memsw.usage_in_bytes"
+                                                          : "/memory.swap.current";
+  struct stat st {};
+  const bool accounted = ::stat((h.memory + "/" + rel + file).c_str(), &st) == 0;
+  CHECK(swap->has_value() == accounted);
+  if (swap->has_value()) {
+    // No memory pressure here: nothing is swapped out (and machines of this project have no
+    // swap), so the figure is the kernel's 0 — read through the parser, not assumed.
+    CHECK(**swap <= 8 * kMiB);
+    MESSAGE("swap of a pod using 8 MiB: " << **swap << " bytes (" << file << ")");
+  } else {
+    MESSAGE("no " << file << " on this kernel: swap usage is unknown, not 0");
+  }
 }
