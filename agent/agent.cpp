@@ -155,6 +155,13 @@ Result<bool> Agent::start() {
             {"interval_ms", static_cast<std::int64_t>(interval().count())},
             {"listen", http_ ? options_.http->address + ":" + std::to_string(http_->port())
                              : std::string("off")}});
+  if (pods_.hierarchy().memoryVersion == cgroups::Version::V1) {
+    // The kubelet's own words (CgroupV1MaintenanceModeWarning, since 1.31); from 1.35 the
+    // kubelet refuses v1 unless failCgroupV1 is false. nodewarden keeps working on v1.
+    logEvent(LogLevel::Warn, "cgroup-v1",
+             {{"message", "cgroup v1 support is in maintenance mode, please migrate to cgroup v2"},
+              {"cgroups", cgroups::toString(pods_.hierarchy().mode)}});
+  }
   cycle("start");
   if (options_.notifications && options_.kernelWakeups) armPsi();
   {

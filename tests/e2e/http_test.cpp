@@ -62,6 +62,18 @@ TEST_CASE("HTTP: health, metrics, state, admission, and bad requests answered 40
   config.manifestsDir = manifests.path();
   config.kubepods = sandbox.kubepods();
   AgentProcess agent(config);
+
+  // On a cgroup v1 host the agent warns once at start, in the kubelet's words (its
+  // CgroupV1MaintenanceModeWarning); on pure v2 (the VM lane) it says nothing of the kind.
+  const std::vector<LogLine> v1Warnings = agent.events("cgroup-v1");
+  if (hierarchy().memoryVersion == cgroups::Version::V1) {
+    REQUIRE_MESSAGE(v1Warnings.size() == 1, agent.logText());
+    CHECK(v1Warnings[0].field("level") == "warn");
+    CHECK(v1Warnings[0].field("message") ==
+          "cgroup v1 support is in maintenance mode, please migrate to cgroup v2");
+  } else {
+    CHECK(v1Warnings.empty());
+  }
   const std::uint16_t port = agent.port();
 
   SUBCASE("health") {
