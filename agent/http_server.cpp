@@ -339,6 +339,17 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void onHeader(beast::error_code ec, std::size_t bytes) {
     if (ec || server_->stopped) return onRead(ec, bytes);
     const auto& header = parser_->get();
+    if (auto framing = transferEncodingProblem(header)) {
+      // RFC 9112 §6.3: the body's length cannot be known, so nothing after the header can be
+      // trusted as a next request either (request smuggling): 400 and close.
+      try {
+        sendError(400, "bad request: " + *framing);
+      } catch (const std::exception& e) {
+        server_->report(std::string("HTTP connection dropped: ") + e.what());
+        lowest().close();
+      }
+      return;
+    }
     if (header.version() >= 11 &&
         beast::iequals(header[http::field::expect], std::string_view("100-continue"))) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -348,6 +359,40 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       return;
     }
     readBody();
+  }
+
+  // A request's Transfer-Encoding must end in exactly one "chunked" (RFC 9112 §6.1, §6.3);
+  // Beast would read any other as an empty body and parse the real body as a new request.
+  static std::optional<std::string> transferEncodingProblem(
+      const http::request_parser<http::string_body>::value_type& header) {
+    std::vector<std::string> codings;
+    for (const auto& field : header) {
+      if (field.name() != http::field::transfer_encoding) continue;
+      std::string_view value = field.value();
+      while (!value.empty()) {
+        const std::size_t comma = value.find(',');
+        std::string_view item = value.substr(0, comma);
+        while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+        item = item.substr(0, item.find(';'));  // transfer parameters
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+        std::string lower(item);
+        for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+        if (!lower.empty()) codings.push_back(std::move(lower));
+        if (comma == std::string_view::npos) break;
+        value.remove_prefix(comma + 1);
+      }
+    }
+    if (codings.empty()) {
+      if (header.find(http::field::transfer_encoding) != header.end())
+        return "an empty Transfer-Encoding";
+      return std::nullopt;
+    }
+    if (codings.back() != "chunked")
+      return "Transfer-Encoding must end in chunked (got \"" + codings.back() + "\")";
+    if (std::count(codings.begin(), codings.end(), "chunked") != 1)
+      return "Transfer-Encoding names chunked more than once";
+    return std::nullopt;
   }
 
   void onContinueSent(beast::error_code ec, std::size_t /*bytes*/) {

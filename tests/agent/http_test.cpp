@@ -375,6 +375,40 @@ TEST_CASE("Expect: 100-continue gets the go-ahead before the body is sent") {
   CHECK(response->body() == "POST /v1/echo|x-test=-|content-length=5|hello");
 }
 
+TEST_CASE("request smuggling: a Transfer-Encoding not ending in one chunked is 400 and a close") {
+  // RFC 9112 §6.3. Before the fix both servers read an empty body and answered the body's
+  // bytes as a second request (here a GET /healthz: 200).
+  TestServer server;
+  const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+  for (const std::string coding :
+       {"gzip", "deflate", "identity", "gzip, chunked, identity", "chunked, chunked", "Chunked, gzip",
+        "chunked;q=1, gzip"}) {
+    CAPTURE(coding);
+    Client client;
+    REQUIRE(client.connect(server.port()));
+    REQUIRE(client.send("POST /v1/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: " + coding +
+                        "\r\n\r\n" + smuggled));
+    const auto response = client.read();
+    REQUIRE(response);
+    CHECK(response->result_int() == 400);
+    CHECK(response->body().find("Transfer-Encoding") != std::string::npos);
+    CHECK_FALSE(response->keep_alive());
+    bool closed = false;
+    const std::string rest = client.readToEnd(2s, closed);
+    CHECK(closed);
+    CHECK(rest.find("HTTP/1.1 200") == std::string::npos);  // no second answer
+  }
+  // A well-framed chunked body is still read.
+  Client client;
+  REQUIRE(client.connect(server.port()));
+  const auto ok = client.roundTrip(
+      "POST /v1/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "1\r\nx\r\n0\r\n\r\n");
+  REQUIRE(ok);
+  CHECK(ok->result_int() == 200);
+  CHECK(answersHealthz(server.port()));
+}
+
 TEST_CASE("keep-alive: requests on one connection, one after the other and pipelined") {
   TestServer server;
   Client client;
