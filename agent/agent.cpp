@@ -32,7 +32,10 @@ std::string thresholdKey(const policy::ThresholdKey& key) {
 }
 
 HttpResponse jsonResponse(unsigned status, const policy::OrderedJson& body) {
-  return HttpResponse{status, "application/json", body.dump(2) + "\n"};
+  // Replace, not throw, on bytes that are not UTF-8 (a request target echoed in an error).
+  return HttpResponse{status, "application/json",
+                      body.dump(2, ' ', false, policy::OrderedJson::error_handler_t::replace) +
+                          "\n"};
 }
 
 HttpResponse errorResponse(unsigned status, const std::string& message) {

@@ -1,4 +1,5 @@
 #include "agent/http_server.h"
+#include "agent/log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -49,22 +50,9 @@ constexpr std::size_t kDrainChunk = 4096;
 constexpr std::size_t kMaxDrained = std::size_t{1} << 20;
 
 std::string jsonError(std::string_view message) {
-  std::string out = "{\"error\":\"";
-  for (const char c : message) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[u >> 4];
-      out += kHex[u & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  out += "\"}";
+  std::string out = "{\"error\":";
+  appendJsonString(out, message);
+  out += "}";
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "agent/log.h"
 
+#include <algorithm>
+
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <charconv>
@@ -8,6 +10,89 @@
 #include <mutex>
 
 namespace nodewarden::agent {
+
+namespace {
+
+// Length of the well-formed UTF-8 sequence at the start of `text` (RFC 3629: no overlongs,
+// no surrogates, nothing past U+10FFFF), or 0 when it is not one.
+std::size_t utf8SequenceLength(std::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xbf;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (text.size() < length) return 0;
+  if (byte(1) < low || byte(1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+void appendJsonString(std::string& out, std::string_view text) {
+  out += '"';
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80) {
+      // Bytes from the network (a request target, a body) are not trusted to be UTF-8: a
+      // byte that starts no well-formed sequence becomes U+FFFD, so every line and answer
+      // stays valid JSON and no raw byte reaches a log.
+      const std::size_t length = utf8SequenceLength(text.substr(i));
+      if (length == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(text.substr(i, length));
+        i += length;
+      }
+      continue;
+    }
+    ++i;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (u < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
 namespace {
 
 LogFormat gFormat = LogFormat::Text;
@@ -39,38 +124,6 @@ const char* levelName(LogLevel level) {
   return "info";
 }
 
-void appendJsonString(std::string& out, std::string_view text) {
-  out += '"';
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 void appendNumber(std::string& out, double value) {
   char buffer[32];
   const auto [end, ec] =
@@ -80,7 +133,14 @@ void appendNumber(std::string& out, double value) {
 
 // Text values are quoted only when they hold spaces, quotes or '=' (logfmt).
 void appendTextValue(std::string& out, std::string_view text) {
-  const bool quote = text.empty() || text.find_first_of(" \"=\t\n") != std::string_view::npos;
+  // Control bytes and non-ASCII ones go through the JSON escaper too (which also replaces
+  // bytes that are not UTF-8), so no raw byte from the network reaches a line.
+  const bool quote =
+      text.empty() || text.find_first_of(" \"=\t\n") != std::string_view::npos ||
+      std::any_of(text.begin(), text.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u >= 0x80;
+      });
   if (quote) {
     appendJsonString(out, text);
   } else {

@@ -31,6 +31,11 @@ struct LogField {
   LogField(std::string_view k, bool v) : key(k), value(v) {}
 };
 
+// Appends `text` as a JSON string literal: quotes, backslashes and control characters
+// escaped, and any byte that is not part of well-formed UTF-8 replaced by U+FFFD (input from
+// the network is not trusted to be UTF-8). The one escaper for log lines and error bodies.
+void appendJsonString(std::string& out, std::string_view text);
+
 // Sets the format and minimum level for every later line (default: text, info).
 void configureLogging(LogFormat format, LogLevel level = LogLevel::Info);
 // Writes one line.

@@ -284,4 +284,13 @@ TEST_CASE("log lines: logfmt text and JSON lines carry the decision's fields") {
   const std::string json = formatEvent(LogFormat::Json, "evict", {{"pod", "a\"b"}, {"latency_ms", 1.5}, {"dry_run", true}});
   CHECK(json == R"({"event":"evict","pod":"a\"b","latency_ms":1.500,"dry_run":true})");
   CHECK(policy::Json::parse(json)["pod"] == "a\"b");
+
+  // Bytes that are not UTF-8 (from the network) become U+FFFD, well-formed UTF-8 is kept, and
+  // text lines quote anything non-ASCII: every line stays valid, no raw byte gets through.
+  const std::string odd = "a\xff\xc0\xaf\xed\xa0\x80z \xc3\xa9";
+  const std::string oddJson = formatEvent(LogFormat::Json, "http-problem", {{"target", odd}});
+  CHECK(oddJson ==
+        "{\"event\":\"http-problem\",\"target\":\"a\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdz \xc3\xa9\"}");
+  CHECK(policy::Json::parse(oddJson)["target"] == "a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz \xc3\xa9");
+  CHECK(formatEvent(LogFormat::Text, "x", {{"target", "\xff"}}) == "x target=\"\\ufffd\"");
 }

@@ -194,6 +194,17 @@ TEST_CASE("HTTP: health, metrics, state, admission, and bad requests answered 40
     checkJsonError(httpRequest(port, "POST", "/healthz", "{}"), 405);
     checkJsonError(httpRequest(port, "GET", "/v1/admit"), 405);
     checkJsonError(httpRequest(port, "GET", "/no/such/path"), 404);
+    // Bytes that are not UTF-8 in the target and in a body: a JSON error like any other (the
+    // JSON writer used to throw here: 500 "internal error"), never the raw bytes in the log.
+    checkJsonError(httpRaw(port, "GET /no/\xff\xfe\xc0\xaf HTTP/1.1\r\nHost: x\r\n\r\n"), 404);
+    checkJsonError(httpRaw(port, "POST /healthz\xff HTTP/1.1\r\nHost: x\r\n"
+                                 "Content-Length: 4\r\n\r\n\xff\xfe{}"),
+                   404);
+    checkJsonError(httpRequest(port, "POST", "/v1/admit", "{\"kind\": \"\xff\xfe\"}"), 400);
+    for (const LogLine& line : agent.lines()) {
+      CAPTURE(line.raw);
+      CHECK(line.json.is_object());  // every line parses: no byte that is not UTF-8
+    }
 
     CHECK(agent.running());
     CHECK(httpRequest(port, "GET", "/healthz").status == 200);
