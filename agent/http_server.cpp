@@ -210,6 +210,9 @@ class SessionBase {
   virtual ~SessionBase() = default;
   // Outstanding operations complete with operation_aborted and drop their owner.
   virtual void close() = 0;
+  // Since when the connection waits for the client (handshake, request header, keep-alive
+  // idle); nullopt while a request is being read, handled or answered.
+  std::optional<std::chrono::steady_clock::time_point> waitingSince;
 };
 
 // The loaded certificate pair and what it was loaded from.
@@ -229,6 +232,7 @@ struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   void accept();
   void onAccept(beast::error_code ec, tcp::socket socket);
   void refuse(tcp::socket& socket);
+  bool reclaimSlot();
   Result<bool> loadTls(bool reportFailure);
   void maybeReloadTls();
   bool tlsConfigured() const { return !options.tlsCertFile.empty() || !options.tlsKeyFile.empty(); }
@@ -274,6 +278,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   Session& operator=(const Session&) = delete;
 
   void run() {
+    waitingSince = std::chrono::steady_clock::now();
     if constexpr (kTls) {
       lowest().expires_after(server_->options.timeout);
       stream_.async_handshake(asio::ssl::stream_base::server,
@@ -313,6 +318,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void readRequest() {
+    if (!waitingSince) waitingSince = std::chrono::steady_clock::now();
     parser_.emplace();
     parser_->body_limit(static_cast<std::uint64_t>(server_->options.bodyLimit));
     parser_->header_limit(kHeaderLimit);
@@ -326,6 +332,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   // already failed the header read, so it is answered 413 without a go-ahead.
   void onHeader(beast::error_code ec, std::size_t bytes) {
     if (ec || server_->stopped) return onRead(ec, bytes);
+    waitingSince.reset();
     const auto& header = parser_->get();
     if (auto framing = transferEncodingProblem(header)) {
       // RFC 9112 §6.3: the body's length cannot be known, so nothing after the header can be
@@ -606,7 +613,8 @@ void HttpServerState::onAccept(beast::error_code ec, tcp::socket socket) {
     return;
   }
   setCloseOnExec(socket);
-  if (sessions.size() >= std::max<std::size_t>(options.maxConnections, 1)) {
+  if (sessions.size() >= std::max<std::size_t>(options.maxConnections, 1) &&
+      !reclaimSlot()) {
     refuse(socket);
   } else {
     try {
@@ -623,6 +631,24 @@ void HttpServerState::onAccept(beast::error_code ec, tcp::socket socket) {
     }
   }
   accept();
+}
+
+// At the cap: closes the connection that has waited longest for its client, if it has waited
+// reclaimAfter or more. Its session ends once its cancelled operation completes, so the count
+// is over the cap by one for a moment.
+bool HttpServerState::reclaimSlot() {
+  SessionBase* oldest = nullptr;
+  for (SessionBase* session : sessions) {
+    if (session->waitingSince && (oldest == nullptr || *session->waitingSince < *oldest->waitingSince))
+      oldest = session;
+  }
+  if (oldest == nullptr ||
+      std::chrono::steady_clock::now() - *oldest->waitingSince < options.reclaimAfter) {
+    return false;
+  }
+  oldest->waitingSince.reset();  // closed once
+  oldest->close();
+  return true;
 }
 
 // Beyond maxConnections: one non-blocking write of a canned 503 into the empty send buffer,

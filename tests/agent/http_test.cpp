@@ -694,6 +694,7 @@ TEST_CASE("a handler's odd answers are made safe") {
 TEST_CASE("connections beyond maxConnections are refused while the first ones keep working") {
   HttpServerOptions options = testOptions();
   options.maxConnections = 4;
+  options.reclaimAfter = std::chrono::hours(1);  // no slot is reclaimed here: refusals only
   TestServer server(options);
 
   std::vector<std::unique_ptr<Client>> clients;
@@ -727,6 +728,44 @@ TEST_CASE("connections beyond maxConnections are refused while the first ones ke
   clients.front()->close();
   CHECK(eventually([&] { return server.openConnections() == 3; }));
   CHECK(answersHealthz(server.port()));
+}
+
+TEST_CASE("slow clients holding every slot cannot starve a probe: the longest waiter goes") {
+  // Issue 14's finding: clients that open a connection, trickle a header and reconnect when
+  // dropped held every slot, and every /healthz got 503 for as long as they kept at it.
+  HttpServerOptions options = testOptions();
+  options.maxConnections = 4;
+  options.reclaimAfter = 100ms;
+  TestServer server(options);
+  std::vector<std::unique_ptr<Client>> slow;
+  auto addSlow = [&] {
+    slow.push_back(std::make_unique<Client>());
+    REQUIRE(slow.back()->connect(server.port()));
+    REQUIRE(slow.back()->send("GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: "));
+  };
+  for (int i = 0; i < 4; ++i) addSlow();
+  REQUIRE(eventually([&] { return server.openConnections() == 4; }));
+  std::this_thread::sleep_for(150ms);  // they have all waited past reclaimAfter
+
+  // Ten rounds: a probe gets its answer, and the slow client that waited longest is closed
+  // for it; another slow client takes the freed slot again, as an attacker would.
+  for (int round = 0; round < 10; ++round) {
+    CAPTURE(round);
+    Client probe;
+    REQUIRE(probe.connect(server.port()));
+    const auto answer = probe.roundTrip(get("/healthz"));
+    REQUIRE(answer);
+    CHECK(answer->result_int() == 200);
+    bool closed = false;
+    const std::string dropped = slow.front()->readToEnd(2s, closed);
+    CHECK(closed);
+    CHECK(dropped.empty());  // closed without an answer: its request never finished
+    slow.erase(slow.begin());
+    addSlow();
+    std::this_thread::sleep_for(150ms);
+  }
+  CHECK(server.openConnections() <= 5);
+
 }
 
 TEST_CASE("stop() lets run() return while idle connections are open") {
