@@ -683,40 +683,17 @@ void Agent::armPsi() {
   // CAP_SYS_RESOURCE the kernel only accepts windows in multiples of 2 s.
   const std::uint64_t window = cgroups::hasCapSysResource() ? 1'000'000 : 2'000'000;
   const std::string path = options_.scan.procRoot + "/pressure/memory";
-  auto trigger = cgroups::PsiTrigger::arm(path, cgroups::PressureKind::Some, 100'000, window);
-  if (!trigger) {
-    logEvent(
-        LogLevel::Warn, "notification-unavailable",
-        {{"what", "PSI trigger"}, {"error", trigger.error().message}, {"fallback", "polling"}});
-    return;
-  }
-  auto notifier = std::make_shared<Notifier>(io_);
-  notifier->name = "PSI " + path + " \"" + trigger->trigger() + "\"";
-  notifier->psi = std::move(trigger).value();
-  notifier->descriptor.assign(::dup(notifier->psi->fd()));
-  notifiers_.push_back(notifier);
-  watchNotifier(notifier);
+  addPsiNotifier(cgroups::PsiTrigger::arm(path, cgroups::PressureKind::Some, 100'000, window),
+                 "PSI trigger");
 
   // On cgroup v2 the kubepods cgroup itself reports: a PSI trigger on its memory.pressure
   // (stalls of the pods only, not of the whole machine) and memory.events (high, max, oom,
   // oom_kill: the kernel reclaiming at the limit or killing) through inotify.
   const cgroups::CgroupDir& kubepods = pods_.kubepodsMemory();
   if (kubepods.valid() && kubepods.version() == cgroups::Version::V2) {
-    auto podsTrigger =
-        cgroups::PsiTrigger::armAt(kubepods, "memory", cgroups::PressureKind::Some, 100'000, window);
-    if (podsTrigger) {
-      auto entry = std::make_shared<Notifier>(io_);
-      entry->name = "PSI " + podsTrigger->path() + " \"" + podsTrigger->trigger() + "\"";
-      entry->psi = std::move(podsTrigger).value();
-      entry->descriptor.assign(::dup(entry->psi->fd()));
-      notifiers_.push_back(entry);
-      watchNotifier(entry);
-    } else {
-      logEvent(LogLevel::Warn, "notification-unavailable",
-               {{"what", "PSI trigger on kubepods"},
-                {"error", podsTrigger.error().message},
-                {"fallback", "polling"}});
-    }
+    addPsiNotifier(
+        cgroups::PsiTrigger::armAt(kubepods, "memory", cgroups::PressureKind::Some, 100'000, window),
+        "PSI trigger on kubepods");
     auto events = cgroups::FileModifiedWatcher::watch(kubepods.path() + "/memory.events");
     if (events) {
       auto entry = std::make_shared<Notifier>(io_);
@@ -733,6 +710,20 @@ void Agent::armPsi() {
     }
   }
   notificationsGauge_->set({}, double(notifiers_.size()));
+}
+
+void Agent::addPsiNotifier(Result<cgroups::PsiTrigger> trigger, const char* what) {
+  if (!trigger) {
+    logEvent(LogLevel::Warn, "notification-unavailable",
+             {{"what", what}, {"error", trigger.error().message}, {"fallback", "polling"}});
+    return;
+  }
+  auto entry = std::make_shared<Notifier>(io_);
+  entry->name = "PSI " + trigger->path() + " \"" + trigger->trigger() + "\"";
+  entry->psi = std::move(trigger).value();
+  entry->descriptor.assign(::dup(entry->psi->fd()));
+  notifiers_.push_back(entry);
+  watchNotifier(entry);
 }
 
 void Agent::armNotifications(const policy::EvictionDecision& decision) {

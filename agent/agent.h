@@ -147,6 +147,7 @@ class Agent {
   void reportStuckThresholds(const policy::EvictionDecision& decision);
   void armNotifications(const policy::EvictionDecision& decision);
   void armPsi();
+  void addPsiNotifier(Result<cgroups::PsiTrigger> trigger, const char* what);
   void watchNotifier(const std::shared_ptr<Notifier>& notifier);
   // Polls the root (`node`) or kubepods memory usage against `lines` (usages at which
   // thresholds are met); no lines stops it.

@@ -228,6 +228,17 @@ void closeInheritedFds(std::initializer_list<int> keepList) {
   ::close_range(from, ~0U, 0);
 }
 
+// Waits (20 s at most) for one byte on `fd`; true when it is `expected`.
+bool awaitByte(int fd, char expected) {
+  pollfd p{fd, POLLIN, 0};
+  int polled = 0;
+  do {
+    polled = ::poll(&p, 1, 20000);
+  } while (polled < 0 && errno == EINTR);
+  char byte = 0;
+  return polled == 1 && ::read(fd, &byte, 1) == 1 && byte == expected;
+}
+
 }  // namespace
 
 pid_t spawnAllocator(cgroups::Sandbox& sandbox, const std::string& relative, std::uint64_t bytes,
@@ -243,13 +254,7 @@ pid_t spawnAllocator(cgroups::Sandbox& sandbox, const std::string& relative, std
     ::close(ready[0]);
     FAIL("spawning into " << relative << ": " << pid.error().message);
   }
-  pollfd fd{ready[0], POLLIN, 0};
-  int polled = 0;
-  do {
-    polled = ::poll(&fd, 1, 20000);
-  } while (polled < 0 && errno == EINTR);
-  char byte = 0;
-  const bool ok = polled == 1 && ::read(ready[0], &byte, 1) == 1 && byte == 'r';
+  const bool ok = awaitByte(ready[0], 'r');
   ::close(ready[0]);
   gChildren[*pid] = std::nullopt;
   REQUIRE_MESSAGE(ok, "the process in " << relative << " did not allocate " << bytes / kMiB
@@ -280,22 +285,13 @@ pid_t spawnAllocatorTo(cgroups::Sandbox& sandbox, const std::string& relative,
   });
   ::close(ready[1]);
   ::close(command[0]);
-  auto awaitByte = [&](char expected) {
-    pollfd fd{ready[0], POLLIN, 0};
-    int polled = 0;
-    do {
-      polled = ::poll(&fd, 1, 20000);
-    } while (polled < 0 && errno == EINTR);
-    char byte = 0;
-    return polled == 1 && ::read(ready[0], &byte, 1) == 1 && byte == expected;
-  };
   if (!pid) {
     ::close(ready[0]);
     ::close(command[1]);
     FAIL("spawning into " << relative << ": " << pid.error().message);
   }
   gChildren[*pid] = std::nullopt;
-  const bool started = awaitByte('s');
+  const bool started = awaitByte(ready[0], 's');
   // Measured with the process in place: whatever a process costs besides its allocation (a
   // sanitizer runtime's pages, say) is already charged, so the figure lands where asked.
   const std::int64_t available = started ? sandboxAvailable(sandbox) : 0;
@@ -304,7 +300,7 @@ pid_t spawnAllocatorTo(cgroups::Sandbox& sandbox, const std::string& relative,
   const bool sent = started && bytes > 0 &&
                     ::write(command[1], &amount, sizeof amount) == ssize_t(sizeof amount);
   ::close(command[1]);
-  const bool ok = sent && awaitByte('r');
+  const bool ok = sent && awaitByte(ready[0], 'r');
   ::close(ready[0]);
   REQUIRE_MESSAGE(started, "the process in " << relative << " did not start within 20 s");
   REQUIRE_MESSAGE(bytes > 0, "the sandbox has " << available / std::int64_t(kMiB)
