@@ -262,6 +262,9 @@ bool Agent::reloadPolicy() {
               {"kept", "the last good policy"}});
     return false;
   }
+  for (const auto& warning : loaded.value().warnings) {
+    logEvent(LogLevel::Warn, "policy-warning", {{"warning", warning}});
+  }
   policy_ = std::move(loaded).value();
   armedThresholds_.clear();  // thresholds may have moved: re-arm at the next cycle
   reloadsTotal_->add({"applied"});

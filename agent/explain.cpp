@@ -229,6 +229,7 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
     err << policy.error().message << "\n";
     return kExitBadInput;
   }
+  for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
   auto snapshot = loadSnapshot(*snapshotPath);
   if (!snapshot) {
     err << snapshot.error().message << "\n";
@@ -303,6 +304,7 @@ int runCheckPolicy(const std::vector<std::string>& argv, std::ostream& out, std:
     err << policy.error().message << "\n";
     return kExitBadInput;
   }
+  for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
   out << (path == "-" ? "<stdin>" : path) << ": valid\n"
       << policy::policyToJson(*policy).dump(2) << "\n";
   return kExitOk;

@@ -103,6 +103,7 @@ std::optional<int> load(const std::string& what, const char* usage,
     err << policy.error().message << "\n";
     return kExitBadInput;
   }
+  for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
   loaded.policy = *policy;
   const std::string snapshotPath = *args->value("snapshot");
   auto snapshot = loadSnapshot(snapshotPath);

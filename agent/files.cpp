@@ -66,7 +66,9 @@ Result<policy::Policy> loadPolicy(const std::string* path) {
   if (!text) return text.error();
   policy::Diagnostics diagnostics;
   auto parsed = policy::parsePolicyText(text.value(), diagnostics);
-  if (!parsed) return prefixed(*path == "-" ? "<stdin>" : *path, diagnostics);
+  const std::string name = *path == "-" ? "<stdin>" : *path;
+  if (!parsed) return prefixed(name, diagnostics);
+  for (auto& warning : parsed->warnings) warning = name + ": " + warning;
   return *parsed;
 }
 

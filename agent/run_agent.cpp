@@ -154,6 +154,9 @@ int runAgent(const std::vector<std::string>& argv) {
     std::cerr << policy.error().message << "\n";
     return kExitBadInput;
   }
+  for (const auto& warning : policy->warnings) {
+    logEvent(LogLevel::Warn, "policy-warning", {{"warning", warning}});
+  }
   cgroups::DiscoverOptions discover;
   discover.root = args->value("cgroup-root").value_or("/sys/fs/cgroup");
   auto hierarchy = cgroups::discoverHierarchy(discover);

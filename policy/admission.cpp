@@ -11,16 +11,23 @@ namespace {
 // them: the pod count, cpu, memory, ephemeral-storage, then extended resources by name.
 struct Demand {
   std::vector<std::string> names;
-  std::vector<std::int64_t> request;   // the incoming pod's, parallel to names
+  std::vector<std::int64_t> request;   // the incoming pod's (desired), parallel to names
   std::vector<std::int64_t> capacity;  // the node's allocatable
   std::vector<bool> limited;           // false: the node states no limit (pods only)
+  // Where each name sits in Pod::fitRequests (0 cpu, 1 memory, 2 ephemeral-storage), or
+  // kExtended; unused for "pods".
+  std::vector<int> slot;
+  RequestConsumer consumer = RequestConsumer::Kubelet;  // how the other pods are counted
 };
+constexpr int kExtended = 3;
 
-Demand demandOf(const Pod& pod, const Node& node) {
+Demand demandOf(const Pod& pod, const Node& node, RequestConsumer consumer) {
   Demand d;
-  auto add = [&](const std::string& name, std::int64_t request) {
+  d.consumer = consumer;
+  auto add = [&](const std::string& name, std::int64_t request, int slot) {
     d.names.push_back(name);
     d.request.push_back(request);
+    d.slot.push_back(slot);
     if (name == "pods") {
       auto it = node.allocatable.find("pods");
       d.limited.push_back(it != node.allocatable.end());
@@ -30,26 +37,35 @@ Demand demandOf(const Pod& pod, const Node& node) {
       d.capacity.push_back(amountOf(node.allocatable, name));
     }
   };
-  add("pods", 1);
+  add("pods", 1, kExtended);
+  int slot = 0;
   for (const char* name : {"cpu", "memory", "ephemeral-storage"}) {
     auto it = pod.requests.find(name);
-    if (it != pod.requests.end() && it->second > 0) add(name, it->second);
+    if (it != pod.requests.end() && it->second > 0) add(name, it->second, slot);
+    ++slot;
   }
   for (const auto& [name, amount] : pod.requests) {
     if (name == "cpu" || name == "memory" || name == "ephemeral-storage" || name == "pods") {
       continue;
     }
-    if (amount > 0) add(name, amount);
+    if (amount > 0) add(name, amount, kExtended);
   }
   return d;
 }
 
-// What one existing pod takes of each demanded resource.
+// What one existing pod takes of each demanded resource, counted as `d.consumer` counts it.
 void addUsage(const Demand& d, const Pod& pod, std::vector<std::int64_t>& used, int sign) {
   used[0] += sign;
+  const std::int64_t* fit = pod.fitRequests[int(d.consumer)];
   for (std::size_t i = 1; i < d.names.size(); ++i) {
-    auto it = pod.requests.find(d.names[i]);
-    if (it != pod.requests.end()) used[i] += sign * it->second;
+    const int slot = d.slot[i];
+    if (slot != kExtended) {
+      used[i] += sign * fit[slot];
+    } else if (pod.extendedRequests) {
+      const ResourceAmounts& requests = pod.requestsFor(d.consumer);
+      auto it = requests.find(d.names[i]);
+      if (it != requests.end()) used[i] += sign * it->second;
+    }
   }
 }
 
@@ -74,7 +90,7 @@ std::vector<std::int64_t> usageFor(const Pod& pod, const NodeInfo& node, const D
                                    bool withTerminating) {
   std::vector<std::int64_t> used(d.names.size(), 0);
   for (const Pod* p : node.pods) {
-    if (samePod(*p, pod) || (!withTerminating && p->terminating)) continue;
+    if (samePod(*p, pod) || (!withTerminating && p->leaving())) continue;
     addUsage(d, *p, used, +1);
   }
   for (const Pod* p : node.nominated) {
@@ -253,7 +269,7 @@ std::vector<const Pod*> potentialVictims(const Pod& pod, const NodeInfo& node,
                                          const Policy& policy) {
   std::vector<const Pod*> potential;
   for (const Pod* p : node.pods) {
-    if (samePod(*p, pod) || p->terminating || p->priority >= pod.priority) continue;
+    if (samePod(*p, pod) || p->leaving() || p->priority >= pod.priority) continue;
     if (p->critical && !pod.critical) continue;
     if (p->priority >= policy.neverEvictPriority) continue;
     potential.push_back(p);
@@ -289,7 +305,7 @@ VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
                                     const std::vector<PodDisruptionBudget>& pdbs,
                                     const Policy& policy) {
   VictimSelection result;
-  const Demand d = demandOf(pod, *node.node);
+  const Demand d = demandOf(pod, *node.node, RequestConsumer::Scheduler);
   std::vector<std::int64_t> used = usageFor(pod, node, d, /*withTerminating=*/true);
   const std::vector<const Pod*> potential = potentialVictims(pod, node, policy);
   for (const Pod* p : potential) addUsage(d, *p, used, -1);
@@ -317,7 +333,7 @@ VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
                                          const std::vector<PodDisruptionBudget>& pdbs,
                                          const Policy& policy) {
   VictimSelection result;
-  const Demand d = demandOf(pod, *node.node);
+  const Demand d = demandOf(pod, *node.node, RequestConsumer::Scheduler);
   const std::vector<const Pod*> potential = potentialVictims(pod, node, policy);
   // Fit with `removed` gone, recomputed from every pod each time.
   auto fitsWithout = [&](const std::vector<const Pod*>& removed) {
@@ -398,8 +414,9 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
                     "tolerate");
     }
   }
-  // 4. Resource fit, counting nominated pods of equal or higher priority.
-  const Demand d = demandOf(pod, *node.node);
+  // 4. Resource fit, counting nominated pods of equal or higher priority; the pods already
+  //    here count what the kubelet allocated or applied, whichever is larger.
+  const Demand d = demandOf(pod, *node.node, RequestConsumer::Kubelet);
   const std::vector<std::int64_t> used = usageFor(pod, node, d, /*withTerminating=*/true);
   const int misfit = firstMisfit(d, used);
   if (misfit < 0) {
@@ -491,7 +508,7 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
   //    (the scheduler tries that first), else the first by name.
   auto fits = [&](const NodeInfo& info) {
     if (filteredOut(pod, *info.node)) return false;
-    const Demand d = demandOf(pod, *info.node);
+    const Demand d = demandOf(pod, *info.node, RequestConsumer::Scheduler);
     return firstMisfit(d, usageFor(pod, info, d, true)) < 0;
   };
   const NodeInfo* fitting = nullptr;

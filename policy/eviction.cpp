@@ -106,17 +106,16 @@ std::string notEvictableReason(const Pod& pod, const Policy& policy) {
   return {};
 }
 
-std::int64_t requestOf(const Pod& pod, const std::string& resource, bool kubeletStyle) {
-  // The kubelet ranks with overhead only when the pod requests something (GetResourceRequest).
-  const ResourceAmounts& amounts = kubeletStyle ? pod.rankingRequests : pod.requests;
-  auto it = amounts.find(resource);
-  return it == amounts.end() ? 0 : it->second;
+// Eviction counts the allocated requests, the pod level alone where it is set, overhead
+// only on a non-zero value (CONTRACT §3; the kubelet's GetResourceRequestQuantity).
+std::int64_t requestOf(const Pod& pod, const std::string& resource) {
+  auto it = pod.rankingRequests.find(resource);
+  return it == pod.rankingRequests.end() ? 0 : it->second;
 }
 
 template <typename Usage>
 Ranking buildRanking(const NodeView& view, const Policy& policy, std::string resource,
                      const std::string& requestResource, Style style, Usage usageOf) {
-  const bool kubeletStyle = policy.ranking == RankingMode::Kubelet;
   std::vector<SortRecord> records;
   records.reserve(view.pods.size());
   for (std::size_t i = 0; i < view.pods.size(); ++i) {
@@ -133,7 +132,7 @@ Ranking buildRanking(const NodeView& view, const Policy& policy, std::string res
         r.usage = *u;
       }
     }
-    if (!requestResource.empty()) r.request = requestOf(pod, requestResource, kubeletStyle);
+    if (!requestResource.empty()) r.request = requestOf(pod, requestResource);
     records.push_back(r);
   }
   std::sort(records.begin(), records.end(), [style](const SortRecord& a, const SortRecord& b) {
@@ -179,7 +178,19 @@ const Container* findContainer(const Pod& pod, std::string_view name) {
   return nullptr;
 }
 
-// The kubelet's evictionMessage: node, threshold and the containers over their request.
+// The pod-level memory request as the allocated pod states it, if it has one.
+std::optional<Quantity> podLevelMemoryRequest(const Pod& pod) {
+  if (!hasPodLevelResources(pod)) return std::nullopt;
+  const ResourceList& requests = pod.podLevelAllocated ? *pod.podLevelAllocated : pod.podLevelRequests;
+  if (auto it = requests.find("memory"); it != requests.end()) return it->second;
+  if (pod.podLevelAllocated || pod.podLevelLimits.count("memory") == 0) return std::nullopt;
+  // A limit alone, defaulted by the API server: the value eviction counts, less overhead.
+  return Quantity::fromValue(requestOf(pod, "memory") - amountOf(pod.overhead, "memory"),
+                             QuantityFormat::BinarySI);
+}
+
+// The kubelet's evictionMessage: node, threshold, the pod against its pod-level memory
+// request, and the containers over their (allocated) request.
 std::string evictionMessage(const SignalStatus& status, const Pod& pod, const PodStats* stats) {
   const std::string resource(starvedResource(status.key.signal));
   std::string message = "The node was low on resource: " + resource + ". ";
@@ -187,6 +198,15 @@ std::string evictionMessage(const SignalStatus& status, const Pod& pod, const Po
              ", available: " + quantityText(status.available, formatFor(status.key.signal)) + ". ";
   if (stats == nullptr || (resource != "memory" && resource != "ephemeral-storage")) {
     return message;
+  }
+  if (resource == "memory" && stats->memoryWorkingSetBytes) {
+    // Written whatever the usage, as the kubelet does.
+    if (auto request = podLevelMemoryRequest(pod)) {
+      message += "Pod " + pod.name + " was using " +
+                 quantityText(std::int64_t(*stats->memoryWorkingSetBytes),
+                              QuantityFormat::BinarySI) +
+                 ", request is " + request->toString() + ", has larger consumption of memory. ";
+    }
   }
   for (const auto& cs : stats->containers) {
     const Container* spec = findContainer(pod, cs.name);
@@ -198,8 +218,9 @@ std::string evictionMessage(const SignalStatus& status, const Pod& pod, const Po
       usage = std::int64_t(cs.rootfsUsedBytes.value_or(0) + cs.logsUsedBytes.value_or(0));
     }
     if (!usage) continue;
-    auto req = spec->requests.find(resource);
-    Quantity request = req == spec->requests.end() ? Quantity() : req->second;
+    const ResourceList& requests = spec->allocated ? *spec->allocated : spec->requests;
+    auto req = requests.find(resource);
+    Quantity request = req == requests.end() ? Quantity() : req->second;
     Quantity used = Quantity::fromValue(*usage, QuantityFormat::BinarySI);
     if (used > request) {
       message += "Container " + cs.name + " was using " + used.toString() + ", request is " +
@@ -358,10 +379,13 @@ EvictionState assumeGraceElapsed(const Policy& policy, TimePoint now) {
 Ranking rankMemoryPressure(const NodeView& view, const Policy& policy) {
   Style style =
       policy.ranking == RankingMode::Kubelet ? Style::KubeletExceeds : Style::PriorityRatio;
+  const bool withSwap = policy.memoryRankingCountsSwap;
   return buildRanking(view, policy, "memory", "memory", style,
-                      [](const PodStats& s) -> std::optional<std::int64_t> {
+                      [withSwap](const PodStats& s) -> std::optional<std::int64_t> {
                         if (!s.memoryWorkingSetBytes) return std::nullopt;
-                        return std::int64_t(*s.memoryWorkingSetBytes);
+                        std::int64_t usage = std::int64_t(*s.memoryWorkingSetBytes);
+                        if (withSwap && s.swapUsageBytes) usage += std::int64_t(*s.swapUsageBytes);
+                        return usage;
                       });
 }
 

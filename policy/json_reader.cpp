@@ -115,6 +115,10 @@ bool isRead(std::string_view key) {
       "allocatable",
       "conditions",
       "type",
+      "reason",
+      "containerStatuses",
+      "initContainerStatuses",
+      "allocatedResources",
       // priority classes and disruption budgets
       "globalDefault",
       "selector",
@@ -149,6 +153,8 @@ bool isRead(std::string_view key) {
       "inodesUsed",
       "rootfs",
       "logs",
+      "swap",
+      "swapUsageBytes",
   };
   static const std::unordered_set<std::string_view> kSet(std::begin(kKeys), std::end(kKeys));
   return kSet.count(key) != 0;
@@ -158,7 +164,7 @@ bool isRead(std::string_view key) {
 bool isUserMap(std::string_view key) {
   static constexpr std::string_view kKeys[] = {
       "labels", "annotations", "nodeSelector", "matchLabels", "disruptedPods", "requests",
-      "limits", "overhead",    "capacity",     "allocatable", "stats",
+      "limits", "overhead",    "capacity",     "allocatable", "stats", "allocatedResources",
   };
   for (auto k : kKeys) {
     if (k == key) return true;

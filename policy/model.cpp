@@ -101,6 +101,177 @@ std::optional<FsStats> parseFsStats(const JsonObject& parent, std::string_view k
   return out;
 }
 
+
+// A container's entry in status.containerStatuses[] / initContainerStatuses[]: what the
+// kubelet allocated and what the runtime applied (in-place resize).
+void parseContainerStatuses(const JsonObject& status, std::string_view key,
+                            std::vector<Container>& containers, std::string_view specList,
+                            Diagnostics& diagnostics) {
+  status.forEach(key, [&](const Json& item, const std::string& path) {
+    JsonObject cs(item, path, diagnostics);
+    if (!cs.valid()) return;
+    const bool hasAllocated = cs.member("allocatedResources") != nullptr;
+    JsonObject resources = cs.object("resources");
+    const bool hasActual = resources.member("requests") != nullptr;
+    if (!hasAllocated && !hasActual) return;
+    const std::string name = cs.string("name").value_or("");
+    auto it = std::find_if(containers.begin(), containers.end(),
+                           [&](const Container& c) { return c.name == name; });
+    if (it == containers.end()) {
+      diagnostics.add(cs.pathOf("name"), "names no container of spec." + std::string(specList) +
+                                             " (got " + Json(name).dump() +
+                                             "): resources reported for a container the pod "
+                                             "does not have");
+      return;
+    }
+    if (hasAllocated) it->allocated = cs.quantityMap("allocatedResources", /*nonNegative=*/true);
+    if (hasActual) it->actual = resources.quantityMap("requests", /*nonNegative=*/true);
+  });
+}
+
+// In-place resize in the pod's status (per container, at pod level) and the conditions read.
+void parseResizeStatus(const JsonObject& status, Pod& pod, Diagnostics& diagnostics) {
+  parseContainerStatuses(status, "containerStatuses", pod.containers, "containers", diagnostics);
+  parseContainerStatuses(status, "initContainerStatuses", pod.initContainers, "initContainers",
+                         diagnostics);
+  if (status.member("allocatedResources") != nullptr) {
+    pod.podLevelAllocated = status.quantityMap("allocatedResources", /*nonNegative=*/true);
+  }
+  JsonObject resources = status.object("resources");
+  if (resources.member("requests") != nullptr) {
+    pod.podLevelActual = resources.quantityMap("requests", /*nonNegative=*/true);
+  }
+  bool pendingSeen = false;
+  status.forEach("conditions", [&](const Json& item, const std::string& path) {
+    JsonObject c(item, path, diagnostics);
+    if (!c.valid()) return;
+    const std::string type = c.string("type").value_or("");
+    const std::string reason = c.string("reason").value_or("");
+    if (type == "DisruptionTarget" && c.string("status").value_or("") == "True") {
+      pod.disruptionTarget = true;
+    }
+    if (type == "PodResizePending" && !pendingSeen) {
+      // Kubernetes' IsPodResizeInfeasible reads the first condition of this type only.
+      pendingSeen = true;
+      pod.resizeInfeasible = reason == "Infeasible";
+      pod.resizeState = "PodResizePending" + (reason.empty() ? "" : ": " + reason);
+    } else if (type == "PodResizeInProgress" && pod.resizeState.empty()) {
+      pod.resizeState = "PodResizeInProgress";
+    }
+  });
+}
+
+using Nanos = std::map<std::string, Int128>;
+
+const ResourceList& containerRequests(const Container& c, RequestSet set) {
+  switch (set) {
+    case RequestSet::Desired:
+      break;
+    case RequestSet::Allocated:
+      if (c.allocated) return *c.allocated;
+      break;
+    case RequestSet::Actual:
+      if (c.actual) return *c.actual;
+      if (c.allocated) return *c.allocated;
+      break;
+  }
+  return c.requests;
+}
+
+// Step 1 of CONTRACT §3 (KEP-753): Σ regular + Σ sidecars, max'ed with each init container's
+// own request plus the sidecars declared before it.
+Nanos aggregateContainerRequests(const Pod& pod, RequestSet set) {
+  Nanos reqs;
+  for (const auto& c : pod.containers) addTo(reqs, containerRequests(c, set));
+  Nanos restartable;
+  Nanos initPeak;
+  for (const auto& c : pod.initContainers) {
+    const ResourceList& own = containerRequests(c, set);
+    if (c.sidecar) {
+      addTo(reqs, own);
+      addTo(restartable, own);
+      maxInto(initPeak, restartable);
+    } else {
+      Nanos candidate = restartable;
+      addTo(candidate, own);
+      maxInto(initPeak, candidate);
+    }
+  }
+  maxInto(reqs, initPeak);
+  return reqs;
+}
+
+// The pod-level requests of `set`, cpu, memory and hugepages only. The desired set is the
+// spec as the API server defaults it: a pod-level limit without a request requests the
+// containers' value when a container requests that resource, else the limit.
+Nanos podLevelRequests(const Pod& pod, RequestSet set) {
+  const ResourceList* status = nullptr;
+  if (set == RequestSet::Actual) status = pod.podLevelActual ? &*pod.podLevelActual : nullptr;
+  if (set != RequestSet::Desired && status == nullptr && pod.podLevelAllocated) {
+    status = &*pod.podLevelAllocated;
+  }
+  Nanos out;
+  if (status != nullptr) {
+    for (const auto& [name, q] : *status) {
+      if (isPodLevelResource(name)) out.emplace(name, q.nanoValue());
+    }
+    return out;
+  }
+  for (const auto& [name, q] : pod.podLevelRequests) {
+    if (isPodLevelResource(name)) out.emplace(name, q.nanoValue());
+  }
+  bool needsDefault = false;
+  for (const auto& [name, q] : pod.podLevelLimits) {
+    needsDefault |= isPodLevelResource(name) && out.count(name) == 0;
+  }
+  if (!needsDefault) return out;
+  const Nanos containers = aggregateContainerRequests(pod, RequestSet::Desired);
+  for (const auto& [name, q] : pod.podLevelLimits) {
+    if (!isPodLevelResource(name) || out.count(name) != 0) continue;
+    auto it = containers.find(name);
+    out.emplace(name, it != containers.end() ? it->second : q.nanoValue());
+  }
+  return out;
+}
+
+void addOverhead(Nanos& reqs, const Pod& pod, bool onlyIfNonZero) {
+  for (const auto& [name, q] : pod.overhead) {
+    auto it = reqs.find(name);
+    const bool nonZero = it != reqs.end() && it->second != 0;
+    if (!onlyIfNonZero || nonZero) reqs[name] += q.nanoValue();
+  }
+}
+
+ResourceAmounts toAmounts(const Nanos& nanos) {
+  ResourceAmounts out;
+  for (const auto& [name, v] : nanos) out.emplace(name, toAmount(name, v));
+  return out;
+}
+
+void maxAmountsInto(ResourceAmounts& target, const ResourceAmounts& other) {
+  for (const auto& [name, v] : other) {
+    auto [it, inserted] = target.emplace(name, v);
+    if (!inserted) it->second = std::max(it->second, v);
+  }
+}
+
+// Kubernetes' resourceQOS over one requests/limits pair, cpu and memory only.
+QosClass resourcesQos(const Nanos& requests, const Nanos& limits) {
+  if (requests.empty() && limits.empty()) return QosClass::BestEffort;
+  std::optional<QosClass> common;
+  for (const char* name : {"cpu", "memory"}) {
+    auto nanos = [&](const Nanos& list) {
+      auto it = list.find(name);
+      return it == list.end() ? Int128(0) : it->second;
+    };
+    const Int128 request = nanos(requests), limit = nanos(limits);
+    if (request != limit) return QosClass::Burstable;
+    const QosClass own = request == 0 ? QosClass::BestEffort : QosClass::Guaranteed;
+    if (common && *common != own) return QosClass::Burstable;
+    common = own;
+  }
+  return *common;
+}
 }  // namespace
 
 const char* qosClassName(QosClass qos) {
@@ -185,6 +356,9 @@ std::optional<Pod> parsePod(const Json& json, const std::string& path, Diagnosti
     pod.terminationGracePeriodSeconds = *g;
   }
   pod.overhead = spec.quantityMap("overhead", /*nonNegative=*/true);
+  JsonObject podResources = spec.object("resources");
+  pod.podLevelRequests = podResources.quantityMap("requests", /*nonNegative=*/true);
+  pod.podLevelLimits = podResources.quantityMap("limits", /*nonNegative=*/true);
   spec.forEach("containers", [&](const Json& item, const std::string& p) {
     pod.containers.push_back(parseContainer(item, p, diagnostics));
   });
@@ -194,6 +368,7 @@ std::optional<Pod> parsePod(const Json& json, const std::string& path, Diagnosti
 
   JsonObject status = obj.object("status");
   pod.phase = status.string("phase").value_or("");
+  parseResizeStatus(status, pod, diagnostics);
   if (auto start = status.string("startTime")) {
     if (auto t = parseRfc3339(*start)) {
       pod.startTime = t.value();
@@ -366,6 +541,7 @@ std::optional<Summary> parseSummary(const Json& json, const std::string& path,
     JsonObject eph = ps.object("ephemeral-storage");
     stats.ephemeralStorageUsedBytes = eph.unsignedInteger("usedBytes");
     stats.ephemeralStorageInodesUsed = eph.unsignedInteger("inodesUsed");
+    stats.swapUsageBytes = ps.object("swap").unsignedInteger("swapUsageBytes");
     ps.forEach("containers", [&](const Json& citem, const std::string& cp) {
       JsonObject cs(citem, cp, diagnostics);
       if (!cs.valid()) return;
@@ -432,34 +608,36 @@ std::int64_t amountOf(const ResourceList& list, const std::string& resource) {
   return toAmount(resource, it->second.nanoValue());
 }
 
-ResourceAmounts podRequests(const Pod& pod, bool overheadOnlyIfNonZero) {
-  std::map<std::string, Int128> reqs;
-  for (const auto& c : pod.containers) addTo(reqs, c.requests);
-  std::map<std::string, Int128> restartable;
-  std::map<std::string, Int128> initPeak;
-  for (const auto& c : pod.initContainers) {
-    if (c.sidecar) {
-      addTo(reqs, c.requests);
-      addTo(restartable, c.requests);
-      maxInto(initPeak, restartable);
-    } else {
-      std::map<std::string, Int128> candidate = restartable;
-      addTo(candidate, c.requests);
-      maxInto(initPeak, candidate);
-    }
-  }
-  maxInto(reqs, initPeak);
-  for (const auto& [name, q] : pod.overhead) {
-    auto it = reqs.find(name);
-    bool nonZero = it != reqs.end() && it->second != 0;
-    if (!overheadOnlyIfNonZero || nonZero) reqs[name] += q.nanoValue();
-  }
-  ResourceAmounts out;
-  for (const auto& [name, nanos] : reqs) out.emplace(name, toAmount(name, nanos));
-  return out;
+bool isPodLevelResource(std::string_view resource) {
+  return resource == "cpu" || resource == "memory" || resource.starts_with("hugepages-");
+}
+
+bool hasPodLevelResources(const Pod& pod) {
+  auto names = [](const ResourceList& list) {
+    return std::any_of(list.begin(), list.end(),
+                       [](const auto& entry) { return isPodLevelResource(entry.first); });
+  };
+  return names(pod.podLevelRequests) || names(pod.podLevelLimits);
+}
+
+ResourceAmounts podRequests(const Pod& pod, RequestSet set, bool overheadOnlyIfNonZero) {
+  Nanos reqs = aggregateContainerRequests(pod, set);
+  // Step 2: the pod level replaces the containers' value of each resource it names.
+  for (const auto& [name, v] : podLevelRequests(pod, set)) reqs[name] = v;
+  addOverhead(reqs, pod, overheadOnlyIfNonZero);
+  return toAmounts(reqs);
 }
 
 QosClass computeQos(const Pod& pod) {
+  // A pod-level stanza that names anything decides alone (an empty one does not count).
+  if (!pod.podLevelRequests.empty() || !pod.podLevelLimits.empty()) {
+    Nanos requests, limits;
+    addTo(requests, pod.podLevelRequests);
+    addTo(limits, pod.podLevelLimits);
+    // As the API server defaults it: a limit without a request.
+    for (const auto& [name, v] : podLevelRequests(pod, RequestSet::Desired)) requests.emplace(name, v);
+    return resourcesQos(requests, limits);
+  }
   std::map<std::string, Int128> requests;
   std::map<std::string, Int128> limits;
   bool guaranteed = true;
@@ -501,6 +679,58 @@ bool isMirrorPod(const Pod& pod) {
   return pod.annotations.count("kubernetes.io/config.mirror") != 0;
 }
 
+namespace {
+
+// The request sets of CONTRACT §3 and who counts which.
+void resolveRequests(Pod& pod) {
+  pod.requests = podRequests(pod, RequestSet::Desired);
+  bool statusReported = pod.podLevelAllocated || pod.podLevelActual;
+  for (const auto* list : {&pod.containers, &pod.initContainers}) {
+    for (const auto& c : *list) statusReported |= c.allocated || c.actual;
+  }
+  if (statusReported) {
+    pod.allocatedRequests = podRequests(pod, RequestSet::Allocated);
+    const ResourceAmounts actual = podRequests(pod, RequestSet::Actual);
+    pod.kubeletRequests = pod.allocatedRequests;
+    maxAmountsInto(pod.kubeletRequests, actual);
+    pod.schedulerRequests = pod.kubeletRequests;
+    if (!pod.resizeInfeasible) maxAmountsInto(pod.schedulerRequests, pod.requests);
+  } else {
+    pod.allocatedRequests = pod.requests;
+    pod.kubeletRequests = pod.requests;
+    pod.schedulerRequests = pod.requests;
+  }
+  // Eviction: the allocated set; with pod-level resources only the pod level counts, for
+  // every resource (the kubelet's GetResourceRequestQuantity).
+  if (hasPodLevelResources(pod)) {
+    Nanos reqs = podLevelRequests(pod, RequestSet::Allocated);
+    addOverhead(reqs, pod, /*onlyIfNonZero=*/true);
+    pod.rankingRequests = toAmounts(reqs);
+  } else if (statusReported || !pod.overhead.empty()) {
+    pod.rankingRequests = podRequests(pod, RequestSet::Allocated, /*overheadOnlyIfNonZero=*/true);
+  } else {
+    pod.rankingRequests = pod.requests;
+  }
+  for (int consumer = 0; consumer < 2; ++consumer) {
+    const ResourceAmounts& set =
+        pod.requestsFor(consumer == 0 ? RequestConsumer::Kubelet : RequestConsumer::Scheduler);
+    int slot = 0;
+    for (const char* name : {"cpu", "memory", "ephemeral-storage"}) {
+      auto it = set.find(name);
+      pod.fitRequests[consumer][slot++] = it == set.end() ? 0 : it->second;
+    }
+  }
+  pod.extendedRequests = false;
+  for (const auto& [name, v] : pod.schedulerRequests) {
+    if (name != "cpu" && name != "memory" && name != "ephemeral-storage") pod.extendedRequests = true;
+  }
+  for (const auto& [name, v] : pod.kubeletRequests) {
+    if (name != "cpu" && name != "memory" && name != "ephemeral-storage") pod.extendedRequests = true;
+  }
+}
+
+}  // namespace
+
 void resolvePod(Pod& pod, const std::vector<PriorityClass>& classes) {
   pod.key = pod.ns + "/" + pod.name;
   const PriorityClass* globalDefault = nullptr;
@@ -532,8 +762,7 @@ void resolvePod(Pod& pod, const std::vector<PriorityClass>& classes) {
   }
   pod.qos = pod.statusQos ? *pod.statusQos : computeQos(pod);
   pod.critical = pod.priority >= kSystemCriticalPriority || isStaticPod(pod) || isMirrorPod(pod);
-  pod.requests = podRequests(pod);
-  pod.rankingRequests = pod.overhead.empty() ? pod.requests : podRequests(pod, true);
+  resolveRequests(pod);
 }
 
 void resolvePods(std::vector<Pod>& pods, const std::vector<PriorityClass>& classes) {

@@ -46,7 +46,14 @@ struct Container {
   ResourceList requests;
   ResourceList limits;
   bool sidecar = false;  // an init container with restartPolicy: Always
+  // In-place resize, from the container's entry in status.containerStatuses[] (or
+  // initContainerStatuses[]): absent where the status does not report them.
+  std::optional<ResourceList> allocated;  // .allocatedResources
+  std::optional<ResourceList> actual;     // .resources.requests
 };
+
+// Who counts a pod's requests (CONTRACT §3): each reads its own of the three request sets.
+enum class RequestConsumer : std::uint8_t { Kubelet = 0, Scheduler = 1 };
 
 struct Pod {
   // As written in the object.
@@ -64,12 +71,26 @@ struct Pod {
   std::vector<Toleration> tolerations;
   std::int64_t terminationGracePeriodSeconds = 30;  // the API's default
   ResourceList overhead;
+  // spec.resources (pod-level resources, Kubernetes 1.34+); a stanza that names nothing is empty.
+  ResourceList podLevelRequests;
+  ResourceList podLevelLimits;
   std::vector<Container> containers;
   std::vector<Container> initContainers;
   std::string phase;
   std::optional<WallMicros> startTime;
   std::string nominatedNodeName;
   std::optional<QosClass> statusQos;
+  // In-place resize at pod level: status.allocatedResources and status.resources.requests.
+  std::optional<ResourceList> podLevelAllocated;
+  std::optional<ResourceList> podLevelActual;
+  // Condition DisruptionTarget=True: an eviction or preemption of this pod is under way,
+  // perhaps before its deletionTimestamp is set (the scheduler's async preemption).
+  bool disruptionTarget = false;
+  // The first PodResizePending condition has reason Infeasible.
+  bool resizeInfeasible = false;
+  // "" or the pending/in-progress resize as the status reports it, for people
+  // ("PodResizePending: Deferred", "PodResizeInProgress").
+  std::string resizeState;
 
   // Derived by resolvePods() from the object and the priority classes.
   std::string key;  // "namespace/name"
@@ -81,9 +102,31 @@ struct Pod {
   PreemptionPolicy preemptionPolicy = PreemptionPolicy::PreemptLowerPriority;
   QosClass qos = QosClass::BestEffort;
   bool critical = false;
-  ResourceAmounts requests;  // CONTRACT §3, overhead included
-  // The kubelet's ranking requests: overhead added only to a non-zero total.
+  // CONTRACT §3, each with overhead: the desired requests (the spec; what an incoming pod
+  // asks for), what the kubelet's admission counts for a pod already on the node
+  // (max(allocated, actual)) and what the scheduler counts for one (max(desired, allocated,
+  // actual), desired left out when the resize is infeasible).
+  ResourceAmounts requests;
+  ResourceAmounts kubeletRequests;
+  ResourceAmounts schedulerRequests;
+  // Eviction's requests: allocated only, the pod level alone when it is set (the kubelet's
+  // GetResourceRequestQuantity), overhead added only to a non-zero total.
   ResourceAmounts rankingRequests;
+  // The allocated requests (steps 1-3 of §3 over the allocated set), for display.
+  ResourceAmounts allocatedRequests;
+  // cpu, memory and ephemeral-storage of kubeletRequests and schedulerRequests (indexed by
+  // RequestConsumer), for fitting without map lookups; extendedRequests: any other resource.
+  std::int64_t fitRequests[2][3] = {};
+  bool extendedRequests = false;
+
+  // Terminating, or marked for disruption: never a victim again, and its room is coming.
+  bool leaving() const { return terminating || disruptionTarget; }
+
+  const ResourceAmounts& requestsFor(RequestConsumer consumer) const {
+    return consumer == RequestConsumer::Kubelet ? kubeletRequests : schedulerRequests;
+  }
+  // True when a resize is pending or in progress: the request sets may differ.
+  bool midResize() const { return !resizeState.empty() || allocatedRequests != requests; }
 };
 
 struct NodeCondition {
@@ -154,6 +197,7 @@ struct PodStats {
   std::optional<std::uint64_t> processCount;
   std::optional<std::uint64_t> ephemeralStorageUsedBytes;
   std::optional<std::uint64_t> ephemeralStorageInodesUsed;
+  std::optional<std::uint64_t> swapUsageBytes;  // swap.swapUsageBytes (NodeSwap, cgroup v2)
   std::vector<ContainerStats> containers;
 };
 
@@ -206,10 +250,17 @@ std::optional<Snapshot> parseSnapshotText(std::string_view text, Diagnostics& di
 void resolvePods(std::vector<Pod>& pods, const std::vector<PriorityClass>& classes);
 void resolvePod(Pod& pod, const std::vector<PriorityClass>& classes);
 
-// CONTRACT §3: max(Σ containers + Σ sidecars, init-container peak with sidecars) + overhead.
-// With `overheadOnlyIfNonZero` the overhead is added only to a non-zero total (the kubelet's
-// rule for eviction ranking).
-ResourceAmounts podRequests(const Pod& pod, bool overheadOnlyIfNonZero = false);
+// CONTRACT §3 for one request set: max(Σ containers + Σ sidecars, init-container peak with
+// sidecars), the pod-level cpu, memory and hugepages requests in place of the containers',
+// then the overhead. With `overheadOnlyIfNonZero` the overhead is added only to a non-zero
+// total (the kubelet's rule for eviction).
+enum class RequestSet { Desired, Allocated, Actual };
+ResourceAmounts podRequests(const Pod& pod, RequestSet set = RequestSet::Desired,
+                            bool overheadOnlyIfNonZero = false);
+// Kubernetes' IsSupportedPodLevelResource: cpu, memory and hugepages-*.
+bool isPodLevelResource(std::string_view resource);
+// spec.resources names at least one cpu, memory or hugepages request or limit.
+bool hasPodLevelResources(const Pod& pod);
 // The amount of `resource` in `list` in scheduler units (millicores for cpu).
 std::int64_t amountOf(const ResourceList& list, const std::string& resource);
 QosClass computeQos(const Pod& pod);

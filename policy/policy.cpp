@@ -21,7 +21,13 @@ constexpr std::string_view kKnownKeys[] = {
     "ranking",
     "housekeepingInterval",
     "neverEvictPriority",
+    "memoryRankingCountsSwap",
 };
+
+// Signals the kubelet accepts in a configuration but never takes from it: with a split image
+// filesystem (KubeletSeparateDiskGC) it derives them from the nodefs or imagefs thresholds
+// (UpdateContainerFsThresholds) and logs that it ignores the value given.
+constexpr std::string_view kDerivedSignals[] = {"containerfs.available", "containerfs.inodesFree"};
 
 std::string knownSignals() {
   std::string out;
@@ -54,7 +60,8 @@ std::optional<double> parsePercentNumber(std::string_view text) {
 std::map<Signal, std::pair<std::string, std::string>> signalMap(const Json& root,
                                                                 std::string_view key,
                                                                 std::string_view expected,
-                                                                Diagnostics& diagnostics) {
+                                                                Diagnostics& diagnostics,
+                                                                std::vector<std::string>& warnings) {
   std::map<Signal, std::pair<std::string, std::string>> out;  // signal -> (text, path)
   auto it = root.find(key);
   if (it == root.end() || it->is_null()) return out;
@@ -66,6 +73,18 @@ std::map<Signal, std::pair<std::string, std::string>> signalMap(const Json& root
   for (auto entry = it->begin(); entry != it->end(); ++entry) {
     std::string path = childPath(key, entry.key());
     auto signal = parseSignal(entry.key());
+    if (!signal && std::find(std::begin(kDerivedSignals), std::end(kDerivedSignals),
+                             entry.key()) != std::end(kDerivedSignals)) {
+      if (!entry.value().is_string()) {
+        diagnostics.add(path,
+                        "expected " + std::string(expected) + ", got " + describeJson(entry.value()));
+      } else {
+        warnings.push_back(path + ": ignored, as the kubelet ignores it: " + entry.key() +
+                           " is derived from the nodefs thresholds (the imagefs ones when only "
+                           "the image filesystem is split)");
+      }
+      continue;
+    }
     if (!signal) {
       diagnostics.add(path, "unknown signal (expected one of " + knownSignals() + ")");
       continue;
@@ -294,11 +313,14 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
   Policy policy;
   const bool anyThreshold = (json.contains("evictionHard") && !json["evictionHard"].is_null()) ||
                             (json.contains("evictionSoft") && !json["evictionSoft"].is_null());
-  auto hard = signalMap(json, "evictionHard", "a quantity or a percentage", diagnostics);
-  auto soft = signalMap(json, "evictionSoft", "a quantity or a percentage", diagnostics);
-  auto grace = signalMap(json, "evictionSoftGracePeriod", "a duration", diagnostics);
+  auto hard =
+      signalMap(json, "evictionHard", "a quantity or a percentage", diagnostics, policy.warnings);
+  auto soft =
+      signalMap(json, "evictionSoft", "a quantity or a percentage", diagnostics, policy.warnings);
+  auto grace = signalMap(json, "evictionSoftGracePeriod", "a duration", diagnostics, policy.warnings);
   auto reclaim =
-      signalMap(json, "evictionMinimumReclaim", "a quantity or a percentage", diagnostics);
+      signalMap(json, "evictionMinimumReclaim", "a quantity or a percentage", diagnostics,
+                policy.warnings);
 
   std::map<Signal, ThresholdValue> minReclaims;
   for (const auto& [signal, entry] : reclaim) {
@@ -378,6 +400,13 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
                         std::int64_t(std::numeric_limits<std::int32_t>::max()) + 1, diagnostics)) {
     policy.neverEvictPriority = *v;
   }
+  if (auto it = json.find("memoryRankingCountsSwap"); it != json.end() && !it->is_null()) {
+    if (it->is_boolean()) {
+      policy.memoryRankingCountsSwap = it->get<bool>();
+    } else {
+      diagnostics.add("memoryRankingCountsSwap", "expected true or false, got " + describeJson(*it));
+    }
+  }
   if (diagnostics.size() != before) return std::nullopt;
   return policy;
 }
@@ -408,6 +437,7 @@ Json policyToJson(const Policy& policy) {
   out["ranking"] = policy.ranking == RankingMode::Priority ? "priority" : "kubelet";
   out["housekeepingInterval"] = formatGoDuration(policy.housekeepingInterval);
   out["neverEvictPriority"] = policy.neverEvictPriority;
+  if (policy.memoryRankingCountsSwap) out["memoryRankingCountsSwap"] = true;
   return out;
 }
 

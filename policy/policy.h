@@ -68,6 +68,12 @@ struct Policy {
   RankingMode ranking = RankingMode::Priority;
   Duration housekeepingInterval = std::chrono::seconds(1);
   std::int64_t neverEvictPriority = 2'000'001'000;
+  // memoryRankingCountsSwap: rank by working set + swap usage (NodeSwap LimitedSwap, cgroup
+  // v2). Off by default: the kubelet ignores swap when it ranks.
+  bool memoryRankingCountsSwap = false;
+  // What the file sets that the kubelet, too, would accept and ignore ("path: why"), for the
+  // reader to log; the policy is valid.
+  std::vector<std::string> warnings;
 
   // The kubelet's Linux defaults: memory.available<100Mi, nodefs.available<10%,
   // nodefs.inodesFree<5%, imagefs.available<15%, all hard.

@@ -131,7 +131,7 @@ TEST_CASE("policy: every error is reported with its JSON path") {
   const std::string keys =
       "evictionHard, evictionSoft, evictionSoftGracePeriod, evictionMinimumReclaim, "
       "evictionMaxPodGracePeriod, evictionPressureTransitionPeriod, evictionMaxPodsPerCycle, "
-      "ranking, housekeepingInterval, neverEvictPriority";
+      "ranking, housekeepingInterval, neverEvictPriority, memoryRankingCountsSwap";
   const std::vector<Case> cases = {
       {"malformed quantity",
        R"({"evictionHard": {"memory.available": "9x"}})",
