@@ -3,6 +3,7 @@
 // and the incremental victim selection against the naive one.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <random>
@@ -77,15 +78,26 @@ std::string node(const std::string& name, int cpu, const std::string& extra = ""
          R"(}, "status": {"allocatable": {"cpu": ")" + std::to_string(cpu) +
          R"(", "memory": "8Gi", "pods": "110"}}})";
 }
+// With NODEWARDEN_TEST_POD_LEVEL=1 (the policy/admission_pod_level test) every pod states its
+// request at pod level (spec.resources, Kubernetes 1.34+) instead of in its container: the
+// seed scenarios must give the same verdicts and victims.
+bool podLevelMode() {
+  const char* v = std::getenv("NODEWARDEN_TEST_POD_LEVEL");
+  return v != nullptr && std::string(v) == "1";
+}
+
 std::string pod(const std::string& name, int priority, int cpu, const std::string& nodeName,
                 const std::string& extraMeta = "", const std::string& extraSpec = "",
                 const std::string& extraStatus = "") {
+  const std::string requests = R"({"requests": {"cpu": ")" + std::to_string(cpu) + R"("}})";
   return R"({"metadata": {"name": ")" + name + R"(", "namespace": "ns", "uid": "uid-)" + name +
          "\"" + extraMeta + R"(}, "spec": {"priority": )" + std::to_string(priority) +
          (nodeName.empty() ? "" : R"(, "nodeName": ")" + nodeName + "\"") + extraSpec +
-         R"(, "containers": [{"name": "c", "resources": {"requests": {"cpu": ")" +
-         std::to_string(cpu) + R"("}}}]}, "status": {"phase": ")" +
-         (nodeName.empty() ? "Pending" : "Running") + "\"" + extraStatus + "}}";
+         (podLevelMode() ? R"(, "resources": )" + requests +
+                               R"(, "containers": [{"name": "c"}]})"
+                         : R"(, "containers": [{"name": "c", "resources": )" + requests + "}]}") +
+         R"(, "status": {"phase": ")" + (nodeName.empty() ? "Pending" : "Running") + "\"" +
+         extraStatus + "}}";
 }
 
 }  // namespace

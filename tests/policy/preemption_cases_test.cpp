@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <optional>
 #include <string>
@@ -62,6 +63,12 @@ std::string quoted(const std::string& s) {
   return "\"" + s + "\"";
 }
 
+// NODEWARDEN_TEST_POD_LEVEL=1: the policy/preemption_cases_pod_level test (see PodJ::json).
+bool podLevelMode() {
+  const char* v = std::getenv("NODEWARDEN_TEST_POD_LEVEL");
+  return v != nullptr && std::string(v) == "1";
+}
+
 // A start or deletion time: `second` seconds after 2026-01-01T00:00:00Z (0..59).
 std::string timeAt(int second) {
   std::string ss = std::to_string(second);
@@ -84,6 +91,7 @@ class PodJ {
   // One container with these request members (and limit members).
   PodJ& c(const std::string& requests, const std::string& limits = "") {
     containers_.push_back(container("c" + std::to_string(containers_.size()), requests, limits));
+    raw_.emplace_back(requests, limits);
     return *this;
   }
   PodJ& init(const std::string& requests) {
@@ -135,9 +143,21 @@ class PodJ {
     std::vector<std::string> spec;
     if (priority_) spec.push_back(R"("priority": )" + std::to_string(*priority_));
     if (!node_.empty()) spec.push_back(R"("nodeName": )" + quoted(node_));
-    spec.push_back(R"("containers": [)" +
-                   (containers_.empty() ? std::string(R"({"name": "c0"})") : joined(containers_)) +
-                   "]");
+    if (podLevelMode() && raw_.size() == 1 && inits_.empty()) {
+      // The seed and upstream scenarios again with the one container's cpu and memory stated
+      // at pod level (spec.resources, Kubernetes 1.34+): the same decisions must follow.
+      auto [podLevel, rest] = splitPodLevel(raw_[0].first);
+      auto [podLimits, restLimits] = splitPodLevel(raw_[0].second);
+      std::vector<std::string> stanza;
+      if (!podLevel.empty()) stanza.push_back(R"("requests": {)" + podLevel + "}");
+      if (!podLimits.empty()) stanza.push_back(R"("limits": {)" + podLimits + "}");
+      if (!stanza.empty()) spec.push_back(R"("resources": {)" + joined(stanza) + "}");
+      spec.push_back(R"("containers": [)" + container("c0", rest, restLimits) + "]");
+    } else {
+      spec.push_back(R"("containers": [)" +
+                     (containers_.empty() ? std::string(R"({"name": "c0"})") : joined(containers_)) +
+                     "]");
+    }
     if (!inits_.empty()) spec.push_back(R"("initContainers": [)" + joined(inits_) + "]");
     for (const auto& s : spec_) spec.push_back(s);
     std::vector<std::string> status{R"("phase": )" + quoted(node_.empty() ? "Pending" : "Running")};
@@ -157,6 +177,22 @@ class PodJ {
     return R"({"name": )" + quoted(name) + R"(, "resources": {)" + joined(resources) + "}}";
   }
 
+  // Splits JSON members into the pod-level ones (cpu, memory, hugepages-*) and the rest.
+  static std::pair<std::string, std::string> splitPodLevel(const std::string& members) {
+    std::vector<std::string> podLevel, rest;
+    Diagnostics d;
+    auto json = nodewarden::policy::parseJsonText("{" + members + "}", d);
+    REQUIRE(json.has_value());
+    for (auto it = json->begin(); it != json->end(); ++it) {
+      const std::string member = quoted(it.key()) + ": " + it.value().dump();
+      const bool level = it.key() == "cpu" || it.key() == "memory" ||
+                         it.key().rfind("hugepages-", 0) == 0;
+      (level ? podLevel : rest).push_back(member);
+    }
+    return {joined(podLevel), joined(rest)};
+  }
+
+  std::vector<std::pair<std::string, std::string>> raw_;  // each container's requests, limits
   std::string name_;
   std::optional<int> priority_;
   std::string node_;
