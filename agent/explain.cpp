@@ -75,13 +75,34 @@ void renderRanking(std::ostringstream& out, const policy::Ranking& ranking,
     return;
   }
   const bool hasRequest = ranking.resource == "memory" || ranking.resource == "ephemeral-storage";
+  // Swap (NodeSwap): shown beside memory when any pod reports it.
+  const bool hasSwap =
+      ranking.resource == "memory" &&
+      std::any_of(ranking.pods.begin(), ranking.pods.end(), [](const RankedPod& r) {
+        return r.stats != nullptr && r.stats->swapUsageBytes.has_value();
+      });
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"#", "POD", "PRIORITY", "QOS", "USAGE", hasRequest ? "REQUEST" : "", "DECISION"});
+  rows.push_back({"#", "POD", "PRIORITY", "QOS", "USAGE", hasSwap ? "SWAP" : "",
+                  hasRequest ? "REQUEST" : "", "DECISION"});
   int index = 0;
   for (const RankedPod& r : ranking.pods) {
     ++index;
     std::string usage = r.hasUsage ? amountText(ranking.resource, r.usage) : "-";
+    std::string swap;
+    if (hasSwap) {
+      swap = r.stats != nullptr && r.stats->swapUsageBytes
+                 ? humanBytes(std::int64_t(*r.stats->swapUsageBytes))
+                 : "-";
+    }
     std::string request = hasRequest ? amountText(ranking.resource, r.request) : "";
+    if (hasRequest && r.pod->midResize()) {
+      // In-place resize under way: eviction counts what the kubelet allocated.
+      auto desired = r.pod->requests.find(ranking.resource);
+      request += " (allocated; desired " +
+                 amountText(ranking.resource,
+                            desired == r.pod->requests.end() ? 0 : desired->second) +
+                 (r.pod->resizeState.empty() ? "" : ", " + r.pod->resizeState) + ")";
+    }
     std::string why;
     if (auto it = evicted.find(r.pod); it != evicted.end()) {
       const auto& e = *it->second;
@@ -102,7 +123,10 @@ void renderRanking(std::ostringstream& out, const policy::Ranking& ranking,
       }
     }
     rows.push_back({std::to_string(index), r.pod->key, std::to_string(r.pod->priority),
-                    policy::qosClassName(r.pod->qos), usage, request, why});
+                    policy::qosClassName(r.pod->qos), usage, swap, request, why});
+  }
+  if (!hasSwap) {
+    for (auto& row : rows) row.erase(row.begin() + 5);
   }
   out << columns(rows, "  ") << "\n";
 }

@@ -25,7 +25,10 @@ const char* kAdmissionUsage =
     "  --snapshot FILE   the cluster snapshot (kubectl output, see explain eviction --help)\n"
     "  --node NAME       the node the pod is bound to\n"
     "  --pod FILE        the Pod object (- for standard input)\n"
-    "  --policy FILE     the policy (neverEvictPriority; default: built-in)\n"
+    "  --policy FILE     the policy: its thresholds turn the snapshot's kubelet stats into\n"
+    "                    MemoryPressure/DiskPressure/PIDPressure for the node, as the\n"
+    "                    conditions its Node object reports are; and neverEvictPriority\n"
+    "                    (default: built-in)\n"
     "  -o, --output      table (default) or json\n"
     "\n"
     "Exit status: 0 whatever the verdict, 1 bad input, 2 usage error.\n";
@@ -152,6 +155,9 @@ int runExplainAdmission(const std::vector<std::string>& argv, std::ostream& out,
   if (auto code = load("admission", kAdmissionUsage, argv, true, out, err, loaded, node)) {
     return *code;
   }
+  // §5 step 2: the node's pressure conditions include those its stats show under the policy.
+  const std::vector<std::string> derived =
+      policy::addDerivedPressureConditions(loaded.snapshot, node, loaded.policy);
   const policy::ClusterIndex cluster = policy::buildClusterIndex(loaded.snapshot);
   const policy::AdmissionDecision d = policy::admitPod(
       loaded.pod, *cluster.find(node), loaded.snapshot.podDisruptionBudgets, loaded.policy);
@@ -164,6 +170,11 @@ int runExplainAdmission(const std::vector<std::string>& argv, std::ostream& out,
   out << "Pod " << d.pod << " (priority " << loaded.pod.priority << ") on node " << d.node << ": "
       << verdict << (d.reason.empty() ? "" : " (" + d.reason + ")") << "\n";
   if (!d.message.empty()) out << "  " << d.message << "\n";
+  if (!derived.empty()) {
+    std::string list;
+    for (const auto& c : derived) list += (list.empty() ? "" : ", ") + c;
+    out << "Conditions derived from the snapshot's stats under the policy: " << list << "\n";
+  }
   if (d.verdict == policy::Verdict::Preempt) {
     out << "Victims: " << keyList(d.victims) << "\n"
         << "PodDisruptionBudget violations: " << d.numPDBViolations << "\n";

@@ -136,6 +136,11 @@ int runAgent(const std::vector<std::string>& argv) {
   options.notifications = !args->flag("no-notifications");
   options.scan.nodeFsPath = args->value("nodefs").value_or("/var/lib/kubelet");
   options.scan.imageFsPath = args->value("imagefs").value_or("");
+  // Swap per pod is read only where swap is on (NodeSwap); /v1/state shows it, and
+  // memoryRankingCountsSwap ranks by it.
+  if (auto meminfo = cgroups::readMemInfo(options.scan.procRoot)) {
+    options.scan.podSwap = meminfo->swapTotal > 0;
+  }
   const std::string listen = args->value("listen").value_or("127.0.0.1:10290");
   if (listen != "off") {
     auto address = parseListenAddress(listen);

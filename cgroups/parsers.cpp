@@ -312,6 +312,7 @@ Result<std::vector<pid_t>> parseProcs(std::string_view text) {
 Result<MemInfo> parseMemInfo(std::string_view text) {
   MemInfo info;
   bool haveTotal = false;
+  bool haveSwap = false;
   bool haveFree = false;
   bool haveInactive = false;
   bool haveAvailable = false;
@@ -332,6 +333,9 @@ Result<MemInfo> parseMemInfo(std::string_view text) {
     } else if (name == "Inactive(file)") {
       target = &info.inactiveFile;
       have = &haveInactive;
+    } else if (name == "SwapTotal") {
+      target = &info.swapTotal;
+      have = &haveSwap;
     } else if (name == "MemAvailable") {
       info.memAvailable = 0;
       target = &*info.memAvailable;

@@ -90,6 +90,7 @@ struct MemInfo {
   std::uint64_t memFree = 0;
   std::optional<std::uint64_t> memAvailable;  // since 3.14
   std::uint64_t inactiveFile = 0;             // "Inactive(file)"
+  std::uint64_t swapTotal = 0;                // "SwapTotal": 0 when no swap is on
 };
 Result<MemInfo> parseMemInfo(std::string_view text);
 

@@ -317,6 +317,13 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
     } else {
       note(memory.error());
     }
+    if (!gone && options.podSwap) {
+      if (auto swap = readSwapUsage(pod->memory, buffer)) {
+        stats.swapUsageBytes = *swap;
+      } else {
+        note(swap.error());
+      }
+    }
     if (!gone && pod->cpu) {
       if (auto cpu = readCpuNanos(*pod->cpu, buffer)) {
         if (pod->lastCpuNanos && now > pod->lastCpuAt && *cpu >= *pod->lastCpuNanos) {

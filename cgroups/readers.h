@@ -77,6 +77,9 @@ struct ScanOptions {
   // Read every pod cgroup (working set, CPU, processes). false reads the node's figures only:
   // the agent's cheap cycle while no threshold is near.
   bool podFigures = true;
+  // With pod figures, also each pod's swap usage (readSwapUsage): one more file a pod, worth
+  // reading only where swap is on (NodeSwap).
+  bool podSwap = false;
 };
 
 struct ScanResult {

@@ -570,6 +570,32 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
   return result;
 }
 
+std::vector<std::string> addDerivedPressureConditions(Snapshot& snapshot, std::string_view nodeName,
+                                                      const Policy& policy) {
+  std::vector<std::string> derived;
+  {
+    const NodeView view = makeNodeView(snapshot, nodeName);
+    derived = evaluateEviction(view, policy, EvictionState{}, TimePoint{}, Rankings::Needed)
+                  .decision.conditions;
+  }
+  std::vector<std::string> added;
+  for (Node& node : snapshot.nodes) {
+    if (node.name != nodeName) continue;
+    for (const std::string& type : derived) {
+      auto it = std::find_if(node.conditions.begin(), node.conditions.end(),
+                             [&](const NodeCondition& c) { return c.type == type; });
+      if (it != node.conditions.end() && it->status == "True") continue;
+      if (it != node.conditions.end()) {
+        it->status = "True";
+      } else {
+        node.conditions.push_back(NodeCondition{type, "True"});
+      }
+      added.push_back(type);
+    }
+  }
+  return added;
+}
+
 OrderedJson evictionToJson(const EvictionDecision& decision) {
   OrderedJson out = OrderedJson::object();
   out["node"] = decision.node;
@@ -602,6 +628,24 @@ OrderedJson evictionToJson(const EvictionDecision& decision) {
                      {"message", e.message}});
   }
   out["evict"] = std::move(evict);
+  // Beyond CONTRACT §4, present only when there is something to say: pods in the middle of
+  // an in-place resize (eviction counts their allocated requests) and swap per pod.
+  OrderedJson resizing = OrderedJson::array();
+  OrderedJson swap = OrderedJson::object();
+  for (const auto& r : decision.memory.pods) {
+    if (r.pod->midResize()) {
+      OrderedJson item = OrderedJson::object();
+      item["pod"] = r.pod->key;
+      item["state"] = r.pod->resizeState;
+      item["desired"] = r.pod->requests;
+      item["allocated"] = r.pod->allocatedRequests;
+      item["counted"] = "allocated";
+      resizing.push_back(std::move(item));
+    }
+    if (r.stats != nullptr && r.stats->swapUsageBytes) swap[r.pod->key] = *r.stats->swapUsageBytes;
+  }
+  if (!resizing.empty()) out["resizing"] = std::move(resizing);
+  if (!swap.empty()) out["swapUsageBytes"] = std::move(swap);
   return out;
 }
 

@@ -135,6 +135,12 @@ Ranking rankMemoryPressure(const NodeView& view, const Policy& policy);
 Ranking rankPidPressure(const NodeView& view, const Policy& policy);
 Ranking rankDiskPressure(const NodeView& view, const Policy& policy, bool inodes);
 
+// CONTRACT §5 step 2: the pressure conditions §4 derives for `nodeName` from the snapshot's
+// stats under `policy` (a threshold met, hard or soft, grace periods aside), added to its
+// Node object where it does not already report them True. Returns the ones added.
+std::vector<std::string> addDerivedPressureConditions(Snapshot& snapshot, std::string_view nodeName,
+                                                      const Policy& policy);
+
 // `explain eviction -o json` exactly as CONTRACT §4 shows.
 OrderedJson evictionToJson(const EvictionDecision& decision);
 

@@ -385,3 +385,57 @@ TEST_CASE("explain eviction needs no allocatable; admission does") {
                      ": nodes[0].status.allocatable: missing (a node needs status.allocatable to "
                      "decide what fits)\n");
 }
+
+TEST_CASE("examples/current: pod-level resources, a resize under way, swap, pressure from stats") {
+  const std::string d = "examples/current/";
+  Run table = run("explain eviction --snapshot " + d + "snapshot.json");
+  REQUIRE_MESSAGE(table.status == 0, table.err);
+  // The resizing pod is ranked by its allocated 1Gi (1.5x), not its desired 2Gi (0.75x).
+  CHECK(table.out.find("1Gi (allocated; desired 2Gi, PodResizePending: Deferred)") !=
+        std::string::npos);
+  CHECK(table.out.find("(1.50x its request)") != std::string::npos);
+  CHECK(table.out.find("SWAP") != std::string::npos);
+  Run json = run("explain eviction --snapshot " + d + "snapshot.json -o json");
+  REQUIRE(json.status == 0);
+  Json out = Json::parse(json.out);
+  CHECK(out["ranking"]["memory"] == Json::array({"batch/resizer", "batch/cache", "web/api"}));
+  REQUIRE(out["evict"].size() == 1);
+  CHECK(out["evict"][0]["message"] ==
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. "
+        "Container main was using 1536Mi, request is 1Gi, has larger consumption of memory. ");
+  CHECK(out["resizing"][0]["pod"] == "batch/resizer");
+  CHECK(out["swapUsageBytes"]["batch/cache"] == 209715200);
+
+  // No MemoryPressure on the Node object, but the stats show it under the default policy:
+  // a BestEffort pod is turned away, a pod with pod-level requests (Burstable) is admitted.
+  Run bestEffort = run("explain admission --snapshot " + d + "snapshot.json --node node-1 --pod " +
+                       d + "besteffort-pod.json -o json");
+  REQUIRE_MESSAGE(bestEffort.status == 0, bestEffort.err);
+  Json rejected = Json::parse(bestEffort.out);
+  CHECK(rejected["verdict"] == "reject");
+  CHECK(rejected["reason"] == "Evicted");
+  CHECK(rejected["message"] == "The node had condition: [MemoryPressure]. ");
+  Run podLevel = run("explain admission --snapshot " + d + "snapshot.json --node node-1 --pod " +
+                     d + "pod-level-pod.json -o json");
+  REQUIRE(podLevel.status == 0);
+  CHECK(Json::parse(podLevel.out)["verdict"] == "admit");
+  // A policy whose line is lower derives no pressure: the BestEffort pod is admitted.
+  const auto policy = std::filesystem::temp_directory_path() / "nodewarden-cli-low-line.json";
+  std::ofstream(policy) << R"({"evictionHard": {"memory.available": "50Mi"}})";
+  Run low = run("explain admission --snapshot " + d + "snapshot.json --node node-1 --pod " + d +
+                "besteffort-pod.json --policy " + policy.string() + " -o json");
+  std::filesystem::remove(policy);
+  REQUIRE(low.status == 0);
+  CHECK(Json::parse(low.out)["verdict"] == "admit");
+}
+
+TEST_CASE("check-policy: containerfs thresholds are accepted and ignored with a warning") {
+  const auto policy = std::filesystem::temp_directory_path() / "nodewarden-cli-containerfs.json";
+  std::ofstream(policy) << R"({"evictionHard": {"memory.available": "100Mi", "containerfs.available": "10%"}})";
+  Run r = run("check-policy " + policy.string());
+  std::filesystem::remove(policy);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.err.find("warning: " + policy.string() +
+                   ": evictionHard[\"containerfs.available\"]: ignored") != std::string::npos);
+  CHECK(r.out.find("containerfs.available") == std::string::npos);
+}
