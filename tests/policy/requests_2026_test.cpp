@@ -472,3 +472,34 @@ TEST_CASE("bad input: malformed pod-level resources and resize status name their
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].find("pods[0].spec.resources") == 0);
 }
+
+TEST_CASE("async preemption (KEP-4832): a victim marked DisruptionTarget is not chosen twice") {
+  // A 4-core node holding a 3-core priority-0 pod that the scheduler has marked for
+  // preemption (DisruptionTarget=True, PreemptionByScheduler) but not yet deleted; the
+  // preemptor, nominated here, arrives for binding: it waits, no second victim selection.
+  PodSpec victim{container("c", R"("cpu": "3")")};
+  victim.statusExtra =
+      R"(, "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}])";
+  const Snapshot& s = snapshotFrom(
+      R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}],
+          "pods": [)" + podJson("victim", victim, "n1", 0) + "]}");
+  const ClusterIndex index = nodewarden::policy::buildClusterIndex(s);
+  PodSpec preemptor{container("c", R"("cpu": "2")")};
+  preemptor.statusExtra = R"(, "nominatedNodeName": "n1")";
+  Diagnostics d;
+  auto json = nodewarden::policy::parseJsonText(podJson("preemptor", preemptor, "n1", 1000), d);
+  auto pod = nodewarden::policy::parsePod(*json, "", d);
+  REQUIRE(pod.has_value());
+  nodewarden::policy::resolvePod(*pod, {});
+  AdmissionDecision decision =
+      nodewarden::policy::admitPod(*pod, *index.find("n1"), {}, Policy::defaults());
+  CHECK(decision.verdict == Verdict::Wait);
+  CHECK(decision.victims.empty());
+  // Without the mark, the same pod is a victim.
+  const Snapshot& unmarked = snapshotFrom(
+      R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}],
+          "pods": [)" + podJson("victim", {container("c", R"("cpu": "3")")}, "n1", 0) + "]}");
+  const ClusterIndex index2 = nodewarden::policy::buildClusterIndex(unmarked);
+  CHECK(nodewarden::policy::admitPod(*pod, *index2.find("n1"), {}, Policy::defaults()).verdict ==
+        Verdict::Preempt);
+}
