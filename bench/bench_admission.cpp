@@ -639,9 +639,9 @@ Budgets budgetsFor(bool quick, std::optional<double> naiveCap) {
 // ---------------------------------------------------------------------------------------------
 // Results and printing.
 
-constexpr double kAdmitTarget110Micros = 20;
-constexpr double kAdmitTarget1000Micros = 300;
-constexpr double kClusterTarget1000x50Millis = 300;
+constexpr double kAdmitTarget110Micros = 10;
+constexpr double kAdmitTarget1000Micros = 100;
+constexpr double kClusterTarget1000x50Millis = 100;
 
 const char* verdict(bool pass) {
   return pass ? "PASS" : "MISS";
@@ -1196,7 +1196,7 @@ void printUsage(std::FILE* out) {
       "                            (default 25, 3 with --quick)\n"
       "  --quick                   fewer iterations (smoke run; figures are noisier)\n"
       "  --help                    this text\n"
-      "Targets: admitPod <= 20 us (110 pods), <= 300 us (1,000 pods); preemptCluster <= 300 ms\n"
+      "Targets: admitPod <= 10 us (110 pods), <= 100 us (1,000 pods); preemptCluster <= 100 ms\n"
       "(1,000 nodes x 50 pods). Missed targets print MISS but do not change the exit status.\n"
       "Exit status: 0; 1 when a generated case does not have the intended shape; 2 on bad\n"
       "arguments; 3 when the naive and the incremental victim selections ever differ.\n");

@@ -78,10 +78,16 @@ int firstMisfit(const Demand& d, const std::vector<std::int64_t>& used) {
   return -1;
 }
 
+bool sameText(const std::string& a, const std::string& b) {
+  // Called for every pod of a node, several times a decision: most UIDs differ in their
+  // first character, which settles it without a memcmp call.
+  return a.size() == b.size() && (a.empty() || a[0] == b[0]) && a == b;
+}
+
 bool samePod(const Pod& a, const Pod& b) {
   if (&a == &b) return true;
-  if (!a.uid.empty() && !b.uid.empty()) return a.uid == b.uid;
-  return a.key == b.key;
+  if (!a.uid.empty() && !b.uid.empty()) return sameText(a.uid, b.uid);
+  return sameText(a.key, b.key);
 }
 
 // Pods counted on the node for `pod`: every pod bound there (terminating ones too, unless
@@ -226,40 +232,52 @@ const char* verdictName(Verdict verdict) {
   return "reject";
 }
 
-void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods,
-                                const std::vector<PodDisruptionBudget>& pdbs,
+PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs) {
+  PdbIndex index;
+  index.pdbs = &pdbs;
+  for (std::size_t i = 0; i < pdbs.size(); ++i) {
+    const auto& pdb = pdbs[i];
+    if (!pdb.selector || selectorIsEmpty(*pdb.selector)) continue;  // selects nothing
+    index.byNamespace[pdb.ns].push_back(i);
+  }
+  return index;
+}
+
+void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods, const PdbIndex& index,
                                 std::vector<const Pod*>& violating,
                                 std::vector<const Pod*>& nonViolating) {
-  // A budget only selects pods of its own namespace: group the budgets that can apply by the
-  // namespaces of these pods, so each pod is checked against its namespace's budgets only.
-  std::unordered_map<std::string_view, std::vector<std::size_t>> byNamespace;
-  for (const Pod* pod : pods) {
-    if (!pod->labels.empty()) byNamespace.try_emplace(pod->ns);
-  }
-  std::vector<std::int64_t> allowed(pdbs.size(), 0);
-  if (!byNamespace.empty()) {
-    for (std::size_t i = 0; i < pdbs.size(); ++i) {
-      const auto& pdb = pdbs[i];
-      if (!pdb.selector || selectorIsEmpty(*pdb.selector)) continue;  // selects nothing
-      auto it = byNamespace.find(pdb.ns);
-      if (it == byNamespace.end()) continue;
-      it->second.push_back(i);
-      allowed[i] = pdb.disruptionsAllowed;
+  // Each budget's remaining disruptions, charged as pods are taken in order; only the
+  // budgets of these pods' namespaces are ever touched.
+  std::vector<std::pair<std::size_t, std::int64_t>> allowed;
+  auto remaining = [&](std::size_t i) -> std::int64_t& {
+    for (auto& [budget, left] : allowed) {
+      if (budget == i) return left;
     }
-  }
+    allowed.emplace_back(i, (*index.pdbs)[i].disruptionsAllowed);
+    return allowed.back().second;
+  };
   for (const Pod* pod : pods) {
     bool violated = false;
-    if (!pod->labels.empty()) {  // a pod without labels matches no budget
-      for (std::size_t i : byNamespace.find(pod->ns)->second) {
-        const auto& pdb = pdbs[i];
+    auto budgets = pod->labels.empty() ? index.byNamespace.end()  // a pod without labels
+                                       : index.byNamespace.find(pod->ns);  // matches no budget
+    if (budgets != index.byNamespace.end()) {
+      for (std::size_t i : budgets->second) {
+        const auto& pdb = (*index.pdbs)[i];
         if (!pdb.selector->matches(pod->labels)) continue;
         // Already being disrupted, as the API server recorded: neither counted nor violating.
         if (pdb.disruptedPods.count(pod->name) != 0) continue;
-        if (--allowed[i] < 0) violated = true;  // every matching budget is charged
+        if (--remaining(i) < 0) violated = true;  // every matching budget is charged
       }
     }
     (violated ? violating : nonViolating).push_back(pod);
   }
+}
+
+void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods,
+                                const std::vector<PodDisruptionBudget>& pdbs,
+                                std::vector<const Pod*>& violating,
+                                std::vector<const Pod*>& nonViolating) {
+  filterPodsWithPdbViolation(pods, indexPdbs(pdbs), violating, nonViolating);
 }
 
 namespace {
@@ -282,8 +300,7 @@ std::vector<const Pod*> potentialVictims(const Pod& pod, const NodeInfo& node,
 // the incoming pod still fits (undoing the add when it does not). Those that cannot stay are
 // the victims.
 template <typename Stays>
-void reprieveInOrder(std::vector<const Pod*> potential,
-                     const std::vector<PodDisruptionBudget>& pdbs, Stays stays,
+void reprieveInOrder(std::vector<const Pod*> potential, const PdbIndex& pdbs, Stays stays,
                      VictimSelection& result) {
   std::sort(potential.begin(), potential.end(), moreImportant);
   std::vector<const Pod*> violating, nonViolating;
@@ -303,6 +320,11 @@ void reprieveInOrder(std::vector<const Pod*> potential,
 
 VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
                                     const std::vector<PodDisruptionBudget>& pdbs,
+                                    const Policy& policy) {
+  return selectVictimsOnNode(pod, node, indexPdbs(pdbs), policy);
+}
+
+VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node, const PdbIndex& pdbs,
                                     const Policy& policy) {
   VictimSelection result;
   const Demand d = demandOf(pod, *node.node, RequestConsumer::Scheduler);
@@ -333,6 +355,7 @@ VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
                                          const std::vector<PodDisruptionBudget>& pdbs,
                                          const Policy& policy) {
   VictimSelection result;
+  const PdbIndex index = indexPdbs(pdbs);
   const Demand d = demandOf(pod, *node.node, RequestConsumer::Scheduler);
   const std::vector<const Pod*> potential = potentialVictims(pod, node, policy);
   // Fit with `removed` gone, recomputed from every pod each time.
@@ -356,7 +379,7 @@ VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
   result.fits = true;
   std::vector<const Pod*> removed = potential;
   reprieveInOrder(
-      potential, pdbs,
+      potential, index,
       [&](const Pod* p) {
         std::vector<const Pod*> without;
         for (const Pod* r : removed) {
@@ -544,9 +567,10 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
   }
   // 3. Candidates on every node.
   std::vector<PreemptionCandidate> candidates;
+  const PdbIndex pdbIndex = indexPdbs(pdbs);
   for (const auto& info : cluster.nodes) {
     if (filteredOut(pod, *info.node)) continue;
-    VictimSelection s = selectVictimsOnNode(pod, info, pdbs, policy);
+    VictimSelection s = selectVictimsOnNode(pod, info, pdbIndex, policy);
     if (!s.fits || s.victims.empty()) continue;
     candidates.push_back(PreemptionCandidate{info.node, std::move(s.victims), s.numPDBViolations});
   }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "policy/model.h"
@@ -59,10 +60,24 @@ VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
                                     const std::vector<PodDisruptionBudget>& pdbs,
                                     const Policy& policy);
 
+// The budgets that can select anything, by namespace: built once, used for many victim
+// selections. Refers into `pdbs`, which must outlive it.
+struct PdbIndex {
+  const std::vector<PodDisruptionBudget>* pdbs = nullptr;
+  std::unordered_map<std::string_view, std::vector<std::size_t>> byNamespace;
+};
+PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs);
+PdbIndex indexPdbs(std::vector<PodDisruptionBudget>&&) = delete;  // the index would dangle
+VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node, const PdbIndex& pdbs,
+                                    const Policy& policy);
+
 // The scheduler's filterPodsWithPDBViolation: splits `pods` (most important first) into those
 // whose eviction would violate a budget and those whose would not, each keeping its order.
 void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods,
                                 const std::vector<PodDisruptionBudget>& pdbs,
+                                std::vector<const Pod*>& violating,
+                                std::vector<const Pod*>& nonViolating);
+void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods, const PdbIndex& index,
                                 std::vector<const Pod*>& violating,
                                 std::vector<const Pod*>& nonViolating);
 
