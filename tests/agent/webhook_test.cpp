@@ -56,6 +56,7 @@ struct PodArgs {
   std::string priorityClass;
   std::string preemptionPolicy;
   bool terminating = false;
+  bool disruptionTarget = false;  // condition DisruptionTarget=True, PreemptionByScheduler
   std::string startTime = "2026-01-01T00:00:00Z";
   json labels = json::object();
   json nodeSelector = json::object();
@@ -81,6 +82,11 @@ json podJson(const std::string& ns, const std::string& name, const PodArgs& a) {
   if (!a.preemptionPolicy.empty()) pod["spec"]["preemptionPolicy"] = a.preemptionPolicy;
   if (!a.nodeSelector.empty()) pod["spec"]["nodeSelector"] = a.nodeSelector;
   if (a.terminating) pod["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z";
+  if (a.disruptionTarget) {
+    pod["status"]["conditions"] = json::array({{{"type", "DisruptionTarget"},
+                                                {"status", "True"},
+                                                {"reason", "PreemptionByScheduler"}}});
+  }
   if (!a.node.empty()) pod["status"]["startTime"] = a.startTime;
   return pod;
 }
@@ -473,6 +479,42 @@ TEST_CASE("a second review while the victims terminate waits and does not evict 
   f.cache.reset(std::move(gone));
   CHECK(f.review("u-3", "ns", "high", "node-1")["allowed"] == true);
   CHECK(f.actions.calls.size() == 2);
+}
+
+TEST_CASE("async preemption: nominated before its victims are deleted, the pod waits, no eviction") {
+  // The scheduler (SchedulerAsyncPreemption, on since 1.33) nominated high to node-1 and
+  // marked low-b DisruptionTarget=True before deleting it; the binding arrives in between.
+  json pods = json::array();
+  pods.push_back(podJson("ns", "mid", {.node = "node-1", .memory = "1Gi", .priority = 500}));
+  pods.push_back(podJson("ns", "low-a", {.node = "node-1", .memory = "1536Mi", .priority = 10}));
+  pods.push_back(podJson(
+      "ns", "low-b",
+      {.node = "node-1", .memory = "1536Mi", .priority = 10, .disruptionTarget = true}));
+  pods.push_back(
+      podJson("ns", "high", {.nominated = "node-1", .memory = "1536Mi", .priority = 1000}));
+  Fixture f(snapshotOf(json::array({nodeJson("node-1")}), pods));
+  const json response = f.review("u-async", "ns", "high", "node-1");
+  CHECK(response["allowed"] == false);
+  REQUIRE(f.records.size() == 1);
+  CHECK(f.records[0].verdict == "wait");
+  CHECK_FALSE(f.records[0].acted);
+  CHECK(f.actions.calls.empty());  // low-b is the scheduler's to delete, not ours to evict again
+}
+
+TEST_CASE("a nomination as a plain reservation (1.35): the pod's own does not count against it") {
+  // res (prio 100, 2.5Gi) reserved node-1 (NominatedNodeNameForExpectation) where mid holds
+  // 1Gi of 4Gi: it fits once, and would not if its reservation were counted beside it.
+  json pods = json::array();
+  pods.push_back(podJson("ns", "mid", {.node = "node-1", .memory = "1Gi", .priority = 500}));
+  pods.push_back(podJson("ns", "res", {.nominated = "node-1", .memory = "2560Mi", .priority = 100}));
+  pods.push_back(podJson("ns", "other", {.memory = "1Gi", .priority = 50}));
+  Fixture f(snapshotOf(json::array({nodeJson("node-1")}), pods));
+  CHECK(f.review("u-res", "ns", "res", "node-1")["allowed"] == true);
+  CHECK(f.actions.calls.empty());
+  // Another, lower-priority pod may not take the reserved room.
+  const json other = f.review("u-other", "ns", "other", "node-1");
+  CHECK(other["allowed"] == false);
+  CHECK(other["status"]["reason"] == "OutOfmemory");
 }
 
 TEST_CASE("a repeated review before the cache shows the eviction does not evict twice") {
