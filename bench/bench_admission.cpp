@@ -307,6 +307,7 @@ class ClusterGenerator {
       } else {
         sel.matchExpressions = {{"app", "In", {w.app, w.app + "-canary"}}, {"tier", "Exists", {}}};
       }
+      sel.matchLabelsBloom = policy::labelBloom(sel.matchLabels);  // as parsePodDisruptionBudget
       pdb.selector = std::move(sel);
       const double a = rng_.unit();
       pdb.disruptionsAllowed = a < params_.pdbNone ? 0 : a < 0.8 ? 1 : 2;

@@ -90,17 +90,26 @@ bool samePod(const Pod& a, const Pod& b) {
   return sameText(a.key, b.key);
 }
 
+// The incoming pod's own entry among the node's bound pods, if it has one: found once, so
+// the passes over the node compare pointers.
+const Pod* selfOn(const Pod& pod, const NodeInfo& node) {
+  for (const Pod* p : node.pods) {
+    if (samePod(*p, pod)) return p;
+  }
+  return nullptr;
+}
+
 // Pods counted on the node for `pod`: every pod bound there (terminating ones too, unless
-// excluded) and the pods nominated there with priority >= its own.
+// excluded) and the pods nominated there with priority >= its own. `self` is selfOn().
 std::vector<std::int64_t> usageFor(const Pod& pod, const NodeInfo& node, const Demand& d,
-                                   bool withTerminating) {
+                                   bool withTerminating, const Pod* self) {
   std::vector<std::int64_t> used(d.names.size(), 0);
   for (const Pod* p : node.pods) {
-    if (samePod(*p, pod) || (!withTerminating && p->leaving())) continue;
+    if (p == self || (!withTerminating && p->leaving())) continue;
     addUsage(d, *p, used, +1);
   }
   for (const Pod* p : node.nominated) {
-    if (samePod(*p, pod) || p->priority < pod.priority) continue;
+    if (p->priority < pod.priority || samePod(*p, pod)) continue;
     addUsage(d, *p, used, +1);
   }
   return used;
@@ -263,7 +272,7 @@ void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods, const PdbIn
     if (budgets != index.byNamespace.end()) {
       for (std::size_t i : budgets->second) {
         const auto& pdb = (*index.pdbs)[i];
-        if (!pdb.selector->matches(pod->labels)) continue;
+        if (!pdb.selector->matches(pod->labels, pod->labelsBloom)) continue;
         // Already being disrupted, as the API server recorded: neither counted nor violating.
         if (pdb.disruptedPods.count(pod->name) != 0) continue;
         if (--remaining(i) < 0) violated = true;  // every matching budget is charged
@@ -282,15 +291,19 @@ void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods,
 
 namespace {
 
-// SelectVictimsOnNode's first step: the pods the scheduler may preempt for `pod` here.
+// SelectVictimsOnNode's first step: may the scheduler preempt `p` for `pod`?
+bool isPotentialVictim(const Pod& p, const Pod& pod, const Policy& policy) {
+  if (p.leaving() || p.priority >= pod.priority) return false;
+  if (p.critical && !pod.critical) return false;
+  if (p.priority >= policy.neverEvictPriority) return false;
+  return !samePod(p, pod);
+}
+
 std::vector<const Pod*> potentialVictims(const Pod& pod, const NodeInfo& node,
                                          const Policy& policy) {
   std::vector<const Pod*> potential;
   for (const Pod* p : node.pods) {
-    if (samePod(*p, pod) || p->leaving() || p->priority >= pod.priority) continue;
-    if (p->critical && !pod.critical) continue;
-    if (p->priority >= policy.neverEvictPriority) continue;
-    potential.push_back(p);
+    if (isPotentialVictim(*p, pod, policy)) potential.push_back(p);
   }
   return potential;
 }
@@ -328,12 +341,25 @@ VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node, const 
                                     const Policy& policy) {
   VictimSelection result;
   const Demand d = demandOf(pod, *node.node, RequestConsumer::Scheduler);
-  std::vector<std::int64_t> used = usageFor(pod, node, d, /*withTerminating=*/true);
-  const std::vector<const Pod*> potential = potentialVictims(pod, node, policy);
-  for (const Pod* p : potential) addUsage(d, *p, used, -1);
+  // One pass: the potential victims, and what every other pod holds.
+  std::vector<const Pod*> potential;
+  std::vector<std::int64_t> used(d.names.size(), 0);
+  const Pod* self = nullptr;
+  for (const Pod* p : node.pods) {
+    if (isPotentialVictim(*p, pod, policy)) {
+      potential.push_back(p);
+    } else if (self == nullptr && samePod(*p, pod)) {
+      self = p;
+    } else {
+      addUsage(d, *p, used, +1);
+    }
+  }
+  for (const Pod* p : node.nominated) {
+    if (p->priority >= pod.priority && !samePod(*p, pod)) addUsage(d, *p, used, +1);
+  }
   int misfit = firstMisfit(d, used);
   if (potential.empty() || misfit >= 0) {
-    if (misfit < 0) misfit = firstMisfit(d, usageFor(pod, node, d, true));
+    if (misfit < 0) misfit = firstMisfit(d, usageFor(pod, node, d, true, self));
     result.failedResource = misfit >= 0 ? d.names[std::size_t(misfit)] : "";
     return result;
   }
@@ -440,7 +466,20 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
   // 4. Resource fit, counting nominated pods of equal or higher priority; the pods already
   //    here count what the kubelet allocated or applied, whichever is larger.
   const Demand d = demandOf(pod, *node.node, RequestConsumer::Kubelet);
-  const std::vector<std::int64_t> used = usageFor(pod, node, d, /*withTerminating=*/true);
+  std::vector<std::int64_t> used(d.names.size(), 0);
+  std::vector<std::int64_t> leaving(d.names.size(), 0);  // what terminating pods will free
+  const Pod* self = nullptr;
+  for (const Pod* p : node.pods) {
+    if (self == nullptr && samePod(*p, pod)) {
+      self = p;
+      continue;
+    }
+    addUsage(d, *p, used, +1);
+    if (p->leaving()) addUsage(d, *p, leaving, +1);
+  }
+  for (const Pod* p : node.nominated) {
+    if (p->priority >= pod.priority && !samePod(*p, pod)) addUsage(d, *p, used, +1);
+  }
   const int misfit = firstMisfit(d, used);
   if (misfit < 0) {
     out.verdict = Verdict::Admit;
@@ -452,7 +491,9 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
   // 5. A pod that may not preempt is turned away.
   if (pod.preemptionPolicy == PreemptionPolicy::Never) return reject(reason, message);
   // 6. Room that terminating pods are about to free.
-  if (firstMisfit(d, usageFor(pod, node, d, /*withTerminating=*/false)) < 0) {
+  std::vector<std::int64_t> staying = used;
+  for (std::size_t i = 0; i < staying.size(); ++i) staying[i] -= leaving[i];
+  if (firstMisfit(d, staying) < 0) {
     out.verdict = Verdict::Wait;
     out.reason = reason;
     out.message = message + "; it fits once the terminating pods on the node are gone";
@@ -532,7 +573,7 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
   auto fits = [&](const NodeInfo& info) {
     if (filteredOut(pod, *info.node)) return false;
     const Demand d = demandOf(pod, *info.node, RequestConsumer::Scheduler);
-    return firstMisfit(d, usageFor(pod, info, d, true)) < 0;
+    return firstMisfit(d, usageFor(pod, info, d, true, selfOn(pod, info))) < 0;
   };
   const NodeInfo* fitting = nullptr;
   if (!pod.nominatedNodeName.empty()) {

@@ -296,6 +296,17 @@ bool tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
   return false;
 }
 
+std::uint64_t labelBloom(const std::map<std::string, std::string>& labels) {
+  std::uint64_t bloom = 0;
+  const std::hash<std::string_view> hash;
+  for (const auto& [key, value] : labels) {
+    const std::size_t h = hash(key) * 31 + hash(value);
+    bloom |= std::uint64_t(1) << (h & 63);
+    bloom |= std::uint64_t(1) << ((h >> 6) & 63);
+  }
+  return bloom;
+}
+
 bool LabelSelector::matches(const std::map<std::string, std::string>& labels) const {
   for (const auto& [key, value] : matchLabels) {
     auto it = labels.find(key);
@@ -336,6 +347,7 @@ std::optional<Pod> parsePod(const Json& json, const std::string& path, Diagnosti
   if (pod.ns.empty()) pod.ns = "default";
   pod.uid = meta.string("uid").value_or("");
   pod.labels = meta.stringMap("labels");
+  pod.labelsBloom = labelBloom(pod.labels);
   pod.annotations = meta.stringMap("annotations");
   if (auto deletion = meta.string("deletionTimestamp")) {
     pod.terminating = true;
@@ -496,6 +508,7 @@ std::optional<PodDisruptionBudget> parsePodDisruptionBudget(const Json& json,
       }
       selector.matchExpressions.push_back(std::move(req));
     });
+    selector.matchLabelsBloom = labelBloom(selector.matchLabels);
     pdb.selector = std::move(selector);
   }
   JsonObject status = obj.object("status");
@@ -733,6 +746,7 @@ void resolveRequests(Pod& pod) {
 
 void resolvePod(Pod& pod, const std::vector<PriorityClass>& classes) {
   pod.key = pod.ns + "/" + pod.name;
+  pod.labelsBloom = labelBloom(pod.labels);
   const PriorityClass* globalDefault = nullptr;
   for (const auto& c : classes) {
     if (c.globalDefault) globalDefault = &c;

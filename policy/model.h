@@ -63,6 +63,8 @@ struct Pod {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   bool terminating = false;  // metadata.deletionTimestamp is set
+  // labelBloom(labels), set by parsePod and resolvePod; 0: not computed.
+  std::uint64_t labelsBloom = 0;
   std::string nodeName;
   std::optional<std::int32_t> specPriority;
   std::string priorityClassName;
@@ -159,10 +161,22 @@ struct LabelSelectorRequirement {
   std::vector<std::string> values;
 };
 
+// Two bits of 64 per label pair: a cheap "cannot match" test before a selector's lookups.
+std::uint64_t labelBloom(const std::map<std::string, std::string>& labels);
+
 struct LabelSelector {
   std::map<std::string, std::string> matchLabels;
   std::vector<LabelSelectorRequirement> matchExpressions;
+  // labelBloom(matchLabels), set by the parser; 0: not computed (no shortcut is taken).
+  std::uint64_t matchLabelsBloom = 0;
   bool matches(const std::map<std::string, std::string>& labels) const;
+  // matches(), first rejecting a pod that lacks a required pair by the blooms alone.
+  bool matches(const std::map<std::string, std::string>& labels, std::uint64_t labelsBloom) const {
+    if (matchLabelsBloom != 0 && labelsBloom != 0 && (matchLabelsBloom & ~labelsBloom) != 0) {
+      return false;
+    }
+    return matches(labels);
+  }
 };
 
 struct PodDisruptionBudget {
