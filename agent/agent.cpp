@@ -994,6 +994,19 @@ HttpResponse Agent::handle(const HttpRequest& request) {
     if (!ready_) return errorResponse(503, "no full scan yet");
     return jsonResponse(200, stateJson());
   }
+  if (path == "/v1/admit" || path == "/v1/admission-review") {
+    if (!options_.admissionRoutes) {
+      return errorResponse(404, "no such path: " + path +
+                                    " (the admission routes are off: start the agent with "
+                                    "--admission-routes)");
+    }
+    if (options_.http && !options_.http->tlsClientCaFile.empty() &&
+        !request.clientCertificateVerified) {
+      return errorResponse(403, request.method + " " + path +
+                                    " needs a client certificate signed by the --tls-client-ca "
+                                    "authority");
+    }
+  }
   if (path == "/v1/admit") {
     if (request.method != "POST") return methodNotAllowed();
     if (!ready_) return errorResponse(503, "no full scan yet");
@@ -1022,8 +1035,10 @@ HttpResponse Agent::handle(const HttpRequest& request) {
     return reviewBinding(request);
   }
   return errorResponse(404, "no such path: " + path +
-                                " (try /healthz, /readyz, /metrics, /v1/state, POST /v1/admit, "
-                                "POST /v1/admission-review)");
+                                (options_.admissionRoutes
+                                     ? " (try /healthz, /readyz, /metrics, /v1/state, POST "
+                                       "/v1/admit, POST /v1/admission-review)"
+                                     : " (try /healthz, /readyz, /metrics, /v1/state)"));
 }
 
 }  // namespace nodewarden::agent

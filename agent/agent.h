@@ -57,6 +57,10 @@ struct AgentOptions {
   // Overrides the policy's housekeepingInterval when set (benchmarks: the kubelet's 10 s).
   std::optional<std::chrono::milliseconds> intervalOverride;
   std::optional<HttpServerOptions> http;  // nullopt: no HTTP server
+  // POST /v1/admit and /v1/admission-review can lead to evictions: served only when set
+  // (otherwise 404), and, when http->tlsClientCaFile is set, only to a client whose
+  // certificate verified (otherwise 403). CONTRACT §7.
+  bool admissionRoutes = false;
   bool systemdNotify = true;              // sd_notify READY/STATUS/WATCHDOG when under systemd
   // What a `preempt` verdict at POST /v1/admission-review does (evict the victims, nominate
   // the pod): the API writer with --source kubernetes; null: verdicts only, nothing acts.

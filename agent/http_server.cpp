@@ -140,7 +140,9 @@ std::string sslReason(const beast::error_code& ec) {
 Result<std::shared_ptr<asio::ssl::context>> makeTlsContext(const std::string& certFile,
                                                            const std::string& certPem,
                                                            const std::string& keyFile,
-                                                           const std::string& keyPem) {
+                                                           const std::string& keyPem,
+                                                           const std::string& caFile,
+                                                           const std::string& caPem) {
   std::shared_ptr<asio::ssl::context> context;
   try {
     context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
@@ -194,6 +196,29 @@ Result<std::shared_ptr<asio::ssl::context>> makeTlsContext(const std::string& ce
     return Error{"TLS key " + keyFile + ": not a usable unencrypted PEM private key (" +
                  (ec ? sslReason(ec) : std::string("rejected by OpenSSL")) + ")"};
   }
+  if (!caFile.empty()) {
+    // Every certificate of the bundle is trusted for client authentication.
+    BIO* bio = BIO_new_mem_buf(caPem.data(), static_cast<int>(caPem.size()));
+    int loaded = 0;
+    X509_STORE* store = SSL_CTX_get_cert_store(native);
+    STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
+    while (bio != nullptr) {
+      X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+      if (cert == nullptr) break;
+      if (X509_STORE_add_cert(store, cert) == 1) ++loaded;
+      if (names != nullptr) sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(cert)));
+      X509_free(cert);
+    }
+    if (bio != nullptr) BIO_free(bio);
+    ::ERR_clear_error();
+    if (loaded == 0) {
+      if (names != nullptr) sk_X509_NAME_pop_free(names, X509_NAME_free);
+      return Error{"TLS client CA " + caFile + ": no usable PEM certificate in it"};
+    }
+    if (names != nullptr) SSL_CTX_set_client_CA_list(native, names);
+    // Ask for a certificate, fail the handshake on a bad one, accept none (probes).
+    SSL_CTX_set_verify(native, SSL_VERIFY_PEER, nullptr);
+  }
   return context;
 }
 
@@ -218,7 +243,7 @@ class SessionBase {
 // The loaded certificate pair and what it was loaded from.
 struct TlsState {
   std::shared_ptr<SslContext> context;  // new sessions take a reference
-  std::string certPem, keyPem;          // the files' content when loaded
+  std::string certPem, keyPem, caPem;   // the files' content when loaded
   // The last content that failed to load (reported once).
   std::optional<std::pair<std::string, std::string>> failed;
   std::chrono::steady_clock::time_point lastCheck{};
@@ -451,6 +476,15 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       }
     }
     in.body = std::move(request.body());
+    if constexpr (kTls) {
+      // With SSL_VERIFY_PEER a presented certificate that does not verify fails the
+      // handshake, so one that is here verified.
+      X509* peer = SSL_get1_peer_certificate(stream_.native_handle());
+      in.clientCertificateVerified =
+          peer != nullptr && SSL_get_verify_result(stream_.native_handle()) == X509_V_OK &&
+          !server_->options.tlsClientCaFile.empty();
+      if (peer != nullptr) X509_free(peer);
+    }
 
     HttpResponse out;
     try {
@@ -666,15 +700,23 @@ Result<bool> HttpServerState::loadTls(bool reportFailure) {
   tls.lastCheck = std::chrono::steady_clock::now();
   auto cert = readPemFile(options.tlsCertFile, "TLS certificate");
   auto key = cert ? readPemFile(options.tlsKeyFile, "TLS key") : Result<std::string>(cert.error());
+  Result<std::string> ca = std::string();
+  if (cert && key && !options.tlsClientCaFile.empty()) {
+    ca = readPemFile(options.tlsClientCaFile, "TLS client CA");
+    if (!ca) key = ca.error();
+  }
   Result<std::shared_ptr<SslContext>> context = Error{""};
   if (cert && key) {
-    if (tls.context && *cert == tls.certPem && *key == tls.keyPem) return false;
+    if (tls.context && *cert == tls.certPem && *key == tls.keyPem && *ca == tls.caPem) {
+      return false;
+    }
     // The same bad content again: reported already.
     if (reportFailure && tls.failed && *cert == tls.failed->first && *key == tls.failed->second) {
       return Error{"TLS certificate " + options.tlsCertFile + " and key " + options.tlsKeyFile +
                    ": still the pair that failed to load"};
     }
-    context = makeTlsContext(options.tlsCertFile, *cert, options.tlsKeyFile, *key);
+    context = makeTlsContext(options.tlsCertFile, *cert, options.tlsKeyFile, *key,
+                             options.tlsClientCaFile, *ca);
   }
   Error failure = !cert ? cert.error() : !key ? key.error() : !context ? context.error() : Error{};
   if (!cert || !key || !context) {
@@ -688,6 +730,7 @@ Result<bool> HttpServerState::loadTls(bool reportFailure) {
   tls.context = std::move(context).value();
   tls.certPem = std::move(cert).value();
   tls.keyPem = std::move(key).value();
+  tls.caPem = std::move(ca).value();
   tls.failed.reset();
   return true;
 }

@@ -60,6 +60,8 @@ struct HttpRequest {
   std::string body;    // the whole body (at most bodyLimit bytes), de-chunked
   // Header fields by lower-case name; repeated fields are joined with ", " (RFC 9110 §5.3).
   std::map<std::string, std::string> headers;
+  // HTTPS with tlsClientCaFile: the client presented a certificate that verified against it.
+  bool clientCertificateVerified = false;
 };
 
 // The handler's answer. The server adds Server: nodewarden, Content-Length and Connection.
@@ -88,6 +90,11 @@ struct HttpServerOptions {
   // must not be encrypted.
   std::string tlsCertFile;
   std::string tlsKeyFile;
+  // Optional, with the pair: PEM CA certificates. A client certificate is then asked for and,
+  // when one is presented, verified against them (a bad one fails the handshake); whether the
+  // request came with one is HttpRequest::clientCertificateVerified, so probes without one
+  // still reach the routes that do not need it.
+  std::string tlsClientCaFile;
   // How often, at most, the files are compared with the loaded pair when a connection
   // arrives (zero: on every connection); false disables the automatic check.
   bool tlsAutoReload = true;

@@ -1,5 +1,6 @@
 // `nodewarden agent`: options → hierarchy, pod source, actuator → the Agent on one loop.
 #include <unistd.h>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <iostream>
@@ -21,7 +22,8 @@ const char* kAgentUsage =
     "usage: nodewarden agent [--policy FILE] [--node NAME] [--source kubernetes|static]\n"
     "                        [--manifests DIR] [--kubeconfig FILE] [--cgroup-root DIR]\n"
     "                        [--kubepods-cgroup PATH] [--listen ADDR:PORT] [--dry-run]\n"
-    "                        [--log-format text|json]\n"
+    "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
+    "                        [--admission-routes] [--log-format text|json]\n"
     "\n"
     "Watches this node's pod cgroups and evicts pods, in the policy's order, before the\n"
     "kernel's OOM killer has to act. Runs until SIGTERM or SIGINT; SIGHUP reloads the policy\n"
@@ -48,9 +50,18 @@ const char* kAgentUsage =
     "                         /host/sys/fs/cgroup in a DaemonSet).\n"
     "  --kubepods-cgroup PATH the pods' parent cgroup below each hierarchy root. Default:\n"
     "                         kubepods.slice or kubepods, whichever exists.\n"
-    "  --listen ADDR:PORT     HTTP: /healthz /readyz /metrics /v1/state, POST /v1/admit and\n"
-    "                         /v1/admission-review (default 127.0.0.1:10290; 'off' disables\n"
-    "                         it; a DaemonSet listens on 0.0.0.0 for the kubelet's probes).\n"
+    "  --listen ADDR:PORT     HTTP: /healthz /readyz /metrics /v1/state, and with\n"
+    "                         --admission-routes POST /v1/admit and /v1/admission-review\n"
+    "                         (default 127.0.0.1:10290; 'off' disables it; a DaemonSet listens\n"
+    "                         on 0.0.0.0 for the kubelet's probes).\n"
+    "  --admission-routes     serve POST /v1/admit and /v1/admission-review, which can lead to\n"
+    "                         evictions (off by default: 404). Beyond a loopback --listen\n"
+    "                         they need --tls-client-ca (else exit 2).\n"
+    "  --tls-cert FILE, --tls-key FILE\n"
+    "                         serve HTTPS with this PEM pair (reloaded when the files change).\n"
+    "  --tls-client-ca FILE   CA certificates (PEM): the admission routes then answer only a\n"
+    "                         client whose certificate they sign (403 otherwise); probes and\n"
+    "                         /metrics need none.\n"
     "  --dry-run              decide and log evictions, never signal a process.\n"
     "  --log-format text|json one line per event: logfmt-style text (default) or JSON lines.\n"
     "  --nodefs PATH          the filesystem of nodefs signals (default /var/lib/kubelet;\n"
@@ -64,6 +75,14 @@ const char* kAgentUsage =
 constexpr std::chrono::seconds kInitialSyncWait{10};
 constexpr std::chrono::seconds kDrainWait{5};
 
+// 127.0.0.0/8, ::1 and "localhost": only this host can connect.
+bool isLoopbackAddress(const std::string& address) {
+  if (address == "localhost") return true;
+  boost::system::error_code ec;
+  const auto ip = boost::asio::ip::make_address(address, ec);
+  return !ec && ip.is_loopback();
+}
+
 std::string defaultNodeName() {
   if (const char* env = std::getenv("NODE_NAME"); env != nullptr && *env != '\0') return env;
   char host[256] = {};
@@ -76,8 +95,9 @@ std::string defaultNodeName() {
 int runAgent(const std::vector<std::string>& argv) {
   auto args = parseArgs(argv,
                         {"policy", "node", "source", "manifests", "kubeconfig", "cgroup-root",
-                         "kubepods-cgroup", "listen", "log-format", "nodefs", "imagefs"},
-                        {"dry-run", "help", "no-notifications"});
+                         "kubepods-cgroup", "listen", "log-format", "nodefs", "imagefs",
+                         "tls-cert", "tls-key", "tls-client-ca"},
+                        {"dry-run", "help", "no-notifications", "admission-routes"});
   if (!args) {
     std::cerr << "nodewarden agent: " << args.error().message << "\n\n" << kAgentUsage;
     return kExitUsage;
@@ -151,7 +171,31 @@ int runAgent(const std::vector<std::string>& argv) {
     HttpServerOptions http;
     http.address = address->first;
     http.port = address->second;
+    http.tlsCertFile = args->value("tls-cert").value_or("");
+    http.tlsKeyFile = args->value("tls-key").value_or("");
+    http.tlsClientCaFile = args->value("tls-client-ca").value_or("");
+    if (http.tlsCertFile.empty() != http.tlsKeyFile.empty()) {
+      std::cerr << "nodewarden agent: --tls-cert and --tls-key go together (both or neither)\n";
+      return kExitUsage;
+    }
+    if (!http.tlsClientCaFile.empty() && http.tlsCertFile.empty()) {
+      std::cerr << "nodewarden agent: --tls-client-ca needs --tls-cert and --tls-key (client "
+                   "certificates are verified over TLS only)\n";
+      return kExitUsage;
+    }
+    options.admissionRoutes = args->flag("admission-routes");
+    // CONTRACT §7: beyond loopback, routes that can evict answer only a verified client.
+    if (options.admissionRoutes && !isLoopbackAddress(http.address) &&
+        http.tlsClientCaFile.empty()) {
+      std::cerr << "nodewarden agent: --admission-routes on " << listen
+                << " (not loopback) needs TLS with a verified client certificate: add "
+                   "--tls-client-ca FILE with --tls-cert FILE and --tls-key FILE\n";
+      return kExitUsage;
+    }
     options.http = http;
+  } else if (args->flag("admission-routes")) {
+    std::cerr << "nodewarden agent: --admission-routes needs the HTTP server (--listen is off)\n";
+    return kExitUsage;
   }
 
   auto policy = loadPolicy(options.policyPath ? &*options.policyPath : nullptr);

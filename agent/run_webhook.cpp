@@ -24,7 +24,8 @@ namespace {
 
 const char* kWebhookUsage =
     "usage: nodewarden webhook [--policy FILE] [--kubeconfig FILE] [--listen ADDR:PORT]\n"
-    "                          [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n"
+    "                          [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
+    "                          [--log-format text|json]\n"
     "\n"
     "The binding admission webhook: the API server asks it about every pods/binding (the\n"
     "scheduler placing a pod on a node), and it answers with nodewarden's admission verdict\n"
@@ -48,6 +49,9 @@ const char* kWebhookUsage =
     "  --tls-cert FILE        the serving certificate (PEM, chain allowed), valid for\n"
     "                         <service>.<namespace>.svc; needs --tls-key.\n"
     "  --tls-key FILE         its private key (PEM, unencrypted).\n"
+    "  --tls-client-ca FILE   CA certificates (PEM): POST /v1/admission-review then needs a\n"
+    "                         client certificate they sign (the API server's, named in its\n"
+    "                         AdmissionConfiguration); probes and /metrics do not.\n"
     "                         Without both, plain HTTP (the API server will not call it; for\n"
     "                         tests or behind a TLS-terminating proxy only).\n"
     "  --log-format text|json one line per event: logfmt-style text (default) or JSON lines.\n"
@@ -96,7 +100,8 @@ struct Watched {
 
 int runWebhook(const std::vector<std::string>& argv) {
   auto args = parseArgs(
-      argv, {"policy", "kubeconfig", "listen", "tls-cert", "tls-key", "log-format"}, {"help"});
+      argv, {"policy", "kubeconfig", "listen", "tls-cert", "tls-key", "tls-client-ca", "log-format"},
+      {"help"});
   if (!args) {
     std::cerr << "nodewarden webhook: " << args.error().message << "\n\n" << kWebhookUsage;
     return kExitUsage;
@@ -127,6 +132,12 @@ int runWebhook(const std::vector<std::string>& argv) {
   }
   if ((tlsCert && tlsCert->empty()) || (tlsKey && tlsKey->empty())) {
     std::cerr << "nodewarden webhook: --tls-cert and --tls-key need file names\n";
+    return kExitUsage;
+  }
+  const auto tlsClientCa = args->value("tls-client-ca");
+  if (tlsClientCa && (tlsClientCa->empty() || !tlsCert)) {
+    std::cerr << "nodewarden webhook: --tls-client-ca needs a file name and --tls-cert/--tls-key "
+                 "(client certificates are verified over TLS only)\n";
     return kExitUsage;
   }
   const std::string listen = args->value("listen").value_or("0.0.0.0:8443");
@@ -205,7 +216,15 @@ int runWebhook(const std::vector<std::string>& argv) {
   auto route = [&](const HttpRequest& request) -> HttpResponse {
     const std::string path = request.target.substr(0, request.target.find('?'));
     const bool get = request.method == "GET" || request.method == "HEAD";
-    if (path == "/v1/admission-review") return webhook.handle(request);
+    if (path == "/v1/admission-review") {
+      // With --tls-client-ca only a client with a verified certificate (the API server, as its
+      // admission configuration names one) may ask for a decision that can evict.
+      if (tlsClientCa && !request.clientCertificateVerified) {
+        return errorAnswer(403, "POST /v1/admission-review needs a client certificate signed by "
+                                "the --tls-client-ca authority");
+      }
+      return webhook.handle(request);
+    }
     if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
       if (!get) return errorAnswer(405, request.method + " is not allowed on " + path);
     }
@@ -240,6 +259,7 @@ int runWebhook(const std::vector<std::string>& argv) {
   http.maxConnections = 256;
   http.tlsCertFile = tlsCert.value_or("");
   http.tlsKeyFile = tlsKey.value_or("");
+  http.tlsClientCaFile = tlsClientCa.value_or("");
   http.onProblem = [](const std::string& problem) {
     logEvent(LogLevel::Warn, "http-problem", {{"problem", problem}});
   };

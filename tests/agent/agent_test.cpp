@@ -80,7 +80,8 @@ struct Harness {
   RecordingActuator* recorder = nullptr;
   std::unique_ptr<Agent> agent;
 
-  Harness(const Tree& tree, const std::string& policyText, bool dryRun = false) {
+  Harness(const Tree& tree, const std::string& policyText, bool dryRun = false,
+          bool admissionRoutes = true) {
     write(tree.policyFile, policyText);
     policy::Diagnostics diagnostics;
     auto policy = policy::parsePolicyText(policyText, diagnostics);
@@ -98,6 +99,7 @@ struct Harness {
     options.notifications = false;
     options.systemdNotify = false;
     options.dryRun = dryRun;
+    options.admissionRoutes = admissionRoutes;
     agent = std::make_unique<Agent>(
         io, options, *policy, cgroups::PodCgroups(*hierarchy, "kubepods"),
         std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
@@ -274,6 +276,25 @@ TEST_CASE("HTTP routes answer as CONTRACT §7 says, and bad requests get JSON er
   HttpResponse rejected = h.agent->handle({"POST", "/v1/admit", huge, {}});
   REQUIRE(rejected.status == 200);
   CHECK(policy::Json::parse(rejected.body)["verdict"] != "admit");
+}
+
+TEST_CASE("CONTRACT §7: without --admission-routes the routes that can evict are 404") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  tree.addPod("web", "00000000-0000-4000-8000-000000000005", "burstable", 1000, 100 * kMiB, "300Mi");
+  tree.setKubepods(100 * kMiB);
+  Harness h(tree, kPolicy, /*dryRun=*/false, /*admissionRoutes=*/false);
+  const std::string pod =
+      R"({"metadata":{"name":"new","namespace":"default","uid":"u-new"},"spec":{"priority":10,)"
+      R"("containers":[{"name":"c","resources":{"requests":{"memory":"100Mi"}}}]}})";
+  HttpResponse admit = h.agent->handle({"POST", "/v1/admit", pod, {}});
+  CHECK(admit.status == 404);
+  CHECK(policy::Json::parse(admit.body)["error"].get<std::string>().find("--admission-routes") !=
+        std::string::npos);
+  CHECK(h.agent->handle({"POST", "/v1/admission-review", "{}", {}}).status == 404);
+  // Everything else is served as before.
+  CHECK(h.agent->handle({"GET", "/healthz", "", {}}).status == 200);
+  CHECK(h.agent->handle({"GET", "/v1/state", "", {}}).status == 200);
 }
 
 TEST_CASE("log lines: logfmt text and JSON lines carry the decision's fields") {

@@ -939,6 +939,22 @@ class TlsClient {
     stream_.set_verify_callback(ssl::host_name_verification("127.0.0.1"));
   }
 
+  // Presents this certificate and key when the server asks for one.
+  void useCertificate(const Pem& pem) {
+    BIO* certBio = BIO_new_mem_buf(pem.cert.data(), static_cast<int>(pem.cert.size()));
+    X509* cert = PEM_read_bio_X509(certBio, nullptr, nullptr, nullptr);
+    BIO_free(certBio);
+    BIO* keyBio = BIO_new_mem_buf(pem.key.data(), static_cast<int>(pem.key.size()));
+    EVP_PKEY* key = PEM_read_bio_PrivateKey(keyBio, nullptr, nullptr, nullptr);
+    BIO_free(keyBio);
+    REQUIRE(cert != nullptr);
+    REQUIRE(key != nullptr);
+    REQUIRE(SSL_use_certificate(stream_.native_handle(), cert) == 1);
+    REQUIRE(SSL_use_PrivateKey(stream_.native_handle(), key) == 1);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+  }
+
   // Connects and handshakes; the handshake's error (timeout when it took too long).
   beast::error_code connect(std::uint16_t port, std::chrono::milliseconds limit = 2s) {
     const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
@@ -1194,4 +1210,51 @@ TEST_CASE("TLS: stop() lets run() return while TLS connections are open") {
   REQUIRE(handshaking.connect(server.port()));
   CHECK(eventually([&] { return server.openConnections() == 2; }));
   CHECK(server.stopAndJoin(2s));
+}
+
+TEST_CASE("TLS: with a client CA, a signed client certificate is verified; none is allowed; a stranger's fails") {
+  TlsFiles files;
+  const Pem server = makeSelfSigned("nodewarden-test");
+  const Pem apiServer = makeSelfSigned("kube-apiserver");  // the client, its own CA here
+  files.write(server);
+  files.writeFile("client-ca.crt", apiServer.cert);
+  HttpServerOptions options = tlsOptions(files);
+  options.tlsClientCaFile = files.path("client-ca.crt");
+  TestServer running(options, [](const HttpRequest& request) {
+    return HttpResponse{200, "text/plain", request.clientCertificateVerified ? "verified" : "none"};
+  });
+
+  TlsClient signed_(server.cert);
+  signed_.useCertificate(apiServer);
+  REQUIRE_FALSE(signed_.connect(running.port()));
+  auto verified = signed_.roundTrip(get("/v1/admission-review"));
+  REQUIRE(verified.has_value());
+  CHECK(verified->body() == "verified");
+
+  // A probe without a certificate still gets through, marked as such.
+  TlsClient probe(server.cert);
+  REQUIRE_FALSE(probe.connect(running.port()));
+  auto anonymous = probe.roundTrip(get("/healthz"));
+  REQUIRE(anonymous.has_value());
+  CHECK(anonymous->body() == "none");
+
+  // A certificate the CA did not sign fails the handshake.
+  TlsClient stranger(server.cert);
+  stranger.useCertificate(makeSelfSigned("intruder"));
+  const bool refused = stranger.connect(running.port()) ||
+                       !stranger.roundTrip(get("/healthz")).has_value();
+  CHECK(refused);
+}
+
+TEST_CASE("TLS: a client CA file that holds no certificate fails start() naming it") {
+  TlsFiles files;
+  files.write(makeSelfSigned("nodewarden-test"));
+  files.writeFile("client-ca.crt", "not a certificate\n");
+  HttpServerOptions options = tlsOptions(files);
+  options.tlsClientCaFile = files.path("client-ca.crt");
+  asio::io_context context;
+  nodewarden::agent::HttpServer server(context, options, routes);
+  auto started = server.start();
+  REQUIRE_FALSE(started.ok());
+  CHECK(started.error().message.find(files.path("client-ca.crt")) != std::string::npos);
 }

@@ -439,3 +439,27 @@ TEST_CASE("check-policy: containerfs thresholds are accepted and ignored with a 
                    ": evictionHard[\"containerfs.available\"]: ignored") != std::string::npos);
   CHECK(r.out.find("containerfs.available") == std::string::npos);
 }
+
+TEST_CASE("CONTRACT §7: the admission routes beyond loopback need a verified client certificate") {
+  // Refused before anything is read or served: exit 2 naming the flag.
+  Run open = run("agent --admission-routes --listen 0.0.0.0:0 --source static --manifests /nonexistent");
+  CHECK(open.status == 2);
+  CHECK(open.err.find("--tls-client-ca") != std::string::npos);
+  CHECK(open.out.empty());
+  Run ipv6 = run("agent --admission-routes --listen [::]:0 --source static --manifests /nonexistent");
+  CHECK(ipv6.status == 2);
+  Run noTls = run("agent --tls-client-ca ca.pem --source static --manifests /nonexistent");
+  CHECK(noTls.status == 2);
+  CHECK(noTls.err.find("--tls-cert") != std::string::npos);
+  Run halfPair = run("agent --tls-cert c.pem --source static --manifests /nonexistent");
+  CHECK(halfPair.status == 2);
+  Run off = run("agent --admission-routes --listen off --source static --manifests /nonexistent");
+  CHECK(off.status == 2);
+  Run webhook = run("webhook --tls-client-ca ca.pem");
+  CHECK(webhook.status == 2);
+  CHECK(webhook.err.find("--tls-client-ca") != std::string::npos);
+  // The help names the flags.
+  Run help = run("agent --help");
+  CHECK(help.out.find("--admission-routes") != std::string::npos);
+  CHECK(help.out.find("--tls-client-ca") != std::string::npos);
+}

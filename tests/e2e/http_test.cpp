@@ -61,6 +61,7 @@ TEST_CASE("HTTP: health, metrics, state, admission, and bad requests answered 40
   config.policyFile = policyFile;
   config.manifestsDir = manifests.path();
   config.kubepods = sandbox.kubepods();
+  config.extraArgs = {"--admission-routes"};  // POST /v1/admit is tested below
   AgentProcess agent(config);
 
   // On a cgroup v1 host the agent warns once at start, in the kubelet's words (its

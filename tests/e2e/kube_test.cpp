@@ -304,7 +304,9 @@ TEST_CASE("kubernetes source: a binding review at the agent preempts through the
 
   writeFile(files.file("kubeconfig"), kubeconfigFor(server, "", "e2e-token"));
   writeFile(files.file("policy.json"), kPolicy);
-  AgentProcess agent(kubeAgent(files.file("policy.json"), files.file("kubeconfig"), sandbox));
+  AgentConfig config = kubeAgent(files.file("policy.json"), files.file("kubeconfig"), sandbox);
+  config.extraArgs = {"--admission-routes"};  // loopback: no client certificate needed
+  AgentProcess agent(config);
   REQUIRE_MESSAGE(agent.waitForEvent("api-synced", 15s).has_value(), agent.logText());
 
   auto review = [&](const PodSpec& pod, const std::string& uid) {
