@@ -76,9 +76,9 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
-#include "agent/agent.h"
-#include "agent/log.h"
-#include "agent/pod_source.h"
+#include "node/agent.h"
+#include "server/log.h"
+#include "node/pod_source.h"
 #include "bench/bench_util.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/pods.h"

@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/http_server.h"
-#include "agent/webhook.h"
+#include "server/http_server.h"
+#include "webhook/webhook.h"
 #include "bench/bench_util.h"
 #include "kube/reflector.h"
 #include "policy/model.h"

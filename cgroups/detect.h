@@ -19,7 +19,7 @@
 #include <optional>
 #include <vector>
 
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

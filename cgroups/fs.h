@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

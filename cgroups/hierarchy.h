@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cgroups/parsers.h"
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

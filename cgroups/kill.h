@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cgroups/pods.h"
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

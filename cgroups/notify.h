@@ -10,7 +10,7 @@
 #include "cgroups/fs.h"
 #include "cgroups/parsers.h"
 #include "cgroups/pods.h"
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

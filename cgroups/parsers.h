@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

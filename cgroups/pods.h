@@ -25,7 +25,7 @@
 
 #include "cgroups/fs.h"
 #include "cgroups/hierarchy.h"
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

@@ -11,7 +11,7 @@
 #include "cgroups/parsers.h"
 #include "cgroups/pods.h"
 #include "policy/model.h"
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::kube {
 

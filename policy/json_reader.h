@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "policy/quantity.h"
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::policy {
 

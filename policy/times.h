@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::policy {
 

@@ -270,7 +270,7 @@ def main():
     parser.add_argument("--rate", type=int, default=150, help="hog growth, MiB/s")
     parser.add_argument("--peers", default="build/peers/root/usr/bin",
                         help="where fetch-peers.sh unpacked earlyoom and oomd")
-    parser.add_argument("--nodewarden", default="build/agent/nodewarden")
+    parser.add_argument("--nodewarden", default="build/nodewarden")
     parser.add_argument("--contenders",
                         default="kernel,earlyoom-default,earlyoom-calibrated,oomd,nodewarden")
     parser.add_argument("--out", help="write the results as JSON here")

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "agent/agent.h"
-#include "agent/log.h"
+#include "node/agent.h"
+#include "server/log.h"
 
 using namespace nodewarden;
 using namespace nodewarden::agent;

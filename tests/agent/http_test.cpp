@@ -1,7 +1,7 @@
 // The HTTP server over real sockets on 127.0.0.1 (port 0): the server runs its io_context on a
 // background thread, the client drives its own io_context with run_for, so every wait in here
 // is bounded in time and every loop in count.
-#include "agent/http_server.h"
+#include "server/http_server.h"
 
 #include <doctest/doctest.h>
 

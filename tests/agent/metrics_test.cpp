@@ -1,5 +1,5 @@
 // The Prometheus registry: exposition text compared with golden strings.
-#include "agent/metrics.h"
+#include "server/metrics.h"
 
 #include <doctest/doctest.h>
 

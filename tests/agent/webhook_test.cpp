@@ -1,7 +1,7 @@
 // The binding admission webhook: AdmissionReview parsing and answers for every verdict of
 // CONTRACT §5, the actions a verdict asks for (and never twice, never on dry runs), failing
 // open, malformed reviews, and the caches over a snapshot and over the reflectors' stores.
-#include "agent/webhook.h"
+#include "webhook/webhook.h"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/metrics.h"
+#include "server/metrics.h"
 #include "kube/reflector.h"
 #include "policy/model.h"
 

@@ -5,9 +5,9 @@
 #include <map>
 #include <sstream>
 
-#include "agent/cli.h"
-#include "agent/commands.h"
-#include "agent/files.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "policy/files.h"
 
 namespace nodewarden::agent {
 namespace {
@@ -248,13 +248,13 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
     return kExitUsage;
   }
   auto policyPath = args->value("policy");
-  auto policy = loadPolicy(policyPath ? &*policyPath : nullptr);
+  auto policy = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
   if (!policy) {
     err << policy.error().message << "\n";
     return kExitBadInput;
   }
   for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
-  auto snapshot = loadSnapshot(*snapshotPath);
+  auto snapshot = policy::loadSnapshot(*snapshotPath);
   if (!snapshot) {
     err << snapshot.error().message << "\n";
     return kExitBadInput;
@@ -323,7 +323,7 @@ int runCheckPolicy(const std::vector<std::string>& argv, std::ostream& out, std:
     return kExitUsage;
   }
   const std::string& path = args->positional[0];
-  auto policy = loadPolicy(&path);
+  auto policy = policy::loadPolicy(&path);
   if (!policy) {
     err << policy.error().message << "\n";
     return kExitBadInput;

@@ -1,4 +1,4 @@
-#include "agent/agent.h"
+#include "node/agent.h"
 
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -10,9 +10,9 @@
 
 #include <boost/asio/post.hpp>
 
-#include "agent/files.h"
-#include "agent/log.h"
-#include "agent/webhook.h"
+#include "policy/files.h"
+#include "server/log.h"
+#include "webhook/webhook.h"
 #include "policy/admission.h"
 
 namespace nodewarden::agent {
@@ -253,7 +253,7 @@ bool Agent::reloadPolicy() {
     return false;
   }
   (void)policyFileChanged();
-  auto loaded = loadPolicy(&*options_.policyPath);
+  auto loaded = policy::loadPolicy(&*options_.policyPath);
   if (!loaded) {
     reloadsTotal_->add({"rejected"});
     logEvent(LogLevel::Error, "policy-reload-rejected",

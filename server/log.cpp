@@ -1,4 +1,4 @@
-#include "agent/log.h"
+#include "server/log.h"
 
 #include <algorithm>
 

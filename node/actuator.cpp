@@ -1,4 +1,4 @@
-#include "agent/actuator.h"
+#include "node/actuator.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>

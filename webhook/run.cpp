@@ -7,13 +7,13 @@
 #include <csignal>
 #include <iostream>
 
-#include "agent/cli.h"
-#include "agent/commands.h"
-#include "agent/files.h"
-#include "agent/http_server.h"
-#include "agent/log.h"
-#include "agent/metrics.h"
-#include "agent/webhook.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "policy/files.h"
+#include "server/http_server.h"
+#include "server/log.h"
+#include "server/metrics.h"
+#include "webhook/webhook.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/reflector.h"
@@ -149,7 +149,7 @@ int runWebhook(const std::vector<std::string>& argv) {
   configureLogging(logFormat == "json" ? LogFormat::Json : LogFormat::Text);
 
   const std::optional<std::string> policyPath = args->value("policy");
-  auto policy = loadPolicy(policyPath ? &*policyPath : nullptr);
+  auto policy = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
   if (!policy) {
     std::cerr << policy.error().message << "\n";
     return kExitBadInput;
@@ -336,7 +336,7 @@ int runWebhook(const std::vector<std::string>& argv) {
   std::function<void()> waitHup = [&] {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec || stopping) return;
-      auto reloaded = loadPolicy(policyPath ? &*policyPath : nullptr);
+      auto reloaded = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
       if (reloaded) {
         webhook.setPolicy(std::move(reloaded).value());
         logEvent(LogLevel::Info, "reload", {{"signal", "SIGHUP"}, {"policy", "reloaded"}});

@@ -23,12 +23,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/http_server.h"
+#include "server/http_server.h"
 #include "kube/reflector.h"
 #include "policy/admission.h"
 #include "policy/model.h"
 #include "policy/policy.h"
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::kube {
 class ApiWriter;

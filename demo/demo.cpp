@@ -1,7 +1,7 @@
 // The demo: build a kubelet-shaped sandbox node (a kubepods cgroup with a memory limit),
 // start each scenario pod as a real process that allocates and touches memory, run the
 // agent against it in this process, show a live table, and report.
-#include "agent/demo.h"
+#include "demo/demo.h"
 
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -18,11 +18,12 @@
 #include <map>
 #include <thread>
 
-#include "agent/agent.h"
-#include "agent/cli.h"
-#include "agent/commands.h"
-#include "agent/files.h"
-#include "agent/log.h"
+#include "node/agent.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "base/files.h"
+#include "policy/files.h"
+#include "server/log.h"
 #include "cgroups/readers.h"
 #include "cgroups/sandbox.h"
 #include "policy/json_reader.h"
@@ -277,7 +278,7 @@ int runDemo(const std::vector<std::string>& argv) {
   policy::Policy policy;
   std::string policyText = kDefaultPolicy;
   if (auto path = args->value("policy")) {
-    auto loaded = loadPolicy(&*path);
+    auto loaded = policy::loadPolicy(&*path);
     if (!loaded) {
       std::cerr << loaded.error().message << "\n";
       return kExitBadInput;

@@ -1,4 +1,4 @@
-#include "agent/metrics.h"
+#include "server/metrics.h"
 
 #include <algorithm>
 #include <cassert>

@@ -45,7 +45,7 @@
 #include <string_view>
 #include <utility>
 
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace boost::asio {
 class io_context;

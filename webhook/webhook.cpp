@@ -1,9 +1,9 @@
-#include "agent/webhook.h"
+#include "webhook/webhook.h"
 
 #include <algorithm>
 #include <set>
 
-#include "agent/metrics.h"
+#include "server/metrics.h"
 #include "kube/writer.h"
 #include "policy/json_reader.h"
 

@@ -1,5 +1,5 @@
-#include "agent/http_server.h"
-#include "agent/log.h"
+#include "server/http_server.h"
+#include "server/log.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -14,8 +14,8 @@
 #include <memory>
 #include <string>
 
-#include "agent/actuator.h"
-#include "agent/pod_source.h"
+#include "node/actuator.h"
+#include "node/pod_source.h"
 #include "kube/reflector.h"
 #include "kube/writer.h"
 #include "policy/eviction.h"

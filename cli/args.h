@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/result.h"
+#include "base/result.h"
 
 namespace nodewarden::agent {
 

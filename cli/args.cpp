@@ -1,4 +1,4 @@
-#include "agent/cli.h"
+#include "cli/args.h"
 
 namespace nodewarden::agent {
 

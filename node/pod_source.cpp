@@ -1,4 +1,4 @@
-#include "agent/pod_source.h"
+#include "node/pod_source.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -7,7 +7,8 @@
 #include <cstring>
 #include <set>
 
-#include "agent/files.h"
+#include "base/files.h"
+#include "policy/files.h"
 #include "policy/json_reader.h"
 
 namespace nodewarden::agent {

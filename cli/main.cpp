@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/commands.h"
+#include "cli/commands.h"
 
 namespace {
 

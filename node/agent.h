@@ -27,10 +27,10 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "agent/actuator.h"
-#include "agent/http_server.h"
-#include "agent/metrics.h"
-#include "agent/pod_source.h"
+#include "node/actuator.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "node/pod_source.h"
 #include "cgroups/detect.h"
 #include "cgroups/notify.h"
 #include "cgroups/pods.h"

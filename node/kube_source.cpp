@@ -1,9 +1,9 @@
-#include "agent/kube_source.h"
+#include "node/kube_source.h"
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 
-#include "agent/log.h"
+#include "server/log.h"
 #include "policy/policy.h"
 
 namespace nodewarden::agent {

@@ -5,13 +5,13 @@
 #include <csignal>
 #include <iostream>
 
-#include "agent/agent.h"
-#include "agent/cli.h"
-#include "agent/commands.h"
-#include "agent/files.h"
-#include "agent/kube_source.h"
-#include "agent/log.h"
-#include "agent/webhook.h"
+#include "node/agent.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "policy/files.h"
+#include "node/kube_source.h"
+#include "server/log.h"
+#include "webhook/webhook.h"
 #include "kube/client.h"
 #include "kube/writer.h"
 
@@ -198,7 +198,7 @@ int runAgent(const std::vector<std::string>& argv) {
     return kExitUsage;
   }
 
-  auto policy = loadPolicy(options.policyPath ? &*options.policyPath : nullptr);
+  auto policy = policy::loadPolicy(options.policyPath ? &*options.policyPath : nullptr);
   if (!policy) {
     std::cerr << policy.error().message << "\n";
     return kExitBadInput;

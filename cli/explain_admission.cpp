@@ -6,9 +6,9 @@
 #include <set>
 #include <sstream>
 
-#include "agent/cli.h"
-#include "agent/commands.h"
-#include "agent/files.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "policy/files.h"
 #include "policy/admission.h"
 
 namespace nodewarden::agent {
@@ -101,7 +101,7 @@ std::optional<int> load(const std::string& what, const char* usage,
     return kExitUsage;
   }
   auto policyPath = args->value("policy");
-  auto policy = loadPolicy(policyPath ? &*policyPath : nullptr);
+  auto policy = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
   if (!policy) {
     err << policy.error().message << "\n";
     return kExitBadInput;
@@ -109,7 +109,7 @@ std::optional<int> load(const std::string& what, const char* usage,
   for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
   loaded.policy = *policy;
   const std::string snapshotPath = *args->value("snapshot");
-  auto snapshot = loadSnapshot(snapshotPath);
+  auto snapshot = policy::loadSnapshot(snapshotPath);
   if (!snapshot) {
     err << snapshot.error().message << "\n";
     return kExitBadInput;
@@ -137,7 +137,7 @@ std::optional<int> load(const std::string& what, const char* usage,
       return kExitBadInput;
     }
   }
-  auto pod = loadPod(*args->value("pod"), loaded.snapshot);
+  auto pod = policy::loadPod(*args->value("pod"), loaded.snapshot);
   if (!pod) {
     err << pod.error().message << "\n";
     return kExitBadInput;
