@@ -111,6 +111,10 @@ struct DemoPod {
 struct Scenario {
   std::int64_t nodeMemory = 0;
   double durationSeconds = 20;
+  // End before durationSeconds once every growing pod has reached its peak or is gone (and
+  // a second more has passed for the agent to act): the outcome is then decided, however
+  // slowly a loaded machine got there. durationSeconds stays the bound.
+  bool endWhenSettled = false;
   std::string description;
   std::vector<DemoPod> pods;
 };
@@ -132,6 +136,7 @@ std::optional<Scenario> parseScenario(const std::string& text, policy::Diagnosti
   }
   if (auto duration = root.integer("durationSeconds", 1, 3600))
     scenario.durationSeconds = double(*duration);
+  scenario.endWhenSettled = root.boolean("endWhenSettled").value_or(false);
   int index = 0;
   root.forEach("pods", [&](const policy::Json& item, const std::string& path) {
     policy::JsonObject pod(item, path, diagnostics);
@@ -378,7 +383,7 @@ int runDemo(const std::vector<std::string>& argv) {
   }
 
   asio::io_context io;
-  configureLogging(LogFormat::Text, quiet ? LogLevel::Error : LogLevel::Warn);
+  server::configureLogging(server::LogFormat::Text, quiet ? server::LogLevel::Error : server::LogLevel::Warn);
   std::unique_ptr<Agent> agent;
   if (!baseline) {
     AgentOptions options;
@@ -460,6 +465,7 @@ int runDemo(const std::vector<std::string>& argv) {
     std::cout << "\ninterrupted: cleaning up\n";
     finish();
   });
+  double settledAt = -1;  // seconds into the run when every growing pod peaked or went
   std::function<void()> onTick = [&] {
     reap();
     const double elapsed =
@@ -490,6 +496,19 @@ int runDemo(const std::vector<std::string>& argv) {
       std::cout << line << "\n" << std::flush;
     }
     if (elapsed >= scenario->durationSeconds) return finish();
+    if (scenario->endWhenSettled) {
+      bool settled = true;
+      for (const DemoPod& pod : scenario->pods) {
+        if (pod.load.growMiBPerSecond <= 0 || pod.state != "running") continue;
+        auto dir = cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup,
+                                            hierarchy->memoryVersion);
+        auto usage = dir ? cgroups::readMemoryUsage(*dir, buffer)
+                         : Result<std::uint64_t>(Error{"gone"});
+        if (!usage || std::int64_t(*usage) < pod.load.maxMiB * kMiB) settled = false;
+      }
+      if (settled && settledAt < 0) settledAt = elapsed;
+      if (settledAt >= 0 && elapsed >= settledAt + 1.0) return finish();
+    }
     tick.expires_after(1s);
     tick.async_wait([&](const boost::system::error_code& ec) {
       if (!ec) onTick();
