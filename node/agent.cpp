@@ -31,14 +31,14 @@ std::string thresholdKey(const policy::ThresholdKey& key) {
   return std::string(policy::toString(key.signal)) + (key.hard ? "/hard" : "/soft");
 }
 
-HttpResponse jsonResponse(unsigned status, const policy::OrderedJson& body) {
+server::HttpResponse jsonResponse(unsigned status, const policy::OrderedJson& body) {
   // Replace, not throw, on bytes that are not UTF-8 (a request target echoed in an error).
-  return HttpResponse{status, "application/json",
+  return server::HttpResponse{status, "application/json",
                       body.dump(2, ' ', false, policy::OrderedJson::error_handler_t::replace) +
                           "\n"};
 }
 
-HttpResponse errorResponse(unsigned status, const std::string& message) {
+server::HttpResponse errorResponse(unsigned status, const std::string& message) {
   policy::OrderedJson body;
   body["error"] = message;
   return jsonResponse(status, body);
@@ -106,10 +106,10 @@ Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
                                    {"condition"});
   evictionLatency_ = &metrics_.histogram(
       "nodewarden_eviction_latency_seconds",
-      "Threshold crossing to the first signal sent to the pod's processes.", {}, latencyBuckets());
+      "Threshold crossing to the first signal sent to the pod's processes.", {}, server::latencyBuckets());
   scanDuration_ = &metrics_.histogram("nodewarden_scan_duration_seconds",
                                       "Time to read every pod cgroup and the node's figures.", {},
-                                      latencyBuckets());
+                                      server::latencyBuckets());
   podsGauge_ = &metrics_.gauge("nodewarden_pods", "Pods on the node the agent decides about.", {});
   cyclesTotal_ = &metrics_.counter("nodewarden_cycles_total",
                                    "Housekeeping cycles, by what started them.", {"trigger"});
@@ -138,18 +138,18 @@ Result<bool> Agent::start() {
   if (options_.http) {
     if (!options_.http->onProblem) {
       options_.http->onProblem = [](const std::string& problem) {
-        logEvent(LogLevel::Warn, "http-problem", {{"problem", problem}});
+        server::logEvent(server::LogLevel::Warn, "http-problem", {{"problem", problem}});
       };
     }
-    http_ = std::make_unique<HttpServer>(io_, *options_.http,
-                                         [this](const HttpRequest& r) { return handle(r); });
+    http_ = std::make_unique<server::HttpServer>(io_, *options_.http,
+                                         [this](const server::HttpRequest& r) { return handle(r); });
     auto started = http_->start();
     if (!started) {
       http_.reset();
       return started.error();
     }
   }
-  logEvent(LogLevel::Info, "agent-start",
+  server::logEvent(server::LogLevel::Info, "agent-start",
            {{"node", options_.nodeName},
             {"source", source_->describe()},
             {"kubepods", pods_.hierarchy().memory + "/" + pods_.kubepods()},
@@ -161,7 +161,7 @@ Result<bool> Agent::start() {
   if (pods_.hierarchy().memoryVersion == cgroups::Version::V1) {
     // The kubelet's own words (CgroupV1MaintenanceModeWarning, since 1.31); from 1.35 the
     // kubelet refuses v1 unless failCgroupV1 is false. nodewarden keeps working on v1.
-    logEvent(LogLevel::Warn, "cgroup-v1",
+    server::logEvent(server::LogLevel::Warn, "cgroup-v1",
              {{"message", "cgroup v1 support is in maintenance mode, please migrate to cgroup v2"},
               {"cgroups", cgroups::toString(pods_.hierarchy().mode)}});
   }
@@ -172,7 +172,7 @@ Result<bool> Agent::start() {
     for (const std::string& name : armedNotifications()) {
       detectors += (detectors.empty() ? "" : "; ") + name;
     }
-    logEvent(LogLevel::Info, "detectors",
+    server::logEvent(server::LogLevel::Info, "detectors",
              {{"armed", detectors.empty() ? std::string("none (timer only)") : detectors},
               {"interval_ms", static_cast<std::int64_t>(interval().count())}});
   }
@@ -249,26 +249,26 @@ bool Agent::policyFileChanged() {
 
 bool Agent::reloadPolicy() {
   if (!options_.policyPath) {
-    logEvent(LogLevel::Info, "policy-reload-skipped", {{"reason", "no --policy file; defaults"}});
+    server::logEvent(server::LogLevel::Info, "policy-reload-skipped", {{"reason", "no --policy file; defaults"}});
     return false;
   }
   (void)policyFileChanged();
   auto loaded = policy::loadPolicy(&*options_.policyPath);
   if (!loaded) {
     reloadsTotal_->add({"rejected"});
-    logEvent(LogLevel::Error, "policy-reload-rejected",
+    server::logEvent(server::LogLevel::Error, "policy-reload-rejected",
              {{"file", *options_.policyPath},
               {"errors", loaded.error().message},
               {"kept", "the last good policy"}});
     return false;
   }
   for (const auto& warning : loaded.value().warnings) {
-    logEvent(LogLevel::Warn, "policy-warning", {{"warning", warning}});
+    server::logEvent(server::LogLevel::Warn, "policy-warning", {{"warning", warning}});
   }
   policy_ = std::move(loaded).value();
   armedThresholds_.clear();  // thresholds may have moved: re-arm at the next cycle
   reloadsTotal_->add({"applied"});
-  logEvent(LogLevel::Info, "policy-reloaded",
+  server::logEvent(server::LogLevel::Info, "policy-reloaded",
            {{"file", *options_.policyPath},
             {"thresholds", static_cast<std::int64_t>(policy_.thresholds.size())},
             {"interval_ms", static_cast<std::int64_t>(interval().count())}});
@@ -348,7 +348,7 @@ void Agent::rebuildSnapshot(const cgroups::ScanResult& scan, bool pods) {
     pod.phase = "Running";
     unknown.push_back(std::move(pod));
     if (unknownReported_.insert(uid).second) {
-      logEvent(LogLevel::Warn, "pod-without-object",
+      server::logEvent(server::LogLevel::Warn, "pod-without-object",
                {{"uid", uid},
                 {"cgroup", cgroup->relativePath},
                 {"treated_as", "priority 0, no requests"},
@@ -405,13 +405,13 @@ void Agent::refreshPodCgroups() {
   if (!refreshed) {
     const std::string& message = refreshed.error().message;
     if (reportedErrors_.emplace(message, "").second) {
-      logEvent(LogLevel::Error, "cgroup-refresh-failed", {{"error", message}});
+      server::logEvent(server::LogLevel::Error, "cgroup-refresh-failed", {{"error", message}});
     }
     return;
   }
   for (const Error& error : refreshed->errors) {
     if (reportedErrors_.emplace(error.message, "").second) {
-      logEvent(LogLevel::Warn, "cgroup-problem", {{"error", error.message}});
+      server::logEvent(server::LogLevel::Warn, "cgroup-problem", {{"error", error.message}});
     }
   }
   const SteadyTime now = std::chrono::steady_clock::now();
@@ -425,7 +425,7 @@ void Agent::refreshPodCgroups() {
       ++it;
       continue;
     }
-    if (pod != nullptr) logEvent(LogLevel::Info, "pod-running-again", {{"uid", *it}});
+    if (pod != nullptr) server::logEvent(server::LogLevel::Info, "pod-running-again", {{"uid", *it}});
     it = evicted_.erase(it);
   }
 }
@@ -437,7 +437,7 @@ policy::EvictionResult Agent::observe(bool full, SteadyTime now, cgroups::ScanRe
   scan = cgroups::scanNode(pods_, scanOptions, now);
   for (const Error& error : scan.errors) {
     if (reportedErrors_.emplace(error.message, "").second) {
-      logEvent(LogLevel::Warn, "read-problem", {{"error", error.message}});
+      server::logEvent(server::LogLevel::Warn, "read-problem", {{"error", error.message}});
     }
   }
   if (reportedErrors_.size() > 1000) reportedErrors_.clear();  // bounded; may re-log later
@@ -471,7 +471,7 @@ void Agent::cycle(const char* trigger) {
   if (policyFileChanged()) reloadPolicy();
   const bool sourceChanged = source_->refresh();
   for (const std::string& problem : source_->takeProblems()) {
-    logEvent(LogLevel::Warn, "pod-source-problem", {{"problem", problem}});
+    server::logEvent(server::LogLevel::Warn, "pod-source-problem", {{"problem", problem}});
   }
   // Every pod is read on the first cycle, on anything but the plain timer (a kernel
   // notification, an eviction that completed, a grace period that ended), while evictions
@@ -536,7 +536,7 @@ void Agent::cycle(const char* trigger) {
   if (!ready_) {
     ready_ = true;
     notifySystemd("READY=1\nSTATUS=watching " + std::to_string(view.pods.size()) + " pods");
-    logEvent(LogLevel::Info, "ready",
+    server::logEvent(server::LogLevel::Info, "ready",
              {{"pods", static_cast<std::int64_t>(view.pods.size())},
               {"pod_cgroups", static_cast<std::int64_t>(pods_.size())},
               {"scan_ms", millis(scan.duration)}});
@@ -603,7 +603,7 @@ void Agent::act(const policy::EvictionDecision& decision, SteadyTime now) {
       evictionsTotal_->add({signal, eviction.hard ? "hard-threshold" : "soft-threshold"});
       evictionLatency_->observe({}, stored.latencyMs / 1000.0);
     }
-    logEvent(LogLevel::Warn, options_.dryRun ? "evict-dry-run" : "evict",
+    server::logEvent(server::LogLevel::Warn, options_.dryRun ? "evict-dry-run" : "evict",
              {{"pod", pod.key},
               {"uid", pod.uid},
               {"signal", signal},
@@ -650,7 +650,7 @@ void Agent::reportStuckThresholds(const policy::EvictionDecision& decision) {
                  (ranked.evictable ? std::string("evictable") : ranked.notEvictableReason);
     }
     if (reasons.empty()) reasons = "no pods on the node";
-    logEvent(LogLevel::Warn, "no-evictable-pod",
+    server::logEvent(server::LogLevel::Warn, "no-evictable-pod",
              {{"signal", signal},
               {"kind", status.key.hard ? "hard" : "soft"},
               {"available", status.available},
@@ -668,7 +668,7 @@ void Agent::onOutcome(const EvictionOutcome& outcome) {
   } else {
     backOff_[outcome.uid] = std::chrono::steady_clock::now() + kBackOff;
   }
-  logEvent(outcome.emptied ? LogLevel::Info : LogLevel::Error,
+  server::logEvent(outcome.emptied ? server::LogLevel::Info : server::LogLevel::Error,
            outcome.emptied ? "evicted" : "eviction-failed",
            {{"pod", outcome.pod},
             {"uid", outcome.uid},
@@ -706,7 +706,7 @@ void Agent::armPsi() {
       notifiers_.push_back(entry);
       watchNotifier(entry);
     } else {
-      logEvent(LogLevel::Warn, "notification-unavailable",
+      server::logEvent(server::LogLevel::Warn, "notification-unavailable",
                {{"what", "memory.events watch"},
                 {"error", events.error().message},
                 {"fallback", "polling"}});
@@ -717,7 +717,7 @@ void Agent::armPsi() {
 
 void Agent::addPsiNotifier(Result<cgroups::PsiTrigger> trigger, const char* what) {
   if (!trigger) {
-    logEvent(LogLevel::Warn, "notification-unavailable",
+    server::logEvent(server::LogLevel::Warn, "notification-unavailable",
              {{"what", what}, {"error", trigger.error().message}, {"fallback", "polling"}});
     return;
   }
@@ -738,7 +738,7 @@ void Agent::armNotifications(const policy::EvictionDecision& decision) {
   const bool eventfds = h.memoryVersion == cgroups::Version::V1 && options_.kernelWakeups;
   if (h.memoryVersion != cgroups::Version::V1 && !thresholdsUnsupportedLogged_) {
     thresholdsUnsupportedLogged_ = true;
-    logEvent(LogLevel::Info, "notification-unavailable",
+    server::logEvent(server::LogLevel::Info, "notification-unavailable",
              {{"what", "memory thresholds"},
               {"error", "cgroup v2 has no cgroup.event_control"},
               {"fallback", "PSI triggers, memory.events and adaptive polling of memory.current"}});
@@ -769,7 +769,7 @@ void Agent::armNotifications(const policy::EvictionDecision& decision) {
     auto notifier = cgroups::MemoryThresholdNotifier::arm(*dir, std::uint64_t(usageThreshold));
     if (!notifier) {
       if (reportedErrors_.emplace(notifier.error().message, "").second) {
-        logEvent(LogLevel::Warn, "notification-unavailable",
+        server::logEvent(server::LogLevel::Warn, "notification-unavailable",
                  {{"what", "memory threshold"},
                   {"error", notifier.error().message},
                   {"fallback", "polling"}});
@@ -790,7 +790,7 @@ void Agent::armNotifications(const policy::EvictionDecision& decision) {
     watchNotifier(entry);
     // v1 only reports crossings: usage already past the new point will never notify.
     if (memory->usage >= std::uint64_t(usageThreshold)) requestCycle("memory-threshold");
-    logEvent(LogLevel::Debug, "notification-armed", {{"what", entry->name}});
+    server::logEvent(server::LogLevel::Debug, "notification-armed", {{"what", entry->name}});
   }
   setPollLines(true, std::move(nodeLines));
   setPollLines(false, std::move(kubepodsLines));
@@ -850,7 +850,7 @@ void Agent::schedulePoll(const std::shared_ptr<LinePoller>& poller,
     if (!sample) {
       // Stopped until the next cycle sets its lines again; logged once per error text.
       if (reportedErrors_.emplace(sample.error().message, "").second) {
-        logEvent(LogLevel::Warn, "notification-unavailable",
+        server::logEvent(server::LogLevel::Warn, "notification-unavailable",
                  {{"what", self->name}, {"error", sample.error().message}, {"fallback", "timer"}});
       }
       return;
@@ -929,7 +929,7 @@ policy::OrderedJson Agent::stateJson() {
   return policy::evictionToJson(result.decision);
 }
 
-HttpResponse Agent::reviewBinding(const HttpRequest& request) {
+server::HttpResponse Agent::reviewBinding(const server::HttpRequest& request) {
   // This node as the agent sees it (its pods, its live pressure conditions) plus the
   // unscheduled pods its source knows (the pod under review is one of them). A binding to
   // another node is not this agent's to judge: the webhook fails open and says so.
@@ -950,7 +950,7 @@ HttpResponse Agent::reviewBinding(const HttpRequest& request) {
       admissionsTotal_->add({record.verdict, record.reason});
     std::string victims;
     for (const auto& victim : record.victims) victims += (victims.empty() ? "" : ",") + victim;
-    logEvent(record.allowed ? LogLevel::Info : LogLevel::Warn, "admission-review",
+    server::logEvent(record.allowed ? server::LogLevel::Info : server::LogLevel::Warn, "admission-review",
              {{"pod", record.pod},
               {"node", record.node},
               {"verdict", record.verdict},
@@ -964,7 +964,7 @@ HttpResponse Agent::reviewBinding(const HttpRequest& request) {
   return webhook.handle(request);
 }
 
-HttpResponse Agent::handle(const HttpRequest& request) {
+server::HttpResponse Agent::handle(const server::HttpRequest& request) {
   std::string path = request.target.substr(0, request.target.find('?'));
   const bool get = request.method == "GET" || request.method == "HEAD";
   auto methodNotAllowed = [&] {
@@ -987,7 +987,7 @@ HttpResponse Agent::handle(const HttpRequest& request) {
   }
   if (path == "/metrics") {
     if (!get) return methodNotAllowed();
-    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render()};
+    return server::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render()};
   }
   if (path == "/v1/state") {
     if (!get) return methodNotAllowed();
@@ -1022,7 +1022,7 @@ HttpResponse Agent::handle(const HttpRequest& request) {
     const policy::AdmissionDecision decision =
         policy::admitPod(*pod, *node, snapshot_.podDisruptionBudgets, policy_);
     admissionsTotal_->add({policy::verdictName(decision.verdict), decision.reason});
-    logEvent(LogLevel::Info, "admission",
+    server::logEvent(server::LogLevel::Info, "admission",
              {{"pod", decision.pod},
               {"verdict", policy::verdictName(decision.verdict)},
               {"reason", decision.reason},

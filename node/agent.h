@@ -56,7 +56,7 @@ struct AgentOptions {
   bool kernelWakeups = true;
   // Overrides the policy's housekeepingInterval when set (benchmarks: the kubelet's 10 s).
   std::optional<std::chrono::milliseconds> intervalOverride;
-  std::optional<HttpServerOptions> http;  // nullopt: no HTTP server
+  std::optional<server::HttpServerOptions> http;  // nullopt: no HTTP server
   // POST /v1/admit and /v1/admission-review can lead to evictions: served only when set
   // (otherwise 404), and, when http->tlsClientCaFile is set, only to a client whose
   // certificate verified (otherwise 403). CONTRACT §7.
@@ -112,7 +112,7 @@ class Agent {
   void cycle(const char* trigger);
 
   // The HTTP routes of CONTRACT §7.
-  HttpResponse handle(const HttpRequest& request);
+  server::HttpResponse handle(const server::HttpRequest& request);
   // `explain eviction -o json` for this node, live.
   policy::OrderedJson stateJson();
   std::string metricsText() const { return metrics_.render(); }
@@ -135,7 +135,7 @@ class Agent {
  private:
   struct Notifier;
   struct LinePoller;
-  HttpResponse reviewBinding(const HttpRequest& request);
+  server::HttpResponse reviewBinding(const server::HttpRequest& request);
   void scheduleTimer();
   void scheduleGraceTimer(const policy::EvictionDecision& decision, SteadyTime now);
   void requestCycle(const char* trigger);
@@ -168,7 +168,7 @@ class Agent {
   cgroups::PodCgroups pods_;
   std::unique_ptr<PodSource> source_;
   std::unique_ptr<Actuator> actuator_;
-  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<server::HttpServer> http_;
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer graceTimer_;  // wakes a cycle when a soft grace period ends
   // After a kernel notification that did not (yet) show a threshold met — page cache charged
@@ -224,19 +224,19 @@ class Agent {
   std::uint64_t policyInode_ = 0;
   std::int64_t policySize_ = -1;
 
-  MetricsRegistry metrics_;
-  CounterFamily* evictionsTotal_ = nullptr;
-  CounterFamily* admissionsTotal_ = nullptr;
-  CounterFamily* cyclesTotal_ = nullptr;
-  CounterFamily* reloadsTotal_ = nullptr;
-  CounterFamily* dryRunTotal_ = nullptr;
-  GaugeFamily* signalAvailable_ = nullptr;
-  GaugeFamily* thresholdMet_ = nullptr;
-  GaugeFamily* nodeCondition_ = nullptr;
-  GaugeFamily* podsGauge_ = nullptr;
-  GaugeFamily* notificationsGauge_ = nullptr;
-  HistogramFamily* evictionLatency_ = nullptr;
-  HistogramFamily* scanDuration_ = nullptr;
+  server::MetricsRegistry metrics_;
+  server::CounterFamily* evictionsTotal_ = nullptr;
+  server::CounterFamily* admissionsTotal_ = nullptr;
+  server::CounterFamily* cyclesTotal_ = nullptr;
+  server::CounterFamily* reloadsTotal_ = nullptr;
+  server::CounterFamily* dryRunTotal_ = nullptr;
+  server::GaugeFamily* signalAvailable_ = nullptr;
+  server::GaugeFamily* thresholdMet_ = nullptr;
+  server::GaugeFamily* nodeCondition_ = nullptr;
+  server::GaugeFamily* podsGauge_ = nullptr;
+  server::GaugeFamily* notificationsGauge_ = nullptr;
+  server::HistogramFamily* evictionLatency_ = nullptr;
+  server::HistogramFamily* scanDuration_ = nullptr;
   bool cyclePosted_ = false;
   bool ready_ = false;
   bool stopped_ = false;

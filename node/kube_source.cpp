@@ -11,7 +11,7 @@ namespace {
 
 kube::ReflectorLog reflectorLog(std::string kind) {
   return [kind = std::move(kind)](const std::string& event, const std::string& detail) {
-    logEvent(LogLevel::Info, "api-" + event, {{"kind", kind}, {"detail", detail}});
+    server::logEvent(server::LogLevel::Info, "api-" + event, {{"kind", kind}, {"detail", detail}});
   };
 }
 

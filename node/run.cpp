@@ -117,7 +117,7 @@ int runAgent(const std::vector<std::string>& argv) {
               << "\"\n";
     return kExitUsage;
   }
-  configureLogging(logFormat == "json" ? LogFormat::Json : LogFormat::Text);
+  server::configureLogging(logFormat == "json" ? server::LogFormat::Json : server::LogFormat::Text);
   const auto manifests = args->value("manifests");
   const std::string source = args->value("source").value_or(manifests ? "static" : "kubernetes");
   if (source != "static" && source != "kubernetes") {
@@ -163,12 +163,12 @@ int runAgent(const std::vector<std::string>& argv) {
   }
   const std::string listen = args->value("listen").value_or("127.0.0.1:10290");
   if (listen != "off") {
-    auto address = parseListenAddress(listen);
+    auto address = server::parseListenAddress(listen);
     if (!address) {
       std::cerr << "nodewarden agent: --listen: " << address.error().message << "\n";
       return kExitUsage;
     }
-    HttpServerOptions http;
+    server::HttpServerOptions http;
     http.address = address->first;
     http.port = address->second;
     http.tlsCertFile = args->value("tls-cert").value_or("");
@@ -204,7 +204,7 @@ int runAgent(const std::vector<std::string>& argv) {
     return kExitBadInput;
   }
   for (const auto& warning : policy->warnings) {
-    logEvent(LogLevel::Warn, "policy-warning", {{"warning", warning}});
+    server::logEvent(server::LogLevel::Warn, "policy-warning", {{"warning", warning}});
   }
   cgroups::DiscoverOptions discover;
   discover.root = args->value("cgroup-root").value_or("/sys/fs/cgroup");
@@ -221,7 +221,7 @@ int runAgent(const std::vector<std::string>& argv) {
   // Up to 10 descriptors per pod cgroup are kept open.
   constexpr std::uint64_t kWantedFiles = 1 << 16;
   if (auto limit = cgroups::raiseOpenFileLimit(kWantedFiles); !limit || *limit < kWantedFiles) {
-    logEvent(LogLevel::Warn, "open-file-limit",
+    server::logEvent(server::LogLevel::Warn, "open-file-limit",
              {{"limit", limit ? static_cast<std::int64_t>(*limit) : std::int64_t(-1)},
               {"wanted", static_cast<std::int64_t>(kWantedFiles)},
               {"pods_supported", limit ? static_cast<std::int64_t>(*limit / 10) : std::int64_t(0)},
@@ -242,13 +242,13 @@ int runAgent(const std::vector<std::string>& argv) {
   KubernetesPodSource* apiSource = nullptr;
   std::unique_ptr<PodSource> podSource;
   if (fromApi) {
-    logEvent(LogLevel::Info, "api-server", {{"config", cluster->description}, {"node", nodeName}});
+    server::logEvent(server::LogLevel::Info, "api-server", {{"config", cluster->description}, {"node", nodeName}});
     client = std::make_unique<kube::Client>(io, *cluster);
     kube::WriterOptions writerOptions;
     writerOptions.nodeName = nodeName;
     writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
     writer->onOutcome = [](const kube::WriteOutcome& outcome) {
-      logEvent(outcome.ok ? LogLevel::Info : LogLevel::Warn, "api-write",
+      server::logEvent(outcome.ok ? server::LogLevel::Info : server::LogLevel::Warn, "api-write",
                {{"what", outcome.what}, {"pod", outcome.pod}, {"ok", outcome.ok},
                 {"attempts", outcome.attempts}, {"status", static_cast<int>(outcome.status)},
                 {"detail", outcome.detail}});
@@ -277,10 +277,10 @@ int runAgent(const std::vector<std::string>& argv) {
     while (!apiSource->synced() && std::chrono::steady_clock::now() < deadline)
       io.run_one_for(std::chrono::milliseconds(100));
     if (apiSource->synced()) {
-      logEvent(LogLevel::Info, "api-synced",
+      server::logEvent(server::LogLevel::Info, "api-synced",
                {{"pods", static_cast<std::int64_t>(apiSource->current().pods.size())}});
     } else {
-      logEvent(LogLevel::Warn, "api-not-synced",
+      server::logEvent(server::LogLevel::Warn, "api-not-synced",
                {{"waited_s", static_cast<std::int64_t>(kInitialSyncWait.count())},
                 {"effect", "starting anyway; pods the API has not listed rank as unknown "
                            "(priority 0) until it answers"}});
@@ -293,14 +293,14 @@ int runAgent(const std::vector<std::string>& argv) {
   }
   auto started = agent.start();
   if (!started) {
-    logEvent(LogLevel::Error, "start-failed", {{"error", started.error().message}});
+    server::logEvent(server::LogLevel::Error, "start-failed", {{"error", started.error().message}});
     return kExitBadInput;
   }
   boost::asio::signal_set stopSignals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   stopSignals.async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec) return;
-    logEvent(LogLevel::Info, "stopping", {{"signal", signal == SIGINT ? "SIGINT" : "SIGTERM"}});
+    server::logEvent(server::LogLevel::Info, "stopping", {{"signal", signal == SIGINT ? "SIGINT" : "SIGTERM"}});
     // Drain: no new cycles or requests; evictions already under way finish, then run() returns.
     agent.stop();
     hup.cancel();
@@ -309,7 +309,7 @@ int runAgent(const std::vector<std::string>& argv) {
   std::function<void()> waitHup = [&] {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec || agent.stopped()) return;
-      logEvent(LogLevel::Info, "reload", {{"signal", "SIGHUP"}});
+      server::logEvent(server::LogLevel::Info, "reload", {{"signal", "SIGHUP"}});
       agent.reloadPolicy();
       waitHup();
     });
@@ -318,16 +318,16 @@ int runAgent(const std::vector<std::string>& argv) {
   io.run();
   if (writer && writer->pending() > 0) {
     // Evictions already done locally should reach the API: a bounded drain.
-    logEvent(LogLevel::Info, "api-drain", {{"pending", static_cast<std::int64_t>(writer->pending())}});
+    server::logEvent(server::LogLevel::Info, "api-drain", {{"pending", static_cast<std::int64_t>(writer->pending())}});
     io.restart();
     const auto deadline = std::chrono::steady_clock::now() + kDrainWait;
     while (writer->pending() > 0 && std::chrono::steady_clock::now() < deadline)
       io.run_one_for(std::chrono::milliseconds(100));
     if (writer->pending() > 0)
-      logEvent(LogLevel::Warn, "api-drain-incomplete",
+      server::logEvent(server::LogLevel::Warn, "api-drain-incomplete",
                {{"pending", static_cast<std::int64_t>(writer->pending())}});
   }
-  logEvent(LogLevel::Info, "stopped",
+  server::logEvent(server::LogLevel::Info, "stopped",
            {{"evictions", static_cast<std::int64_t>(agent.evictions().size())}});
   return kExitOk;
 }

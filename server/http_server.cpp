@@ -33,7 +33,7 @@
 #include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
 
-namespace nodewarden::agent {
+namespace nodewarden::server {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -885,4 +885,4 @@ Result<std::pair<std::string, std::uint16_t>> parseListenAddress(std::string_vie
   return std::pair<std::string, std::uint16_t>{hostString, static_cast<std::uint16_t>(port)};
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::server

@@ -51,7 +51,7 @@ namespace boost::asio {
 class io_context;
 }  // namespace boost::asio
 
-namespace nodewarden::agent {
+namespace nodewarden::server {
 
 // One parsed request, as the handler sees it.
 struct HttpRequest {
@@ -153,4 +153,4 @@ class HttpServer {
 // `listen address "x:99999": port 99999 is out of range 0-65535`. Pure; any thread.
 Result<std::pair<std::string, std::uint16_t>> parseListenAddress(std::string_view text);
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::server

@@ -9,7 +9,7 @@
 #include <ctime>
 #include <mutex>
 
-namespace nodewarden::agent {
+namespace nodewarden::server {
 
 namespace {
 
@@ -230,4 +230,4 @@ std::string formatEvent(LogFormat format, std::string_view event,
   return compose(format, "", event, fields, false);
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::server

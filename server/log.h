@@ -12,7 +12,7 @@
 #include <string_view>
 #include <variant>
 
-namespace nodewarden::agent {
+namespace nodewarden::server {
 
 enum class LogFormat { Text, Json };
 enum class LogLevel { Debug, Info, Warn, Error };
@@ -44,4 +44,4 @@ void logEvent(LogLevel level, std::string_view event, std::initializer_list<LogF
 std::string formatEvent(LogFormat format, std::string_view event,
                         std::initializer_list<LogField> fields);
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::server

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace nodewarden::agent {
+namespace nodewarden::server {
 
 namespace {
 
@@ -321,4 +321,4 @@ std::string MetricsRegistry::render() const {
   return out;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::server

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-namespace nodewarden::agent {
+namespace nodewarden::server {
 
 // The Content-Type of render()'s output.
 inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
@@ -179,4 +179,4 @@ class MetricsRegistry {
   std::uint64_t misuses_ = 0;
 };
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::server

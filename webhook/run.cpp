@@ -65,8 +65,8 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 void logReview(const ReviewRecord& record) {
-  const LogLevel level = record.verdict == "allow-unchecked" ? LogLevel::Warn : LogLevel::Info;
-  logEvent(level, "admission-review",
+  const server::LogLevel level = record.verdict == "allow-unchecked" ? server::LogLevel::Warn : server::LogLevel::Info;
+  server::logEvent(level, "admission-review",
            {{"pod", record.pod},
             {"node", record.node},
             {"verdict", record.verdict},
@@ -80,12 +80,12 @@ void logReview(const ReviewRecord& record) {
             {"message", record.message}});
 }
 
-HttpResponse jsonAnswer(unsigned status, const policy::OrderedJson& body) {
-  return HttpResponse{status, "application/json",
+server::HttpResponse jsonAnswer(unsigned status, const policy::OrderedJson& body) {
+  return server::HttpResponse{status, "application/json",
                       body.dump(-1, ' ', false, policy::Json::error_handler_t::replace)};
 }
 
-HttpResponse errorAnswer(unsigned status, const std::string& message) {
+server::HttpResponse errorAnswer(unsigned status, const std::string& message) {
   policy::OrderedJson body = policy::OrderedJson::object();
   body["error"] = message;
   return jsonAnswer(status, body);
@@ -141,12 +141,12 @@ int runWebhook(const std::vector<std::string>& argv) {
     return kExitUsage;
   }
   const std::string listen = args->value("listen").value_or("0.0.0.0:8443");
-  auto address = parseListenAddress(listen);
+  auto address = server::parseListenAddress(listen);
   if (!address) {
     std::cerr << "nodewarden webhook: --listen: " << address.error().message << "\n";
     return kExitUsage;
   }
-  configureLogging(logFormat == "json" ? LogFormat::Json : LogFormat::Text);
+  server::configureLogging(logFormat == "json" ? server::LogFormat::Json : server::LogFormat::Text);
 
   const std::optional<std::string> policyPath = args->value("policy");
   auto policy = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
@@ -175,7 +175,7 @@ int runWebhook(const std::vector<std::string>& argv) {
   writerOptions.component = "nodewarden-webhook";
   kube::ApiWriter writer(io, client, writerOptions);
   writer.onOutcome = [](const kube::WriteOutcome& outcome) {
-    logEvent(outcome.ok ? LogLevel::Info : LogLevel::Warn, "api-write",
+    server::logEvent(outcome.ok ? server::LogLevel::Info : server::LogLevel::Warn, "api-write",
              {{"what", outcome.what},
               {"pod", outcome.pod},
               {"ok", outcome.ok},
@@ -185,7 +185,7 @@ int runWebhook(const std::vector<std::string>& argv) {
   };
   ApiAdmissionActions actions(writer);
 
-  MetricsRegistry metrics;
+  server::MetricsRegistry metrics;
   BindingWebhookOptions webhookOptions;
   webhookOptions.onReview = logReview;
   BindingWebhook webhook(cache, actions, std::move(policy).value(), &metrics, webhookOptions);
@@ -195,7 +195,7 @@ int runWebhook(const std::vector<std::string>& argv) {
     kube::ReflectorOptions options;
     options.listPath = std::move(path);
     auto log = [name](const std::string& event, const std::string& detail) {
-      logEvent(LogLevel::Info, "reflector",
+      server::logEvent(server::LogLevel::Info, "reflector",
                {{"resource", name}, {"event", event}, {"detail", detail}});
     };
     watched.push_back(
@@ -213,7 +213,7 @@ int runWebhook(const std::vector<std::string>& argv) {
     }
     return out;
   };
-  auto route = [&](const HttpRequest& request) -> HttpResponse {
+  auto route = [&](const server::HttpRequest& request) -> server::HttpResponse {
     const std::string path = request.target.substr(0, request.target.find('?'));
     const bool get = request.method == "GET" || request.method == "HEAD";
     if (path == "/v1/admission-review") {
@@ -245,13 +245,13 @@ int runWebhook(const std::vector<std::string>& argv) {
       return jsonAnswer(503, body);
     }
     if (path == "/metrics") {
-      return HttpResponse{200, std::string(kMetricsContentType), metrics.render()};
+      return server::HttpResponse{200, std::string(server::kMetricsContentType), metrics.render()};
     }
     return errorAnswer(404, "no such path: " + path +
                                 " (try POST /v1/admission-review, /healthz, /readyz, /metrics)");
   };
 
-  HttpServerOptions http;
+  server::HttpServerOptions http;
   http.address = address->first;
   http.port = address->second;
   http.bodyLimit = 4u << 20;  // a review of a large object (and its oldObject) stays under this
@@ -261,22 +261,22 @@ int runWebhook(const std::vector<std::string>& argv) {
   http.tlsKeyFile = tlsKey.value_or("");
   http.tlsClientCaFile = tlsClientCa.value_or("");
   http.onProblem = [](const std::string& problem) {
-    logEvent(LogLevel::Warn, "http-problem", {{"problem", problem}});
+    server::logEvent(server::LogLevel::Warn, "http-problem", {{"problem", problem}});
   };
-  HttpServer server(io, http, route);
+  server::HttpServer server(io, http, route);
   auto started = server.start();
   if (!started) {
-    logEvent(LogLevel::Error, "start-failed", {{"error", started.error().message}});
+    server::logEvent(server::LogLevel::Error, "start-failed", {{"error", started.error().message}});
     return kExitBadInput;
   }
   if (!tlsCert) {
-    logEvent(LogLevel::Warn, "plain-http",
+    server::logEvent(server::LogLevel::Warn, "plain-http",
              {{"listen", listen},
               {"warning",
                "serving plain HTTP: the API server calls webhooks over HTTPS only; use "
                "--tls-cert and --tls-key unless a TLS-terminating proxy is in front"}});
   }
-  logEvent(LogLevel::Info, "started",
+  server::logEvent(server::LogLevel::Info, "started",
            {{"listen", listen},
             {"port", static_cast<std::int64_t>(server.port())},
             {"tls", tlsCert.has_value()},
@@ -292,7 +292,7 @@ int runWebhook(const std::vector<std::string>& argv) {
       if (ec || stopping) return;
       auto report = [](std::vector<std::string> problems) {
         for (const std::string& problem : problems) {
-          logEvent(LogLevel::Warn, "object-skipped", {{"problem", problem}});
+          server::logEvent(server::LogLevel::Warn, "object-skipped", {{"problem", problem}});
         }
       };
       report(pods.takeProblems());
@@ -312,7 +312,7 @@ int runWebhook(const std::vector<std::string>& argv) {
     // Preemption writes already queued get up to 5 s; then the loop ends regardless.
     if (writer.pending() == 0 || ++drainTicks > 50) {
       if (writer.pending() != 0) {
-        logEvent(LogLevel::Warn, "writes-abandoned",
+        server::logEvent(server::LogLevel::Warn, "writes-abandoned",
                  {{"pending", static_cast<std::int64_t>(writer.pending())}});
       }
       io.stop();
@@ -325,7 +325,7 @@ int runWebhook(const std::vector<std::string>& argv) {
   };
   stopSignals.async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec) return;
-    logEvent(LogLevel::Info, "stopping", {{"signal", signal == SIGINT ? "SIGINT" : "SIGTERM"}});
+    server::logEvent(server::LogLevel::Info, "stopping", {{"signal", signal == SIGINT ? "SIGINT" : "SIGTERM"}});
     stopping = true;
     server.stop();
     for (Watched& w : watched) w.reflector->stop();
@@ -339,14 +339,14 @@ int runWebhook(const std::vector<std::string>& argv) {
       auto reloaded = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
       if (reloaded) {
         webhook.setPolicy(std::move(reloaded).value());
-        logEvent(LogLevel::Info, "reload", {{"signal", "SIGHUP"}, {"policy", "reloaded"}});
+        server::logEvent(server::LogLevel::Info, "reload", {{"signal", "SIGHUP"}, {"policy", "reloaded"}});
       } else {
-        logEvent(LogLevel::Error, "reload-failed",
+        server::logEvent(server::LogLevel::Error, "reload-failed",
                  {{"error", reloaded.error().message}, {"kept", "the last good policy"}});
       }
       if (tlsCert) {
         auto tls = server.reloadTls();
-        if (tls && *tls) logEvent(LogLevel::Info, "reload", {{"tls", "new certificate"}});
+        if (tls && *tls) server::logEvent(server::LogLevel::Info, "reload", {{"tls", "new certificate"}});
         // A failure was reported through onProblem already.
       }
       waitHup();
@@ -354,7 +354,7 @@ int runWebhook(const std::vector<std::string>& argv) {
   };
   waitHup();
   io.run();
-  logEvent(LogLevel::Info, "stopped", {});
+  server::logEvent(server::LogLevel::Info, "stopped", {});
   return kExitOk;
 }
 

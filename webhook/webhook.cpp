@@ -467,7 +467,7 @@ std::vector<double> reviewDurationBuckets() {
 }
 
 BindingWebhook::BindingWebhook(ClusterCache& cache, AdmissionActions& actions,
-                               policy::Policy policy, MetricsRegistry* metrics,
+                               policy::Policy policy, server::MetricsRegistry* metrics,
                                BindingWebhookOptions options)
     : cache_(cache), actions_(actions), policy_(std::move(policy)), options_(std::move(options)) {
   if (!options_.now) options_.now = [] { return std::chrono::steady_clock::now(); };
@@ -483,17 +483,17 @@ BindingWebhook::BindingWebhook(ClusterCache& cache, AdmissionActions& actions,
   }
 }
 
-HttpResponse BindingWebhook::handle(const HttpRequest& request) {
+server::HttpResponse BindingWebhook::handle(const server::HttpRequest& request) {
   const auto started = std::chrono::steady_clock::now();
   if (request.method != "POST") {
     if (errors_ != nullptr) errors_->add({});
-    return HttpResponse{405, "application/json",
+    return server::HttpResponse{405, "application/json",
                         jsonErrorBody(request.method + " is not allowed: POST an AdmissionReview")};
   }
   Result<BindingReview> parsed = parseBindingReview(request.body);
   if (!parsed) {
     if (errors_ != nullptr) errors_->add({});
-    return HttpResponse{
+    return server::HttpResponse{
         400, "application/json",
         jsonErrorBody("not an admission.k8s.io/v1 AdmissionReview: " + parsed.error().message)};
   }
@@ -504,7 +504,7 @@ HttpResponse BindingWebhook::handle(const HttpRequest& request) {
   if (admissions_ != nullptr) admissions_->add({record.verdict, record.reason});
   if (duration_ != nullptr) duration_->observe({}, record.seconds);
   if (options_.onReview) options_.onReview(record);
-  return HttpResponse{200, "application/json", admissionReviewResponse(parsed->uid, answer)};
+  return server::HttpResponse{200, "application/json", admissionReviewResponse(parsed->uid, answer)};
 }
 
 bool BindingWebhook::recentlyDone(const std::string& key,

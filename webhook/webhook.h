@@ -34,11 +34,13 @@ namespace nodewarden::kube {
 class ApiWriter;
 }  // namespace nodewarden::kube
 
-namespace nodewarden::agent {
-
+namespace nodewarden::server {
 class MetricsRegistry;
 class CounterFamily;
 class HistogramFamily;
+}  // namespace nodewarden::server
+
+namespace nodewarden::agent {
 
 // ---------------------------------------------------------------------------------------------
 // The AdmissionReview request
@@ -292,11 +294,11 @@ class BindingWebhook {
   // nodewarden_admissions_total{verdict,reason}, nodewarden_admission_review_errors_total and
   // nodewarden_admission_review_duration_seconds there.
   BindingWebhook(ClusterCache& cache, AdmissionActions& actions, policy::Policy policy,
-                 MetricsRegistry* metrics = nullptr, BindingWebhookOptions options = {});
+                 server::MetricsRegistry* metrics = nullptr, BindingWebhookOptions options = {});
 
   // POST /v1/admission-review. 200 with an AdmissionReview for every review (allowed or not);
   // 400 {"error": "..."} for a body that is not one; 405 for a method other than POST.
-  HttpResponse handle(const HttpRequest& request);
+  server::HttpResponse handle(const server::HttpRequest& request);
 
   // The policy for later reviews (SIGHUP).
   void setPolicy(policy::Policy policy) { policy_ = std::move(policy); }
@@ -310,9 +312,9 @@ class BindingWebhook {
   AdmissionActions& actions_;
   policy::Policy policy_;
   BindingWebhookOptions options_;
-  CounterFamily* admissions_ = nullptr;
-  CounterFamily* errors_ = nullptr;
-  HistogramFamily* duration_ = nullptr;
+  server::CounterFamily* admissions_ = nullptr;
+  server::CounterFamily* errors_ = nullptr;
+  server::HistogramFamily* duration_ = nullptr;
   // Actions requested recently, by "evict/<preemptor uid>/<victim uid>" or "clear/<uid>".
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> done_;
 };

@@ -14,6 +14,7 @@
 
 using namespace nodewarden;
 using namespace nodewarden::agent;
+using namespace nodewarden::server;
 namespace fs = std::filesystem;
 
 namespace {

@@ -42,11 +42,11 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
-using nodewarden::agent::HttpRequest;
-using nodewarden::agent::HttpResponse;
-using nodewarden::agent::HttpServer;
-using nodewarden::agent::HttpServerOptions;
-using nodewarden::agent::parseListenAddress;
+using nodewarden::server::HttpRequest;
+using nodewarden::server::HttpResponse;
+using nodewarden::server::HttpServer;
+using nodewarden::server::HttpServerOptions;
+using nodewarden::server::parseListenAddress;
 
 using Clock = std::chrono::steady_clock;
 
@@ -78,7 +78,7 @@ HttpServerOptions testOptions() {
 class TestServer {
  public:
   explicit TestServer(HttpServerOptions options = testOptions(),
-                      nodewarden::agent::HttpHandler handler = routes)
+                      nodewarden::server::HttpHandler handler = routes)
       : server_(context_, withProblems(std::move(options)), std::move(handler)) {
     const auto started = server_.start();
     REQUIRE_MESSAGE(started.ok(), (started.ok() ? "" : started.error().message));
@@ -1253,7 +1253,7 @@ TEST_CASE("TLS: a client CA file that holds no certificate fails start() naming 
   HttpServerOptions options = tlsOptions(files);
   options.tlsClientCaFile = files.path("client-ca.crt");
   asio::io_context context;
-  nodewarden::agent::HttpServer server(context, options, routes);
+  nodewarden::server::HttpServer server(context, options, routes);
   auto started = server.start();
   REQUIRE_FALSE(started.ok());
   CHECK(started.error().message.find(files.path("client-ca.crt")) != std::string::npos);

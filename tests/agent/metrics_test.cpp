@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-using nodewarden::agent::formatMetricValue;
-using nodewarden::agent::latencyBuckets;
-using nodewarden::agent::MetricsRegistry;
+using nodewarden::server::formatMetricValue;
+using nodewarden::server::latencyBuckets;
+using nodewarden::server::MetricsRegistry;
 
 TEST_CASE("a counter with labels, a gauge and a histogram render in registration order") {
   MetricsRegistry registry;
