@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cassert>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -57,6 +58,26 @@ class [[nodiscard]] Result {
 
  private:
   std::variant<T, Error> v_;
+};
+
+// Success without a value, or an Error: for operations that only succeed or fail (`return {};`
+// on success). A Result<bool> is a real yes/no answer, never "it worked".
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : error_(std::move(error)) {}  // NOLINT: implicit by design
+
+  bool ok() const { return !error_.has_value(); }
+  explicit operator bool() const { return ok(); }
+
+  const Error& error() const {
+    assert(!ok());
+    return *error_;
+  }
+
+ private:
+  std::optional<Error> error_;
 };
 
 }  // namespace nodewarden

@@ -1,4 +1,4 @@
-// bench_admission: how fast the admission and preemption core (CONTRACT §5-§6) decides.
+// bench_admission: how fast the admission and preemption core (docs/reference.md §5-§6) decides.
 //
 // With a fixed seed it builds policy::Snapshot objects in memory (Pods, Nodes, PriorityClasses
 // and PodDisruptionBudgets filled in C++ and resolved with policy::resolvePods, as parsing

@@ -79,7 +79,7 @@ Result<std::string> readFile(const std::string& path) {
   return readFileAt(AT_FDCWD, path);
 }
 
-Result<bool> writeFileAt(int dirfd, const std::string& name, std::string_view text) {
+Result<void> writeFileAt(int dirfd, const std::string& name, std::string_view text) {
   auto fd = openFileAt(dirfd, name, O_WRONLY);
   if (!fd) return fd.error();
   const ssize_t n = ::write(fd->get(), text.data(), text.size());
@@ -87,7 +87,7 @@ Result<bool> writeFileAt(int dirfd, const std::string& name, std::string_view te
   if (static_cast<std::size_t>(n) != text.size()) {
     return Error{"writing " + name + ": short write"};
   }
-  return true;
+  return {};
 }
 
 Result<std::vector<std::string>> listSubdirectories(int dirfd) {

@@ -59,7 +59,7 @@ Result<std::string> readFileAt(int dirfd, const std::string& name);
 Result<std::string> readFile(const std::string& path);
 
 // Writes `text` to `name` under `dirfd` in one write(2) (cgroup control files need that).
-Result<bool> writeFileAt(int dirfd, const std::string& name, std::string_view text);
+Result<void> writeFileAt(int dirfd, const std::string& name, std::string_view text);
 
 // A failed system call as an Error: "<what>: <strerror>", with Error::sysErrno set.
 Error errnoError(const std::string& what, int errnoValue);

@@ -40,7 +40,7 @@ std::vector<pid_t> unique(std::vector<pid_t> pids) {
 
 }  // namespace
 
-Result<bool> PodKiller::check(const PodCgroup& pod) const {
+Result<void> PodKiller::check(const PodCgroup& pod) const {
   const std::string& kubepods = pods_.kubepods();
   const Hierarchy& h = pods_.hierarchy();
   const std::string where = "refusing to kill pod " + pod.uid + " (" + pod.relativePath + ")";
@@ -70,7 +70,7 @@ Result<bool> PodKiller::check(const PodCgroup& pod) const {
       return Error{where + ": it holds nodewarden's own process " + std::to_string(::getpid())};
     }
   }
-  return true;
+  return {};
 }
 
 Result<std::vector<pid_t>> PodKiller::processes(const PodCgroup& pod) const {

@@ -39,7 +39,7 @@ class PodKiller {
   explicit PodKiller(const PodCgroups& pods) : pods_(pods) {}
 
   // Refuses a pod outside the managed layout, or one holding this process.
-  Result<bool> check(const PodCgroup& pod) const;
+  Result<void> check(const PodCgroup& pod) const;
 
   // Sends `signal` once to every process of the pod (all hierarchies it is in).
   Result<SignalReport> signalPod(const PodCgroup& pod, int signal) const;

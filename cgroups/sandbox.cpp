@@ -71,7 +71,7 @@ std::vector<std::string> Sandbox::mounts() const {
   return out;
 }
 
-Result<bool> Sandbox::makeDir(const std::string& relative) {
+Result<void> Sandbox::makeDir(const std::string& relative) {
   for (const std::string& mount : mounts()) {
     const std::string path = mount + "/" + relative;
     if (mount == hierarchy_.unified && hierarchy_.memoryVersion == Version::V2) {
@@ -83,7 +83,7 @@ Result<bool> Sandbox::makeDir(const std::string& relative) {
     }
   }
   created_.push_back(relative);
-  return true;
+  return {};
 }
 
 // cgroup v2 gives a new cgroup only the controllers its parent names in
@@ -92,7 +92,7 @@ Result<bool> Sandbox::makeDir(const std::string& relative) {
 // host's to configure (systemd enables them there); a parent that cannot delegate memory is
 // an error naming it. Only the sandbox's own directories are written, and only while they
 // hold no process (v2's "no internal processes" rule).
-Result<bool> Sandbox::delegateControllers(const std::string& parent) {
+Result<void> Sandbox::delegateControllers(const std::string& parent) {
   if (parent == hierarchy_.unified) {
     auto offered = readFile(parent + "/cgroup.subtree_control");
     if (!offered) return offered.error();
@@ -101,7 +101,7 @@ Result<bool> Sandbox::delegateControllers(const std::string& parent) {
                    " does not delegate the memory controller (add +memory to its "
                    "cgroup.subtree_control)"};
     }
-    return true;
+    return {};
   }
   auto available = readFile(parent + "/cgroup.controllers");
   if (!available) return available.error().withContext(parent);
@@ -122,12 +122,12 @@ Result<bool> Sandbox::delegateControllers(const std::string& parent) {
       wanted += (wanted.empty() ? "+" : " +") + std::string(controller);
     }
   }
-  if (wanted.empty()) return true;
+  if (wanted.empty()) return {};
   auto dir = openDirAt(AT_FDCWD, parent);
   if (!dir) return dir.error();
   auto written = writeFileAt(dir->get(), "cgroup.subtree_control", wanted);
   if (!written) return written.error().withContext(parent + ": enabling " + wanted);
-  return true;
+  return {};
 }
 
 Result<Sandbox> Sandbox::create(const Hierarchy& hierarchy, SandboxOptions options) {
@@ -182,7 +182,7 @@ Result<std::string> Sandbox::addChild(const std::string& parentRelative, const s
   return relative;
 }
 
-Result<bool> Sandbox::movePid(const std::string& relative, pid_t pid) {
+Result<void> Sandbox::movePid(const std::string& relative, pid_t pid) {
   const std::string text = std::to_string(pid);
   for (const std::string& mount : mounts()) {
     const std::string path = mount + "/" + relative;
@@ -191,17 +191,17 @@ Result<bool> Sandbox::movePid(const std::string& relative, pid_t pid) {
     auto written = writeFileAt(dir->get(), "cgroup.procs", text);
     if (!written) return written.error().withContext(path);
   }
-  return true;
+  return {};
 }
 
-Result<bool> Sandbox::writeMemoryFile(const std::string& relative, const std::string& file,
+Result<void> Sandbox::writeMemoryFile(const std::string& relative, const std::string& file,
                                       const std::string& value) {
   const std::string path = hierarchy_.memory + "/" + relative;
   auto dir = openDirAt(AT_FDCWD, path);
   if (!dir) return dir.error();
   auto written = writeFileAt(dir->get(), file, value);
   if (!written) return written.error().withContext(path);
-  return true;
+  return {};
 }
 
 Result<pid_t> Sandbox::spawn(const std::string& relative, const std::function<int()>& body) {
@@ -251,7 +251,7 @@ int Sandbox::reap() {
   return reaped;
 }
 
-Result<bool> Sandbox::removeCgroup(const std::string& relative) {
+Result<void> Sandbox::removeCgroup(const std::string& relative) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   bool ok = true;
   for (const std::string& mount : mounts()) ok = removeTree(mount + "/" + relative, deadline) && ok;
@@ -259,11 +259,12 @@ Result<bool> Sandbox::removeCgroup(const std::string& relative) {
   std::erase_if(created_, [&](const std::string& path) {
     return path == relative || path.starts_with(relative + "/");
   });
-  return ok;
+  if (!ok) return Error{"sandbox " + options_.name + ": " + relative + " could not be removed"};
+  return {};
 }
 
-Result<bool> Sandbox::destroy() {
-  if (destroyed_) return true;
+Result<void> Sandbox::destroy() {
+  if (destroyed_) return {};
   destroyed_ = true;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (pid_t pid : children_) ::kill(pid, SIGKILL);
@@ -275,7 +276,7 @@ Result<bool> Sandbox::destroy() {
   children_.clear();
   created_.clear();
   if (!ok) return Error{"sandbox " + options_.name + ": some cgroups could not be removed"};
-  return true;
+  return {};
 }
 
 int removeStaleSandboxes(const Hierarchy& hierarchy, const std::string& prefix) {

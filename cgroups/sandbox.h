@@ -53,9 +53,9 @@ class Sandbox {
   // Creates a child cgroup (a container) below a pod's relative path.
   Result<std::string> addChild(const std::string& parentRelative, const std::string& name);
   // Moves `pid` into the cgroup at `relative` in every hierarchy where it exists.
-  Result<bool> movePid(const std::string& relative, pid_t pid);
+  Result<void> movePid(const std::string& relative, pid_t pid);
   // Writes a file of the memory hierarchy's cgroup at `relative` (e.g. a limit).
-  Result<bool> writeMemoryFile(const std::string& relative, const std::string& file,
+  Result<void> writeMemoryFile(const std::string& relative, const std::string& file,
                                const std::string& value);
 
   // Forks a child that runs `body` inside the cgroup at `relative` (moved there before
@@ -66,17 +66,17 @@ class Sandbox {
   int reap();
 
   // Removes one pod's cgroups (processes killed first). Returns false if something stayed.
-  Result<bool> removeCgroup(const std::string& relative);
+  Result<void> removeCgroup(const std::string& relative);
 
   // Kills every process in the sandbox, removes every cgroup it created (deepest first),
   // and reaps its children. Bounded: about 5 s at most. Safe to call twice.
-  Result<bool> destroy();
+  Result<void> destroy();
 
  private:
   Sandbox() = default;
   std::vector<std::string> mounts() const;  // every hierarchy mount the sandbox uses
-  Result<bool> makeDir(const std::string& relative);
-  Result<bool> delegateControllers(const std::string& parent);
+  Result<void> makeDir(const std::string& relative);
+  Result<void> delegateControllers(const std::string& parent);
 
   Hierarchy hierarchy_;
   SandboxOptions options_;

@@ -20,7 +20,7 @@ const char* kExplainUsage =
     "                                   [-o table|json] [--assume-grace-elapsed]\n"
     "\n"
     "Says which pods on a node would be evicted under pressure, in what order and why, from a\n"
-    "snapshot of kubectl output (CONTRACT.md section 2):\n"
+    "snapshot of kubectl output (docs/reference.md section 2):\n"
     "  {\"nodes\": kubectl get nodes -o json, \"pods\": kubectl get pods -A -o json,\n"
     "   \"priorityClasses\": ..., \"podDisruptionBudgets\": ...,\n"
     "   \"stats\": {\"NODE\": kubectl get --raw /api/v1/nodes/NODE/proxy/stats/summary}}\n"
@@ -306,7 +306,7 @@ int runCheckPolicy(const std::vector<std::string>& argv, std::ostream& out, std:
   const char* usage =
       "usage: nodewarden check-policy FILE\n"
       "\n"
-      "Validates an eviction policy file (CONTRACT.md section 4) and prints the effective\n"
+      "Validates an eviction policy file (docs/reference.md section 4) and prints the effective\n"
       "policy with every default filled in. Every error is listed with its JSON path.\n"
       "Exit status: 0 valid, 1 invalid or unreadable, 2 usage error.\n";
   auto args = parseArgs(argv, {}, {});

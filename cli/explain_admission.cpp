@@ -1,4 +1,4 @@
-// `nodewarden explain admission` and `nodewarden explain preemption` (CONTRACT §5-§6).
+// `nodewarden explain admission` and `nodewarden explain preemption` (docs/reference.md §5-§6).
 #include <algorithm>
 #include <cctype>
 #include <iostream>

@@ -52,7 +52,7 @@ Result<ClusterConfig> inClusterConfig(
 Result<ClusterConfig> loadKubeconfig(const std::string& path,
                                      const std::optional<std::string>& context = std::nullopt);
 
-// CONTRACT §1: --kubeconfig, else $KUBECONFIG (its first file), else in-cluster.
+// docs/reference.md §1: --kubeconfig, else $KUBECONFIG (its first file), else in-cluster.
 Result<ClusterConfig> resolveClusterConfig(const std::optional<std::string>& kubeconfigFlag);
 
 // The bearer token for each request. A token file is re-read when its inode, size or mtime

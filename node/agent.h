@@ -59,7 +59,7 @@ struct AgentOptions {
   std::optional<server::HttpServerOptions> http;  // nullopt: no HTTP server
   // POST /v1/admit and /v1/admission-review can lead to evictions: served only when set
   // (otherwise 404), and, when http->tlsClientCaFile is set, only to a client whose
-  // certificate verified (otherwise 403). CONTRACT §7.
+  // certificate verified (otherwise 403). docs/reference.md §7.
   bool admissionRoutes = false;
   bool systemdNotify = true;              // sd_notify READY/STATUS/WATCHDOG when under systemd
   // What a `preempt` verdict at POST /v1/admission-review does (evict the victims, nominate
@@ -111,7 +111,7 @@ class Agent {
   // Runs one cycle now (tests and benchmarks drive time this way too).
   void cycle(const char* trigger);
 
-  // The HTTP routes of CONTRACT §7.
+  // The HTTP routes of docs/reference.md §7.
   server::HttpResponse handle(const server::HttpRequest& request);
   // `explain eviction -o json` for this node, live.
   policy::OrderedJson stateJson();
@@ -246,7 +246,7 @@ class Agent {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-// `nodewarden agent …`: parses the options (CONTRACT §1), builds the agent and runs the loop
+// `nodewarden agent …`: parses the options (docs/reference.md §1), builds the agent and runs the loop
 // until SIGTERM/SIGINT. Returns the exit code.
 int runAgent(const std::vector<std::string>& args);
 

@@ -43,7 +43,7 @@ class PodSource {
 };
 
 // `--source static --manifests DIR`: every *.json file in DIR holds one Pod object, a pod of
-// this node (CONTRACT §1). Files are re-read when their size, mtime or inode change; a file
+// this node (docs/reference.md §1). Files are re-read when their size, mtime or inode change; a file
 // that does not parse is reported and skipped while the others still count. Priority class
 // names resolve against the built-in classes (system-node-critical, system-cluster-critical).
 // A refresh stats only the directory unless its mtime changed or 10 s passed since the last

@@ -31,7 +31,7 @@ const char* kAgentUsage =
     "policy kept).\n"
     "\n"
     "Options:\n"
-    "  --policy FILE          eviction policy (CONTRACT §4; see 'nodewarden check-policy').\n"
+    "  --policy FILE          eviction policy (docs/reference.md §4; see 'nodewarden check-policy').\n"
     "                         Default: the kubelet's hard thresholds.\n"
     "  --node NAME            this node's name. Default: $NODE_NAME, then the host name.\n"
     "  --source kubernetes|static\n"
@@ -184,7 +184,7 @@ int runAgent(const std::vector<std::string>& argv) {
       return kExitUsage;
     }
     options.admissionRoutes = args->flag("admission-routes");
-    // CONTRACT §7: beyond loopback, routes that can evict answer only a verified client.
+    // docs/reference.md §7: beyond loopback, routes that can evict answer only a verified client.
     if (options.admissionRoutes && !isLoopbackAddress(http.address) &&
         http.tlsClientCaFile.empty()) {
       std::cerr << "nodewarden agent: --admission-routes on " << listen

@@ -1,4 +1,4 @@
-// Admission of a pod bound to a node, and the scheduler's preemption rules (CONTRACT §5-§6).
+// Admission of a pod bound to a node, and the scheduler's preemption rules (docs/reference.md §5-§6).
 #pragma once
 
 #include <cstdint>
@@ -44,7 +44,7 @@ struct AdmissionDecision {
   std::vector<const Pod*> nominatedPodsToClear;  // sorted by pod key; empty for reject
 };
 
-// CONTRACT §5: the verdict for `pod` on `node`. `pdbs` are the cluster's disruption budgets.
+// docs/reference.md §5: the verdict for `pod` on `node`. `pdbs` are the cluster's disruption budgets.
 // Pure; `pod` need not be part of the index (if it is, it does not count against itself).
 AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
                            const std::vector<PodDisruptionBudget>& pdbs, const Policy& policy);
@@ -87,7 +87,7 @@ VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
                                          const std::vector<PodDisruptionBudget>& pdbs,
                                          const Policy& policy);
 
-// CONTRACT §6: the scheduler's decision for a pending pod across every node.
+// docs/reference.md §6: the scheduler's decision for a pending pod across every node.
 struct PreemptionCandidate {
   const Node* node = nullptr;
   std::vector<const Pod*> victims;  // most important first
@@ -109,7 +109,7 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
 // The scheduler's pickOneNodeForPreemption over candidates (index into `candidates`).
 std::size_t pickOneNodeForPreemption(const std::vector<PreemptionCandidate>& candidates);
 
-// The JSON of CONTRACT §5 and §6.
+// The JSON of docs/reference.md §5 and §6.
 OrderedJson admissionToJson(const AdmissionDecision& decision);
 OrderedJson preemptionToJson(const PreemptionDecision& decision);
 

@@ -107,7 +107,7 @@ std::string notEvictableReason(const Pod& pod, const Policy& policy) {
 }
 
 // Eviction counts the allocated requests, the pod level alone where it is set, overhead
-// only on a non-zero value (CONTRACT §3; the kubelet's GetResourceRequestQuantity).
+// only on a non-zero value (docs/reference.md §3; the kubelet's GetResourceRequestQuantity).
 std::int64_t requestOf(const Pod& pod, const std::string& resource) {
   auto it = pod.rankingRequests.find(resource);
   return it == pod.rankingRequests.end() ? 0 : it->second;
@@ -628,7 +628,7 @@ OrderedJson evictionToJson(const EvictionDecision& decision) {
                      {"message", e.message}});
   }
   out["evict"] = std::move(evict);
-  // Beyond CONTRACT §4, present only when there is something to say: pods in the middle of
+  // Beyond docs/reference.md §4, present only when there is something to say: pods in the middle of
   // an in-place resize (eviction counts their allocated requests) and swap per pod.
   OrderedJson resizing = OrderedJson::array();
   OrderedJson swap = OrderedJson::object();

@@ -1,4 +1,4 @@
-// Node-pressure eviction (CONTRACT §4): signals, thresholds over time, rankings, the plan.
+// Node-pressure eviction (docs/reference.md §4): signals, thresholds over time, rankings, the plan.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +56,7 @@ struct EvictionState {
   // When each currently met threshold was first seen met (for grace periods).
   std::map<ThresholdKey, TimePoint> firstObservedAt;
   // Thresholds met in the last cycle: once met, a threshold stays met until available >=
-  // threshold + minimum reclaim (CONTRACT §4).
+  // threshold + minimum reclaim (docs/reference.md §4).
   std::set<ThresholdKey> met;
   // When each node condition was last observed (for the transition period).
   std::map<std::string, TimePoint> conditionLastObservedAt;
@@ -130,18 +130,18 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
                                 const EvictionState& state, TimePoint now,
                                 Rankings rankings = Rankings::All);
 
-// The rankings on their own (CONTRACT §4 "Ranking"), for any resource of the node.
+// The rankings on their own (docs/reference.md §4 "Ranking"), for any resource of the node.
 Ranking rankMemoryPressure(const NodeView& view, const Policy& policy);
 Ranking rankPidPressure(const NodeView& view, const Policy& policy);
 Ranking rankDiskPressure(const NodeView& view, const Policy& policy, bool inodes);
 
-// CONTRACT §5 step 2: the pressure conditions §4 derives for `nodeName` from the snapshot's
+// docs/reference.md §5 step 2: the pressure conditions §4 derives for `nodeName` from the snapshot's
 // stats under `policy` (a threshold met, hard or soft, grace periods aside), added to its
 // Node object where it does not already report them True. Returns the ones added.
 std::vector<std::string> addDerivedPressureConditions(Snapshot& snapshot, std::string_view nodeName,
                                                       const Policy& policy);
 
-// `explain eviction -o json` exactly as CONTRACT §4 shows.
+// `explain eviction -o json` exactly as docs/reference.md §4 shows.
 OrderedJson evictionToJson(const EvictionDecision& decision);
 
 }  // namespace nodewarden::policy

@@ -15,7 +15,7 @@ namespace nodewarden::policy {
 // built-in defaults (the kubelet's).
 Result<Policy> loadPolicy(const std::string* path);
 
-// A snapshot file (CONTRACT §2); every error line starts with the file name.
+// A snapshot file (docs/reference.md §2); every error line starts with the file name.
 Result<Snapshot> loadSnapshot(const std::string& path);
 
 // A Pod object file ("-" for standard input), resolved against the snapshot's priority

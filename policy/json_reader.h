@@ -15,7 +15,7 @@
 namespace nodewarden::policy {
 
 using Json = nlohmann::json;
-// For output: keeps members in the order they were added, as CONTRACT.md shows them.
+// For output: keeps members in the order they were added, as docs/reference.md shows them.
 using OrderedJson = nlohmann::ordered_json;
 
 // `parent.key`, or `parent["key"]` when the key is not a plain identifier

@@ -178,7 +178,7 @@ const ResourceList& containerRequests(const Container& c, RequestSet set) {
   return c.requests;
 }
 
-// Step 1 of CONTRACT §3 (KEP-753): Σ regular + Σ sidecars, max'ed with each init container's
+// Step 1 of docs/reference.md §3 (KEP-753): Σ regular + Σ sidecars, max'ed with each init container's
 // own request plus the sidecars declared before it.
 Nanos aggregateContainerRequests(const Pod& pod, RequestSet set) {
   Nanos reqs;
@@ -694,7 +694,7 @@ bool isMirrorPod(const Pod& pod) {
 
 namespace {
 
-// The request sets of CONTRACT §3 and who counts which.
+// The request sets of docs/reference.md §3 and who counts which.
 void resolveRequests(Pod& pod) {
   pod.requests = podRequests(pod, RequestSet::Desired);
   bool statusReported = pod.podLevelAllocated || pod.podLevelActual;

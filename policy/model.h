@@ -52,7 +52,7 @@ struct Container {
   std::optional<ResourceList> actual;     // .resources.requests
 };
 
-// Who counts a pod's requests (CONTRACT §3): each reads its own of the three request sets.
+// Who counts a pod's requests (docs/reference.md §3): each reads its own of the three request sets.
 enum class RequestConsumer : std::uint8_t { Kubelet = 0, Scheduler = 1 };
 
 struct Pod {
@@ -104,7 +104,7 @@ struct Pod {
   PreemptionPolicy preemptionPolicy = PreemptionPolicy::PreemptLowerPriority;
   QosClass qos = QosClass::BestEffort;
   bool critical = false;
-  // CONTRACT §3, each with overhead: the desired requests (the spec; what an incoming pod
+  // docs/reference.md §3, each with overhead: the desired requests (the spec; what an incoming pod
   // asks for), what the kubelet's admission counts for a pod already on the node
   // (max(allocated, actual)) and what the scheduler counts for one (max(desired, allocated,
   // actual), desired left out when the resize is infeasible).
@@ -254,7 +254,7 @@ std::optional<PodDisruptionBudget> parsePodDisruptionBudget(const Json& json,
                                                             Diagnostics& diagnostics);
 std::optional<Summary> parseSummary(const Json& json, const std::string& path,
                                     Diagnostics& diagnostics);
-// A whole snapshot (CONTRACT §2). Pods are resolved (resolvePods) before returning.
+// A whole snapshot (docs/reference.md §2). Pods are resolved (resolvePods) before returning.
 std::optional<Snapshot> parseSnapshot(const Json& json, Diagnostics& diagnostics);
 // Parses JSON text first; syntax errors are reported with line and column.
 std::optional<Snapshot> parseSnapshotText(std::string_view text, Diagnostics& diagnostics);
@@ -264,7 +264,7 @@ std::optional<Snapshot> parseSnapshotText(std::string_view text, Diagnostics& di
 void resolvePods(std::vector<Pod>& pods, const std::vector<PriorityClass>& classes);
 void resolvePod(Pod& pod, const std::vector<PriorityClass>& classes);
 
-// CONTRACT §3 for one request set: max(Σ containers + Σ sidecars, init-container peak with
+// docs/reference.md §3 for one request set: max(Σ containers + Σ sidecars, init-container peak with
 // sidecars), the pod-level cpu, memory and hugepages requests in place of the containers',
 // then the overhead. With `overheadOnlyIfNonZero` the overhead is added only to a non-zero
 // total (the kubelet's rule for eviction).

@@ -1,4 +1,4 @@
-// The eviction policy file (CONTRACT §4): parse, validate, defaults.
+// The eviction policy file (docs/reference.md §4): parse, validate, defaults.
 #pragma once
 
 #include <cstdint>

@@ -253,7 +253,7 @@ struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   HttpServerState(asio::io_context& context, HttpServerOptions opts, HttpHandler h)
       : options(std::move(opts)), handler(std::move(h)), acceptor(context), retryTimer(context) {}
 
-  Result<bool> listenOn(const tcp::endpoint& endpoint, const std::string& where);
+  Result<void> listenOn(const tcp::endpoint& endpoint, const std::string& where);
   void accept();
   void onAccept(beast::error_code ec, tcp::socket socket);
   void refuse(tcp::socket& socket);
@@ -596,9 +596,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   std::size_t drained_ = 0;
 };
 
-Result<bool> HttpServerState::listenOn(const tcp::endpoint& endpoint, const std::string& where) {
+Result<void> HttpServerState::listenOn(const tcp::endpoint& endpoint, const std::string& where) {
   beast::error_code ec;
-  auto fail = [&](const beast::error_code& failure) -> Result<bool> {
+  auto fail = [&](const beast::error_code& failure) -> Result<void> {
     beast::error_code ignored;
     acceptor.close(ignored);
     const int sysErrno =
@@ -617,7 +617,7 @@ Result<bool> HttpServerState::listenOn(const tcp::endpoint& endpoint, const std:
   const tcp::endpoint bound = acceptor.local_endpoint(ec);
   if (ec) return fail(ec);
   port = bound.port();
-  return true;
+  return {};
 }
 
 void HttpServerState::accept() {
@@ -751,7 +751,7 @@ HttpServer::~HttpServer() {
   stop();
 }
 
-Result<bool> HttpServer::start() {
+Result<void> HttpServer::start() {
   detail::HttpServerState& s = *state_;
   const std::string where = hostPort(s.options.address, s.options.port);
   if (s.started || s.stopped) {
@@ -787,11 +787,11 @@ Result<bool> HttpServer::start() {
   // one that binds wins.
   std::optional<Error> firstError;
   for (const tcp::endpoint& endpoint : endpoints) {
-    Result<bool> listening = s.listenOn(endpoint, where);
+    Result<void> listening = s.listenOn(endpoint, where);
     if (listening.ok()) {
       s.started = true;
       s.accept();
-      return true;
+      return {};
     }
     if (!firstError) firstError = listening.error();
   }

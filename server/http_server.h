@@ -1,4 +1,4 @@
-// The agent's small HTTP/1.1 server (CONTRACT §7): /healthz, /metrics, /v1/... are routed by
+// The agent's small HTTP/1.1 server (docs/reference.md §7): /healthz, /metrics, /v1/... are routed by
 // one handler function that the daemon supplies.
 //
 // Threading: everything runs on one caller-owned boost::asio::io_context driven by a single
@@ -120,7 +120,7 @@ class HttpServer {
   // the pair is loaded first and an error names the file: "TLS certificate /etc/tls.crt:
   // reading: No such file or directory", "TLS key /etc/tls.key does not match the
   // certificate /etc/tls.crt". Call once, on the loop thread or before the loop runs.
-  Result<bool> start();
+  Result<void> start();
 
   // Re-reads the TLS pair now. Returns true when a different pair was loaded (new
   // connections use it), false when the files hold the loaded pair already. On an error the

@@ -1,4 +1,4 @@
-// Prometheus metrics for GET /metrics (CONTRACT §7), in the text exposition format 0.0.4:
+// Prometheus metrics for GET /metrics (docs/reference.md §7), in the text exposition format 0.0.4:
 //
 //   # HELP nodewarden_evictions_total Pods evicted, by signal and reason.
 //   # TYPE nodewarden_evictions_total counter

@@ -578,7 +578,7 @@ ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer
   if (!answer.allowed) {
     answer.code = 403;
     answer.reason = decision.reason;
-    // CONTRACT §7: the §5 reason is status.message; the whole story is in the details.
+    // docs/reference.md §7: the §5 reason is status.message; the whole story is in the details.
     answer.message = decision.reason;
     answer.detail = decision.reason + ": " + decision.message;
     if (decision.verdict == policy::Verdict::Preempt) {

@@ -1,4 +1,4 @@
-// The binding admission webhook (CONTRACT §5, §7 POST /v1/admission-review): the API server
+// The binding admission webhook (docs/reference.md §5, §7 POST /v1/admission-review): the API server
 // sends an admission.k8s.io/v1 AdmissionReview for every pods/binding CREATE (the scheduler
 // binding a pod to a node); the webhook answers with the §5 verdict for that pod on that node,
 // computed from a cache of the cluster (ClusterCache), and for `preempt` asks the cluster to
@@ -80,7 +80,7 @@ struct ReviewAnswer {
   bool allowed = true;
   unsigned code = 403;  // status.code when denied
   std::string reason;   // status.reason: the §5 reason ("OutOfmemory")
-  std::string message;  // status.message: the §5 reason too, as CONTRACT §7 says
+  std::string message;  // status.message: the §5 reason too, as docs/reference.md §7 says
   // For people: "<reason>: <message>[: victims]", in status.details.causes[0].message.
   std::string detail;
   std::vector<std::string> warnings;
@@ -103,7 +103,7 @@ class ClusterCache {
   // Brings the derived indexes up to date with the sources; cheap when nothing changed.
   virtual void refresh() = 0;
 
-  // The pod "namespace/name", resolved (priority, preemption policy, QoS, requests; CONTRACT
+  // The pod "namespace/name", resolved (priority, preemption policy, QoS, requests; docs/reference.md
   // §3) against the cluster's priority classes; null when unknown.
   virtual const policy::Pod* findPod(std::string_view key) const = 0;
 
@@ -122,7 +122,7 @@ class ClusterCache {
 // (added when absent). Returns false and leaves `node` alone when there is nothing to map.
 bool applyNodewardenConditions(policy::Node& node);
 
-// A cache over one fixed snapshot (CONTRACT §2): for tests, `explain`, and the agent's own
+// A cache over one fixed snapshot (docs/reference.md §2): for tests, `explain`, and the agent's own
 // node. Its pods are resolved on construction; refresh() does nothing.
 class SnapshotClusterCache final : public ClusterCache {
  public:
@@ -265,7 +265,7 @@ struct ReviewRecord {
   std::string uid;
   std::string pod;  // "ns/name" ("" when the review is not a binding)
   std::string node;
-  // "admit", "reject", "wait", "preempt" (CONTRACT §5) or "allow-unchecked" (failed open).
+  // "admit", "reject", "wait", "preempt" (docs/reference.md §5) or "allow-unchecked" (failed open).
   std::string verdict;
   std::string reason;  // the §5 reason, or why it failed open: NotABinding, PodNotFound, ...
   std::string message;

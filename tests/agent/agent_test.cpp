@@ -249,7 +249,7 @@ TEST_CASE("a bad policy file is rejected and the last good policy kept; a good o
   CHECK(h.agent->policy().thresholds.size() == 1);
 }
 
-TEST_CASE("HTTP routes answer as CONTRACT §7 says, and bad requests get JSON errors") {
+TEST_CASE("HTTP routes answer as docs/reference.md §7 says, and bad requests get JSON errors") {
   configureLogging(LogFormat::Text, LogLevel::Error);
   Tree tree;
   tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 100 * kMiB, "300Mi");
@@ -279,7 +279,7 @@ TEST_CASE("HTTP routes answer as CONTRACT §7 says, and bad requests get JSON er
   CHECK(policy::Json::parse(rejected.body)["verdict"] != "admit");
 }
 
-TEST_CASE("CONTRACT §7: without --admission-routes the routes that can evict are 404") {
+TEST_CASE("docs/reference.md §7: without --admission-routes the routes that can evict are 404") {
   configureLogging(LogFormat::Text, LogLevel::Error);
   Tree tree;
   tree.addPod("web", "00000000-0000-4000-8000-000000000005", "burstable", 1000, 100 * kMiB, "300Mi");

@@ -1,5 +1,5 @@
 // The binding admission webhook: AdmissionReview parsing and answers for every verdict of
-// CONTRACT §5, the actions a verdict asks for (and never twice, never on dry runs), failing
+// docs/reference.md §5, the actions a verdict asks for (and never twice, never on dry runs), failing
 // open, malformed reviews, and the caches over a snapshot and over the reflectors' stores.
 #include "webhook/webhook.h"
 
@@ -341,7 +341,7 @@ TEST_CASE("reject PriorityClassNotFound: 403 with the reason in status.message")
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["code"] == 403);
   CHECK(response["status"]["reason"] == "PriorityClassNotFound");
-  CHECK(response["status"]["message"] == "PriorityClassNotFound");  // CONTRACT §7
+  CHECK(response["status"]["message"] == "PriorityClassNotFound");  // docs/reference.md §7
   CHECK(response["status"]["details"]["causes"][0]["message"] ==
         "PriorityClassNotFound: no PriorityClass with name gold was found");
   CHECK(f.actions.calls.empty());

@@ -440,7 +440,7 @@ TEST_CASE("check-policy: containerfs thresholds are accepted and ignored with a 
   CHECK(r.out.find("containerfs.available") == std::string::npos);
 }
 
-TEST_CASE("CONTRACT §7: the admission routes beyond loopback need a verified client certificate") {
+TEST_CASE("docs/reference.md §7: the admission routes beyond loopback need a verified client certificate") {
   // Refused before anything is read or served: exit 2 naming the flag.
   Run open = run("agent --admission-routes --listen 0.0.0.0:0 --source static --manifests /nonexistent");
   CHECK(open.status == 2);

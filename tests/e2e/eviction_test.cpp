@@ -1,4 +1,4 @@
-// A hard threshold on a real sandbox node: the agent evicts exactly the pods CONTRACT §4 says
+// A hard threshold on a real sandbox node: the agent evicts exactly the pods docs/reference.md §4 says
 // (the shortest prefix of the ranking covering threshold + minimum reclaim − available), at
 // once, in the ranking's order, and nothing else.
 #include <doctest/doctest.h>
@@ -122,7 +122,7 @@ TEST_CASE("hard threshold: the shortest prefix of the ranking is killed at once,
     CHECK(line.number("latency_ms") < 1500);
     CHECK(std::chrono::duration<double>(line.seenAt - pressureAt).count() < 2.0);
   }
-  // CONTRACT §4: the message is the kubelet's, "followed by the containers over their
+  // docs/reference.md §4: the message is the kubelet's, "followed by the containers over their
   // request": over-request's one container uses 60Mi of a 20Mi request.
   CHECK_MESSAGE(evicts[1].field("reason").find("Container main was using") != std::string::npos,
                 "the eviction message does not name the container over its request: "

@@ -1,4 +1,4 @@
-// The agent's HTTP surface (CONTRACT §7) over a real socket, on a real sandbox node: health,
+// The agent's HTTP surface (docs/reference.md §7) over a real socket, on a real sandbox node: health,
 // metrics, the live state, admission, and bad requests that must not hurt it.
 #include <doctest/doctest.h>
 

@@ -320,7 +320,7 @@ TEST_CASE("kubernetes source: a binding review at the agent preempts through the
   const Json rejected = review(never, "review-1");
   CHECK(rejected["response"]["uid"] == "review-1");
   CHECK(rejected["response"]["allowed"] == false);
-  CHECK(rejected["response"]["status"]["message"] == "OutOfmemory");  // CONTRACT §7
+  CHECK(rejected["response"]["status"]["message"] == "OutOfmemory");  // docs/reference.md §7
 
   // Preempt: denied now, the batch pod evicted through the Eviction API, urgent nominated.
   const Json preempt = review(urgent, "review-2");

@@ -1,6 +1,6 @@
 // `nodewarden webhook` end to end: the real binary lists and watches the fake API server
 // (over TLS, with a kubeconfig) and answers AdmissionReviews for pods/binding with every
-// CONTRACT §5 verdict; preempt evicts through the Eviction API and nominates; a node's
+// docs/reference.md §5 verdict; preempt evicts through the Eviction API and nominates; a node's
 // pressure published by an agent reaches the verdicts through the watch; malformed reviews
 // get a 400 and the webhook goes on. (TLS on the webhook's own port is covered by
 // agent/http; here it serves plain HTTP on 127.0.0.1.)
@@ -85,7 +85,7 @@ TEST_CASE(
     CHECK(answer["response"]["uid"] == uid);
     return answer["response"];
   };
-  // status.message is the §5 reason (CONTRACT §7); the details carry the whole message.
+  // status.message is the §5 reason (docs/reference.md §7); the details carry the whole message.
   auto message = [](const Json& response) {
     CHECK(response["status"]["message"] == response["status"]["reason"]);
     return response["status"]["details"]["causes"][0]["message"].get<std::string>();

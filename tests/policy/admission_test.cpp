@@ -1,4 +1,4 @@
-// Admission (CONTRACT §5) and the scheduler's preemption rules (§6): the seed documents'
+// Admission (docs/reference.md §5) and the scheduler's preemption rules (§6): the seed documents'
 // scenarios, each admission check, PDB filtering, every pickOneNodeForPreemption tie-break,
 // and the incremental victim selection against the naive one.
 #include <doctest/doctest.h>

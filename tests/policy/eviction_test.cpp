@@ -1,4 +1,4 @@
-// Eviction (CONTRACT §4) in the default "priority" ranking: signals, thresholds over simulated
+// Eviction (docs/reference.md §4) in the default "priority" ranking: signals, thresholds over simulated
 // time, rankings, the plan, messages and the JSON output.
 #include <doctest/doctest.h>
 

@@ -1,9 +1,9 @@
 // The kubelet's own eviction test cases, restated as facts (inputs -> expected outcome) and run
 // against nodewarden's policy core. The facts come from pkg/kubelet/eviction/helpers_test.go and
-// eviction_manager_test.go (summarised in /work/notes/kubelet-cases.md, sections 1 and 2); no
+// eviction_manager_test.go (kubernetes/kubernetes pkg/kubelet/eviction); no
 // kubelet code is copied. Rankings run in `"ranking": "kubelet"` mode and the eviction-manager
 // scenarios with evictionMaxPodsPerCycle = 1 (the kubelet's one pod per cycle). Where
-// CONTRACT.md deliberately differs from the kubelet, the contract's behaviour is asserted and
+// docs/reference.md deliberately differs from the kubelet, the contract's behaviour is asserted and
 // the difference is noted next to the assertion.
 #include <doctest/doctest.h>
 
@@ -499,7 +499,7 @@ TEST_CASE("kubelet: TestOrderedByPriorityInodes - priority, then inode usage") {
 
 TEST_CASE("kubelet: ties left open by the kubelet's unstable sort break by pod key") {
   // The kubelet sorts with sort.Sort (not stable), so pods equal under its comparators come out
-  // in no defined order. CONTRACT §4 breaks such ties by pod key ascending: this is our
+  // in no defined order. docs/reference.md §4 breaks such ties by pod key ascending: this is our
   // deterministic order, not a kubelet fact. Same-named pods in different namespaces appear as
   // in TestMakeSignalObservations (pod1 in ns1 and ns2).
   std::vector<Pod> pods = {
@@ -1009,7 +1009,7 @@ TEST_CASE(
   CHECK(d.evict.empty());
 
   // +3m: the soft threshold is actionable, but the critical pod must not be killed. It is still
-  // ranked (CONTRACT §4: every pod, critical ones last and marked).
+  // ranked (docs/reference.md §4: every pod, critical ones last and marked).
   d = sim.step(minutes(3));
   CHECK(conditions(d) == "MemoryPressure");
   REQUIRE(statusOf(d, Signal::MemoryAvailable, false) != nullptr);
@@ -1220,7 +1220,7 @@ TEST_CASE("kubelet: TestParseThresholdConfig - success cases as policy files") {
         "evictionSoftGracePeriod": {}, "evictionMinimumReclaim": {}})"),
                     {});
     // Not a kubelet case: a file with no threshold maps at all gets the kubelet's defaults
-    // (CONTRACT §4), as KubeletConfiguration defaulting would give.
+    // (docs/reference.md §4), as KubeletConfiguration defaulting would give.
     CHECK(parsePolicyOrFail("{}").thresholds.size() == 4);
   }
   SUBCASE("all memory eviction values") {

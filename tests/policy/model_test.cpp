@@ -1,4 +1,4 @@
-// Kubernetes objects from JSON (CONTRACT §2) and the shared definitions of §3.
+// Kubernetes objects from JSON (docs/reference.md §2) and the shared definitions of §3.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -421,7 +421,7 @@ TEST_CASE("snapshot: skipping unread members while parsing loses nothing the mod
   std::ostringstream text;
   text << in.rdbuf();
   expectSameModel(text.str());
-  // Every field of CONTRACT §2, with user data whose keys collide with skipped member names.
+  // Every field of docs/reference.md §2, with user data whose keys collide with skipped member names.
   expectSameModel(R"({
     "nodes": [{"metadata": {"name": "n", "labels": {"env": "prod", "volumes": "x", "images": "y"}},
                "spec": {"unschedulable": true, "taints": [{"key": "k", "value": "v", "effect": "NoExecute"}]},

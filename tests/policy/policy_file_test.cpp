@@ -1,4 +1,4 @@
-// The policy file (CONTRACT §4): values, defaults, and every error with its JSON path.
+// The policy file (docs/reference.md §4): values, defaults, and every error with its JSON path.
 #include <doctest/doctest.h>
 
 #include <string>

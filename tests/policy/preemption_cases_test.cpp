@@ -1,7 +1,8 @@
 // Upstream Kubernetes test cases, restated as facts and run through nodewarden's admission
-// (CONTRACT §5) and cluster preemption (§6). Sources: /work/notes/preemption-cases.md and
-// /work/shared/reference/scheduler-preemption.md. No upstream code is copied: each case is
-// rebuilt from its inputs and its expected outcome, as snapshots in the kubectl JSON of §2.
+// (docs/reference.md §5) and cluster preemption (§6). Sources: the upstream tests named on
+// each case (kubernetes/kubernetes pkg/scheduler/framework/preemption, plugins/
+// defaultpreemption, their _test.go files). No upstream code is copied: each case is rebuilt
+// from its inputs and its expected outcome, as snapshots in the kubectl JSON of §2.
 //
 // Conventions
 // - Priorities as upstream: neg = -100, low = 0, mid = 100, high = 1000, veryHigh = 10000.
@@ -11,8 +12,8 @@
 //   after 2026-01-01T00:00:00Z: only their order matters.
 // - Upstream pods and PDBs there have namespace ""; here both default to "default", so budgets
 //   still select the pods.
-// - Where the CONTRACT deliberately differs from upstream, the contract's behaviour is
-//   asserted and the comment says so ("CONTRACT").
+// - Where docs/reference.md deliberately differs from upstream, its behaviour is asserted and
+//   the comment says so ("REFERENCE").
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -340,7 +341,7 @@ bool startsWith(const std::string& text, const std::string& prefix) {
 // =============================================================================================
 // 1. TestDryRunPreemption (default_preemption_test.go, newest): victims per node.
 // Rows with custom filter plugins, inter-pod anti-affinity or topology spread (1-3, 9-11) are
-// outside nodewarden's model (CONTRACT §2 reads no affinity or spread) and are not restated.
+// outside nodewarden's model (docs/reference.md §2 reads no affinity or spread) and are not restated.
 
 TEST_CASE(
     "scheduler: TestDryRunPreemption - a pod that fits on both nodes when lower priority pods "
@@ -351,7 +352,7 @@ TEST_CASE(
   Pod p = podFrom(PodJ("p").prio(kHigh).c(kLarge), s);
   CHECK(describe(victimsOn(s, p, "node1")) == "{p1} v0");
   CHECK(describe(victimsOn(s, p, "node2")) == "{p2} v0");
-  // Both are candidates; upstream picks either (random tie). CONTRACT §6.4 breaks the full tie
+  // Both are candidates; upstream picks either (random tie). docs/reference.md §6.4 breaks the full tie
   // by node name, ascending.
   CHECK(describe(preempt(s, p)) == "node1 {p1} v0 | others: node2 {p2} v0;");
 }
@@ -502,9 +503,9 @@ TEST_CASE(
 TEST_CASE(
     "scheduler: TestDryRunPreemption - all nodes are possible candidates, but "
     "DefaultPreemptionArgs limits to 2") {
-  // CONTRACT §6.3 evaluates every node: upstream stops after numCandidates (2, from a random
+  // docs/reference.md §6.3 evaluates every node: upstream stops after numCandidates (2, from a random
   // offset) and returns node1 and node5 only. Here all five are candidates; the full tie is
-  // broken by node name (CONTRACT §6.4), upstream picks at random among those it found.
+  // broken by node name (docs/reference.md §6.4), upstream picks at random among those it found.
   SUBCASE("all nodes are possible candidates") {
     std::vector<std::string> nodes, pods;
     for (int i = 1; i <= 5; ++i) {
@@ -549,7 +550,7 @@ TEST_CASE(
   const Snapshot& s = snapshotFrom(snapJ(nodes, pods, {pdbJ("pdb", R"("app": "foo")", 0)}));
   Pod p = podFrom(PodJ("p").prio(kHigh).c(kLarge), s);
   // Upstream candidates: node1 {p1} v1, node3 {p3} v0, node5 {p5} v1 (the search stops once a
-  // non-violating node is found). CONTRACT §6.3 evaluates every node; the choice is the same:
+  // non-violating node is found). docs/reference.md §6.3 evaluates every node; the choice is the same:
   // rule 1 (fewest PDB violations) keeps node3 and node4, the name picks node3.
   CHECK(describe(victimsOn(s, p, "node1")) == "{p1} v1");
   CHECK(describe(victimsOn(s, p, "node3")) == "{p3} v0");
@@ -600,7 +601,7 @@ std::string chosenNode(const std::vector<std::vector<VictimSpec>>& perNode, int 
 
 TEST_CASE("scheduler: TestSelectBestCandidate - which node wins, by rule") {
   SUBCASE("a pod that fits on both nodes when lower priority pods are preempted") {
-    // Upstream accepts node1 or node2 (random tie); CONTRACT §6.4 takes the name, ascending.
+    // Upstream accepts node1 or node2 (random tie); docs/reference.md §6.4 takes the name, ascending.
     CHECK(chosenNode({{{kMid, kLarge, 0}}, {{kMid, kLarge, 0}}}, kHigh, kLarge) == "node1");
   }
   SUBCASE("node with min highest priority pod is picked") {
@@ -675,7 +676,7 @@ TEST_CASE("scheduler: TestPickOneNodeForPreemption (v1.19) - nodes that need no 
   }
   SUBCASE("a pod that fits on a machine with no preemption") {
     // Upstream v1.19 returned the node with no victims at once; today the pod would not reach
-    // preemption. CONTRACT §6.1: a node where the pod fits wins at once, without victims.
+    // preemption. docs/reference.md §6.1: a node where the pod fits wins at once, without victims.
     const Snapshot& s =
         snapshotFrom(snapJ({nodeJ("machine1", res), nodeJ("machine2", res), nodeJ("machine3", res)},
                            {PodJ("m1.1").prio(kMid).c(large).on("machine1"),
@@ -687,7 +688,7 @@ TEST_CASE("scheduler: TestPickOneNodeForPreemption (v1.19) - nodes that need no 
 
 TEST_CASE("scheduler: TestSelectBestCandidate - pickOneNodeForPreemption on dry-run candidates") {
   // The first row again, as candidates handed to pickOneNodeForPreemption in reverse name
-  // order: upstream returns whichever comes first (random); CONTRACT §6.4 picks node1 by name
+  // order: upstream returns whichever comes first (random); docs/reference.md §6.4 picks node1 by name
   // whatever the order.
   const Snapshot& s = snapshotFrom(snapJ(
       {node500("node1"), node500("node2")},
@@ -737,7 +738,7 @@ TEST_CASE("scheduler: TestPreempt - basic preemption logic, policy unset, Never,
   }
   SUBCASE("calling preempt again after the victims got a deletionTimestamp preempts nothing") {
     // The preemptor is now nominated to node1, where its victims are terminating. Upstream
-    // refuses because they carry DisruptionTarget; CONTRACT §6.2 refuses for any terminating
+    // refuses because they carry DisruptionTarget; docs/reference.md §6.2 refuses for any terminating
     // lower-priority pod on the nominated node.
     const Snapshot& again = *snapshot(true);
     CHECK(describe(preempt(again, podFrom(PodJ("p").prio(kHigh).c(kVeryLarge).nominatedTo("node1"),
@@ -794,7 +795,7 @@ TEST_CASE("scheduler: TestPostFilter - nominated node and no-candidate outcomes"
           "node2 {p3} v1 | others: node1 {p1,p2} v1;");
   }
   SUBCASE("no candidate nodes found, no enough resource after removing low priority pods") {
-    // CONTRACT: a node with too little allocatable for the pod at all is not a candidate.
+    // REFERENCE: a node with too little allocatable for the pod at all is not a candidate.
     const Snapshot& s =
         snapshotFrom(snapJ({nodeJ("node1", nodeRes), nodeJ("node2", nodeRes)},
                            {PodJ("p1").prio(0).on("node1"), PodJ("p2").prio(0).on("node2")}));
@@ -841,11 +842,11 @@ TEST_CASE("scheduler: TestPodEligibleToPreemptOthers - preemptionPolicy and the 
   SUBCASE(
       "preemption victim pod terminating, as indicated by the dedicated DisruptionTarget "
       "condition") {
-    // Upstream: not eligible. Conditions are not read; CONTRACT §6.2 gives the same answer.
+    // Upstream: not eligible. Conditions are not read; docs/reference.md §6.2 gives the same answer.
     CHECK(run(true, "", true, false) == "none");
   }
   SUBCASE("non-victim Pods terminating") {
-    // Upstream newest: eligible (no DisruptionTarget condition). CONTRACT §6.2 deliberately
+    // Upstream newest: eligible (no DisruptionTarget condition). docs/reference.md §6.2 deliberately
     // keeps the older rule (DPT-121 "Pod with nominated node, but without nominated node
     // status": not eligible): any terminating lower-priority pod on the nominated node blocks.
     CHECK(run(true, "", true, false) == "none");
@@ -856,7 +857,7 @@ TEST_CASE("scheduler: TestPodEligibleToPreemptOthers - preemptionPolicy and the 
     // node1 now has an untolerated NoSchedule taint and a terminating low pod; node2 is full
     // of one low pod the preemptor could take. Upstream: the nominated node's status is
     // UnschedulableAndUnresolvable, so the pod is eligible and would preempt on node2.
-    // CONTRACT §6.2 states no such exception: the terminating lower-priority pod on the
+    // docs/reference.md §6.2 states no such exception: the terminating lower-priority pod on the
     // nominated node blocks preemption.
     const Snapshot& s = snapshotFrom(
         snapJ({nodeJ("node1", res, R"("taints": [{"key": "dedicated", "effect": "NoSchedule"}])"),
@@ -1058,7 +1059,7 @@ TEST_CASE("scheduler: TestPreferNominatedNode (integration) - the nominated node
     REQUIRE(d.node != nullptr);
     CHECK(d.victims.empty());
     // Upstream (TestPreferNominatedNode) runs the pod on its nominated node when that node
-    // passes every filter; CONTRACT §6.1 does not say which fitting node wins, so we follow it.
+    // passes every filter; docs/reference.md §6.1 does not say which fitting node wins, so we follow it.
     CHECK(d.node->name == "node-2");
   }
   SUBCASE("the nominated node does not pass: another feasible node") {
@@ -1073,7 +1074,7 @@ TEST_CASE("scheduler: TestPreferNominatedNode (integration) - the nominated node
 
 // =============================================================================================
 // 3. Kubelet admission.
-// The kubelet itself never preempts for a non-critical pod; CONTRACT §5.7 does the scheduler's
+// The kubelet itself never preempts for a non-critical pod; docs/reference.md §5.7 does the scheduler's
 // victim selection. The rows below keep every pod at priority 0 so no victim can exist and the
 // kubelet's rejection is what is checked.
 
@@ -1136,7 +1137,7 @@ TEST_CASE("kubelet admission: TestGeneralPredicates - resources, taints, node se
     CHECK(admit(s, podFrom(PodJ("q"), s), "machine1").reason == "TaintToleration");
   }
   SUBCASE("node affinity failure") {
-    // Upstream uses required node affinity (foo Exists) on a static pod; CONTRACT §2 reads
+    // Upstream uses required node affinity (foo Exists) on a static pod; docs/reference.md §2 reads
     // spec.nodeSelector only, so the same failure is expressed as a selector on foo. Static pods
     // skip taints, not the selector.
     const Snapshot& s = snapshotFrom(snapJ({nodeWithTaints(taints)}, {}));
@@ -1228,7 +1229,7 @@ TEST_CASE("kubelet admission: TestEnoughRequests (noderesources fitsRequest) - t
       {"extended resource allocatable enforced for multiple init containers",
        PodJ("p").init(R"("example.com/aaa": "6")").init(R"("example.com/aaa": "3")"),
        R"("example.com/aaa": "2")", "example.com/aaa", 6, 2, 5},
-      // CONTRACT §5.4 checks every extended resource against allocatable (0 when the node does
+      // docs/reference.md §5.4 checks every extended resource against allocatable (0 when the node does
       // not list it), as the scheduler's fitsRequest does. The kubelet's own admission first
       // drops extended requests the node does not list (removeMissingExtendedResources).
       {"extended resource allocatable enforced for unknown resource",

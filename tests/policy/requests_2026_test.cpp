@@ -1,7 +1,7 @@
-// Pod requests as Kubernetes 1.34-1.37 computes them (CONTRACT §3): pod-level resources,
+// Pod requests as Kubernetes 1.34-1.37 computes them (docs/reference.md §3): pod-level resources,
 // in-place resize, QoS, and who counts which request set. Every case restates an upstream
 // test's inputs and expected outcome as facts (no upstream code), and names its source; the
-// sources and versions are listed in /work/shared/reference/kubernetes-requests-2026.md:
+// sources (kubernetes/kubernetes and k8s.io/component-helpers, versions 1.34-1.37):
 //   CH   k8s.io/component-helpers resource/helpers_test.go (TestPodLevelResourceRequests,
 //        TestPodResourceRequests)
 //   TT   pkg/scheduler/framework/types_test.go (TestCalculatePodResourcesWithResize)
