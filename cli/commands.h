@@ -32,6 +32,12 @@ int runWebhook(const std::vector<std::string>& args);
 std::string renderEvictionTable(const policy::EvictionDecision& decision,
                                 const policy::Policy& policy);
 
+// `nodewarden status`: a running agent's /v1/state for people or programs.
+int runStatus(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Rows as left-aligned columns two spaces apart, each line starting with `indent`.
+std::string columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent);
+
 // "1.5Gi", "117.7Mi", "512": sizes for people.
 std::string humanBytes(std::int64_t bytes);
 

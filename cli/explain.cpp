@@ -33,29 +33,6 @@ const char* kExplainUsage =
     "\n"
     "Exit status: 0 whatever the verdict, 1 bad input, 2 usage error.\n";
 
-std::string pad(const std::string& s, std::size_t width) {
-  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
-}
-
-// Renders rows as left-aligned columns separated by two spaces.
-std::string columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
-  std::vector<std::size_t> widths;
-  for (const auto& row : rows) {
-    if (widths.size() < row.size()) widths.resize(row.size(), 0);
-    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line = indent;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += i + 1 == row.size() ? row[i] : pad(row[i], widths[i] + 2);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
-
 std::string amountText(std::string_view resource, std::int64_t amount) {
   if (resource == "memory" || resource == "ephemeral-storage") return humanBytes(amount);
   return std::to_string(amount);
@@ -132,6 +109,28 @@ void renderRanking(std::ostringstream& out, const policy::Ranking& ranking,
 }
 
 }  // namespace
+
+static std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+std::string columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = indent;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += i + 1 == row.size() ? row[i] : pad(row[i], widths[i] + 2);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
 
 std::string humanBytes(std::int64_t bytes) {
   static const char* kUnits[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};

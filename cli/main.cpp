@@ -28,6 +28,8 @@ const char* kUsage =
     "  explain preemption --snapshot FILE --pod FILE [-o table|json]\n"
     "                        where the scheduler would place or preempt for a pending pod\n"
     "  check-policy FILE     validate an eviction policy file and print it with defaults\n"
+    "  status [--agent URL] [--watch] [-o table|json]\n"
+    "                        what a running agent sees and decides now\n"
     "  version               print the version\n"
     "\n"
     "Run 'nodewarden COMMAND --help' for a command's options.\n"
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
   if (command == "demo") return runDemo(rest);
   if (command == "demo-load") return runDemoLoad(rest);
   if (command == "check-policy") return runCheckPolicy(rest, std::cout, std::cerr);
+  if (command == "status") return runStatus(rest, std::cout, std::cerr);
   std::cerr << "nodewarden: unknown command \"" << command << "\"\n\n" << kUsage;
   return kExitUsage;
 }

@@ -4,6 +4,8 @@
 
 #include <sys/wait.h>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "tests/e2e/e2e_env.h"
@@ -142,6 +144,50 @@ TEST_CASE("HTTP: health, metrics, state, admission, and bad requests answered 40
     const std::vector<std::string> expectedRanking = {batch.key(), web.key()};
     CHECK(memoryRanking(state) == expectedRanking);
     CHECK(state["evict"].empty());
+  }
+
+  SUBCASE("nodewarden status reads the same state") {
+    const std::string agentUrl = "http://127.0.0.1:" + std::to_string(port);
+    auto run = [&](const std::string& args) {
+      const std::string out = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                              "/nodewarden-e2e-status-" + std::to_string(::getpid());
+      const std::string command =
+          std::string("'") + NODEWARDEN_BINARY + "' status --agent " + agentUrl + " " + args +
+          " > '" + out + "' 2>&1";
+      const int status = std::system(command.c_str());
+      std::ifstream in(out);
+      std::stringstream text;
+      text << in.rdbuf();
+      std::remove(out.c_str());
+      return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str());
+    };
+    auto [jsonStatus, jsonText] = run("-o json");
+    REQUIRE_MESSAGE(jsonStatus == 0, jsonText);
+    const Json state = Json::parse(jsonText);
+    CHECK(state["node"] == "e2e-node");
+    CHECK(state["ranking"]["memory"].size() == 2);
+    auto [tableStatus, table] = run("");
+    REQUIRE_MESSAGE(tableStatus == 0, table);
+    CHECK(table.find("Agent " + agentUrl + ", node e2e-node") != std::string::npos);
+    CHECK(table.find("allocatableMemory.available  hard") != std::string::npos);
+    CHECK(table.find("Conditions: none") != std::string::npos);
+    CHECK(table.find("Evicting now: nothing") != std::string::npos);
+    // --watch: one JSON document per line, as many as asked for.
+    auto [watchStatus, watched] = run("--watch --interval 0.2 --count 3 -o json");
+    REQUIRE_MESSAGE(watchStatus == 0, watched);
+    int documents = 0;
+    std::istringstream lines(watched);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty()) continue;
+      CHECK(Json::parse(line)["node"] == "e2e-node");
+      ++documents;
+    }
+    CHECK(documents == 3);
+    // An agent that is not there: exit 1 with the reason.
+    const std::string gone = std::string("'") + NODEWARDEN_BINARY +
+                             "' status --agent http://127.0.0.1:1 > /dev/null 2>&1";
+    const int goneStatus = std::system(gone.c_str());
+    CHECK((WIFEXITED(goneStatus) && WEXITSTATUS(goneStatus) == 1));
   }
 
   SUBCASE("admission") {
