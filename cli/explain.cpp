@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/source.h"
 #include "policy/files.h"
 
 namespace nodewarden::agent {
@@ -16,8 +17,9 @@ using policy::EvictionDecision;
 using policy::RankedPod;
 
 const char* kExplainUsage =
-    "usage: nodewarden explain eviction --snapshot FILE [--node NAME] [--policy FILE]\n"
+    "usage: nodewarden explain eviction SOURCE [--node NAME] [--policy FILE]\n"
     "                                   [-o table|json] [--assume-grace-elapsed]\n"
+    "       SOURCE: --snapshot FILE | --kubeconfig FILE [--context NAME] [--save-snapshot FILE]\n"
     "\n"
     "Says which pods on a node would be evicted under pressure, in what order and why, from a\n"
     "snapshot of kubectl output (docs/reference.md section 2):\n"
@@ -26,6 +28,9 @@ const char* kExplainUsage =
     "   \"stats\": {\"NODE\": kubectl get --raw /api/v1/nodes/NODE/proxy/stats/summary}}\n"
     "\n"
     "  --snapshot FILE          the snapshot (- for standard input)\n"
+    "  --kubeconfig FILE        instead, read the same objects from the cluster (its current\n"
+    "                           context, or --context NAME), the stats through each node's\n"
+    "                           proxy; --save-snapshot FILE keeps what was read as a snapshot\n"
     "  --node NAME              the node; may be omitted when the snapshot has one node\n"
     "  --policy FILE            an eviction policy (default: the kubelet's hard thresholds)\n"
     "  -o, --output FORMAT      table (default, for people) or json (for programs)\n"
@@ -220,8 +225,9 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
         << kExplainUsage;
     return kExitUsage;
   }
-  auto args = parseArgs({argv.begin() + 1, argv.end()}, {"snapshot", "node", "policy", "output"},
-                        {"assume-grace-elapsed"});
+  std::set<std::string> options{"node", "policy", "output"};
+  options.insert(kSourceOptions.begin(), kSourceOptions.end());
+  auto args = parseArgs({argv.begin() + 1, argv.end()}, options, {"assume-grace-elapsed"});
   if (!args) {
     err << "nodewarden explain eviction: " << args.error().message << "\n\n" << kExplainUsage;
     return kExitUsage;
@@ -235,9 +241,9 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
         << kExplainUsage;
     return kExitUsage;
   }
-  auto snapshotPath = args->value("snapshot");
-  if (!snapshotPath) {
-    err << "nodewarden explain eviction: --snapshot FILE is required\n\n" << kExplainUsage;
+  auto source = chooseSource(*args);
+  if (!source) {
+    err << "nodewarden explain eviction: " << source.error().message << "\n\n" << kExplainUsage;
     return kExitUsage;
   }
   std::string output = args->value("output").value_or("table");
@@ -253,7 +259,7 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
     return kExitBadInput;
   }
   for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
-  auto snapshot = policy::loadSnapshot(*snapshotPath);
+  auto snapshot = loadSource(*source, err);
   if (!snapshot) {
     err << snapshot.error().message << "\n";
     return kExitBadInput;
@@ -274,14 +280,14 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
   if (auto n = args->value("node")) {
     node = *n;
     if (std::find(known.begin(), known.end(), node) == known.end()) {
-      err << *snapshotPath << ": nodes: node \"" << node
+      err << source->name << ": nodes: node \"" << node
           << "\" not found (nodes in the snapshot: " << list() << ")\n";
       return kExitBadInput;
     }
   } else if (known.size() == 1) {
     node = known[0];
   } else {
-    err << *snapshotPath << ": nodes: --node is required when the snapshot does not have exactly "
+    err << source->name << ": nodes: --node is required when the snapshot does not have exactly "
         << "one node (nodes in the snapshot: " << list() << ")\n";
     return kExitBadInput;
   }

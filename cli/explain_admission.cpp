@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/source.h"
 #include "policy/files.h"
 #include "policy/admission.h"
 
@@ -15,14 +16,16 @@ namespace nodewarden::agent {
 namespace {
 
 const char* kAdmissionUsage =
-    "usage: nodewarden explain admission --snapshot FILE --node NAME --pod FILE [--policy FILE]\n"
+    "usage: nodewarden explain admission SOURCE --node NAME --pod FILE [--policy FILE]\n"
     "                                    [-o table|json]\n"
     "\n"
     "Says whether a pod bound to NAME would be admitted, turned away, made to wait for\n"
     "terminating pods, or admitted by preempting lower-priority pods chosen exactly as the\n"
     "scheduler chooses them (PodDisruptionBudgets, fewest victims, nominated pods).\n"
     "\n"
-    "  --snapshot FILE   the cluster snapshot (kubectl output, see explain eviction --help)\n"
+    "  SOURCE            --snapshot FILE (kubectl output, see explain eviction --help), or\n"
+    "                    --kubeconfig FILE [--context NAME] [--save-snapshot FILE]: the live\n"
+    "                    cluster\n"
     "  --node NAME       the node the pod is bound to\n"
     "  --pod FILE        the Pod object (- for standard input)\n"
     "  --policy FILE     the policy: its thresholds turn the snapshot's kubelet stats into\n"
@@ -34,13 +37,15 @@ const char* kAdmissionUsage =
     "Exit status: 0 whatever the verdict, 1 bad input, 2 usage error.\n";
 
 const char* kPreemptionUsage =
-    "usage: nodewarden explain preemption --snapshot FILE --pod FILE [--policy FILE]\n"
+    "usage: nodewarden explain preemption SOURCE --pod FILE [--policy FILE]\n"
     "                                     [-o table|json]\n"
     "\n"
     "Says where the scheduler would put a pending pod: a node where it fits, or the node whose\n"
     "preemption pickOneNodeForPreemption chooses, with the victims on every candidate node.\n"
     "\n"
-    "  --snapshot FILE   the cluster snapshot (kubectl output, see explain eviction --help)\n"
+    "  SOURCE            --snapshot FILE (kubectl output, see explain eviction --help), or\n"
+    "                    --kubeconfig FILE [--context NAME] [--save-snapshot FILE]: the live\n"
+    "                    cluster\n"
     "  --pod FILE        the pending Pod object (- for standard input)\n"
     "  --policy FILE     the policy (neverEvictPriority; default: built-in)\n"
     "  -o, --output      table (default) or json\n"
@@ -68,7 +73,8 @@ struct Loaded {
 std::optional<int> load(const std::string& what, const char* usage,
                         const std::vector<std::string>& argv, bool needsNode, std::ostream& out,
                         std::ostream& err, Loaded& loaded, std::string& node) {
-  std::set<std::string> options{"snapshot", "pod", "policy", "output"};
+  std::set<std::string> options{"pod", "policy", "output"};
+  options.insert(kSourceOptions.begin(), kSourceOptions.end());
   if (needsNode) options.insert("node");
   auto args = parseArgs(argv, options, {});
   if (!args) {
@@ -79,7 +85,7 @@ std::optional<int> load(const std::string& what, const char* usage,
     out << usage;
     return kExitOk;
   }
-  std::vector<std::string> required{"snapshot", "pod"};
+  std::vector<std::string> required{"pod"};
   if (needsNode) required.push_back("node");
   for (const auto& name : required) {
     if (!args->value(name)) {
@@ -108,8 +114,13 @@ std::optional<int> load(const std::string& what, const char* usage,
   }
   for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
   loaded.policy = *policy;
-  const std::string snapshotPath = *args->value("snapshot");
-  auto snapshot = policy::loadSnapshot(snapshotPath);
+  auto source = chooseSource(*args);
+  if (!source) {
+    err << "nodewarden explain " << what << ": " << source.error().message << "\n\n" << usage;
+    return kExitUsage;
+  }
+  const std::string& snapshotPath = source->name;
+  auto snapshot = loadSource(*source, err);
   if (!snapshot) {
     err << snapshot.error().message << "\n";
     return kExitBadInput;

@@ -505,6 +505,8 @@ struct FakeApiServer::Impl {
   explicit Impl(FakeApiServerOptions options);
   ~Impl();
 
+  std::map<std::string, Json> nodeStats;  // under mutex_
+
   // Any thread.
   void runOnLoop(const std::function<void()>& fn);
   void upsert(Kind kind, Json object);
@@ -959,13 +961,26 @@ Outcome FakeApiServer::Impl::route(const std::string& method, const std::string&
     ns = parts[next + 1];
     next += 2;
   }
-  if (parts.size() <= next || parts.size() > next + 3) return {notFoundPath()};
+  const bool nodeProxy = parts.size() == next + 5 && parts[next + 2] == "proxy";
+  if (parts.size() <= next || (parts.size() > next + 3 && !nodeProxy)) return {notFoundPath()};
   const ResourceInfo* resource = nullptr;
   for (const auto& candidate : kResources) {
     if (candidate.plural == parts[next] && candidate.groupVersion == groupVersion)
       resource = &candidate;
   }
-  if (resource == nullptr || (!ns.empty() && !resource->namespaced)) return {notFoundPath()};
+  if (resource == nullptr || (!ns.empty() && !resource->namespaced)) {
+    return {notFoundPath()};
+  }
+  // The node proxy to the kubelet's summary: /api/v1/nodes/NAME/proxy/stats/summary.
+  if (resource->kind == Kind::Node && parts.size() == next + 5 && parts[next + 2] == "proxy" &&
+      parts[next + 3] == "stats" && parts[next + 4] == "summary") {
+    if (method != "GET") return {methodNotAllowed(method)};
+    if (!get(Kind::Node, parts[next + 1])) return {notFound("nodes", parts[next + 1])};
+    std::lock_guard lock(mutex_);
+    auto it = nodeStats.find(parts[next + 1]);
+    if (it == nodeStats.end()) return {notFoundPath()};
+    return {{200, it->second}};
+  }
   std::string name = parts.size() > next + 1 ? parts[next + 1] : "";
   std::string subresource = parts.size() > next + 2 ? parts[next + 2] : "";
   Kind kind = resource->kind;
@@ -1481,6 +1496,11 @@ void FakeApiServer::upsertPod(nlohmann::json pod) {
 
 void FakeApiServer::deletePod(const std::string& ns, const std::string& name) {
   impl_->remove(Kind::Pod, ns + "/" + name);
+}
+
+void FakeApiServer::setNodeStats(const std::string& node, nlohmann::json summary) {
+  std::lock_guard lock(impl_->mutex_);
+  impl_->nodeStats[node] = std::move(summary);
 }
 
 void FakeApiServer::upsertNode(nlohmann::json node) {

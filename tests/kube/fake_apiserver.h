@@ -18,6 +18,7 @@
 //          (then decremented on success); 400 on a name mismatch
 //   POST   /api/v1/namespaces/NS/events                  core/v1 Event (namespace checked)
 //   PATCH  /api/v1/nodes/NAME/status                     strategic merge of status.conditions
+//   GET    /api/v1/nodes/NAME/proxy/stats/summary        the kubelet summary (setNodeStats)
 // Strictness: a wrong or missing bearer token → 401 Status; a body that is not JSON, a
 // Content-Type the endpoint does not take, an unknown query parameter, a watch without
 // watch=1 semantics → 400/415 Status. Watch streams are chunked "application/json" with one
@@ -84,6 +85,9 @@ class FakeApiServer {
   void upsertNode(nlohmann::json node);
   void upsertPriorityClass(nlohmann::json priorityClass);
   void upsertPodDisruptionBudget(nlohmann::json pdb);
+  // The kubelet's /stats/summary for a node, served through the API server's node proxy at
+  // GET /api/v1/nodes/NAME/proxy/stats/summary (404 until set, or when the node is absent).
+  void setNodeStats(const std::string& node, nlohmann::json summary);
   std::optional<nlohmann::json> pod(const std::string& ns, const std::string& name) const;
   std::optional<nlohmann::json> node(const std::string& name) const;
   std::optional<nlohmann::json> podDisruptionBudget(const std::string& ns,

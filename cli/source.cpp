@@ -1,0 +1,135 @@
+#include "cli/source.h"
+
+#include <boost/asio/io_context.hpp>
+#include <fstream>
+#include <ostream>
+#include <string>
+
+#include "kube/client.h"
+#include "kube/config.h"
+#include "policy/files.h"
+
+namespace nodewarden::agent {
+namespace {
+
+// One GET, run to its end on a private loop; the body parsed as JSON.
+Result<policy::Json> getJson(boost::asio::io_context& io, kube::Client& client,
+                             const std::string& target) {
+  std::optional<kube::ApiResponse> answer;
+  client.request("GET", target, "", "", [&](kube::ApiResponse response) {
+    answer = std::move(response);
+  });
+  io.restart();
+  io.run();
+  if (!answer) return Error{"GET " + target + ": no answer"};
+  if (answer->status != 200) return Error{"GET " + target + ": " + answer->describe()};
+  policy::Json json = policy::Json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return Error{"GET " + target + ": the answer is not JSON"};
+  return json;
+}
+
+// Every item of a list, 500 at a time (as kubectl pages).
+Result<policy::Json> listAll(boost::asio::io_context& io, kube::Client& client,
+                             const std::string& path) {
+  policy::Json items = policy::Json::array();
+  std::string continueToken;
+  for (int page = 0; page < 100000; ++page) {
+    std::string target = path + "?limit=500";
+    if (!continueToken.empty()) target += "&continue=" + continueToken;
+    auto list = getJson(io, client, target);
+    if (!list) return list.error();
+    if (!list->is_object() || !list->contains("items") || !(*list)["items"].is_array()) {
+      return Error{"GET " + target + ": expected a List with items"};
+    }
+    for (auto& item : (*list)["items"]) items.push_back(std::move(item));
+    continueToken.clear();
+    if (auto meta = list->find("metadata"); meta != list->end() && meta->is_object()) {
+      if (auto c = meta->find("continue"); c != meta->end() && c->is_string()) {
+        continueToken = c->get<std::string>();
+      }
+    }
+    if (continueToken.empty()) return items;
+  }
+  return Error{"GET " + path + ": the list did not end"};
+}
+
+}  // namespace
+
+Result<SourceChoice> chooseSource(const Args& args) {
+  SourceChoice source;
+  source.snapshot = args.value("snapshot");
+  source.kubeconfig = args.value("kubeconfig");
+  source.context = args.value("context");
+  source.saveTo = args.value("save-snapshot");
+  if (source.snapshot && source.kubeconfig) {
+    return Error{"--snapshot and --kubeconfig are two sources: give one"};
+  }
+  if (!source.snapshot && !source.kubeconfig) {
+    return Error{"a source is required: --snapshot FILE or --kubeconfig FILE"};
+  }
+  if (source.snapshot && (source.context || source.saveTo)) {
+    return Error{std::string(source.context ? "--context" : "--save-snapshot") +
+                 " goes with --kubeconfig, not --snapshot"};
+  }
+  if (source.snapshot) {
+    source.name = *source.snapshot == "-" ? "<stdin>" : *source.snapshot;
+  } else {
+    source.name = "the cluster of " + *source.kubeconfig +
+                  (source.context ? " (context " + *source.context + ")" : "");
+  }
+  return source;
+}
+
+Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& err) {
+  if (source.snapshot) return policy::loadSnapshot(*source.snapshot);
+  auto config = kube::loadKubeconfig(*source.kubeconfig, source.context);
+  if (!config) return config.error();
+  boost::asio::io_context io;
+  kube::ClientOptions options;
+  options.userAgent = "nodewarden-explain";
+  kube::Client client(io, *config, options);
+  policy::Json snapshot = policy::Json::object();
+  const std::pair<const char*, const char*> lists[] = {
+      {"nodes", "/api/v1/nodes"},
+      {"pods", "/api/v1/pods"},
+      {"priorityClasses", "/apis/scheduling.k8s.io/v1/priorityclasses"},
+      {"podDisruptionBudgets", "/apis/policy/v1/poddisruptionbudgets"},
+  };
+  for (const auto& [member, path] : lists) {
+    auto items = listAll(io, client, path);
+    if (!items) return items.error().withContext(source.name);
+    snapshot[member] = std::move(items).value();
+  }
+  snapshot["stats"] = policy::Json::object();
+  for (const auto& node : snapshot["nodes"]) {
+    const auto name = node.value("metadata", policy::Json::object()).value("name", std::string());
+    if (name.empty()) continue;
+    auto summary = getJson(io, client, "/api/v1/nodes/" + name + "/proxy/stats/summary");
+    if (!summary) {
+      err << "warning: " << source.name << ": node " << name
+          << ": no kubelet stats, its signals are not observed (" << summary.error().message
+          << ")\n";
+      continue;
+    }
+    snapshot["stats"][name] = std::move(summary).value();
+  }
+  if (source.saveTo) {
+    std::ofstream out(*source.saveTo, std::ios::binary | std::ios::trunc);
+    out << snapshot.dump(2) << "\n";
+    out.close();
+    if (!out) return Error{"--save-snapshot " + *source.saveTo + ": cannot write the file"};
+  }
+  // The same parser as a snapshot file, so both sources give the same answers.
+  policy::Diagnostics diagnostics;
+  auto parsed = policy::parseSnapshot(snapshot, diagnostics);
+  if (!parsed) {
+    std::string message;
+    for (const auto& e : diagnostics.errors()) {
+      message += (message.empty() ? "" : "\n") + source.name + ": " + e.message;
+    }
+    return Error{message};
+  }
+  return std::move(*parsed);
+}
+
+}  // namespace nodewarden::agent

@@ -1,0 +1,38 @@
+// Where `explain` reads its objects from (docs/reference.md §1): a snapshot file, or a live
+// cluster through the API server, optionally saved as a snapshot.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "base/result.h"
+#include "cli/args.h"
+#include "policy/model.h"
+
+namespace nodewarden::agent {
+
+// The SOURCE options every `explain` command accepts.
+inline const std::set<std::string> kSourceOptions = {"snapshot", "kubeconfig", "context",
+                                                     "save-snapshot"};
+
+struct SourceChoice {
+  std::optional<std::string> snapshot;    // --snapshot FILE
+  std::optional<std::string> kubeconfig;  // --kubeconfig FILE
+  std::optional<std::string> context;     // --context NAME
+  std::optional<std::string> saveTo;      // --save-snapshot FILE
+  std::string name;                       // for messages: the file, or "the cluster (...)"
+};
+
+// Checks the combination (exactly one of --snapshot and --kubeconfig; --context and
+// --save-snapshot only with --kubeconfig). The error is a usage error.
+Result<SourceChoice> chooseSource(const Args& args);
+
+// The snapshot of docs/reference.md §2, from the file or from the cluster: nodes, pods,
+// priority classes, disruption budgets and each node's kubelet summary (GET
+// /api/v1/nodes/NODE/proxy/stats/summary; a node whose summary cannot be read is warned about
+// on `err` and has no stats). With --save-snapshot what was read is written there first.
+Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& err);
+
+}  // namespace nodewarden::agent
