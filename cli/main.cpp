@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/source.h"
 
 namespace {
 
@@ -40,6 +41,10 @@ const char* kUsage =
 int main(int argc, char** argv) {
   using namespace nodewarden::agent;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Installed as kubectl-nodewarden too: `kubectl nodewarden …` (kubectl's plugin discovery).
+  const std::string self = argc > 0 ? argv[0] : "";
+  const bool plugin = self.substr(self.rfind('/') + 1) == "kubectl-nodewarden";
+  setKubectlPluginMode(plugin);
   if (args.empty()) {
     std::cerr << kUsage;
     return kExitUsage;

@@ -1,6 +1,8 @@
 #include "cli/source.h"
 
 #include <boost/asio/io_context.hpp>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <string>
@@ -53,7 +55,11 @@ Result<policy::Json> listAll(boost::asio::io_context& io, kube::Client& client,
   return Error{"GET " + path + ": the list did not end"};
 }
 
+bool kubectlPlugin = false;
+
 }  // namespace
+
+void setKubectlPluginMode(bool on) { kubectlPlugin = on; }
 
 Result<SourceChoice> chooseSource(const Args& args) {
   SourceChoice source;
@@ -63,6 +69,25 @@ Result<SourceChoice> chooseSource(const Args& args) {
   source.saveTo = args.value("save-snapshot");
   if (source.snapshot && source.kubeconfig) {
     return Error{"--snapshot and --kubeconfig are two sources: give one"};
+  }
+  if (!source.snapshot && !source.kubeconfig && kubectlPlugin) {
+    // kubectl's own resolution: $KUBECONFIG, else ~/.kube/config, else in-cluster.
+    const char* env = std::getenv("KUBECONFIG");
+    const char* home = std::getenv("HOME");
+    if (env != nullptr && *env != '\0') {
+      std::string first(env);
+      source.kubeconfig = first.substr(0, first.find(':'));
+    } else if (home != nullptr && std::filesystem::exists(std::string(home) + "/.kube/config")) {
+      source.kubeconfig = std::string(home) + "/.kube/config";
+    } else {
+      source.ambient = true;
+      source.name = "the cluster of this pod's service account";
+      if (source.saveTo || source.context) {
+        return Error{"--context and --save-snapshot need a kubeconfig (--kubeconfig, "
+                     "$KUBECONFIG or ~/.kube/config)"};
+      }
+      return source;
+    }
   }
   if (!source.snapshot && !source.kubeconfig) {
     return Error{"a source is required: --snapshot FILE or --kubeconfig FILE"};
@@ -82,7 +107,8 @@ Result<SourceChoice> chooseSource(const Args& args) {
 
 Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& err) {
   if (source.snapshot) return policy::loadSnapshot(*source.snapshot);
-  auto config = kube::loadKubeconfig(*source.kubeconfig, source.context);
+  auto config = source.ambient ? kube::resolveClusterConfig(std::nullopt)
+                               : kube::loadKubeconfig(*source.kubeconfig, source.context);
   if (!config) return config.error();
   boost::asio::io_context io;
   kube::ClientOptions options;

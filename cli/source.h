@@ -17,7 +17,13 @@ namespace nodewarden::agent {
 inline const std::set<std::string> kSourceOptions = {"snapshot", "kubeconfig", "context",
                                                      "save-snapshot"};
 
+// Run as `kubectl nodewarden` (the binary named kubectl-nodewarden): without a source,
+// explain reads the cluster as kubectl would — $KUBECONFIG, else ~/.kube/config, else the
+// in-cluster service account. Set by main() from argv[0].
+void setKubectlPluginMode(bool on);
+
 struct SourceChoice {
+  bool ambient = false;                   // no source given, as a kubectl plugin
   std::optional<std::string> snapshot;    // --snapshot FILE
   std::optional<std::string> kubeconfig;  // --kubeconfig FILE
   std::optional<std::string> context;     // --context NAME
