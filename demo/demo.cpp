@@ -2,6 +2,7 @@
 // start each scenario pod as a real process that allocates and touches memory, run the
 // agent against it in this process, show a live table, and report.
 #include "demo/demo.h"
+#include "demo/plot.h"
 
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -68,7 +69,7 @@ const char* kDefaultPolicy = R"({
 
 const char* kDemoUsage =
     "usage: nodewarden demo [--policy FILE] [--scenario FILE] [--baseline] [--report FILE]\n"
-    "                       [--kubelet-like] [--duration SECONDS] [--quiet]\n"
+    "                       [--plot FILE.svg] [--kubelet-like] [--duration SECONDS] [--quiet]\n"
     "\n"
     "As root: builds a sandbox node (a kubepods cgroup with the scenario's memory limit, in\n"
     "the kubelet's cgroupfs layout), starts each pod as a real process that allocates and\n"
@@ -84,6 +85,8 @@ const char* kDemoUsage =
     "                     notifications, one pod per cycle\n"
     "  --report FILE      write {\"evictions\": [...], \"kernelOomKills\": N, \"survivors\": "
     "[...]}\n"
+    "  --plot FILE.svg    draw the run: each pod's and the node's memory every 100 ms, the\n"
+    "                     threshold and the limit, every eviction and kernel OOM kill marked\n"
     "  --duration SECONDS override the scenario's duration\n"
     "  --quiet            no live table, only the report\n";
 
@@ -245,7 +248,7 @@ int runDemoLoad(const std::vector<std::string>& argv) {
 }
 
 int runDemo(const std::vector<std::string>& argv) {
-  auto args = parseArgs(argv, {"policy", "scenario", "report", "duration"},
+  auto args = parseArgs(argv, {"policy", "scenario", "report", "duration", "plot"},
                         {"baseline", "kubelet-like", "quiet", "help"});
   if (!args) {
     std::cerr << "nodewarden demo: " << args.error().message << "\n\n" << kDemoUsage;
@@ -428,6 +431,7 @@ int runDemo(const std::vector<std::string>& argv) {
   const std::uint64_t oomBefore = oomKills();
 
   std::map<std::string, std::string> evictedUids;
+  std::vector<PlotMark> oomMarks;
   auto reap = [&] {
     for (DemoPod& pod : scenario->pods) {
       if (pod.pid <= 0) continue;
@@ -439,6 +443,9 @@ int runDemo(const std::vector<std::string>& argv) {
         pod.state = "evicted";
       } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
         pod.state = "oom-killed";
+        oomMarks.push_back(PlotMark{
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+            "OOM kill " + pod.key(), true});
         std::cout << "  !! the kernel's OOM killer killed " << pod.key() << "\n";
       } else {
         pod.state = "exited";
@@ -451,11 +458,52 @@ int runDemo(const std::vector<std::string>& argv) {
     };
   }
 
+  // --plot: every pod's and the node's memory, sampled every 100 ms.
+  const std::optional<std::string> plotPath = args->value("plot");
+  Plot plot;
+  std::vector<std::optional<cgroups::CgroupDir>> plotDirs;
+  for (const DemoPod& pod : scenario->pods) {
+    plot.series.push_back(PlotSeries{pod.key(), {}});
+    auto dir = cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup,
+                                        hierarchy->memoryVersion);
+    plotDirs.push_back(dir ? std::optional<cgroups::CgroupDir>(std::move(dir).value())
+                           : std::nullopt);
+  }
+  plot.series.push_back(PlotSeries{"node", {}});
+  asio::steady_timer sampler(io);
+  std::function<void()> sample = [&] {
+    reap();
+    plot.seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    for (std::size_t i = 0; i < scenario->pods.size(); ++i) {
+      double value = -1;
+      if (scenario->pods[i].state == "running" && plotDirs[i]) {
+        if (auto usage = cgroups::readWorkingSet(*plotDirs[i], buffer)) {
+          value = double(usage->workingSet) / double(kMiB);
+        }
+      }
+      plot.series[i].mib.push_back(value);
+    }
+    double node = -1;
+    if (kubepodsDir) {
+      if (auto memory = cgroups::readWorkingSet(*kubepodsDir, buffer)) {
+        node = double(memory->workingSet) / double(kMiB);
+      }
+    }
+    plot.series.back().mib.push_back(node);
+    sampler.expires_after(100ms);
+    sampler.async_wait([&](const boost::system::error_code& ec) {
+      if (!ec) sample();
+    });
+  };
+  if (plotPath) sample();
+
   bool interrupted = false;
   asio::signal_set stopSignals(io, SIGINT, SIGTERM);
   asio::steady_timer tick(io);
   auto finish = [&] {
     tick.cancel();
+    sampler.cancel();
     stopSignals.cancel();
     if (agent) agent->stop();
   };
@@ -563,6 +611,41 @@ int runDemo(const std::vector<std::string>& argv) {
   std::cout << "\n  survivors:";
   for (const auto& survivor : report["survivors"]) std::cout << " " << survivor.get<std::string>();
   std::cout << "\n";
+  if (plotPath) {
+    plot.title = baseline      ? "baseline: no agent, the kernel's OOM killer decides"
+                 : kubeletLike ? "kubelet-like agent (10 s polling, one pod per cycle)"
+                               : "nodewarden agent";
+    plot.limitMiB = double(scenario->nodeMemory) / double(kMiB);
+    for (const policy::Threshold& t : policy.thresholds) {
+      if (t.signal != policy::Signal::AllocatableMemoryAvailable &&
+          t.signal != policy::Signal::MemoryAvailable) {
+        continue;
+      }
+      const double line =
+          double(scenario->nodeMemory - t.value.resolve(scenario->nodeMemory).value()) /
+          double(kMiB);
+      if (plot.thresholdMiB < 0 || line < plot.thresholdMiB) {
+        plot.thresholdMiB = line;
+        plot.thresholdLabel = std::string(policy::toString(t.signal)) + " < " + t.value.text +
+                              (t.hard() ? "" : " (soft)");
+      }
+    }
+    if (agent) {
+      for (const EvictionRecord& record : agent->evictions()) {
+        plot.marks.push_back(PlotMark{
+            std::chrono::duration<double>(record.signalledAt - started).count(),
+            "evicted " + record.pod, false});
+      }
+    }
+    plot.marks.insert(plot.marks.end(), oomMarks.begin(), oomMarks.end());
+    std::ofstream out(*plotPath);
+    out << renderPlotSvg(plot);
+    if (!out) {
+      std::cerr << "nodewarden demo: cannot write " << *plotPath << "\n";
+      return kExitBadInput;
+    }
+    std::cout << "  plot: " << *plotPath << "\n";
+  }
   if (auto path = args->value("report")) {
     std::ofstream out(*path);
     out << report.dump(2) << "\n";

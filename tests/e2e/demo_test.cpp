@@ -54,7 +54,8 @@ Json runDemo(const TempDir& files, const std::string& mode) {
   std::vector<std::string> args = {NODEWARDEN_BINARY, "demo",    "--quiet",
                                    "--scenario",      files.file("scenario.json"),
                                    "--policy",        files.file("policy.json"),
-                                   "--report",        report};
+                                   "--report",        report,
+                                   "--plot",          files.file("plot" + mode + ".svg")};
   if (!mode.empty()) args.push_back(mode);
   std::string command;
   for (const std::string& arg : args) command += "'" + arg + "' ";
@@ -108,4 +109,26 @@ TEST_CASE("demo: the agent evicts the batch pods, the kernel alone kills product
   CHECK(baseline["kernelOomKills"].get<int>() >= 1);
   CHECK(baseline["evictions"].empty());
   CHECK(asSet(baseline["survivors"]).count("prod/api") == 0);
+
+  // --plot drew both runs: every pod's line, the limit, the threshold, the kills marked.
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  const std::string agentPlot = slurp(files.file("plot.svg"));
+  const std::string baselinePlot = slurp(files.file("plot--baseline.svg"));
+  for (const std::string* svg : {&agentPlot, &baselinePlot}) {
+    CHECK(svg->starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    CHECK(svg->ends_with("</svg>\n"));
+    CHECK(svg->find("prod/api") != std::string::npos);
+    CHECK(svg->find("limit 512.0 MiB") != std::string::npos);
+    CHECK(svg->find("allocatableMemory.available &lt; 64Mi") != std::string::npos);
+    CHECK(svg->find("<polyline") != std::string::npos);
+  }
+  CHECK(agentPlot.find("evicted batch/big") != std::string::npos);
+  CHECK(agentPlot.find("OOM kill") == std::string::npos);
+  CHECK(baselinePlot.find("OOM kill prod/api") != std::string::npos);
+  CHECK(baselinePlot.find("evicted") == std::string::npos);
 }
