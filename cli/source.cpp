@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <chrono>
 #include <fstream>
 #include <ostream>
 #include <string>
@@ -24,6 +25,16 @@ Result<policy::Json> getJson(boost::asio::io_context& io, kube::Client& client,
   io.restart();
   io.run();
   if (!answer) return Error{"GET " + target + ": no answer"};
+  if (answer->status == 401 || answer->status == 403) {
+    // RBAC: say which right is missing, in kubectl's words.
+    const bool proxy = target.find("/proxy/") != std::string::npos;
+    std::string resource = target.substr(0, target.find('?'));
+    resource = resource.substr(resource.rfind('/') + 1);
+    const std::string needed = proxy ? "get on nodes/proxy" : "list on " + resource;
+    return Error{"GET " + target + ": " + answer->describe() + " (nodewarden needs " + needed +
+                 "; check with: kubectl auth can-i " +
+                 (proxy ? std::string("get nodes/proxy") : "list " + resource) + ")"};
+  }
   if (answer->status != 200) return Error{"GET " + target + ": " + answer->describe()};
   policy::Json json = policy::Json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return Error{"GET " + target + ": the answer is not JSON"};
@@ -121,9 +132,18 @@ Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& er
       {"priorityClasses", "/apis/scheduling.k8s.io/v1/priorityclasses"},
       {"podDisruptionBudgets", "/apis/policy/v1/poddisruptionbudgets"},
   };
+  // A progress line on stderr once reading takes longer than a moment.
+  const auto began = std::chrono::steady_clock::now();
+  bool told = false;
+  auto progress = [&](const std::string& what) {
+    if (std::chrono::steady_clock::now() - began < std::chrono::seconds(1)) return;
+    err << (told ? "" : "reading " + source.name + ": ") << what << " " << std::flush;
+    told = true;
+  };
   for (const auto& [member, path] : lists) {
     auto items = listAll(io, client, path);
     if (!items) return items.error().withContext(source.name);
+    progress(std::to_string(items->size()) + " " + member + ",");
     snapshot[member] = std::move(items).value();
   }
   snapshot["stats"] = policy::Json::object();
@@ -139,6 +159,8 @@ Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& er
     }
     snapshot["stats"][name] = std::move(summary).value();
   }
+  progress(std::to_string(snapshot["stats"].size()) + " kubelet summaries");
+  if (told) err << "\n";
   if (source.saveTo) {
     std::ofstream out(*source.saveTo, std::ios::binary | std::ios::trunc);
     out << snapshot.dump(2) << "\n";
