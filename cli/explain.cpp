@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -171,7 +172,13 @@ std::string renderEvictionTable(const EvictionDecision& decision, const policy::
         met = "yes, grace period running (" + policy::formatGoDuration(st.metFor) + " so far)";
       }
       if (st.met && st.minReclaim > 0) {
-        met += ", reclaim to " + signalAmount(st.key.signal, st.threshold + st.minReclaim);
+        // Both may be as large as int64 allows: add without wrapping.
+        const policy::Int128 target = policy::Int128(st.threshold) + st.minReclaim;
+        met += ", reclaim to " +
+               signalAmount(st.key.signal,
+                            target > std::numeric_limits<std::int64_t>::max()
+                                ? std::numeric_limits<std::int64_t>::max()
+                                : std::int64_t(target));
       }
       rows.push_back({std::string(policy::toString(st.key.signal)), st.key.hard ? "hard" : "soft",
                       signalAmount(st.key.signal, st.available),

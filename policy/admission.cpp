@@ -53,27 +53,38 @@ Demand demandOf(const Pod& pod, const Node& node, RequestConsumer consumer) {
   return d;
 }
 
+// Sums of requests are kept in 128 bits: pods may each request up to 2^63-1 (a quantity of
+// exabytes), and a wrapped sum would read as room on a full node.
+std::string toDecimal(Int128 value) {
+  if (value == 0) return "0";
+  const bool negative = value < 0;
+  std::string digits;
+  for (Int128 v = negative ? -value : value; v > 0; v /= 10) digits += char('0' + int(v % 10));
+  if (negative) digits += '-';
+  return {digits.rbegin(), digits.rend()};
+}
+
 // What one existing pod takes of each demanded resource, counted as `d.consumer` counts it.
-void addUsage(const Demand& d, const Pod& pod, std::vector<std::int64_t>& used, int sign) {
+void addUsage(const Demand& d, const Pod& pod, std::vector<Int128>& used, int sign) {
   used[0] += sign;
   const std::int64_t* fit = pod.fitRequests[int(d.consumer)];
   for (std::size_t i = 1; i < d.names.size(); ++i) {
     const int slot = d.slot[i];
     if (slot != kExtended) {
-      used[i] += sign * fit[slot];
+      used[i] += Int128(sign) * fit[slot];
     } else if (pod.extendedRequests) {
       const ResourceAmounts& requests = pod.requestsFor(d.consumer);
       auto it = requests.find(d.names[i]);
-      if (it != requests.end()) used[i] += sign * it->second;
+      if (it != requests.end()) used[i] += Int128(sign) * it->second;
     }
   }
 }
 
 // The first resource that does not fit, or -1.
-int firstMisfit(const Demand& d, const std::vector<std::int64_t>& used) {
+int firstMisfit(const Demand& d, const std::vector<Int128>& used) {
   for (std::size_t i = 0; i < d.names.size(); ++i) {
     if (!d.limited[i]) continue;
-    if (d.request[i] > d.capacity[i] - used[i]) return int(i);
+    if (Int128(d.request[i]) > Int128(d.capacity[i]) - used[i]) return int(i);
   }
   return -1;
 }
@@ -101,9 +112,9 @@ const Pod* selfOn(const Pod& pod, const NodeInfo& node) {
 
 // Pods counted on the node for `pod`: every pod bound there (terminating ones too, unless
 // excluded) and the pods nominated there with priority >= its own. `self` is selfOn().
-std::vector<std::int64_t> usageFor(const Pod& pod, const NodeInfo& node, const Demand& d,
+std::vector<Int128> usageFor(const Pod& pod, const NodeInfo& node, const Demand& d,
                                    bool withTerminating, const Pod* self) {
-  std::vector<std::int64_t> used(d.names.size(), 0);
+  std::vector<Int128> used(d.names.size(), 0);
   for (const Pod* p : node.pods) {
     if (p == self || (!withTerminating && p->leaving())) continue;
     addUsage(d, *p, used, +1);
@@ -115,10 +126,10 @@ std::vector<std::int64_t> usageFor(const Pod& pod, const NodeInfo& node, const D
   return used;
 }
 
-std::string insufficientMessage(const Demand& d, const std::vector<std::int64_t>& used, int i) {
+std::string insufficientMessage(const Demand& d, const std::vector<Int128>& used, int i) {
   return "Node didn't have enough resource: " + d.names[std::size_t(i)] +
          ", requested: " + std::to_string(d.request[std::size_t(i)]) +
-         ", used: " + std::to_string(used[std::size_t(i)]) +
+         ", used: " + toDecimal(used[std::size_t(i)]) +
          ", capacity: " + std::to_string(d.capacity[std::size_t(i)]);
 }
 
@@ -343,7 +354,7 @@ VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node, const 
   const Demand d = demandOf(pod, *node.node, RequestConsumer::Scheduler);
   // One pass: the potential victims, and what every other pod holds.
   std::vector<const Pod*> potential;
-  std::vector<std::int64_t> used(d.names.size(), 0);
+  std::vector<Int128> used(d.names.size(), 0);
   const Pod* self = nullptr;
   for (const Pod* p : node.pods) {
     if (isPotentialVictim(*p, pod, policy)) {
@@ -386,7 +397,7 @@ VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
   const std::vector<const Pod*> potential = potentialVictims(pod, node, policy);
   // Fit with `removed` gone, recomputed from every pod each time.
   auto fitsWithout = [&](const std::vector<const Pod*>& removed) {
-    std::vector<std::int64_t> used(d.names.size(), 0);
+    std::vector<Int128> used(d.names.size(), 0);
     for (const Pod* p : node.pods) {
       if (samePod(*p, pod)) continue;
       if (std::find(removed.begin(), removed.end(), p) != removed.end()) continue;
@@ -466,8 +477,8 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
   // 4. Resource fit, counting nominated pods of equal or higher priority; the pods already
   //    here count what the kubelet allocated or applied, whichever is larger.
   const Demand d = demandOf(pod, *node.node, RequestConsumer::Kubelet);
-  std::vector<std::int64_t> used(d.names.size(), 0);
-  std::vector<std::int64_t> leaving(d.names.size(), 0);  // what terminating pods will free
+  std::vector<Int128> used(d.names.size(), 0);
+  std::vector<Int128> leaving(d.names.size(), 0);  // what terminating pods will free
   const Pod* self = nullptr;
   for (const Pod* p : node.pods) {
     if (self == nullptr && samePod(*p, pod)) {
@@ -491,7 +502,7 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
   // 5. A pod that may not preempt is turned away.
   if (pod.preemptionPolicy == PreemptionPolicy::Never) return reject(reason, message);
   // 6. Room that terminating pods are about to free.
-  std::vector<std::int64_t> staying = used;
+  std::vector<Int128> staying = used;
   for (std::size_t i = 0; i < staying.size(); ++i) staying[i] -= leaving[i];
   if (firstMisfit(d, staying) < 0) {
     out.verdict = Verdict::Wait;

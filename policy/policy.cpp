@@ -372,6 +372,19 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
     policy.thresholds.push_back(Threshold{signal, *value, g->second, minReclaimFor(signal)});
   }
   if (!anyThreshold) policy.thresholds = Policy::defaults().thresholds;
+  // Beyond 2^63-1 bytes a quantity is clamped, as Kubernetes' Quantity.Value() clamps it; say so.
+  const Int128 kMaxNanos = Int128(std::numeric_limits<std::int64_t>::max()) * 1'000'000'000;
+  for (const Threshold& t : policy.thresholds) {
+    auto clamped = [&](const ThresholdValue& v, const std::string& path) {
+      if (v.quantity && v.quantity->nanoValue() >= kMaxNanos) {
+        policy.warnings.push_back(path + ": " + quote(v.text) +
+                                  " is beyond 2^63-1 and counts as 9223372036854775807, as "
+                                  "Kubernetes clamps it");
+      }
+    };
+    clamped(t.value, childPath(t.hard() ? "evictionHard" : "evictionSoft", toString(t.signal)));
+    clamped(t.minReclaim, childPath("evictionMinimumReclaim", toString(t.signal)));
+  }
 
   if (auto v = integerMember(json, "evictionMaxPodGracePeriod", 0,
                              std::numeric_limits<std::int32_t>::max(), diagnostics)) {

@@ -463,3 +463,18 @@ TEST_CASE("docs/reference.md §7: the admission routes beyond loopback need a ve
   CHECK(help.out.find("--admission-routes") != std::string::npos);
   CHECK(help.out.find("--tls-client-ca") != std::string::npos);
 }
+
+TEST_CASE("overflow: a threshold plus reclaim beyond 2^63 is shown clamped, never negative") {
+  const auto policy = std::filesystem::temp_directory_path() / "nodewarden-cli-8ei.json";
+  std::ofstream(policy)
+      << R"({"evictionHard":{"memory.available":"8Ei"},"evictionMinimumReclaim":{"memory.available":"1000P"}})";
+  Run table = run("explain eviction --snapshot examples/snapshot.json --policy " + policy.string());
+  Run check = run("check-policy " + policy.string());
+  std::filesystem::remove(policy);
+  REQUIRE_MESSAGE(table.status == 0, table.err);
+  CHECK(table.out.find("reclaim to -") == std::string::npos);
+  CHECK(table.out.find("reclaim to 8Ei") != std::string::npos);
+  CHECK(check.status == 0);
+  CHECK(check.err.find("\"8Ei\" is beyond 2^63-1 and counts as 9223372036854775807") !=
+        std::string::npos);
+}

@@ -503,3 +503,29 @@ TEST_CASE("async preemption (KEP-4832): a victim marked DisruptionTarget is not 
   CHECK(nodewarden::policy::admitPod(*pod, *index2.find("n1"), {}, Policy::defaults()).verdict ==
         Verdict::Preempt);
 }
+
+TEST_CASE("overflow: requests that sum past 2^63 never read as room on a full node") {
+  // Found by fuzzing: a 1Gi node holding two pods of 5Ei each; the sum wrapped negative in
+  // 64 bits and a 1-byte pod was admitted.
+  const Snapshot& s = snapshotFrom(
+      R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "1Gi", "pods": "10"}}}],
+          "pods": [)" +
+      podJson("huge-a", {container("c", R"("memory": "5Ei")")}, "n1", 100) + "," +
+      podJson("huge-b", {container("c", R"("memory": "5Ei")")}, "n1", 100) + "]}");
+  const ClusterIndex index = nodewarden::policy::buildClusterIndex(s);
+  PodSpec tiny{container("c", R"("memory": "1")")};
+  tiny.specExtra = R"(, "preemptionPolicy": "Never")";
+  Diagnostics d;
+  auto json = nodewarden::policy::parseJsonText(podJson("tiny", tiny, "", 0), d);
+  auto pod = nodewarden::policy::parsePod(*json, "", d);
+  REQUIRE(pod.has_value());
+  nodewarden::policy::resolvePod(*pod, {});
+  const AdmissionDecision decision =
+      nodewarden::policy::admitPod(*pod, *index.find("n1"), {}, Policy::defaults());
+  CHECK(decision.verdict == Verdict::Reject);
+  CHECK(decision.reason == "OutOfmemory");
+  CHECK(decision.message == "Node didn't have enough resource: memory, requested: 1, used: "
+                            "11529215046068469760, capacity: 1073741824");
+  // The scheduler's view agrees: no node for it.
+  CHECK(nodewarden::policy::preemptCluster(*pod, index, {}, Policy::defaults()).node == nullptr);
+}
