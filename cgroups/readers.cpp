@@ -299,7 +299,10 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
     return result;
   }
   result.summary.pods.reserve(pods.size());
-  for (auto& [uid, pod] : pods.pods()) {
+  for (auto& entry : pods.pods()) {
+    // Not a structured binding: the lambda below captures `pod` (clang < 16 cannot).
+    const auto& uid = entry.first;
+    auto& pod = entry.second;
     PodStats stats;
     stats.uid = uid;
     bool gone = false;

@@ -1,0 +1,12 @@
+// The pods/binding AdmissionReview the webhook and the agent take from the network.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "webhook/webhook.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  (void)nodewarden::agent::parseBindingReview(
+      std::string_view(reinterpret_cast<const char*>(data), size));
+  return 0;
+}
