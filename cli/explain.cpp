@@ -259,13 +259,11 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
         << kExplainUsage;
     return kExitUsage;
   }
-  auto policyPath = args->value("policy");
-  auto policy = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
+  auto policy = loadPolicyOption(*args, err);
   if (!policy) {
     err << policy.error().message << "\n";
     return kExitBadInput;
   }
-  for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
   auto snapshot = loadSource(*source, err);
   if (!snapshot) {
     err << snapshot.error().message << "\n";

@@ -106,13 +106,11 @@ std::optional<int> load(const std::string& what, const char* usage,
         << usage;
     return kExitUsage;
   }
-  auto policyPath = args->value("policy");
-  auto policy = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
+  auto policy = loadPolicyOption(*args, err);
   if (!policy) {
     err << policy.error().message << "\n";
     return kExitBadInput;
   }
-  for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
   loaded.policy = *policy;
   auto source = chooseSource(*args);
   if (!source) {

@@ -72,6 +72,15 @@ bool kubectlPlugin = false;
 
 void setKubectlPluginMode(bool on) { kubectlPlugin = on; }
 
+Result<policy::Policy> loadPolicyOption(const Args& args, std::ostream& err) {
+  const auto path = args.value("policy");
+  auto policy = policy::loadPolicy(path ? &*path : nullptr);
+  if (policy) {
+    for (const auto& warning : policy->warnings) err << "warning: " << warning << "\n";
+  }
+  return policy;
+}
+
 Result<SourceChoice> chooseSource(const Args& args) {
   SourceChoice source;
   source.snapshot = args.value("snapshot");

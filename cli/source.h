@@ -10,8 +10,13 @@
 #include "base/result.h"
 #include "cli/args.h"
 #include "policy/model.h"
+#include "policy/policy.h"
 
 namespace nodewarden::agent {
+
+// --policy FILE, or the built-in defaults; its warnings (values accepted and ignored or
+// clamped) are printed on `err` as "warning: FILE: PATH: …".
+Result<policy::Policy> loadPolicyOption(const Args& args, std::ostream& err);
 
 // The SOURCE options every `explain` command accepts.
 inline const std::set<std::string> kSourceOptions = {"snapshot", "kubeconfig", "context",

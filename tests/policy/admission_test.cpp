@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "policy/admission.h"
+#include "tests/support/policy_objects.h"
 
+using nodewarden::testing::podFrom;
+using nodewarden::testing::snapshotFrom;
 using nodewarden::policy::AdmissionDecision;
 using nodewarden::policy::ClusterIndex;
 using nodewarden::policy::Diagnostics;
@@ -31,30 +34,6 @@ std::string slurp(const std::string& relative) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// Snapshots and pods live for the whole test run: decisions point into them.
-const Snapshot& keep(Snapshot&& s) {
-  static std::deque<Snapshot> kept;
-  kept.push_back(std::move(s));
-  return kept.back();
-}
-
-const Snapshot& snapshotFrom(const std::string& text) {
-  Diagnostics d;
-  auto s = nodewarden::policy::parseSnapshotText(text, d);
-  REQUIRE_MESSAGE(s.has_value(), d.joined());
-  return keep(std::move(*s));
-}
-
-Pod podFrom(const std::string& text, const Snapshot& s) {
-  Diagnostics d;
-  auto json = nodewarden::policy::parseJsonText(text, d);
-  REQUIRE(json.has_value());
-  auto pod = nodewarden::policy::parsePod(*json, "", d);
-  REQUIRE_MESSAGE(pod.has_value(), d.joined());
-  nodewarden::policy::resolvePod(*pod, s.priorityClasses);
-  return *pod;
 }
 
 std::vector<std::string> keys(const std::vector<const Pod*>& pods) {

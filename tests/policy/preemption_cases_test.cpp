@@ -25,9 +25,12 @@
 #include <vector>
 
 #include "policy/admission.h"
+#include "tests/support/policy_objects.h"
 
 namespace {
 
+using nodewarden::testing::podFrom;
+using nodewarden::testing::snapshotFrom;
 using nodewarden::policy::AdmissionDecision;
 using nodewarden::policy::ClusterIndex;
 using nodewarden::policy::Diagnostics;
@@ -240,30 +243,6 @@ std::string snapJ(const std::vector<std::string>& nodes, const std::vector<std::
 
 // ---------------------------------------------------------------------------------------------
 // Running the decisions.
-
-// Snapshots live for the whole run: decisions point into them.
-const Snapshot& keep(Snapshot&& s) {
-  static std::deque<Snapshot> kept;
-  kept.push_back(std::move(s));
-  return kept.back();
-}
-
-const Snapshot& snapshotFrom(const std::string& text) {
-  Diagnostics d;
-  auto s = nodewarden::policy::parseSnapshotText(text, d);
-  REQUIRE_MESSAGE(s.has_value(), (d.joined() + "\n" + text));
-  return keep(std::move(*s));
-}
-
-Pod podFrom(const std::string& text, const Snapshot& s) {
-  Diagnostics d;
-  auto json = nodewarden::policy::parseJsonText(text, d);
-  REQUIRE_MESSAGE(json.has_value(), d.joined());
-  auto parsed = nodewarden::policy::parsePod(*json, "", d);
-  REQUIRE_MESSAGE(parsed.has_value(), d.joined());
-  nodewarden::policy::resolvePod(*parsed, s.priorityClasses);
-  return *parsed;
-}
 
 const ClusterIndex& indexOf(const Snapshot& s) {
   static std::deque<ClusterIndex> indexes;

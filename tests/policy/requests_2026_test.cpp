@@ -17,7 +17,10 @@
 
 #include "policy/admission.h"
 #include "policy/eviction.h"
+#include "tests/support/policy_objects.h"
 
+using nodewarden::testing::podFrom;
+using nodewarden::testing::snapshotFrom;
 using nodewarden::policy::AdmissionDecision;
 using nodewarden::policy::ClusterIndex;
 using nodewarden::policy::Diagnostics;
@@ -34,19 +37,6 @@ using nodewarden::policy::Verdict;
 namespace {
 
 const std::int64_t kMi = 1024 * 1024;
-
-const Snapshot& keep(Snapshot&& s) {
-  static std::deque<Snapshot> kept;
-  kept.push_back(std::move(s));
-  return kept.back();
-}
-
-const Snapshot& snapshotFrom(const std::string& text) {
-  Diagnostics d;
-  auto s = nodewarden::policy::parseSnapshotText(text, d);
-  REQUIRE_MESSAGE(s.has_value(), d.joined());
-  return keep(std::move(*s));
-}
 
 std::vector<std::string> snapshotErrors(const std::string& text) {
   Diagnostics d;
@@ -253,13 +243,8 @@ TEST_CASE("FT TestEnoughRequests: pod-level requests in the kubelet's and the sc
         "]}");
     static std::deque<ClusterIndex> indexes;
     indexes.push_back(nodewarden::policy::buildClusterIndex(s));
-    Diagnostics d;
-    auto json = nodewarden::policy::parseJsonText(incoming, d);
-    REQUIRE(json.has_value());
-    auto pod = nodewarden::policy::parsePod(*json, "", d);
-    REQUIRE_MESSAGE(pod.has_value(), d.joined());
-    nodewarden::policy::resolvePod(*pod, {});
-    return nodewarden::policy::admitPod(*pod, *indexes.back().find("n1"), {}, Policy::defaults());
+    const Pod pod = podFrom(incoming);
+    return nodewarden::policy::admitPod(pod, *indexes.back().find("n1"), {}, Policy::defaults());
   };
   auto incoming = [](const std::string& podLevel, const std::string& containers,
                      const std::string& inits = "") {
@@ -337,12 +322,8 @@ TEST_CASE("kubelet admission: pod-level requests make a bare pod Burstable under
           "conditions": [{"type": "MemoryPressure", "status": "True"}]}}]})");
   const ClusterIndex index = nodewarden::policy::buildClusterIndex(s);
   auto verdictOf = [&](const PodSpec& spec) {
-    Diagnostics d;
-    auto json = nodewarden::policy::parseJsonText(podJson("new", spec, ""), d);
-    auto pod = nodewarden::policy::parsePod(*json, "", d);
-    REQUIRE(pod.has_value());
-    nodewarden::policy::resolvePod(*pod, {});
-    return nodewarden::policy::admitPod(*pod, *index.find("n1"), {}, Policy::defaults());
+    const Pod pod = podFrom(podJson("new", spec, ""));
+    return nodewarden::policy::admitPod(pod, *index.find("n1"), {}, Policy::defaults());
   };
   AdmissionDecision bare = verdictOf({R"({"name": "c"})"});
   CHECK(bare.verdict == Verdict::Reject);
@@ -359,17 +340,13 @@ TEST_CASE("KEP-5836: the kubelet counts others at max(allocated, actual), the sc
       R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}],
           "pods": [)" + podJson("resizing", resizing, "n1", 100) + "]}");
   const ClusterIndex index = nodewarden::policy::buildClusterIndex(s);
-  Diagnostics d;
-  auto json = nodewarden::policy::parseJsonText(
-      podJson("new", {container("c", R"("cpu": "2")")}, "", 1000), d);
-  auto pod = nodewarden::policy::parsePod(*json, "", d);
-  REQUIRE(pod.has_value());
-  nodewarden::policy::resolvePod(*pod, {});
+  const Pod pod = podFrom(
+      podJson("new", {container("c", R"("cpu": "2")")}, "", 1000));
   // The kubelet: 2 + 1 <= 4, admitted.
-  CHECK(nodewarden::policy::admitPod(*pod, *index.find("n1"), {}, Policy::defaults()).verdict ==
+  CHECK(nodewarden::policy::admitPod(pod, *index.find("n1"), {}, Policy::defaults()).verdict ==
         Verdict::Admit);
   // The scheduler: 2 + 3 > 4, so it preempts the resizing pod.
-  auto decision = nodewarden::policy::preemptCluster(*pod, index, {}, Policy::defaults());
+  auto decision = nodewarden::policy::preemptCluster(pod, index, {}, Policy::defaults());
   REQUIRE(decision.node != nullptr);
   REQUIRE(decision.victims.size() == 1);
   CHECK(decision.victims[0]->name == "resizing");
@@ -486,13 +463,9 @@ TEST_CASE("async preemption (KEP-4832): a victim marked DisruptionTarget is not 
   const ClusterIndex index = nodewarden::policy::buildClusterIndex(s);
   PodSpec preemptor{container("c", R"("cpu": "2")")};
   preemptor.statusExtra = R"(, "nominatedNodeName": "n1")";
-  Diagnostics d;
-  auto json = nodewarden::policy::parseJsonText(podJson("preemptor", preemptor, "n1", 1000), d);
-  auto pod = nodewarden::policy::parsePod(*json, "", d);
-  REQUIRE(pod.has_value());
-  nodewarden::policy::resolvePod(*pod, {});
+  const Pod pod = podFrom(podJson("preemptor", preemptor, "n1", 1000));
   AdmissionDecision decision =
-      nodewarden::policy::admitPod(*pod, *index.find("n1"), {}, Policy::defaults());
+      nodewarden::policy::admitPod(pod, *index.find("n1"), {}, Policy::defaults());
   CHECK(decision.verdict == Verdict::Wait);
   CHECK(decision.victims.empty());
   // Without the mark, the same pod is a victim.
@@ -500,7 +473,7 @@ TEST_CASE("async preemption (KEP-4832): a victim marked DisruptionTarget is not 
       R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}],
           "pods": [)" + podJson("victim", {container("c", R"("cpu": "3")")}, "n1", 0) + "]}");
   const ClusterIndex index2 = nodewarden::policy::buildClusterIndex(unmarked);
-  CHECK(nodewarden::policy::admitPod(*pod, *index2.find("n1"), {}, Policy::defaults()).verdict ==
+  CHECK(nodewarden::policy::admitPod(pod, *index2.find("n1"), {}, Policy::defaults()).verdict ==
         Verdict::Preempt);
 }
 
@@ -515,17 +488,13 @@ TEST_CASE("overflow: requests that sum past 2^63 never read as room on a full no
   const ClusterIndex index = nodewarden::policy::buildClusterIndex(s);
   PodSpec tiny{container("c", R"("memory": "1")")};
   tiny.specExtra = R"(, "preemptionPolicy": "Never")";
-  Diagnostics d;
-  auto json = nodewarden::policy::parseJsonText(podJson("tiny", tiny, "", 0), d);
-  auto pod = nodewarden::policy::parsePod(*json, "", d);
-  REQUIRE(pod.has_value());
-  nodewarden::policy::resolvePod(*pod, {});
+  const Pod pod = podFrom(podJson("tiny", tiny, "", 0));
   const AdmissionDecision decision =
-      nodewarden::policy::admitPod(*pod, *index.find("n1"), {}, Policy::defaults());
+      nodewarden::policy::admitPod(pod, *index.find("n1"), {}, Policy::defaults());
   CHECK(decision.verdict == Verdict::Reject);
   CHECK(decision.reason == "OutOfmemory");
   CHECK(decision.message == "Node didn't have enough resource: memory, requested: 1, used: "
                             "11529215046068469760, capacity: 1073741824");
   // The scheduler's view agrees: no node for it.
-  CHECK(nodewarden::policy::preemptCluster(*pod, index, {}, Policy::defaults()).node == nullptr);
+  CHECK(nodewarden::policy::preemptCluster(pod, index, {}, Policy::defaults()).node == nullptr);
 }
