@@ -37,6 +37,11 @@ echo "installed under DESTDIR:"
 [ -f "$dest$env_example" ] || fail "no EnvironmentFile example $env_example"
 [ -f "$dest$readme" ] || fail "no README $readme"
 "$dest$bin" version || fail "the installed binary does not run"
+# kubectl's plugin discovery: kubectl-nodewarden beside the binary, pointing at it.
+plugin="$(dirname "$dest$bin")/kubectl-nodewarden"
+[ -L "$plugin" ] || fail "no kubectl-nodewarden symlink beside $bin"
+[ "$(readlink "$plugin")" = "nodewarden" ] || fail "kubectl-nodewarden points at $(readlink "$plugin")"
+"$plugin" version >/dev/null || fail "kubectl-nodewarden does not run"
 
 # The installed unit names the installed files.
 if [ -f "$dest$unit" ]; then
