@@ -535,7 +535,7 @@ class LatencyBench {
   VariantFigures run(const Variant& variant);
 
  private:
-  void trial(asio::io_context& io, agent::Agent& agent, const Variant& variant, int index,
+  void trial(asio::io_context& io, node::Agent& agent, const Variant& variant, int index,
              VariantFigures& f);
 
   Sandbox& sandbox_;
@@ -562,7 +562,7 @@ VariantFigures LatencyBench::run(const Variant& variant) {
     return f;
   }
   asio::io_context io;
-  agent::AgentOptions options;
+  node::AgentOptions options;
   options.nodeName = kNodeName;
   options.scan.nodeFsPath = "";  // memory only
   options.notifications = variant.notifications;
@@ -570,10 +570,10 @@ VariantFigures LatencyBench::run(const Variant& variant) {
   options.intervalOverride = variant.interval;
   options.systemdNotify = false;
   cgroups::PodCgroups pods(h_, sandbox_.kubepods());
-  auto agent = std::make_unique<agent::Agent>(
+  auto agent = std::make_unique<node::Agent>(
       io, options, std::move(policy).value(), std::move(pods),
-      std::make_unique<agent::StaticPodSource>(manifests_.string(), kNodeName),
-      agent::cgroupActuator());
+      std::make_unique<node::StaticPodSource>(manifests_.string(), kNodeName),
+      node::cgroupActuator());
   auto started = agent->start();
   if (!started) {
     f.firstError = "the agent did not start: " + started.error().message;
@@ -597,7 +597,7 @@ VariantFigures LatencyBench::run(const Variant& variant) {
   return f;
 }
 
-void LatencyBench::trial(asio::io_context& io, agent::Agent& agent, const Variant& variant,
+void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant& variant,
                          int index, VariantFigures& f) {
   ++f.attempted;
   auto fail = [&](const std::string& why) {
@@ -744,7 +744,7 @@ void LatencyBench::trial(asio::io_context& io, agent::Agent& agent, const Varian
     if (agent.evictions()[k].uid != uid) ++f.wrongVictims;
   }
   f.kernelOomKills += int(oomKills() - oomBefore);
-  const agent::EvictionRecord record = agent.evictions()[first];
+  const node::EvictionRecord record = agent.evictions()[first];
   if (!exited(pid)) killChild();
   if (record.uid != uid) return fail("the agent evicted " + record.pod + ", not the hog");
   const std::int64_t progress = log_.progress().load(std::memory_order_acquire);
@@ -1738,7 +1738,7 @@ int run(int argc, char** argv) {
   installStopHandlers();
   // The in-process agent logs errors only (an eviction is a warning; they would drown the
   // figures); the subprocesses log to files.
-  agent::configureLogging(agent::LogFormat::Text, agent::LogLevel::Error);
+  server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
   (void)cgroups::raiseOpenFileLimit(std::uint64_t(kIdlePods) * 10 + 512);
 
   const bool haveBinary = ::access(NODEWARDEN_EXE, X_OK) == 0;

@@ -6,12 +6,12 @@
 #include <map>
 #include <sstream>
 
-#include "cli/args.h"
+#include "base/args.h"
 #include "cli/commands.h"
 #include "cli/source.h"
 #include "policy/files.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::cli {
 namespace {
 
 using policy::EvictionDecision;
@@ -344,4 +344,4 @@ int runCheckPolicy(const std::vector<std::string>& argv, std::ostream& out, std:
   return kExitOk;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::cli

@@ -6,13 +6,13 @@
 #include <set>
 #include <sstream>
 
-#include "cli/args.h"
+#include "base/args.h"
 #include "cli/commands.h"
 #include "cli/source.h"
 #include "policy/files.h"
 #include "policy/admission.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::cli {
 namespace {
 
 const char* kAdmissionUsage =
@@ -226,4 +226,4 @@ int runExplainPreemption(const std::vector<std::string>& argv, std::ostream& out
   return kExitOk;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::cli

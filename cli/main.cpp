@@ -5,6 +5,9 @@
 
 #include "cli/commands.h"
 #include "cli/source.h"
+#include "demo/run.h"
+#include "node/run.h"
+#include "webhook/run.h"
 
 namespace {
 
@@ -39,7 +42,8 @@ const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace nodewarden::agent;
+  using namespace nodewarden;
+  using namespace nodewarden::cli;
   std::vector<std::string> args(argv + 1, argv + argc);
   // Installed as kubectl-nodewarden too: `kubectl nodewarden …` (kubectl's plugin discovery).
   const std::string self = argc > 0 ? argv[0] : "";
@@ -60,10 +64,10 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (command == "explain") return runExplain(rest, std::cout, std::cerr);
-  if (command == "agent") return runAgent(rest);
-  if (command == "webhook") return runWebhook(rest);
-  if (command == "demo") return runDemo(rest);
-  if (command == "demo-load") return runDemoLoad(rest);
+  if (command == "agent") return nodewarden::node::runAgent(rest);
+  if (command == "webhook") return nodewarden::webhook::runWebhook(rest);
+  if (command == "demo") return nodewarden::demo::runDemo(rest);
+  if (command == "demo-load") return nodewarden::demo::runDemoLoad(rest);
   if (command == "check-policy") return runCheckPolicy(rest, std::cout, std::cerr);
   if (command == "status") return runStatus(rest, std::cout, std::cerr);
   std::cerr << "nodewarden: unknown command \"" << command << "\"\n\n" << kUsage;

@@ -12,7 +12,7 @@
 #include "kube/config.h"
 #include "policy/files.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::cli {
 namespace {
 
 // One GET, run to its end on a private loop; the body parsed as JSON.
@@ -189,4 +189,4 @@ Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& er
   return std::move(*parsed);
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::cli

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "base/result.h"
-#include "cli/args.h"
+#include "base/args.h"
 #include "policy/model.h"
 #include "policy/policy.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::cli {
 
 // --policy FILE, or the built-in defaults; its warnings (values accepted and ignored or
 // clamped) are printed on `err` as "warning: FILE: PATH: …".
@@ -46,4 +46,4 @@ Result<SourceChoice> chooseSource(const Args& args);
 // on `err` and has no stats). With --save-snapshot what was read is written there first.
 Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& err);
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::cli

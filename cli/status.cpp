@@ -11,12 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "cli/args.h"
+#include "base/args.h"
 #include "cli/commands.h"
 #include "policy/json_reader.h"
 #include "server/http_server.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::cli {
 namespace {
 
 namespace asio = boost::asio;
@@ -274,4 +274,4 @@ int runStatus(const std::vector<std::string>& argv, std::ostream& out, std::ostr
   return ok ? kExitOk : kExitBadInput;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::cli

@@ -20,8 +20,9 @@
 #include <thread>
 
 #include "node/agent.h"
-#include "cli/args.h"
+#include "base/args.h"
 #include "cli/commands.h"
+#include "demo/run.h"
 #include "base/files.h"
 #include "policy/files.h"
 #include "server/log.h"
@@ -29,11 +30,16 @@
 #include "cgroups/sandbox.h"
 #include "policy/json_reader.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::demo {
 namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
+using node::Agent;
+using node::AgentOptions;
+using node::EvictionRecord;
+using node::StaticPodSource;
+using node::cgroupActuator;
 constexpr std::int64_t kMiB = 1024 * 1024;
 
 // The scenario and policy the README's first command runs (examples/demo/ holds copies).
@@ -430,7 +436,7 @@ int runDemo(const std::vector<std::string>& argv) {
   };
   const std::uint64_t oomBefore = oomKills();
 
-  std::map<std::string, std::string> evictedUids;
+  std::map<std::string, policy::Signal> evictedUids;
   std::vector<PlotMark> oomMarks;
   auto reap = [&] {
     for (DemoPod& pod : scenario->pods) {
@@ -584,12 +590,12 @@ int runDemo(const std::vector<std::string>& argv) {
       const double at = std::chrono::duration<double>(record.signalledAt - started).count();
       std::printf(
           "  %d. t=%.1fs evicted %s (%s, %s threshold, grace %llds): latency %.1f ms\n     %s\n",
-          ++n, at, record.pod.c_str(), record.signal.c_str(), record.hard ? "hard" : "soft",
+          ++n, at, record.pod.c_str(), std::string(policy::toString(record.signal)).c_str(), record.hard ? "hard" : "soft",
           static_cast<long long>(record.gracePeriodSeconds), record.latencyMs,
           record.message.c_str());
       policy::OrderedJson entry;
       entry["pod"] = record.pod;
-      entry["signal"] = record.signal;
+      entry["signal"] = std::string(policy::toString(record.signal));
       entry["latencyMs"] = std::round(record.latencyMs * 10) / 10;
       report["evictions"].push_back(entry);
     }
@@ -660,4 +666,4 @@ int runDemo(const std::vector<std::string>& argv) {
   return interrupted ? 130 : kExitOk;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::demo

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-namespace nodewarden::agent {
+namespace nodewarden::demo {
 
 // Returns the exit code (0 after the report; 1 bad input or no cgroups; 2 usage error).
 int runDemo(const std::vector<std::string>& args);
 // The load generator (hidden; the demo re-executes the binary with it).
 int runDemoLoad(const std::vector<std::string>& args);
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::demo

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace nodewarden::agent {
+namespace nodewarden::demo {
 namespace {
 
 constexpr double kWidth = 900, kHeight = 460;
@@ -136,4 +136,4 @@ std::string renderPlotSvg(const Plot& plot) {
   return svg;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::demo

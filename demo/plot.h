@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace nodewarden::agent {
+namespace nodewarden::demo {
 
 struct PlotSeries {
   std::string name;             // "prod/api", or "node" for the kubepods total
@@ -32,4 +32,4 @@ struct Plot {
 // The SVG document (900 x 460).
 std::string renderPlotSvg(const Plot& plot);
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::demo

@@ -4,7 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <csignal>
 
-namespace nodewarden::agent {
+namespace nodewarden::node {
 
 using namespace std::chrono_literals;
 
@@ -143,4 +143,4 @@ void RecordingActuator::complete(const std::string& uid) {
   done(outcome);
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::node

@@ -14,17 +14,17 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "base/clock.h"
 #include "cgroups/kill.h"
 #include "cgroups/pods.h"
+#include "policy/policy.h"
 
-namespace nodewarden::agent {
-
-using SteadyTime = std::chrono::steady_clock::time_point;
+namespace nodewarden::node {
 
 struct EvictionOrder {
   std::string uid;
   std::string pod;     // "namespace/name"
-  std::string signal;  // "memory.available", …
+  policy::Signal signal = policy::Signal::MemoryAvailable;
   bool hard = true;
   std::int64_t gracePeriodSeconds = 0;
   std::string message;  // the kubelet's eviction message
@@ -96,4 +96,4 @@ class RecordingActuator final : public Actuator {
   std::map<std::string, Done> held_;
 };
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::node

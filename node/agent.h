@@ -1,14 +1,16 @@
-// The agent daemon (`nodewarden agent`): one single-threaded Boost.Asio loop that watches the
-// node's cgroups, evaluates the policy, evicts before the kernel has to, and serves its state.
+// The node daemon (`nodewarden agent`): one single-threaded Boost.Asio loop that runs the
+// pipeline of this folder, one cycle at a time:
 //
-//   kernel notification ─┐
-//   housekeeping timer ──┴─► cycle: refresh pods + cgroups → scan → policy/ evaluate → actuator
+//   observe   detectors.h wakes a cycle (kernel notification, poller) besides the timer;
+//             cgroups/ scans the pods, snapshot_builder.h makes the snapshot
+//   decide    policy::evaluateEviction over the pods eviction_tracker.h still allows
+//   act       actuator.h kills through the cgroups (or, --dry-run, only says so)
+//   publish   agent_metrics.h, the log, systemd's status, routes.h's /v1/state
 //
 // A cycle runs at every housekeepingInterval (the timer re-arms from its previous expiry) and
-// at once when the kernel reports a memory threshold crossing or PSI pressure. After an
-// eviction no new victim is chosen for the same signal until the evicted pod's cgroup is
-// empty, and then the next cycle runs immediately with fresh figures; a pod being terminated
-// is never chosen twice.
+// at once when a detector fires. After an eviction no new victim is chosen for the same
+// signal until the evicted pod's cgroup is empty, and then the next cycle runs immediately
+// with fresh figures; a pod being terminated is never chosen twice.
 //
 // Threading: every member function must be called on the loop thread (the io_context's).
 #pragma once
@@ -24,35 +26,36 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "node/actuator.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
-#include "node/pod_source.h"
-#include "cgroups/detect.h"
-#include "cgroups/notify.h"
+#include "base/clock.h"
 #include "cgroups/pods.h"
 #include "cgroups/readers.h"
+#include "node/actuator.h"
+#include "node/agent_metrics.h"
+#include "node/detectors.h"
+#include "node/eviction_tracker.h"
+#include "node/pod_source.h"
+#include "node/trigger.h"
 #include "policy/eviction.h"
 #include "policy/policy.h"
+#include "server/http_server.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::webhook {
+class AdmissionActions;  // webhook/webhook.h
+}
 
-class AdmissionActions;  // agent/webhook.h
+namespace nodewarden::node {
 
 struct AgentOptions {
   std::string nodeName;
   std::optional<std::string> policyPath;  // nullopt: the built-in defaults, never reloaded
   cgroups::ScanOptions scan;
   bool dryRun = false;
-  // Kernel notifications (v1 memory thresholds, PSI triggers). Off: polling only, at the
-  // policy's housekeepingInterval (for comparisons in the benchmarks).
+  // Kernel notifications and the poller (detectors.h). Off: the timer only, at the policy's
+  // housekeepingInterval (for comparisons in the benchmarks).
   bool notifications = true;
-  // With notifications on: false leaves out the kernel's own wake-ups (v1 threshold
-  // eventfds, PSI triggers, memory.events) and keeps the adaptive memory poller alone, which
-  // is all cgroup v2 offers for a usage line (benchmarks measure that path on v1 hosts).
+  // With notifications on: false keeps the adaptive memory poller alone (DetectorOptions).
   bool kernelWakeups = true;
   // Overrides the policy's housekeepingInterval when set (benchmarks: the kubelet's 10 s).
   std::optional<std::chrono::milliseconds> intervalOverride;
@@ -61,25 +64,10 @@ struct AgentOptions {
   // (otherwise 404), and, when http->tlsClientCaFile is set, only to a client whose
   // certificate verified (otherwise 403). docs/reference.md §7.
   bool admissionRoutes = false;
-  bool systemdNotify = true;              // sd_notify READY/STATUS/WATCHDOG when under systemd
+  bool systemdNotify = true;  // sd_notify READY/STATUS/WATCHDOG when under systemd
   // What a `preempt` verdict at POST /v1/admission-review does (evict the victims, nominate
   // the pod): the API writer with --source kubernetes; null: verdicts only, nothing acts.
-  AdmissionActions* admissionActions = nullptr;
-};
-
-// One eviction the agent ordered, for /metrics, logs, the demo's report and tests.
-struct EvictionRecord {
-  std::string pod;
-  std::string uid;
-  std::string signal;
-  bool hard = true;
-  std::int64_t gracePeriodSeconds = 0;
-  std::string message;
-  bool dryRun = false;
-  SteadyTime crossedAt{};    // threshold crossing (kernel notification, or interpolated)
-  SteadyTime signalledAt{};  // first signal sent to the pod's processes
-  double latencyMs = 0;      // crossedAt → signalledAt
-  std::optional<EvictionOutcome> outcome;  // once the actuator finished
+  webhook::AdmissionActions* admissionActions = nullptr;
 };
 
 // Makes the agent's actuator once the agent owns the pod index it acts on.
@@ -92,15 +80,15 @@ class Agent {
  public:
   Agent(boost::asio::io_context& io, AgentOptions options, policy::Policy policy,
         cgroups::PodCgroups pods, std::unique_ptr<PodSource> source,
-        const ActuatorFactory& makeActuator);
+        const ActuatorFactory& makeActuator, const Clock& clock = steadyClock());
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
-  // Runs the first cycle, arms notifications and the timer, starts the HTTP server. An error
+  // Runs the first cycle, arms the detectors and the timer, starts the HTTP server. An error
   // (e.g. the port is taken) leaves nothing running.
-  Result<bool> start();
-  // Stops timers, notifications and the HTTP server so io_context::run() can return.
+  Result<void> start();
+  // Stops timers, detectors and the HTTP server so io_context::run() can return.
   void stop();
   bool stopped() const { return stopped_; }
 
@@ -109,66 +97,76 @@ class Agent {
   bool reloadPolicy();
 
   // Runs one cycle now (tests and benchmarks drive time this way too).
-  void cycle(const char* trigger);
+  void cycle(Trigger trigger);
 
-  // The HTTP routes of docs/reference.md §7.
+  // The HTTP routes of docs/reference.md §7 (routes.h).
   server::HttpResponse handle(const server::HttpRequest& request);
   // `explain eviction -o json` for this node, live.
-  policy::OrderedJson stateJson();
-  std::string metricsText() const { return metrics_.render(); }
+  policy::OrderedJson stateJson() const;
+  std::string metricsText() const { return metrics_.registry.render(); }
 
-  const std::vector<EvictionRecord>& evictions() const { return evictions_; }
+  const std::vector<EvictionRecord>& evictions() const { return tracker_.records(); }
+  // Evictions ordered whose pod's processes are not gone yet.
+  std::size_t inFlight() const { return tracker_.inFlightCount(); }
   // Called after every eviction order and every completion (the demo's live view).
   std::function<void(const EvictionRecord&)> onEviction;
   // Called after every cycle with its decision.
   std::function<void(const policy::EvictionDecision&)> onCycle;
 
+  const AgentOptions& options() const { return options_; }
   const policy::Policy& policy() const { return policy_; }
   const cgroups::PodCgroups& podCgroups() const { return pods_; }
+  // The last cycle's snapshot, and the unscheduled pods the source knows (admission).
+  const policy::Snapshot& snapshot() const { return snapshot_; }
+  const std::vector<policy::Pod>& pendingPods() const { return source_->current().pending; }
+  AgentMetrics& metrics() { return metrics_; }
+  const Clock& clock() const { return clock_; }
   std::uint16_t httpPort() const { return http_ ? http_->port() : 0; }
   bool ready() const { return ready_; }
+  // Ready, not stopped, and a cycle within three intervals.
+  bool healthy() const;
+  std::optional<SteadyTime> lastCycleAt() const;
   std::uint64_t cycles() const { return cycles_; }
   std::uint64_t fullScans() const { return fullScans_; }
-  // Which kernel notifications are armed, for logs and tests ("memory threshold …", "PSI …").
-  std::vector<std::string> armedNotifications() const;
+  std::chrono::milliseconds interval() const;
+  // Which detectors are armed, for logs and tests ("memory threshold …", "PSI …").
+  std::vector<std::string> armedNotifications() const { return detectors_.armed(); }
 
  private:
-  struct Notifier;
-  struct LinePoller;
-  server::HttpResponse reviewBinding(const server::HttpRequest& request);
+  // The cycle's steps, in order.
+  bool wantsFullScan(Trigger trigger, SteadyTime now) const;
+  policy::EvictionResult observe(bool full, SteadyTime now, cgroups::ScanResult& scan);
+  void refreshPodCgroups(SteadyTime now);
+  policy::NodeView candidateView() const;
+  void followNotification(Trigger trigger);
+  void act(const policy::EvictionDecision& decision, SteadyTime now);
+  void evict(const policy::Eviction& eviction, const policy::EvictionDecision& decision,
+             SteadyTime now);
+  void reportStuckThresholds(const policy::EvictionDecision& decision);
+  void publish(const policy::EvictionDecision& decision, const cgroups::ScanResult& scan,
+               std::size_t pods);
+  void onOutcome(std::size_t record, const EvictionOutcome& outcome);
+
+  // The loop.
   void scheduleTimer();
   void scheduleGraceTimer(const policy::EvictionDecision& decision, SteadyTime now);
-  void requestCycle(const char* trigger);
-  // Reads the kernel (every pod when `full`, else the node only) and evaluates the policy.
-  policy::EvictionResult observe(bool full, SteadyTime now, cgroups::ScanResult& scan);
-  // A threshold is met or close: the next cycles read every pod.
-  bool pressureNear(const policy::EvictionDecision& decision) const;
-  void refreshPodCgroups();
-  void rebuildSnapshot(const cgroups::ScanResult& scan, bool pods);
-  policy::NodeView currentView() const;
-  void act(const policy::EvictionDecision& decision, SteadyTime now);
-  void onOutcome(const EvictionOutcome& outcome);
-  void reportStuckThresholds(const policy::EvictionDecision& decision);
-  void armNotifications(const policy::EvictionDecision& decision);
-  void armPsi();
-  void addPsiNotifier(Result<cgroups::PsiTrigger> trigger, const char* what);
-  void watchNotifier(const std::shared_ptr<Notifier>& notifier);
-  // Polls the root (`node`) or kubepods memory usage against `lines` (usages at which
-  // thresholds are met); no lines stops it.
-  void setPollLines(bool node, std::vector<std::uint64_t> lines);
-  void schedulePoll(const std::shared_ptr<LinePoller>& poller, std::chrono::nanoseconds delay);
-  void updateMetrics(const policy::EvictionDecision& decision, const cgroups::ScanResult& scan);
-  void notifySystemd(const std::string& state) const;
+  void requestCycle(Trigger trigger);
+  void onWake(Trigger trigger, std::optional<SteadyTime> notifiedAt);
   bool policyFileChanged();
-  std::chrono::milliseconds interval() const;
+  void notifySystemd(const std::string& state) const;
+  void logOnce(const std::string& event, const Error& error);
 
   boost::asio::io_context& io_;
+  const Clock& clock_;
   AgentOptions options_;
   policy::Policy policy_;
   cgroups::PodCgroups pods_;
   std::unique_ptr<PodSource> source_;
   std::unique_ptr<Actuator> actuator_;
   std::unique_ptr<server::HttpServer> http_;
+  AgentMetrics metrics_;
+  EvictionTracker tracker_;
+  Detectors detectors_;
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer graceTimer_;  // wakes a cycle when a soft grace period ends
   // After a kernel notification that did not (yet) show a threshold met — page cache charged
@@ -188,55 +186,17 @@ class Agent {
   policy::Snapshot snapshot_;
   policy::EvictionState state_;
   policy::EvictionDecision lastDecision_;
+  std::optional<SteadyTime> notifiedAt_;  // a detector dated this cycle's wake-up
   std::set<std::string> unknownReported_;  // pod cgroups without a pod object, logged once
-  std::map<std::string, std::string> reportedErrors_;  // error text → last time logged (dedup)
-
-  // Evictions in flight: UID → signal. Their pods are left out of new decisions.
-  std::map<std::string, std::string> inFlight_;
-  // Evicted pods whose (now empty) cgroup is still there: not candidates again until their
-  // cgroup goes away or processes return to it (a restarted static pod).
-  std::set<std::string, std::less<>> evicted_;
-  // Pods whose eviction failed (refused: e.g. the pod holds this agent; or nothing to kill):
-  // left out of decisions until the time given, so the ranking moves on to other pods.
-  std::map<std::string, SteadyTime, std::less<>> backOff_;
-  static constexpr std::chrono::seconds kBackOff{60};
+  std::set<std::string> reportedErrors_;   // read problems, logged once per text (bounded)
   // Thresholds that were actionable with no pod left to evict, logged once per episode.
-  std::set<std::string> stuckLogged_;
-  std::map<std::string, SteadyTime> dryRunLogged_;
-  std::vector<EvictionRecord> evictions_;
-
-  // Threshold-crossing estimates per signal.
-  struct LastObservation {
-    std::int64_t available = 0;
-    SteadyTime at{};
-  };
-  std::map<std::string, LastObservation> lastObserved_;
-  std::map<std::string, SteadyTime> crossedAt_;
-  std::optional<SteadyTime> notifiedAt_;  // a kernel notification woke this cycle
-
-  std::vector<std::shared_ptr<Notifier>> notifiers_;
-  std::vector<std::shared_ptr<LinePoller>> pollers_;
-  std::map<std::string, std::uint64_t> armedThresholds_;  // signal → usage threshold armed
-  bool thresholdsUnsupportedLogged_ = false;
+  std::set<policy::ThresholdKey> stuckLogged_;
 
   // Policy file identity, to reload on change.
   std::int64_t policyMtime_ = 0;
   std::uint64_t policyInode_ = 0;
   std::int64_t policySize_ = -1;
 
-  server::MetricsRegistry metrics_;
-  server::CounterFamily* evictionsTotal_ = nullptr;
-  server::CounterFamily* admissionsTotal_ = nullptr;
-  server::CounterFamily* cyclesTotal_ = nullptr;
-  server::CounterFamily* reloadsTotal_ = nullptr;
-  server::CounterFamily* dryRunTotal_ = nullptr;
-  server::GaugeFamily* signalAvailable_ = nullptr;
-  server::GaugeFamily* thresholdMet_ = nullptr;
-  server::GaugeFamily* nodeCondition_ = nullptr;
-  server::GaugeFamily* podsGauge_ = nullptr;
-  server::GaugeFamily* notificationsGauge_ = nullptr;
-  server::HistogramFamily* evictionLatency_ = nullptr;
-  server::HistogramFamily* scanDuration_ = nullptr;
   bool cyclePosted_ = false;
   bool ready_ = false;
   bool stopped_ = false;
@@ -246,8 +206,4 @@ class Agent {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-// `nodewarden agent …`: parses the options (docs/reference.md §1), builds the agent and runs the loop
-// until SIGTERM/SIGINT. Returns the exit code.
-int runAgent(const std::vector<std::string>& args);
-
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::node

@@ -6,7 +6,7 @@
 #include "server/log.h"
 #include "policy/policy.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::node {
 namespace {
 
 kube::ReflectorLog reflectorLog(std::string kind) {
@@ -131,9 +131,8 @@ void ApiRecordingActuator::evict(const EvictionOrder& order, Done done) {
       evicted.pod.ns = order.pod.substr(0, slash);
       evicted.pod.name = slash == std::string::npos ? order.pod : order.pod.substr(slash + 1);
       evicted.pod.uid = order.uid;
-      evicted.signal = order.signal;
-      if (auto signal = policy::parseSignal(order.signal))
-        evicted.resource = std::string(policy::starvedResource(*signal));
+      evicted.signal = std::string(policy::toString(order.signal));
+      evicted.resource = std::string(policy::starvedResource(order.signal));
       evicted.message = order.message;
       evicted.gracePeriodSeconds = order.gracePeriodSeconds;
       writer_.podEvicted(evicted);
@@ -178,4 +177,4 @@ void publishNodeConditions(kube::ApiWriter& writer, const std::string& node,
   }
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::node

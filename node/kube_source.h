@@ -20,7 +20,7 @@
 #include "kube/writer.h"
 #include "policy/eviction.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::node {
 
 class KubernetesPodSource final : public PodSource {
  public:
@@ -77,4 +77,4 @@ class ApiRecordingActuator final : public Actuator {
 void publishNodeConditions(kube::ApiWriter& writer, const std::string& node,
                            const policy::EvictionDecision& decision);
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::node

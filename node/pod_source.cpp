@@ -11,7 +11,7 @@
 #include "policy/files.h"
 #include "policy/json_reader.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::node {
 
 StaticPodSource::StaticPodSource(std::string directory, std::string nodeName)
     : directory_(std::move(directory)), nodeName_(std::move(nodeName)) {}
@@ -116,4 +116,4 @@ bool StaticPodSource::refresh() {
   return true;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::node

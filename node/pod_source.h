@@ -14,7 +14,7 @@
 
 #include "policy/model.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::node {
 
 // What a source knows at one moment. Pods are resolved (priority, QoS, requests) and carry
 // this node's name.
@@ -74,4 +74,4 @@ class StaticPodSource final : public PodSource {
   std::chrono::steady_clock::time_point lastWalk_{};
 };
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::node

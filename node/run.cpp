@@ -1,21 +1,23 @@
-// `nodewarden agent`: options → hierarchy, pod source, actuator → the Agent on one loop.
+// `nodewarden agent`: options → hierarchy, pod source, actuator → the Agent on one loop,
+// until SIGTERM (server/daemon.h).
+#include "node/run.h"
+
 #include <unistd.h>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <csignal>
 #include <iostream>
 
-#include "node/agent.h"
-#include "cli/args.h"
-#include "cli/commands.h"
-#include "policy/files.h"
-#include "node/kube_source.h"
-#include "server/log.h"
-#include "webhook/webhook.h"
+#include <boost/asio/ip/address.hpp>
+
+#include "base/args.h"
 #include "kube/client.h"
 #include "kube/writer.h"
+#include "node/agent.h"
+#include "node/kube_source.h"
+#include "policy/files.h"
+#include "server/daemon.h"
+#include "server/log.h"
+#include "webhook/webhook.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::node {
 namespace {
 
 const char* kAgentUsage =
@@ -73,6 +75,8 @@ const char* kAgentUsage =
     "Exit status: 0 after SIGTERM/SIGINT, 1 bad input or start failure, 2 usage error.\n";
 
 constexpr std::chrono::seconds kInitialSyncWait{10};
+// After SIGTERM: evictions in flight finish (their grace, at most evictionMaxPodGracePeriod,
+// plus the actuator's 10 s to give up) and the API writes queued get this much more.
 constexpr std::chrono::seconds kDrainWait{5};
 
 // 127.0.0.0/8, ::1 and "localhost": only this host can connect.
@@ -90,114 +94,203 @@ std::string defaultNodeName() {
   return "localhost";
 }
 
+// What the command line asks for, checked for shape (every error here is a usage error).
+struct AgentCommand {
+  AgentOptions options;
+  bool fromApi = true;
+  std::optional<std::string> manifests;
+  std::optional<std::string> kubeconfig;
+  std::string cgroupRoot;
+  std::optional<std::string> kubepodsCgroup;
+};
+
+// --listen, TLS and --admission-routes (docs/reference.md §7). nullopt: --listen off.
+Result<std::optional<server::HttpServerOptions>> httpOptions(const Args& args,
+                                                             bool admissionRoutes) {
+  const std::string listen = args.value("listen").value_or("127.0.0.1:10290");
+  if (listen == "off") {
+    if (admissionRoutes) return Error{"--admission-routes needs the HTTP server (--listen is off)"};
+    return std::optional<server::HttpServerOptions>();
+  }
+  auto address = server::parseListenAddress(listen);
+  if (!address) return address.error().withContext("--listen");
+  server::HttpServerOptions http;
+  http.address = address->first;
+  http.port = address->second;
+  http.tlsCertFile = args.value("tls-cert").value_or("");
+  http.tlsKeyFile = args.value("tls-key").value_or("");
+  http.tlsClientCaFile = args.value("tls-client-ca").value_or("");
+  if (http.tlsCertFile.empty() != http.tlsKeyFile.empty()) {
+    return Error{"--tls-cert and --tls-key go together (both or neither)"};
+  }
+  if (!http.tlsClientCaFile.empty() && http.tlsCertFile.empty()) {
+    return Error{"--tls-client-ca needs --tls-cert and --tls-key (client certificates are "
+                 "verified over TLS only)"};
+  }
+  // Beyond loopback, routes that can evict answer only a verified client.
+  if (admissionRoutes && !isLoopbackAddress(http.address) && http.tlsClientCaFile.empty()) {
+    return Error{"--admission-routes on " + listen +
+                 " (not loopback) needs TLS with a verified client certificate: add "
+                 "--tls-client-ca FILE with --tls-cert FILE and --tls-key FILE"};
+  }
+  return std::optional<server::HttpServerOptions>(http);
+}
+
+Result<AgentCommand> agentCommand(const Args& args) {
+  AgentCommand command;
+  command.manifests = args.value("manifests");
+  command.kubeconfig = args.value("kubeconfig");
+  const std::string source =
+      args.value("source").value_or(command.manifests ? "static" : "kubernetes");
+  if (source != "static" && source != "kubernetes") {
+    return Error{"--source must be static or kubernetes, got \"" + source + "\""};
+  }
+  command.fromApi = source == "kubernetes";
+  if (!command.fromApi && !command.manifests) {
+    return Error{"--source static needs --manifests DIR\n\n" + std::string(kAgentUsage)};
+  }
+  if (command.fromApi && command.manifests) {
+    return Error{"--manifests is for --source static; pods come from the API server with "
+                 "--source kubernetes"};
+  }
+  if (!command.fromApi && command.kubeconfig) {
+    return Error{"--kubeconfig is for --source kubernetes"};
+  }
+  AgentOptions& options = command.options;
+  options.nodeName = args.value("node").value_or(defaultNodeName());
+  options.policyPath = args.value("policy");
+  options.dryRun = args.flag("dry-run");
+  options.notifications = !args.flag("no-notifications");
+  options.scan.nodeFsPath = args.value("nodefs").value_or("/var/lib/kubelet");
+  options.scan.imageFsPath = args.value("imagefs").value_or("");
+  // Swap per pod is read only where swap is on (NodeSwap); /v1/state shows it, and
+  // memoryRankingCountsSwap ranks by it.
+  if (auto meminfo = cgroups::readMemInfo(options.scan.procRoot)) {
+    options.scan.podSwap = meminfo->swapTotal > 0;
+  }
+  options.admissionRoutes = args.flag("admission-routes");
+  auto http = httpOptions(args, options.admissionRoutes);
+  if (!http) return http.error();
+  options.http = *http;
+  command.cgroupRoot = args.value("cgroup-root").value_or("/sys/fs/cgroup");
+  command.kubepodsCgroup = args.value("kubepods-cgroup");
+  return command;
+}
+
+// The pods' cgroups: the hierarchy and the kubepods cgroup below it.
+Result<cgroups::PodCgroups> openPodCgroups(const AgentCommand& command) {
+  cgroups::DiscoverOptions discover;
+  discover.root = command.cgroupRoot;
+  auto hierarchy = cgroups::discoverHierarchy(discover);
+  if (!hierarchy) return hierarchy.error();
+  auto kubepods = cgroups::PodCgroups::findKubepods(*hierarchy, command.kubepodsCgroup);
+  if (!kubepods) return kubepods.error();
+  return cgroups::PodCgroups(*hierarchy, *kubepods);
+}
+
+void raiseOpenFileLimit() {
+  // Up to 10 descriptors per pod cgroup are kept open.
+  constexpr std::uint64_t kWanted = 1 << 16;
+  auto limit = cgroups::raiseOpenFileLimit(kWanted);
+  if (limit && *limit >= kWanted) return;
+  server::logEvent(
+      server::LogLevel::Warn, "open-file-limit",
+      {{"limit", limit ? static_cast<std::int64_t>(*limit) : std::int64_t(-1)},
+       {"wanted", static_cast<std::int64_t>(kWanted)},
+       {"pods_supported", limit ? static_cast<std::int64_t>(*limit / 10) : std::int64_t(0)},
+       {"fix", "raise LimitNOFILE (the unit sets 1048576) or run with CAP_SYS_RESOURCE"}});
+}
+
+// --source kubernetes: the client and the writer outlive the agent (declared before it);
+// the pod source is handed to the agent and reached through `source`.
+struct ApiWiring {
+  std::unique_ptr<kube::Client> client;
+  std::unique_ptr<kube::ApiWriter> writer;
+  std::unique_ptr<webhook::ApiAdmissionActions> admissionActions;
+  KubernetesPodSource* source = nullptr;
+
+  // Makes the pod source; unless --dry-run, evictions are also recorded through the API and
+  // a `preempt` verdict acts.
+  std::unique_ptr<PodSource> wire(boost::asio::io_context& io, kube::ClusterConfig cluster,
+                                  AgentOptions& options, ActuatorFactory& makeActuator) {
+    server::logEvent(server::LogLevel::Info, "api-server",
+                     {{"config", cluster.description}, {"node", options.nodeName}});
+    client = std::make_unique<kube::Client>(io, std::move(cluster));
+    kube::WriterOptions writerOptions;
+    writerOptions.nodeName = options.nodeName;
+    writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
+    writer->onOutcome = [](const kube::WriteOutcome& outcome) {
+      server::logEvent(outcome.ok ? server::LogLevel::Info : server::LogLevel::Warn, "api-write",
+                       {{"what", outcome.what},
+                        {"pod", outcome.pod},
+                        {"ok", outcome.ok},
+                        {"attempts", outcome.attempts},
+                        {"status", static_cast<int>(outcome.status)},
+                        {"detail", outcome.detail}});
+    };
+    auto pods = std::make_unique<KubernetesPodSource>(io, *client, options.nodeName);
+    source = pods.get();
+    if (!options.dryRun) {
+      admissionActions = std::make_unique<webhook::ApiAdmissionActions>(*writer);
+      options.admissionActions = admissionActions.get();
+      makeActuator = [local = std::move(makeActuator), w = writer.get()](
+                         boost::asio::io_context& context, cgroups::PodCgroups& cgroups) {
+        return std::make_unique<ApiRecordingActuator>(local(context, cgroups), *w);
+      };
+    }
+    return pods;
+  }
+
+  // The first decisions should know the pods' priorities: wait (bounded) for the first lists.
+  // An unreachable API server does not keep the agent from protecting the node.
+  void awaitFirstList(boost::asio::io_context& io) const {
+    source->start();
+    const auto deadline = std::chrono::steady_clock::now() + kInitialSyncWait;
+    while (!source->synced() && std::chrono::steady_clock::now() < deadline) {
+      io.run_one_for(std::chrono::milliseconds(100));
+    }
+    if (source->synced()) {
+      server::logEvent(server::LogLevel::Info, "api-synced",
+                       {{"pods", static_cast<std::int64_t>(source->current().pods.size())}});
+      return;
+    }
+    server::logEvent(server::LogLevel::Warn, "api-not-synced",
+                     {{"waited_s", static_cast<std::int64_t>(kInitialSyncWait.count())},
+                      {"effect", "starting anyway; pods the API has not listed rank as unknown "
+                                 "(priority 0) until it answers"}});
+  }
+
+  std::size_t pendingWrites() const { return writer ? writer->pending() : 0; }
+};
+
 }  // namespace
 
 int runAgent(const std::vector<std::string>& argv) {
-  auto args = parseArgs(argv,
-                        {"policy", "node", "source", "manifests", "kubeconfig", "cgroup-root",
-                         "kubepods-cgroup", "listen", "log-format", "nodefs", "imagefs",
-                         "tls-cert", "tls-key", "tls-client-ca"},
-                        {"dry-run", "help", "no-notifications", "admission-routes"});
-  if (!args) {
-    std::cerr << "nodewarden agent: " << args.error().message << "\n\n" << kAgentUsage;
+  auto parsed = parseCommand("agent", argv,
+                             {"policy", "node", "source", "manifests", "kubeconfig",
+                              "cgroup-root", "kubepods-cgroup", "listen", "log-format", "nodefs",
+                              "imagefs", "tls-cert", "tls-key", "tls-client-ca"},
+                             {"dry-run", "help", "no-notifications", "admission-routes"},
+                             kAgentUsage, std::cout, std::cerr);
+  if (const int* exit = std::get_if<int>(&parsed)) return *exit;
+  const Args& args = std::get<Args>(parsed);
+  server::configureLogging(args.value("log-format") == "json" ? server::LogFormat::Json
+                                                              : server::LogFormat::Text);
+  auto command = agentCommand(args);
+  if (!command) {
+    std::cerr << "nodewarden agent: " << command.error().message << "\n";
     return kExitUsage;
   }
-  if (args->flag("help")) {
-    std::cout << kAgentUsage;
-    return kExitOk;
-  }
-  if (!args->positional.empty()) {
-    std::cerr << "nodewarden agent: unexpected argument \"" << args->positional[0] << "\"\n\n"
-              << kAgentUsage;
-    return kExitUsage;
-  }
-  const std::string logFormat = args->value("log-format").value_or("text");
-  if (logFormat != "text" && logFormat != "json") {
-    std::cerr << "nodewarden agent: --log-format must be text or json, got \"" << logFormat
-              << "\"\n";
-    return kExitUsage;
-  }
-  server::configureLogging(logFormat == "json" ? server::LogFormat::Json : server::LogFormat::Text);
-  const auto manifests = args->value("manifests");
-  const std::string source = args->value("source").value_or(manifests ? "static" : "kubernetes");
-  if (source != "static" && source != "kubernetes") {
-    std::cerr << "nodewarden agent: --source must be static or kubernetes, got \"" << source
-              << "\"\n";
-    return kExitUsage;
-  }
-  const bool fromApi = source == "kubernetes";
-  if (!fromApi && !manifests) {
-    std::cerr << "nodewarden agent: --source static needs --manifests DIR\n\n" << kAgentUsage;
-    return kExitUsage;
-  }
-  if (fromApi && manifests) {
-    std::cerr << "nodewarden agent: --manifests is for --source static; pods come from the API "
-                 "server with --source kubernetes\n";
-    return kExitUsage;
-  }
-  if (!fromApi && args->value("kubeconfig")) {
-    std::cerr << "nodewarden agent: --kubeconfig is for --source kubernetes\n";
-    return kExitUsage;
-  }
+  AgentOptions& options = command->options;
   std::optional<kube::ClusterConfig> cluster;
-  if (fromApi) {
-    auto config = kube::resolveClusterConfig(args->value("kubeconfig"));
+  if (command->fromApi) {
+    auto config = kube::resolveClusterConfig(command->kubeconfig);
     if (!config) {
       std::cerr << "nodewarden agent: " << config.error().message << "\n";
       return kExitBadInput;
     }
     cluster = std::move(config).value();
   }
-
-  AgentOptions options;
-  options.nodeName = args->value("node").value_or(defaultNodeName());
-  options.policyPath = args->value("policy");
-  options.dryRun = args->flag("dry-run");
-  options.notifications = !args->flag("no-notifications");
-  options.scan.nodeFsPath = args->value("nodefs").value_or("/var/lib/kubelet");
-  options.scan.imageFsPath = args->value("imagefs").value_or("");
-  // Swap per pod is read only where swap is on (NodeSwap); /v1/state shows it, and
-  // memoryRankingCountsSwap ranks by it.
-  if (auto meminfo = cgroups::readMemInfo(options.scan.procRoot)) {
-    options.scan.podSwap = meminfo->swapTotal > 0;
-  }
-  const std::string listen = args->value("listen").value_or("127.0.0.1:10290");
-  if (listen != "off") {
-    auto address = server::parseListenAddress(listen);
-    if (!address) {
-      std::cerr << "nodewarden agent: --listen: " << address.error().message << "\n";
-      return kExitUsage;
-    }
-    server::HttpServerOptions http;
-    http.address = address->first;
-    http.port = address->second;
-    http.tlsCertFile = args->value("tls-cert").value_or("");
-    http.tlsKeyFile = args->value("tls-key").value_or("");
-    http.tlsClientCaFile = args->value("tls-client-ca").value_or("");
-    if (http.tlsCertFile.empty() != http.tlsKeyFile.empty()) {
-      std::cerr << "nodewarden agent: --tls-cert and --tls-key go together (both or neither)\n";
-      return kExitUsage;
-    }
-    if (!http.tlsClientCaFile.empty() && http.tlsCertFile.empty()) {
-      std::cerr << "nodewarden agent: --tls-client-ca needs --tls-cert and --tls-key (client "
-                   "certificates are verified over TLS only)\n";
-      return kExitUsage;
-    }
-    options.admissionRoutes = args->flag("admission-routes");
-    // docs/reference.md §7: beyond loopback, routes that can evict answer only a verified client.
-    if (options.admissionRoutes && !isLoopbackAddress(http.address) &&
-        http.tlsClientCaFile.empty()) {
-      std::cerr << "nodewarden agent: --admission-routes on " << listen
-                << " (not loopback) needs TLS with a verified client certificate: add "
-                   "--tls-client-ca FILE with --tls-cert FILE and --tls-key FILE\n";
-      return kExitUsage;
-    }
-    options.http = http;
-  } else if (args->flag("admission-routes")) {
-    std::cerr << "nodewarden agent: --admission-routes needs the HTTP server (--listen is off)\n";
-    return kExitUsage;
-  }
-
   auto policy = policy::loadPolicy(options.policyPath ? &*options.policyPath : nullptr);
   if (!policy) {
     std::cerr << policy.error().message << "\n";
@@ -206,130 +299,50 @@ int runAgent(const std::vector<std::string>& argv) {
   for (const auto& warning : policy->warnings) {
     server::logEvent(server::LogLevel::Warn, "policy-warning", {{"warning", warning}});
   }
-  cgroups::DiscoverOptions discover;
-  discover.root = args->value("cgroup-root").value_or("/sys/fs/cgroup");
-  auto hierarchy = cgroups::discoverHierarchy(discover);
-  if (!hierarchy) {
-    std::cerr << "nodewarden agent: " << hierarchy.error().message << "\n";
+  auto pods = openPodCgroups(*command);
+  if (!pods) {
+    std::cerr << "nodewarden agent: " << pods.error().message << "\n";
     return kExitBadInput;
   }
-  auto kubepods = cgroups::PodCgroups::findKubepods(*hierarchy, args->value("kubepods-cgroup"));
-  if (!kubepods) {
-    std::cerr << "nodewarden agent: " << kubepods.error().message << "\n";
-    return kExitBadInput;
-  }
-  // Up to 10 descriptors per pod cgroup are kept open.
-  constexpr std::uint64_t kWantedFiles = 1 << 16;
-  if (auto limit = cgroups::raiseOpenFileLimit(kWantedFiles); !limit || *limit < kWantedFiles) {
-    server::logEvent(server::LogLevel::Warn, "open-file-limit",
-             {{"limit", limit ? static_cast<std::int64_t>(*limit) : std::int64_t(-1)},
-              {"wanted", static_cast<std::int64_t>(kWantedFiles)},
-              {"pods_supported", limit ? static_cast<std::int64_t>(*limit / 10) : std::int64_t(0)},
-              {"fix", "raise LimitNOFILE (the unit sets 1048576) or run with CAP_SYS_RESOURCE"}});
-  }
+  raiseOpenFileLimit();
 
   boost::asio::io_context io;
-  cgroups::PodCgroups pods(*hierarchy, *kubepods);
-  const bool dryRun = options.dryRun;
-  const std::string nodeName = options.nodeName;
-  ActuatorFactory makeActuator = dryRun ? dryRunActuator() : cgroupActuator();
-
-  // With the API: the client and the writer outlive the agent (declared first, destroyed
-  // last); the source is owned by the agent and reached through `apiSource`.
-  std::unique_ptr<kube::Client> client;
-  std::unique_ptr<kube::ApiWriter> writer;
-  std::unique_ptr<ApiAdmissionActions> admissionActions;
-  KubernetesPodSource* apiSource = nullptr;
-  std::unique_ptr<PodSource> podSource;
-  if (fromApi) {
-    server::logEvent(server::LogLevel::Info, "api-server", {{"config", cluster->description}, {"node", nodeName}});
-    client = std::make_unique<kube::Client>(io, *cluster);
-    kube::WriterOptions writerOptions;
-    writerOptions.nodeName = nodeName;
-    writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
-    writer->onOutcome = [](const kube::WriteOutcome& outcome) {
-      server::logEvent(outcome.ok ? server::LogLevel::Info : server::LogLevel::Warn, "api-write",
-               {{"what", outcome.what}, {"pod", outcome.pod}, {"ok", outcome.ok},
-                {"attempts", outcome.attempts}, {"status", static_cast<int>(outcome.status)},
-                {"detail", outcome.detail}});
-    };
-    auto apiPods = std::make_unique<KubernetesPodSource>(io, *client, nodeName);
-    apiSource = apiPods.get();
-    podSource = std::move(apiPods);
-    if (!dryRun) {
-      admissionActions = std::make_unique<ApiAdmissionActions>(*writer);
-      options.admissionActions = admissionActions.get();
-      makeActuator = [local = std::move(makeActuator), &writer](
-                         boost::asio::io_context& context, cgroups::PodCgroups& cgroups) {
-        return std::make_unique<ApiRecordingActuator>(local(context, cgroups), *writer);
-      };
-    }
-  } else {
-    podSource = std::make_unique<StaticPodSource>(*manifests, nodeName);
-  }
-  Agent agent(io, std::move(options), std::move(policy).value(), std::move(pods),
-              std::move(podSource), makeActuator);
-  if (apiSource != nullptr) {
-    apiSource->start();
-    // The first decisions should know the pods' priorities: wait (bounded) for the first
-    // lists. An unreachable API server does not keep the agent from protecting the node.
-    const auto deadline = std::chrono::steady_clock::now() + kInitialSyncWait;
-    while (!apiSource->synced() && std::chrono::steady_clock::now() < deadline)
-      io.run_one_for(std::chrono::milliseconds(100));
-    if (apiSource->synced()) {
-      server::logEvent(server::LogLevel::Info, "api-synced",
-               {{"pods", static_cast<std::int64_t>(apiSource->current().pods.size())}});
-    } else {
-      server::logEvent(server::LogLevel::Warn, "api-not-synced",
-               {{"waited_s", static_cast<std::int64_t>(kInitialSyncWait.count())},
-                {"effect", "starting anyway; pods the API has not listed rank as unknown "
-                           "(priority 0) until it answers"}});
-    }
-    if (!dryRun) {
-      agent.onCycle = [&writer, nodeName](const policy::EvictionDecision& decision) {
-        publishNodeConditions(*writer, nodeName, decision);
+  ActuatorFactory makeActuator = options.dryRun ? dryRunActuator() : cgroupActuator();
+  ApiWiring api;
+  std::unique_ptr<PodSource> source =
+      cluster ? api.wire(io, std::move(*cluster), options, makeActuator)
+              : std::make_unique<StaticPodSource>(*command->manifests, options.nodeName);
+  const std::chrono::seconds drainFor =
+      std::chrono::seconds(policy->maxPodGracePeriodSeconds) + std::chrono::seconds(10) +
+      kDrainWait;
+  Agent agent(io, std::move(options), std::move(policy).value(), std::move(pods).value(),
+              std::move(source), makeActuator);
+  if (api.source != nullptr) {
+    api.awaitFirstList(io);
+    if (!agent.options().dryRun) {
+      agent.onCycle = [&api, node = agent.options().nodeName](
+                          const policy::EvictionDecision& decision) {
+        publishNodeConditions(*api.writer, node, decision);
       };
     }
   }
-  auto started = agent.start();
-  if (!started) {
-    server::logEvent(server::LogLevel::Error, "start-failed", {{"error", started.error().message}});
+  if (auto started = agent.start(); !started) {
+    server::logEvent(server::LogLevel::Error, "start-failed",
+                     {{"error", started.error().message}});
     return kExitBadInput;
   }
-  boost::asio::signal_set stopSignals(io, SIGINT, SIGTERM);
-  boost::asio::signal_set hup(io, SIGHUP);
-  stopSignals.async_wait([&](const boost::system::error_code& ec, int signal) {
-    if (ec) return;
-    server::logEvent(server::LogLevel::Info, "stopping", {{"signal", signal == SIGINT ? "SIGINT" : "SIGTERM"}});
-    // Drain: no new cycles or requests; evictions already under way finish, then run() returns.
-    agent.stop();
-    hup.cancel();
-    if (apiSource != nullptr) apiSource->stop();
-  });
-  std::function<void()> waitHup = [&] {
-    hup.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec || agent.stopped()) return;
-      server::logEvent(server::LogLevel::Info, "reload", {{"signal", "SIGHUP"}});
-      agent.reloadPolicy();
-      waitHup();
-    });
+  server::DaemonHooks hooks;
+  hooks.stop = [&] {
+    agent.stop();  // no new cycles or requests; evictions under way finish
+    if (api.source != nullptr) api.source->stop();
   };
-  waitHup();
-  io.run();
-  if (writer && writer->pending() > 0) {
-    // Evictions already done locally should reach the API: a bounded drain.
-    server::logEvent(server::LogLevel::Info, "api-drain", {{"pending", static_cast<std::int64_t>(writer->pending())}});
-    io.restart();
-    const auto deadline = std::chrono::steady_clock::now() + kDrainWait;
-    while (writer->pending() > 0 && std::chrono::steady_clock::now() < deadline)
-      io.run_one_for(std::chrono::milliseconds(100));
-    if (writer->pending() > 0)
-      server::logEvent(server::LogLevel::Warn, "api-drain-incomplete",
-               {{"pending", static_cast<std::int64_t>(writer->pending())}});
-  }
+  hooks.reload = [&] { agent.reloadPolicy(); };
+  hooks.pending = [&] { return agent.inFlight() + api.pendingWrites(); };
+  hooks.drainFor = drainFor;
+  server::runUntilStopped(io, hooks);
   server::logEvent(server::LogLevel::Info, "stopped",
-           {{"evictions", static_cast<std::int64_t>(agent.evictions().size())}});
+                   {{"evictions", static_cast<std::int64_t>(agent.evictions().size())}});
   return kExitOk;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::node

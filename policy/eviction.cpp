@@ -412,26 +412,19 @@ Ranking rankDiskPressure(const NodeView& view, const Policy& policy, bool inodes
                       kubelet ? Style::KubeletExceeds : Style::PriorityRatio, diskUsage);
 }
 
-EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
-                                const EvictionState& state, TimePoint now, Rankings rankings) {
-  EvictionResult result;
-  EvictionDecision& decision = result.decision;
-  EvictionState& next = result.next;
-  decision.node = view.name;
+namespace {
 
-  const std::vector<Observation> observations = observeSignals(view);
-  auto observationOf = [&](Signal s) -> const Observation* {
-    for (const auto& o : observations) {
-      if (o.signal == s) return &o;
-    }
-    return nullptr;
-  };
-
-  // Thresholds: met now, or still being reclaimed (met until threshold + minimum reclaim).
-  std::set<std::string> conditionsNow;
+// Step 1: each threshold against its signal's observation — met now, or still being
+// reclaimed (met until threshold + minimum reclaim); actionable once met for its grace
+// period. Records in `next` when each met threshold was first seen met.
+std::vector<SignalStatus> thresholdStatuses(const std::vector<Observation>& observations,
+                                            const Policy& policy, const EvictionState& state,
+                                            TimePoint now, EvictionState& next) {
+  std::vector<SignalStatus> statuses;
   for (const auto& t : policy.thresholds) {
-    const Observation* o = observationOf(t.signal);
-    if (o == nullptr) continue;  // the kubelet skips signals it cannot observe
+    auto o = std::find_if(observations.begin(), observations.end(),
+                          [&](const Observation& obs) { return obs.signal == t.signal; });
+    if (o == observations.end()) continue;  // the kubelet skips signals it cannot observe
     SignalStatus st;
     st.key = ThresholdKey{t.signal, t.hard()};
     st.available = o->available;
@@ -450,30 +443,41 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
       st.metFor = now - since;
       st.actionable = st.metFor >= t.gracePeriod;
       next.met.insert(st.key);
-      conditionsNow.insert(std::string(nodeConditionFor(t.signal)));
     }
-    decision.signals.push_back(std::move(st));
+    statuses.push_back(std::move(st));
   }
+  return statuses;
+}
 
-  // Node conditions: set at once, held for the transition period after last being observed.
-  next.conditionLastObservedAt = state.conditionLastObservedAt;
-  for (const auto& c : conditionsNow) next.conditionLastObservedAt[c] = now;
-  for (auto it = next.conditionLastObservedAt.begin(); it != next.conditionLastObservedAt.end();) {
-    if (now - it->second < policy.pressureTransitionPeriod) {
-      ++it;
-    } else {
-      it = next.conditionLastObservedAt.erase(it);
-    }
+// Step 2: node conditions — set at once when a threshold of theirs is met, held for the
+// transition period after last being observed.
+std::vector<std::string> nodeConditions(const std::vector<SignalStatus>& statuses,
+                                        const Policy& policy, const EvictionState& state,
+                                        TimePoint now, EvictionState& next) {
+  std::set<std::string> observedNow;
+  for (const SignalStatus& st : statuses) {
+    if (st.met) observedNow.insert(std::string(nodeConditionFor(st.key.signal)));
   }
+  next.conditionLastObservedAt = state.conditionLastObservedAt;
+  for (const auto& c : observedNow) next.conditionLastObservedAt[c] = now;
+  std::erase_if(next.conditionLastObservedAt, [&](const auto& entry) {
+    return now - entry.second >= policy.pressureTransitionPeriod;
+  });
+  std::vector<std::string> conditions;
   for (std::string_view c : {"MemoryPressure", "DiskPressure", "PIDPressure"}) {
     // Observed now, or within the transition period (which may be zero).
-    if (conditionsNow.count(std::string(c)) != 0 ||
+    if (observedNow.count(std::string(c)) != 0 ||
         next.conditionLastObservedAt.count(std::string(c)) != 0) {
-      decision.conditions.emplace_back(c);
+      conditions.emplace_back(c);
     }
   }
+  return conditions;
+}
 
-  // Rankings.
+// Step 3: the rankings the decision shows — memory always; PIDs and ephemeral storage when a
+// threshold needs them (or, with Rankings::All, whenever the node has that usage).
+void rankPods(const NodeView& view, const Policy& policy, Rankings rankings,
+              EvictionDecision& decision) {
   decision.memory = rankMemoryPressure(view, policy);
   bool anyProcesses = false, anyDisk = false;
   for (const auto* ps : view.podStats) {
@@ -489,14 +493,16 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
   }
   const bool all = rankings == Rankings::All;
   if (anyProcesses && (all || needPids)) decision.pids = rankPidPressure(view, policy);
-  if (anyDisk && (all || needDisk))
+  if (anyDisk && (all || needDisk)) {
     decision.ephemeralStorage = rankDiskPressure(view, policy, false);
+  }
+}
 
-  // The plan: for each actionable threshold, most urgent first, the shortest prefix of its
-  // ranking (skipping pods that may not be evicted or are already chosen) whose usage covers
-  // threshold + minimum reclaim - available, counting what earlier choices already free.
+// Actionable thresholds, most urgent first: by signal (memory before disk before PIDs), a
+// hard threshold before a soft one of the same signal.
+std::vector<const SignalStatus*> actionableByUrgency(const std::vector<SignalStatus>& statuses) {
   std::vector<const SignalStatus*> actionable;
-  for (const auto& st : decision.signals) {
+  for (const auto& st : statuses) {
     if (st.actionable) actionable.push_back(&st);
   }
   std::stable_sort(actionable.begin(), actionable.end(),
@@ -505,6 +511,15 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
                      if (oa != ob) return oa < ob;
                      return a->key.hard && !b->key.hard;
                    });
+  return actionable;
+}
+
+// Step 4: the plan. For each actionable threshold, most urgent first, the shortest prefix of
+// its ranking (skipping pods that may not be evicted or are already chosen) whose usage
+// covers threshold + minimum reclaim - available, counting what earlier choices already free.
+std::vector<Eviction> planEvictions(const NodeView& view, const Policy& policy,
+                                    const EvictionDecision& decision) {
+  std::vector<Eviction> plan;
   std::optional<Ranking> inodeRanking;
   std::set<const Pod*> chosen;
   std::map<std::string, std::int64_t> freed;  // by ranking resource
@@ -541,15 +556,15 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
     }
     for (const auto& [resource, amount] : usage) freed[resource] = satAdd(freed[resource], amount);
   };
-  for (const SignalStatus* st : actionable) {
-    if (int(decision.evict.size()) >= policy.maxPodsPerCycle) break;
+  for (const SignalStatus* st : actionableByUrgency(decision.signals)) {
+    if (int(plan.size()) >= policy.maxPodsPerCycle) break;
     const Ranking* ranking = rankingFor(st->key.signal);
     if (ranking == nullptr) continue;
     const std::string resource(starvedResource(st->key.signal));
     // In 128 bits: every term may be as large as int64 allows.
     Int128 need = Int128(st->threshold) + st->minReclaim - st->available - freed[resource];
     for (const RankedPod& r : ranking->pods) {
-      if (need <= 0 || int(decision.evict.size()) >= policy.maxPodsPerCycle) break;
+      if (need <= 0 || int(plan.size()) >= policy.maxPodsPerCycle) break;
       if (!r.evictable || chosen.count(r.pod) != 0) continue;
       chosen.insert(r.pod);
       recordUsage(r);
@@ -564,9 +579,26 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
       e.usage = r.usage;
       e.request = r.request;
       e.message = evictionMessage(*st, *r.pod, r.stats);
-      decision.evict.push_back(std::move(e));
+      plan.push_back(std::move(e));
     }
   }
+  return plan;
+}
+
+}  // namespace
+
+// As the kubelet's eviction manager synchronizes: observe the signals, compare them with the
+// thresholds, update the node conditions, rank the pods, and pick the victims.
+EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
+                                const EvictionState& state, TimePoint now, Rankings rankings) {
+  EvictionResult result;
+  EvictionDecision& decision = result.decision;
+  decision.node = view.name;
+  const std::vector<Observation> observations = observeSignals(view);
+  decision.signals = thresholdStatuses(observations, policy, state, now, result.next);
+  decision.conditions = nodeConditions(decision.signals, policy, state, now, result.next);
+  rankPods(view, policy, rankings, decision);
+  decision.evict = planEvictions(view, policy, decision);
   return result;
 }
 

@@ -2,16 +2,16 @@
 // (pods, nodes, priority classes, disruption budgets) keep a StoreClusterCache current; the
 // HTTPS server answers AdmissionReviews from it; preemption goes through kube::ApiWriter.
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <csignal>
 #include <iostream>
 
-#include "cli/args.h"
-#include "cli/commands.h"
+#include "base/args.h"
+#include "webhook/run.h"
 #include "policy/files.h"
 #include "server/http_server.h"
+#include "server/daemon.h"
 #include "server/log.h"
+#include "server/probes.h"
 #include "server/metrics.h"
 #include "webhook/webhook.h"
 #include "kube/client.h"
@@ -19,7 +19,7 @@
 #include "kube/reflector.h"
 #include "kube/writer.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::webhook {
 namespace {
 
 const char* kWebhookUsage =
@@ -80,17 +80,6 @@ void logReview(const ReviewRecord& record) {
             {"message", record.message}});
 }
 
-server::HttpResponse jsonAnswer(unsigned status, const policy::OrderedJson& body) {
-  return server::HttpResponse{status, "application/json",
-                      body.dump(-1, ' ', false, policy::Json::error_handler_t::replace)};
-}
-
-server::HttpResponse errorAnswer(unsigned status, const std::string& message) {
-  policy::OrderedJson body = policy::OrderedJson::object();
-  body["error"] = message;
-  return jsonAnswer(status, body);
-}
-
 struct Watched {
   std::string name;  // for /readyz and logs: "pods"
   std::unique_ptr<kube::Reflector> reflector;
@@ -99,28 +88,13 @@ struct Watched {
 }  // namespace
 
 int runWebhook(const std::vector<std::string>& argv) {
-  auto args = parseArgs(
-      argv, {"policy", "kubeconfig", "listen", "tls-cert", "tls-key", "tls-client-ca", "log-format"},
-      {"help"});
-  if (!args) {
-    std::cerr << "nodewarden webhook: " << args.error().message << "\n\n" << kWebhookUsage;
-    return kExitUsage;
-  }
-  if (args->flag("help")) {
-    std::cout << kWebhookUsage;
-    return kExitOk;
-  }
-  if (!args->positional.empty()) {
-    std::cerr << "nodewarden webhook: unexpected argument \"" << args->positional[0] << "\"\n\n"
-              << kWebhookUsage;
-    return kExitUsage;
-  }
+  auto parsed = parseCommand(
+      "webhook", argv,
+      {"policy", "kubeconfig", "listen", "tls-cert", "tls-key", "tls-client-ca", "log-format"},
+      {"help"}, kWebhookUsage, std::cout, std::cerr);
+  if (const int* exit = std::get_if<int>(&parsed)) return *exit;
+  const Args* args = &std::get<Args>(parsed);
   const std::string logFormat = args->value("log-format").value_or("text");
-  if (logFormat != "text" && logFormat != "json") {
-    std::cerr << "nodewarden webhook: --log-format must be text or json, got \"" << logFormat
-              << "\"\n";
-    return kExitUsage;
-  }
   const auto tlsCert = args->value("tls-cert");
   const auto tlsKey = args->value("tls-key");
   if (tlsCert.has_value() != tlsKey.has_value()) {
@@ -213,42 +187,36 @@ int runWebhook(const std::vector<std::string>& argv) {
     }
     return out;
   };
+  // /healthz, /readyz and /metrics as the agent serves them (server/probes.h).
+  const server::ProbeRoutes probes{
+      [] {
+        server::Probe probe{true, policy::OrderedJson::object()};
+        probe.body["status"] = "ok";
+        return probe;
+      },
+      [&] {
+        const std::vector<std::string> missing = notSynced();
+        server::Probe probe{missing.empty(), policy::OrderedJson::object()};
+        probe.body["status"] =
+            missing.empty() ? "ready" : "not ready: not listed yet: " + joined(missing);
+        if (!missing.empty()) probe.body["notSynced"] = missing;
+        return probe;
+      },
+      [&] { return metrics.render(); }};
   auto route = [&](const server::HttpRequest& request) -> server::HttpResponse {
-    const std::string path = request.target.substr(0, request.target.find('?'));
-    const bool get = request.method == "GET" || request.method == "HEAD";
+    if (auto answered = server::serveProbes(request, probes)) return *answered;
+    const std::string path = server::requestPath(request);
     if (path == "/v1/admission-review") {
       // With --tls-client-ca only a client with a verified certificate (the API server, as its
       // admission configuration names one) may ask for a decision that can evict.
       if (tlsClientCa && !request.clientCertificateVerified) {
-        return errorAnswer(403, "POST /v1/admission-review needs a client certificate signed by "
-                                "the --tls-client-ca authority");
+        return server::errorResponse(403, "POST /v1/admission-review needs a client certificate "
+                                          "signed by the --tls-client-ca authority");
       }
       return webhook.handle(request);
     }
-    if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
-      if (!get) return errorAnswer(405, request.method + " is not allowed on " + path);
-    }
-    if (path == "/healthz") {
-      policy::OrderedJson body = policy::OrderedJson::object();
-      body["status"] = "ok";
-      return jsonAnswer(200, body);
-    }
-    if (path == "/readyz") {
-      const std::vector<std::string> missing = notSynced();
-      policy::OrderedJson body = policy::OrderedJson::object();
-      if (missing.empty()) {
-        body["status"] = "ready";
-        return jsonAnswer(200, body);
-      }
-      body["status"] = "not ready: not listed yet: " + joined(missing);
-      body["notSynced"] = missing;
-      return jsonAnswer(503, body);
-    }
-    if (path == "/metrics") {
-      return server::HttpResponse{200, std::string(server::kMetricsContentType), metrics.render()};
-    }
-    return errorAnswer(404, "no such path: " + path +
-                                " (try POST /v1/admission-review, /healthz, /readyz, /metrics)");
+    return server::errorResponse(
+        404, "no such path: " + path + " (try POST /v1/admission-review, /healthz, /readyz, /metrics)");
   };
 
   server::HttpServerOptions http;
@@ -304,58 +272,35 @@ int runWebhook(const std::vector<std::string>& argv) {
   };
   tick();
 
-  boost::asio::signal_set stopSignals(io, SIGINT, SIGTERM);
-  boost::asio::signal_set hup(io, SIGHUP);
-  boost::asio::steady_timer drain(io);
-  int drainTicks = 0;
-  std::function<void()> waitForWrites = [&] {
-    // Preemption writes already queued get up to 5 s; then the loop ends regardless.
-    if (writer.pending() == 0 || ++drainTicks > 50) {
-      if (writer.pending() != 0) {
-        server::logEvent(server::LogLevel::Warn, "writes-abandoned",
-                 {{"pending", static_cast<std::int64_t>(writer.pending())}});
-      }
-      io.stop();
-      return;
-    }
-    drain.expires_after(std::chrono::milliseconds(100));
-    drain.async_wait([&](const boost::system::error_code& ec) {
-      if (!ec) waitForWrites();
-    });
-  };
-  stopSignals.async_wait([&](const boost::system::error_code& ec, int signal) {
-    if (ec) return;
-    server::logEvent(server::LogLevel::Info, "stopping", {{"signal", signal == SIGINT ? "SIGINT" : "SIGTERM"}});
+  server::DaemonHooks hooks;
+  hooks.stop = [&] {
     stopping = true;
     server.stop();
     for (Watched& w : watched) w.reflector->stop();
     housekeeping.cancel();
-    hup.cancel();
-    waitForWrites();
-  });
-  std::function<void()> waitHup = [&] {
-    hup.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec || stopping) return;
-      auto reloaded = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
-      if (reloaded) {
-        webhook.setPolicy(std::move(reloaded).value());
-        server::logEvent(server::LogLevel::Info, "reload", {{"signal", "SIGHUP"}, {"policy", "reloaded"}});
-      } else {
-        server::logEvent(server::LogLevel::Error, "reload-failed",
-                 {{"error", reloaded.error().message}, {"kept", "the last good policy"}});
-      }
-      if (tlsCert) {
-        auto tls = server.reloadTls();
-        if (tls && *tls) server::logEvent(server::LogLevel::Info, "reload", {{"tls", "new certificate"}});
-        // A failure was reported through onProblem already.
-      }
-      waitHup();
-    });
   };
-  waitHup();
-  io.run();
+  hooks.reload = [&] {
+    auto reloaded = policy::loadPolicy(policyPath ? &*policyPath : nullptr);
+    if (reloaded) {
+      webhook.setPolicy(std::move(reloaded).value());
+      server::logEvent(server::LogLevel::Info, "policy-reloaded",
+                       {{"file", policyPath.value_or("(defaults)")}});
+    } else {
+      server::logEvent(server::LogLevel::Error, "policy-reload-rejected",
+                       {{"errors", reloaded.error().message}, {"kept", "the last good policy"}});
+    }
+    if (tlsCert) {
+      auto tls = server.reloadTls();
+      if (tls && *tls) server::logEvent(server::LogLevel::Info, "reload", {{"tls", "new certificate"}});
+      // A failure was reported through onProblem already.
+    }
+  };
+  // Preemption writes already queued get up to 5 s; then the loop ends regardless.
+  hooks.pending = [&] { return writer.pending(); };
+  hooks.drainFor = std::chrono::seconds(5);
+  server::runUntilStopped(io, hooks);
   server::logEvent(server::LogLevel::Info, "stopped", {});
   return kExitOk;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::webhook

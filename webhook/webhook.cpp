@@ -7,7 +7,7 @@
 #include "kube/writer.h"
 #include "policy/json_reader.h"
 
-namespace nodewarden::agent {
+namespace nodewarden::webhook {
 
 namespace {
 
@@ -614,4 +614,4 @@ ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer
   return record;
 }
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::webhook

@@ -40,7 +40,7 @@ class CounterFamily;
 class HistogramFamily;
 }  // namespace nodewarden::server
 
-namespace nodewarden::agent {
+namespace nodewarden::webhook {
 
 // ---------------------------------------------------------------------------------------------
 // The AdmissionReview request
@@ -323,4 +323,4 @@ class BindingWebhook {
 // from 50 µs to 1 s.
 std::vector<double> reviewDurationBuckets();
 
-}  // namespace nodewarden::agent
+}  // namespace nodewarden::webhook

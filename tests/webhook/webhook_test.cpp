@@ -22,18 +22,18 @@
 namespace {
 
 using nlohmann::json;
-using nodewarden::agent::AdmissionActions;
-using nodewarden::agent::BindingReview;
-using nodewarden::agent::BindingWebhook;
-using nodewarden::agent::BindingWebhookOptions;
+using nodewarden::webhook::AdmissionActions;
+using nodewarden::webhook::BindingReview;
+using nodewarden::webhook::BindingWebhook;
+using nodewarden::webhook::BindingWebhookOptions;
 using nodewarden::server::HttpRequest;
 using nodewarden::server::HttpResponse;
 using nodewarden::server::MetricsRegistry;
-using nodewarden::agent::parseBindingReview;
-using nodewarden::agent::RecordingAdmissionActions;
-using nodewarden::agent::ReviewRecord;
-using nodewarden::agent::SnapshotClusterCache;
-using nodewarden::agent::StoreClusterCache;
+using nodewarden::webhook::parseBindingReview;
+using nodewarden::webhook::RecordingAdmissionActions;
+using nodewarden::webhook::ReviewRecord;
+using nodewarden::webhook::SnapshotClusterCache;
+using nodewarden::webhook::StoreClusterCache;
 namespace policy = nodewarden::policy;
 namespace kube = nodewarden::kube;
 
@@ -618,12 +618,12 @@ TEST_CASE("malformed reviews get a 400 naming the problem, never a crash") {
 }
 
 TEST_CASE("admissionReviewResponse: status only when denied, warnings only when present") {
-  nodewarden::agent::ReviewAnswer allowed;
-  CHECK(json::parse(nodewarden::agent::admissionReviewResponse("a\"b", allowed)) ==
+  nodewarden::webhook::ReviewAnswer allowed;
+  CHECK(json::parse(nodewarden::webhook::admissionReviewResponse("a\"b", allowed)) ==
         json::parse(R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
                         "response":{"uid":"a\"b","allowed":true}})"));
-  nodewarden::agent::ReviewAnswer denied{false, 403, "Evicted", "Evicted", "Evicted: x", {"w"}};
-  CHECK(json::parse(nodewarden::agent::admissionReviewResponse("u", denied)) ==
+  nodewarden::webhook::ReviewAnswer denied{false, 403, "Evicted", "Evicted", "Evicted: x", {"w"}};
+  CHECK(json::parse(nodewarden::webhook::admissionReviewResponse("u", denied)) ==
         json::parse(R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
                         "response":{"uid":"u","allowed":false,
                                     "status":{"code":403,"reason":"Evicted","message":"Evicted",

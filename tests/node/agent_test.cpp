@@ -13,7 +13,7 @@
 #include "server/log.h"
 
 using namespace nodewarden;
-using namespace nodewarden::agent;
+using namespace nodewarden::node;
 using namespace nodewarden::server;
 namespace fs = std::filesystem;
 
@@ -146,7 +146,7 @@ TEST_CASE("the agent orders the policy's victims and never chooses a terminating
   CHECK(h.recorder->orders()[0].message.starts_with("The node was low on resource: memory."));
 
   // Still under pressure, but both are terminating: nothing new for the same signal.
-  h.agent->cycle("test");
+  h.agent->cycle(Trigger::Manual);
   CHECK(h.recorder->orders().size() == 2);
 
   // scratch's cgroup empties; batch is still exiting: still no new victim.
@@ -189,7 +189,7 @@ TEST_CASE("pod cgroups without a manifest rank as priority 0; critical pods are 
   CHECK(h.ordered() == std::vector<std::string>{"unknown/00000000-0000-4000-8000-00000000000b"});
   h.recorder->complete("00000000-0000-4000-8000-00000000000b");
   h.io.poll();
-  h.agent->cycle("test");
+  h.agent->cycle(Trigger::Manual);
   CHECK(h.recorder->orders().size() == 1);
 }
 
@@ -221,7 +221,7 @@ TEST_CASE("dry run decides and logs but hands nothing to an actuator that acts")
   CHECK(agent.metricsText().find("nodewarden_dry_run_evictions_total{signal=\"allocatableMemory.available\"} 1") !=
         std::string::npos);
   // Logged once per pod per 30 s, not every cycle.
-  agent.cycle("test");
+  agent.cycle(Trigger::Manual);
   CHECK(agent.evictions().size() == 1);
   agent.stop();
   io.poll();
@@ -245,7 +245,7 @@ TEST_CASE("a bad policy file is rejected and the last good policy kept; a good o
   CHECK(h.agent->policy().housekeepingInterval == std::chrono::seconds(2));
   // A change to the file is picked up by the next cycle without SIGHUP.
   write(tree.policyFile, R"({"evictionHard":{"allocatableMemory.available":"300Mi"}})");
-  h.agent->cycle("test");
+  h.agent->cycle(Trigger::Manual);
   CHECK(h.agent->policy().thresholds.size() == 1);
 }
 

@@ -1,6 +1,8 @@
-#include "cli/args.h"
+#include "base/args.h"
 
-namespace nodewarden::agent {
+#include <ostream>
+
+namespace nodewarden {
 
 std::optional<std::string> Args::value(const std::string& name) const {
   auto it = values.find(name);
@@ -54,4 +56,35 @@ Result<Args> parseArgs(const std::vector<std::string>& argv,
   return args;
 }
 
-}  // namespace nodewarden::agent
+std::variant<Args, int> parseCommand(const std::string& command,
+                                     const std::vector<std::string>& argv,
+                                     const std::set<std::string>& valueOptions,
+                                     const std::set<std::string>& flagOptions,
+                                     const char* usage, std::ostream& out, std::ostream& err) {
+  auto args = parseArgs(argv, valueOptions, flagOptions);
+  if (!args) {
+    err << "nodewarden " << command << ": " << args.error().message << "\n\n" << usage;
+    return kExitUsage;
+  }
+  if (args->flag("help")) {
+    out << usage;
+    return kExitOk;
+  }
+  if (!args->positional.empty()) {
+    err << "nodewarden " << command << ": unexpected argument \"" << args->positional[0]
+        << "\"\n\n"
+        << usage;
+    return kExitUsage;
+  }
+  if (valueOptions.contains("log-format")) {
+    const std::string format = args->value("log-format").value_or("text");
+    if (format != "text" && format != "json") {
+      err << "nodewarden " << command << ": --log-format must be text or json, got \"" << format
+          << "\"\n";
+      return kExitUsage;
+    }
+  }
+  return std::move(args).value();
+}
+
+}  // namespace nodewarden

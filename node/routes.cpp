@@ -1,0 +1,139 @@
+#include "node/routes.h"
+
+#include "node/agent.h"
+#include "policy/admission.h"
+#include "server/log.h"
+#include "server/probes.h"
+#include "webhook/webhook.h"
+
+namespace nodewarden::node {
+
+namespace {
+
+server::Probe liveness(const Agent& agent) {
+  server::Probe probe;
+  probe.ok = agent.healthy();
+  probe.body["status"] = probe.ok ? "ok" : "stalled";
+  const auto last = agent.lastCycleAt();
+  probe.body["lastCycleSecondsAgo"] =
+      last ? std::chrono::duration<double>(agent.clock().now() - *last).count() : -1.0;
+  return probe;
+}
+
+server::Probe readiness(const Agent& agent) {
+  server::Probe probe;
+  probe.ok = agent.ready();
+  probe.body["status"] = probe.ok ? "ready" : "not ready: no full scan yet";
+  return probe;
+}
+
+// The admission routes can lead to evictions: off unless --admission-routes, and with
+// --tls-client-ca only for a client whose certificate verified.
+std::optional<server::HttpResponse> admissionDoor(const Agent& agent,
+                                                  const server::HttpRequest& request,
+                                                  const std::string& path) {
+  const AgentOptions& options = agent.options();
+  if (!options.admissionRoutes) {
+    return server::errorResponse(404, "no such path: " + path +
+                                          " (the admission routes are off: start the agent "
+                                          "with --admission-routes)");
+  }
+  if (options.http && !options.http->tlsClientCaFile.empty() &&
+      !request.clientCertificateVerified) {
+    return server::errorResponse(403, request.method + " " + path +
+                                          " needs a client certificate signed by the "
+                                          "--tls-client-ca authority");
+  }
+  if (request.method != "POST") return server::methodNotAllowed(request);
+  if (!agent.ready()) return server::errorResponse(503, "no full scan yet");
+  return std::nullopt;
+}
+
+server::HttpResponse admitOne(Agent& agent, const server::HttpRequest& request) {
+  const policy::Snapshot& snapshot = agent.snapshot();
+  policy::Diagnostics diagnostics;
+  auto json = policy::parseKubernetesJsonText(request.body, diagnostics);
+  std::optional<policy::Pod> pod;
+  if (json) pod = policy::parsePod(*json, "", diagnostics);
+  if (!pod) return server::errorResponse(400, "request body: " + diagnostics.joined());
+  policy::resolvePod(*pod, snapshot.priorityClasses);
+  const policy::ClusterIndex cluster = policy::buildClusterIndex(snapshot);
+  const policy::NodeInfo* node =
+      snapshot.nodes.empty() ? nullptr : cluster.find(snapshot.nodes[0].name);
+  if (node == nullptr) return server::errorResponse(503, "this node is not known yet");
+  const policy::AdmissionDecision decision =
+      policy::admitPod(*pod, *node, snapshot.podDisruptionBudgets, agent.policy());
+  const std::string verdict(policy::verdictName(decision.verdict));
+  agent.metrics().admissions.add({verdict, decision.reason});
+  server::logEvent(server::LogLevel::Info, "admission",
+                   {{"pod", decision.pod},
+                    {"verdict", verdict},
+                    {"reason", decision.reason},
+                    {"message", decision.message}});
+  return server::jsonResponse(200, policy::admissionToJson(decision));
+}
+
+// This node as the agent sees it (its pods, its live pressure conditions) plus the
+// unscheduled pods its source knows (the pod under review is one of them). A binding to
+// another node is not this agent's to judge: the webhook fails open and says so.
+server::HttpResponse reviewBinding(Agent& agent, const server::HttpRequest& request) {
+  const policy::Snapshot& snapshot = agent.snapshot();
+  policy::Snapshot cluster;
+  cluster.nodes = snapshot.nodes;
+  cluster.pods = snapshot.pods;
+  cluster.pods.insert(cluster.pods.end(), agent.pendingPods().begin(), agent.pendingPods().end());
+  cluster.priorityClasses = snapshot.priorityClasses;
+  cluster.podDisruptionBudgets = snapshot.podDisruptionBudgets;
+  webhook::SnapshotClusterCache cache(std::move(cluster));
+  webhook::RecordingAdmissionActions recorder;  // static source: decided, not acted on
+  webhook::AdmissionActions* acting = agent.options().admissionActions;
+  webhook::AdmissionActions& actions = acting != nullptr ? *acting : recorder;
+  webhook::BindingWebhookOptions options;
+  options.onReview = [&agent, acting](const webhook::ReviewRecord& record) {
+    if (record.verdict != "allow-unchecked") {
+      agent.metrics().admissions.add({record.verdict, record.reason});
+    }
+    std::string victims;
+    for (const auto& victim : record.victims) victims += (victims.empty() ? "" : ",") + victim;
+    server::logEvent(record.allowed ? server::LogLevel::Info : server::LogLevel::Warn,
+                     "admission-review",
+                     {{"pod", record.pod},
+                      {"node", record.node},
+                      {"verdict", record.verdict},
+                      {"reason", record.reason},
+                      {"message", record.message},
+                      {"victims", victims},
+                      {"dry_run", record.dryRun},
+                      {"acted", record.acted && acting != nullptr}});
+  };
+  webhook::BindingWebhook hook(cache, actions, agent.policy(), nullptr, std::move(options));
+  return hook.handle(request);
+}
+
+}  // namespace
+
+server::HttpResponse serveAgent(Agent& agent, const server::HttpRequest& request) {
+  const server::ProbeRoutes probes{[&] { return liveness(agent); },
+                                   [&] { return readiness(agent); },
+                                   [&] { return agent.metricsText(); }};
+  if (auto answered = server::serveProbes(request, probes)) return *answered;
+
+  const std::string path = server::requestPath(request);
+  if (path == "/v1/state") {
+    if (!server::isRead(request)) return server::methodNotAllowed(request);
+    if (!agent.ready()) return server::errorResponse(503, "no full scan yet");
+    return server::jsonResponse(200, agent.stateJson());
+  }
+  if (path == "/v1/admit" || path == "/v1/admission-review") {
+    if (auto refused = admissionDoor(agent, request, path)) return *refused;
+    return path == "/v1/admit" ? admitOne(agent, request) : reviewBinding(agent, request);
+  }
+  return server::errorResponse(
+      404, "no such path: " + path +
+               (agent.options().admissionRoutes
+                    ? " (try /healthz, /readyz, /metrics, /v1/state, POST /v1/admit, POST "
+                      "/v1/admission-review)"
+                    : " (try /healthz, /readyz, /metrics, /v1/state)"));
+}
+
+}  // namespace nodewarden::node
