@@ -771,7 +771,7 @@ struct DemoPodInfo {
   std::int64_t priority;
 };
 
-// The built-in scenario's pods (agent/demo.cpp kDefaultScenario) and their priorities.
+// The built-in scenario's pods (demo/demo.cpp kDefaultScenario) and their priorities.
 constexpr DemoPodInfo kDemoPods[] = {
     {"kube-system/node-exporter", 2000001000},
     {"prod/payments", 100000},
