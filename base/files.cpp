@@ -18,7 +18,8 @@ Result<std::string> readFile(const std::string& path) {
   }
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
-    return Error{"cannot read " + path + ": " + std::strerror(errno)};
+    const int err = errno;
+    return Error{"cannot read " + path + ": " + std::strerror(err), err};
   }
   if (S_ISDIR(info.st_mode)) return Error{"cannot read " + path + ": Is a directory"};
   std::ifstream in(path, std::ios::binary);

@@ -1,6 +1,7 @@
 #include "node/kube_source.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <boost/asio/io_context.hpp>
 
 #include "server/log.h"
@@ -15,10 +16,21 @@ kube::ReflectorLog reflectorLog(std::string kind) {
   };
 }
 
+// Static pods the cache or the store does not already hold (by UID, or by the mirror pod's
+// namespace/name).
+void addStaticPods(std::vector<policy::Pod>& pods, const std::vector<policy::Pod>& staticPods) {
+  for (const policy::Pod& pod : staticPods) {
+    const bool known = std::any_of(pods.begin(), pods.end(), [&](const policy::Pod& p) {
+      return p.uid == pod.uid || (p.ns == pod.ns && p.name == pod.name);
+    });
+    if (!known) pods.push_back(pod);
+  }
+}
+
 }  // namespace
 
 KubernetesPodSource::KubernetesPodSource(boost::asio::io_context& io, kube::Client& client,
-                                         std::string nodeName)
+                                         std::string nodeName, KubernetesSourceOptions options)
     : nodeName_(std::move(nodeName)),
       pods_("Pod", policy::parsePod),
       classes_("PriorityClass", policy::parsePriorityClass),
@@ -27,17 +39,46 @@ KubernetesPodSource::KubernetesPodSource(boost::asio::io_context& io, kube::Clie
       pending_("Pod", policy::parsePod) {
   description_ = "Kubernetes API (" + client.config().description + "), pods of node " + nodeName_;
   auto add = [&](std::string path, std::string selector, kube::StoreSink& sink, std::string kind) {
-    kube::ReflectorOptions options;
-    options.listPath = std::move(path);
-    options.fieldSelector = std::move(selector);
-    reflectors_.push_back(std::make_unique<kube::Reflector>(io, client, std::move(options), sink,
+    kube::ReflectorOptions reflector;
+    reflector.listPath = std::move(path);
+    reflector.fieldSelector = std::move(selector);
+    reflectors_.push_back(std::make_unique<kube::Reflector>(io, client, std::move(reflector), sink,
                                                             reflectorLog(std::move(kind))));
   };
-  // The kubelet's own selector for its pods; the node by name, for its conditions and
-  // allocatable (admission at /v1/admit and /v1/admission-review).
-  add("/api/v1/pods", "spec.nodeName=" + nodeName_, pods_, "Pod");
+  if (!options.podCacheFile.empty()) {
+    cache_ = std::make_unique<PodListCache>(options.podCacheFile, nodeName_, pods_);
+    auto cached = PodListCache::load(options.podCacheFile, nodeName_);
+    if (cached) {
+      pods_.replace(std::move(cached).value());
+      server::logEvent(server::LogLevel::Info, "pod-cache-loaded",
+                       {{"file", options.podCacheFile},
+                        {"pods", static_cast<std::int64_t>(pods_.objects().size())},
+                        {"until", "the API server lists this node's pods"}});
+    } else if (cached.error().sysErrno != ENOENT) {
+      server::logEvent(server::LogLevel::Warn, "pod-cache-ignored",
+                       {{"file", options.podCacheFile}, {"error", cached.error().message}});
+    }
+  }
+  if (!options.staticPodPath.empty()) {
+    kube::StaticPods found = kube::readStaticPods(options.staticPodPath, nodeName_);
+    staticPods_ = std::move(found.pods);
+    for (const kube::StaticPodProblem& problem : found.problems) {
+      problems_.push_back("static pod manifest " + problem.file + ": " + problem.message);
+    }
+    if (!staticPods_.empty()) {
+      server::logEvent(server::LogLevel::Info, "static-pods",
+                       {{"path", options.staticPodPath},
+                        {"pods", static_cast<std::int64_t>(staticPods_.size())},
+                        {"until", "the API server lists this node's pods"}});
+    }
+  }
+  // The kubelet's own selector for this node's pods, through the cache when there is one.
+  add("/api/v1/pods", "spec.nodeName=" + nodeName_,
+      cache_ ? static_cast<kube::StoreSink&>(*cache_) : pods_, "Pod");
   add("/apis/scheduling.k8s.io/v1/priorityclasses", "", classes_, "PriorityClass");
   add("/apis/policy/v1/poddisruptionbudgets", "", budgets_, "PodDisruptionBudget");
+  // The node by name, for its conditions and allocatable (admission at /v1/admit and
+  // /v1/admission-review).
   add("/api/v1/nodes", "metadata.name=" + nodeName_, nodes_, "Node");
   // Unscheduled pods, as the scheduler watches them: a binding under review names one of
   // them, and those nominated to this node hold room here.
@@ -85,17 +126,40 @@ void KubernetesPodSource::collectProblems() {
     problems_.insert(problems_.end(), list.begin(), list.end());
 }
 
+// The cache is written only from a real list (never from itself), at most every kFlushEvery;
+// a failure is logged once per text and changes nothing else.
+void KubernetesPodSource::flushCache() {
+  if (!cache_ || !podsListed_ || !cache_->dirty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - lastFlush_ < PodListCache::kFlushEvery) return;
+  lastFlush_ = now;
+  auto written = cache_->flush();
+  if (written) {
+    lastFlushError_.clear();
+  } else if (written.error().message != lastFlushError_) {
+    lastFlushError_ = written.error().message;
+    server::logEvent(server::LogLevel::Warn, "pod-cache-write-failed",
+                     {{"file", cache_->path()},
+                      {"error", lastFlushError_},
+                      {"effect", "none on protection; the next start waits for the API"}});
+  }
+}
+
 bool KubernetesPodSource::refresh() {
   collectProblems();
   const std::uint64_t versions[5] = {pods_.version(), classes_.version(), budgets_.version(),
                                      nodes_.version(), pending_.version()};
-  const bool nodeChanged = !std::equal(versions, versions + 4, seenVersions_);
+  const bool listedNow = reflectors_.front()->synced();
+  const bool nodeChanged =
+      !std::equal(versions, versions + 4, seenVersions_) || listedNow != podsListed_;
+  podsListed_ = listedNow;
   const bool pendingChanged = versions[4] != seenVersions_[4];
   std::copy(std::begin(versions), std::end(versions), std::begin(seenVersions_));
   if (nodeChanged) {
     set_.pods.clear();
     set_.pods.reserve(pods_.objects().size());
     for (const auto& [key, pod] : pods_.objects()) set_.pods.push_back(pod);
+    if (!podsListed_) addStaticPods(set_.pods, staticPods_);
     set_.priorityClasses.clear();
     for (const auto& [key, priorityClass] : classes_.objects())
       set_.priorityClasses.push_back(priorityClass);
@@ -113,6 +177,7 @@ bool KubernetesPodSource::refresh() {
     for (const auto& [key, pod] : pending_.objects()) set_.pending.push_back(pod);
     policy::resolvePods(set_.pending, set_.priorityClasses);
   }
+  flushCache();
   // Unscheduled pods come and go all the time in a busy cluster; they do not change what
   // this node runs, so they do not make the agent re-read every pod cgroup.
   return nodeChanged;

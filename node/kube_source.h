@@ -14,18 +14,30 @@
 #include <memory>
 #include <string>
 
-#include "node/actuator.h"
-#include "node/pod_source.h"
 #include "kube/reflector.h"
+#include "kube/static_pods.h"
+#include "node/actuator.h"
+#include "node/pod_cache.h"
+#include "node/pod_source.h"
 #include "kube/writer.h"
 #include "policy/eviction.h"
 
 namespace nodewarden::node {
 
+// What the source knows before the API server has listed this node's pods once: the
+// kubelet's static pod manifests (critical by definition) and the pod list cache of the last
+// run. Both are dropped as soon as the first list arrives.
+struct KubernetesSourceOptions {
+  std::string staticPodPath = kube::kDefaultStaticPodPath;  // "": none
+  std::string podCacheFile;  // "": no cache (node/pod_cache.h)
+};
+
 class KubernetesPodSource final : public PodSource {
  public:
-  // `client` must outlive the source. Starts nothing until start().
-  KubernetesPodSource(boost::asio::io_context& io, kube::Client& client, std::string nodeName);
+  // `client` must outlive the source. Reads the static pod manifests and the cache; starts
+  // nothing else until start().
+  KubernetesPodSource(boost::asio::io_context& io, kube::Client& client, std::string nodeName,
+                      KubernetesSourceOptions options = {});
   ~KubernetesPodSource() override;
   void start();
   void stop();
@@ -50,6 +62,14 @@ class KubernetesPodSource final : public PodSource {
   kube::Store<policy::Node> nodes_;
   kube::Store<policy::Pod> pending_;  // spec.nodeName="" (for admission reviews)
   void collectProblems();
+  void flushCache();
+
+  // Until the pods are listed: the static pods, and whether the cache was used.
+  std::vector<policy::Pod> staticPods_;
+  std::unique_ptr<PodListCache> cache_;
+  bool podsListed_ = false;
+  std::chrono::steady_clock::time_point lastFlush_{};
+  std::string lastFlushError_;
 
   std::vector<std::unique_ptr<kube::Reflector>> reflectors_;
   std::vector<std::string> problems_;

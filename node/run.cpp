@@ -26,6 +26,7 @@ const char* kAgentUsage =
     "                        [--kubepods-cgroup PATH] [--listen ADDR:PORT] [--dry-run]\n"
     "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "                        [--admission-routes] [--log-format text|json]\n"
+    "                        [--static-pod-manifests DIR] [--pod-cache FILE]\n"
     "\n"
     "Watches this node's pod cgroups and evicts pods, in the policy's order, before the\n"
     "kernel's OOM killer has to act. Runs until SIGTERM or SIGINT; SIGHUP reloads the policy\n"
@@ -46,6 +47,15 @@ const char* kAgentUsage =
     "  --kubeconfig FILE      for --source kubernetes: the API server and credentials (its\n"
     "                         current context). Default: $KUBECONFIG, else the in-cluster\n"
     "                         service account.\n"
+    "  --static-pod-manifests DIR\n"
+    "                         for --source kubernetes: the kubelet's static pod manifests\n"
+    "                         (YAML or JSON), known as static (critical) pods until the API\n"
+    "                         server first lists this node's pods (default\n"
+    "                         /etc/kubernetes/manifests; '' for none).\n"
+    "  --pod-cache FILE       for --source kubernetes: keep the last pod list in FILE (written\n"
+    "                         atomically, checksummed) and, at start, rank pods by it until the\n"
+    "                         API server answers (default: no cache; the DaemonSet uses\n"
+    "                         /var/lib/nodewarden/pods.json). A corrupt file is ignored.\n"
     "  --manifests DIR        for --source static: one Pod object per *.json file, matched to\n"
     "                         cgroups by metadata.uid; re-read when files change.\n"
     "  --cgroup-root DIR      where the cgroup hierarchies are mounted (default /sys/fs/cgroup;\n"
@@ -100,6 +110,7 @@ struct AgentCommand {
   bool fromApi = true;
   std::optional<std::string> manifests;
   std::optional<std::string> kubeconfig;
+  KubernetesSourceOptions api;
   std::string cgroupRoot;
   std::optional<std::string> kubepodsCgroup;
 };
@@ -153,9 +164,13 @@ Result<AgentCommand> agentCommand(const Args& args) {
     return Error{"--manifests is for --source static; pods come from the API server with "
                  "--source kubernetes"};
   }
-  if (!command.fromApi && command.kubeconfig) {
-    return Error{"--kubeconfig is for --source kubernetes"};
+  for (const char* apiOnly : {"kubeconfig", "static-pod-manifests", "pod-cache"}) {
+    if (!command.fromApi && args.value(apiOnly)) {
+      return Error{"--" + std::string(apiOnly) + " is for --source kubernetes"};
+    }
   }
+  command.api.staticPodPath = args.value("static-pod-manifests").value_or(kube::kDefaultStaticPodPath);
+  command.api.podCacheFile = args.value("pod-cache").value_or("");
   AgentOptions& options = command.options;
   options.nodeName = args.value("node").value_or(defaultNodeName());
   options.policyPath = args.value("policy");
@@ -212,6 +227,7 @@ struct ApiWiring {
   // Makes the pod source; unless --dry-run, evictions are also recorded through the API and
   // a `preempt` verdict acts.
   std::unique_ptr<PodSource> wire(boost::asio::io_context& io, kube::ClusterConfig cluster,
+                                  const KubernetesSourceOptions& sourceOptions,
                                   AgentOptions& options, ActuatorFactory& makeActuator) {
     server::logEvent(server::LogLevel::Info, "api-server",
                      {{"config", cluster.description}, {"node", options.nodeName}});
@@ -228,7 +244,8 @@ struct ApiWiring {
                         {"status", static_cast<int>(outcome.status)},
                         {"detail", outcome.detail}});
     };
-    auto pods = std::make_unique<KubernetesPodSource>(io, *client, options.nodeName);
+    auto pods =
+        std::make_unique<KubernetesPodSource>(io, *client, options.nodeName, sourceOptions);
     source = pods.get();
     if (!options.dryRun) {
       admissionActions = std::make_unique<webhook::ApiAdmissionActions>(*writer);
@@ -269,7 +286,8 @@ int runAgent(const std::vector<std::string>& argv) {
   auto parsed = parseCommand("agent", argv,
                              {"policy", "node", "source", "manifests", "kubeconfig",
                               "cgroup-root", "kubepods-cgroup", "listen", "log-format", "nodefs",
-                              "imagefs", "tls-cert", "tls-key", "tls-client-ca"},
+                              "imagefs", "tls-cert", "tls-key", "tls-client-ca",
+                              "static-pod-manifests", "pod-cache"},
                              {"dry-run", "help", "no-notifications", "admission-routes"},
                              kAgentUsage, std::cout, std::cerr);
   if (const int* exit = std::get_if<int>(&parsed)) return *exit;
@@ -310,7 +328,7 @@ int runAgent(const std::vector<std::string>& argv) {
   ActuatorFactory makeActuator = options.dryRun ? dryRunActuator() : cgroupActuator();
   ApiWiring api;
   std::unique_ptr<PodSource> source =
-      cluster ? api.wire(io, std::move(*cluster), options, makeActuator)
+      cluster ? api.wire(io, std::move(*cluster), command->api, options, makeActuator)
               : std::make_unique<StaticPodSource>(*command->manifests, options.nodeName);
   const std::chrono::seconds drainFor =
       std::chrono::seconds(policy->maxPodGracePeriodSeconds) + std::chrono::seconds(10) +
