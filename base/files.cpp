@@ -1,14 +1,27 @@
 #include "base/files.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 namespace nodewarden {
+
+namespace {
+
+Error systemError(const std::string& what, const std::string& path) {
+  const int err = errno;
+  return Error{what + " " + path + ": " + std::strerror(err), err};
+}
+
+}  // namespace
+
 
 Result<std::string> readFile(const std::string& path) {
   if (path == "-") {
@@ -46,6 +59,40 @@ Result<std::string> readFile(const std::string& path) {
   }
   if (in.bad()) return Error{"cannot read " + path + ": " + std::strerror(errno)};
   return text;
+}
+
+Result<void> writeFileAtomically(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+  const std::string temporary = path + ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return systemError("cannot create", temporary);
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Error error = systemError("cannot write", temporary);
+      ::close(fd);
+      ::unlink(temporary.c_str());
+      return error;
+    }
+    written += std::size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    Error error = systemError("cannot sync", temporary);
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    return error;
+  }
+  ::close(fd);
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    Error error = systemError("cannot rename onto", path);
+    ::unlink(temporary.c_str());
+    return error;
+  }
+  return {};
 }
 
 }  // namespace nodewarden

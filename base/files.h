@@ -11,4 +11,9 @@ namespace nodewarden {
 // a directory, or an unsized file (a pipe) over 1 GiB, is an error.
 Result<std::string> readFile(const std::string& path);
 
+// Writes `text` to `path` so that a reader sees the old file or the new one, never a part:
+// `path`.tmp is written, synced and renamed over `path` (mode 0600; the directory is created
+// if missing). A failure (a full disk) leaves the old file as it was.
+Result<void> writeFileAtomically(const std::string& path, const std::string& text);
+
 }  // namespace nodewarden

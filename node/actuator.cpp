@@ -53,7 +53,9 @@ void CgroupActuator::evict(const EvictionOrder& order, Done done) {
     finish("no cgroup for this pod on the node");
     return;
   }
-  if (order.gracePeriodSeconds <= 0) {
+  if (order.resumed && order.gracePeriodSeconds > 0) {
+    pending->outcome.method = "SIGTERM (before a restart)";
+  } else if (order.gracePeriodSeconds <= 0) {
     auto round = killer_.killRound(*pod);
     if (!round) return finish(round.error().message);
     pending->killed = true;

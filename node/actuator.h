@@ -28,6 +28,9 @@ struct EvictionOrder {
   bool hard = true;
   std::int64_t gracePeriodSeconds = 0;
   std::string message;  // the kubelet's eviction message
+  // Taken over from an agent that stopped in its middle (eviction_journal.h): SIGTERM was
+  // sent then, so only what is left of the grace period is waited, then SIGKILL.
+  bool resumed = false;
 };
 
 struct EvictionOutcome {

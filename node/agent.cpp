@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <thread>
 
@@ -89,7 +90,9 @@ Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
                  [this](Trigger trigger, std::optional<SteadyTime> at) { onWake(trigger, at); }),
       timer_(io),
       graceTimer_(io),
-      followUpTimer_(io) {}
+      followUpTimer_(io) {
+  if (options_.journalPath) journal_.emplace(*options_.journalPath);
+}
 
 Agent::~Agent() {
   *alive_ = false;
@@ -143,6 +146,7 @@ Result<void> Agent::start() {
         {{"message", "cgroup v1 support is in maintenance mode, please migrate to cgroup v2"},
          {"cgroups", cgroups::toString(pods_.hierarchy().mode)}});
   }
+  resumeJournal();
   cycle(Trigger::Start);
   if (options_.notifications) detectors_.armPressure();
   metrics_.kernelNotifications.set({}, double(detectors_.count()));
@@ -268,6 +272,66 @@ void Agent::logOnce(const std::string& event, const Error& error) {
   server::logEvent(event == "cgroup-refresh-failed" ? server::LogLevel::Error
                                                     : server::LogLevel::Warn,
                    event, {{"error", error.message}});
+}
+
+void Agent::journal(const char* what, const Result<void>& written) {
+  if (!written) logOnce("eviction-journal-failed", written.error().withContext(what));
+}
+
+void Agent::resumeJournal() {
+  if (!journal_ || options_.dryRun) return;
+  auto entries = journal_->load();
+  if (!entries) {
+    if (entries.error().sysErrno != ENOENT) {
+      server::logEvent(server::LogLevel::Warn, "eviction-journal-ignored",
+                       {{"file", journal_->path()},
+                        {"error", entries.error().message},
+                        {"effect", "evictions of a previous run are not resumed"}});
+    }
+    return;
+  }
+  journal_->adopt(*entries);
+  if (auto refreshed = pods_.refresh(); !refreshed) logOnce("cgroup-refresh-failed", refreshed.error());
+  const auto wallNow = std::chrono::system_clock::now();
+  const SteadyTime now = clock_.now();
+  for (const JournalEntry& entry : *entries) {
+    const cgroups::PodCgroup* pod = pods_.find(entry.uid);
+    auto processes = pod != nullptr ? cgroups::readProcsRecursive(pod->memory)
+                                    : Result<std::vector<pid_t>>(std::vector<pid_t>{});
+    const double agoSeconds = std::chrono::duration<double>(wallNow - entry.orderedAt).count();
+    if (!processes || processes->empty()) {
+      server::logEvent(server::LogLevel::Info, "eviction-finished-while-down",
+                       {{"pod", entry.pod}, {"uid", entry.uid}, {"ordered_s_ago", agoSeconds}});
+      journal("remove", journal_->remove(entry.uid));
+      continue;
+    }
+    const auto left = std::chrono::ceil<std::chrono::seconds>(entry.killAt - wallNow);
+    EvictionRecord record;
+    record.pod = entry.pod;
+    record.uid = entry.uid;
+    record.signal = entry.signal;
+    record.hard = entry.hard;
+    record.gracePeriodSeconds = std::max<std::int64_t>(0, left.count());
+    record.message = entry.message;
+    record.crossedAt = now;
+    record.signalledAt = now;
+    const std::size_t index = tracker_.started(record);
+    EvictionOrder order{entry.uid, entry.pod, entry.signal, entry.hard,
+                        record.gracePeriodSeconds, entry.message};
+    order.resumed = true;
+    server::logEvent(server::LogLevel::Warn, "evict-resumed",
+                     {{"pod", entry.pod},
+                      {"uid", entry.uid},
+                      {"signal", std::string(policy::toString(entry.signal))},
+                      {"kind", entry.hard ? "hard" : "soft"},
+                      {"ordered_s_ago", agoSeconds},
+                      {"grace_left_seconds", record.gracePeriodSeconds},
+                      {"processes", static_cast<std::int64_t>(processes->size())},
+                      {"reason", "ordered by the previous run, which stopped before it ended"}});
+    actuator_->evict(order, [this, alive = alive_, index](const EvictionOutcome& outcome) {
+      if (*alive) onOutcome(index, outcome);
+    });
+  }
 }
 
 // ---- one cycle: observe → decide → act → publish ----
@@ -428,6 +492,13 @@ void Agent::evict(const policy::Eviction& eviction, const policy::EvictionDecisi
   record.dryRun = options_.dryRun;
   record.crossedAt = tracker_.crossedAt({eviction.signal, eviction.hard}, now);
   const std::size_t index = tracker_.started(std::move(record));
+  if (journal_ && !options_.dryRun) {
+    const auto wallNow = std::chrono::system_clock::now();
+    journal("record", journal_->record({pod.uid, pod.key, eviction.signal, eviction.hard,
+                                        eviction.message, wallNow,
+                                        wallNow + std::chrono::seconds(std::max<std::int64_t>(
+                                                      0, eviction.gracePeriodSeconds))}));
+  }
 
   const EvictionOrder order{pod.uid,          pod.key,
                             eviction.signal,  eviction.hard,
@@ -496,6 +567,7 @@ void Agent::reportStuckThresholds(const policy::EvictionDecision& decision) {
 void Agent::onOutcome(std::size_t record, const EvictionOutcome& outcome) {
   tracker_.finished(record, outcome, clock_.now());
   if (!outcome.dryRun) {
+    if (journal_) journal("remove", journal_->remove(outcome.uid));
     server::logEvent(outcome.emptied ? server::LogLevel::Info : server::LogLevel::Error,
                      outcome.emptied ? "evicted" : "eviction-failed",
                      {{"pod", outcome.pod},

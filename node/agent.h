@@ -34,6 +34,7 @@
 #include "node/actuator.h"
 #include "node/agent_metrics.h"
 #include "node/detectors.h"
+#include "node/eviction_journal.h"
 #include "node/eviction_tracker.h"
 #include "node/pod_source.h"
 #include "node/trigger.h"
@@ -65,6 +66,9 @@ struct AgentOptions {
   // certificate verified (otherwise 403). docs/reference.md §7.
   bool admissionRoutes = false;
   bool systemdNotify = true;  // sd_notify READY/STATUS/WATCHDOG when under systemd
+  // Evictions under way, kept on disk so that a restarted agent finishes them
+  // (eviction_journal.h). nullopt: none kept.
+  std::optional<std::string> journalPath;
   // What a `preempt` verdict at POST /v1/admission-review does (evict the victims, nominate
   // the pod): the API writer with --source kubernetes; null: verdicts only, nothing acts.
   webhook::AdmissionActions* admissionActions = nullptr;
@@ -146,6 +150,9 @@ class Agent {
   void publish(const policy::EvictionDecision& decision, const cgroups::ScanResult& scan,
                std::size_t pods);
   void onOutcome(std::size_t record, const EvictionOutcome& outcome);
+  // At start: evictions a previous run left under way are taken over, once.
+  void resumeJournal();
+  void journal(const char* what, const Result<void>& written);
 
   // The loop.
   void scheduleTimer();
@@ -166,6 +173,7 @@ class Agent {
   std::unique_ptr<server::HttpServer> http_;
   AgentMetrics metrics_;
   EvictionTracker tracker_;
+  std::optional<EvictionJournal> journal_;
   Detectors detectors_;
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer graceTimer_;  // wakes a cycle when a soft grace period ends

@@ -1,12 +1,5 @@
 #include "node/pod_cache.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-
 #include <openssl/evp.h>
 
 #include "base/files.h"
@@ -39,46 +32,6 @@ std::string sha256Hex(const std::string& data) {
     out += hex[digest[i] & 15];
   }
   return out;
-}
-
-Error systemError(const std::string& what, const std::string& path) {
-  const int err = errno;
-  return Error{what + " " + path + ": " + std::strerror(err), err};
-}
-
-// Writes `text` to `path` so that a reader sees the old file or the new one, never a part.
-Result<void> writeAtomically(const std::string& path, const std::string& text) {
-  std::error_code ec;
-  const std::filesystem::path target(path);
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
-  const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return systemError("cannot create", temporary);
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Error error = systemError("cannot write", temporary);
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      return error;
-    }
-    written += std::size_t(n);
-  }
-  if (::fsync(fd) != 0) {
-    Error error = systemError("cannot sync", temporary);
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    return error;
-  }
-  ::close(fd);
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    Error error = systemError("cannot rename onto", path);
-    ::unlink(temporary.c_str());
-    return error;
-  }
-  return {};
 }
 
 }  // namespace
@@ -119,7 +72,7 @@ Result<void> PodListCache::flush() {
   file["node"] = nodeName_;
   file["sha256"] = sha256Hex(itemsText);
   file["items"] = std::move(items);
-  auto written = writeAtomically(path_, file.dump() + "\n");
+  auto written = writeFileAtomically(path_, file.dump() + "\n");
   if (written) dirty_ = false;
   return written;
 }

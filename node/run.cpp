@@ -27,6 +27,7 @@ const char* kAgentUsage =
     "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "                        [--admission-routes] [--log-format text|json]\n"
     "                        [--static-pod-manifests DIR] [--pod-cache FILE]\n"
+    "                        [--eviction-journal FILE]\n"
     "\n"
     "Watches this node's pod cgroups and evicts pods, in the policy's order, before the\n"
     "kernel's OOM killer has to act. Runs until SIGTERM or SIGINT; SIGHUP reloads the policy\n"
@@ -56,6 +57,11 @@ const char* kAgentUsage =
     "                         atomically, checksummed) and, at start, rank pods by it until the\n"
     "                         API server answers (default: no cache; the DaemonSet uses\n"
     "                         /var/lib/nodewarden/pods.json). A corrupt file is ignored.\n"
+    "  --eviction-journal FILE\n"
+    "                         keep the evictions under way in FILE, so that an agent restarted\n"
+    "                         in the middle of one finishes it, at the kill time first given,\n"
+    "                         and chooses no second victim meanwhile (default: none; the\n"
+    "                         DaemonSet uses /var/lib/nodewarden/evictions.json).\n"
     "  --manifests DIR        for --source static: one Pod object per *.json file, matched to\n"
     "                         cgroups by metadata.uid; re-read when files change.\n"
     "  --cgroup-root DIR      where the cgroup hierarchies are mounted (default /sys/fs/cgroup;\n"
@@ -176,6 +182,7 @@ Result<AgentCommand> agentCommand(const Args& args) {
   options.policyPath = args.value("policy");
   options.dryRun = args.flag("dry-run");
   options.notifications = !args.flag("no-notifications");
+  options.journalPath = args.value("eviction-journal");
   options.scan.nodeFsPath = args.value("nodefs").value_or("/var/lib/kubelet");
   options.scan.imageFsPath = args.value("imagefs").value_or("");
   // Swap per pod is read only where swap is on (NodeSwap); /v1/state shows it, and
@@ -287,7 +294,7 @@ int runAgent(const std::vector<std::string>& argv) {
                              {"policy", "node", "source", "manifests", "kubeconfig",
                               "cgroup-root", "kubepods-cgroup", "listen", "log-format", "nodefs",
                               "imagefs", "tls-cert", "tls-key", "tls-client-ca",
-                              "static-pod-manifests", "pod-cache"},
+                              "static-pod-manifests", "pod-cache", "eviction-journal"},
                              {"dry-run", "help", "no-notifications", "admission-routes"},
                              kAgentUsage, std::cout, std::cerr);
   if (const int* exit = std::get_if<int>(&parsed)) return *exit;
