@@ -1,5 +1,6 @@
 // Policy reloads of a running agent: SIGHUP with an invalid file is rejected (the error logged,
 // the last good policy kept and acting); a valid edit is picked up without a signal.
+// A file cut short, replaced by rename or deleted keeps the last good policy too.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -139,4 +140,58 @@ TEST_CASE("policy reload: an invalid file is rejected and the old policy acts; a
   REQUIRE(status.has_value());
   CHECK(WIFEXITED(*status));
   CHECK(WEXITSTATUS(*status) == 0);
+}
+
+TEST_CASE("policy reload: a file cut short, replaced by rename, or deleted — the last good one acts") {
+  cgroups::Sandbox sandbox = makeSandbox(512 * kMiB);
+  TempDir manifests;
+  TempDir files;
+  const std::string policyFile = files.file("policy.json");
+  const std::string good150 = R"({
+    "evictionHard": { "allocatableMemory.available": "150Mi" },
+    "housekeepingInterval": "500ms"
+  })";
+  writeFile(policyFile, good150);
+  PodSpec web = PodSpec("e2e", "web").withPriority(0);
+  addPod(sandbox, &manifests, web);
+  AgentConfig config;
+  config.policyFile = policyFile;
+  config.manifestsDir = manifests.path();
+  config.kubepods = sandbox.kubepods();
+  AgentProcess agent(config);
+  auto threshold = [&] {
+    return signalOf(getState(agent.port()), kSignal, "hard")["threshold"].get<std::int64_t>();
+  };
+  CHECK(threshold() == 150 * std::int64_t(kMiB));
+
+  // Cut short mid-write (an editor or a config tool that writes in place): rejected.
+  std::size_t mark = agent.lines().size();
+  writeFile(policyFile, good150.substr(0, good150.size() / 2));
+  const auto rejected = agent.waitForEvent("policy-reload-rejected", 3s, mark);
+  REQUIRE_MESSAGE(rejected.has_value(), agent.logText());
+  CHECK(threshold() == 150 * std::int64_t(kMiB));
+
+  // Replaced by rename (a ConfigMap update, `mv`): a new inode, picked up.
+  mark = agent.lines().size();
+  const std::string staged = files.file("policy.json.new");
+  writeFile(staged, R"({
+    "evictionHard": { "allocatableMemory.available": "100Mi" },
+    "housekeepingInterval": "500ms"
+  })");
+  REQUIRE(std::rename(staged.c_str(), policyFile.c_str()) == 0);
+  const auto reloaded = agent.waitForEvent("policy-reloaded", 3s, mark);
+  REQUIRE_MESSAGE(reloaded.has_value(), agent.logText());
+  CHECK(threshold() == 100 * std::int64_t(kMiB));
+
+  // Deleted, then SIGHUP: rejected ("cannot read"), the last good policy acts on.
+  mark = agent.lines().size();
+  REQUIRE(std::remove(policyFile.c_str()) == 0);
+  std::this_thread::sleep_for(700ms);  // cycles with the file gone
+  agent.signal(SIGHUP);
+  const auto gone = agent.waitForEvent("policy-reload-rejected", 3s, mark);
+  REQUIRE_MESSAGE(gone.has_value(), agent.logText());
+  CHECK(gone->field("errors").find("cannot read") != std::string::npos);
+  CHECK(threshold() == 100 * std::int64_t(kMiB));
+  CHECK(agent.running());
+  CHECK(httpRequest(agent.port(), "GET", "/healthz").status == 200);
 }
