@@ -82,7 +82,7 @@ struct Harness {
   std::unique_ptr<Agent> agent;
 
   Harness(const Tree& tree, const std::string& policyText, bool dryRun = false,
-          bool admissionRoutes = true) {
+          bool admissionRoutes = true, std::optional<std::string> journal = std::nullopt) {
     write(tree.policyFile, policyText);
     policy::Diagnostics diagnostics;
     auto policy = policy::parsePolicyText(policyText, diagnostics);
@@ -101,6 +101,7 @@ struct Harness {
     options.systemdNotify = false;
     options.dryRun = dryRun;
     options.admissionRoutes = admissionRoutes;
+    options.journalPath = journal;
     agent = std::make_unique<Agent>(
         io, options, *policy, cgroups::PodCgroups(*hierarchy, "kubepods"),
         std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
@@ -315,4 +316,42 @@ TEST_CASE("log lines: logfmt text and JSON lines carry the decision's fields") {
         "{\"event\":\"http-problem\",\"target\":\"a\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdz \xc3\xa9\"}");
   CHECK(policy::Json::parse(oddJson)["target"] == "a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz \xc3\xa9");
   CHECK(formatEvent(LogFormat::Text, "x", {{"target", "\xff"}}) == "x target=\"\\ufffd\"");
+}
+
+TEST_CASE("an eviction journal that cannot be written (a full disk) never stops an eviction") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  tree.addPod("batch", "00000000-0000-4000-8000-000000000002", "burstable", 0, 300 * kMiB, "100Mi");
+  tree.setKubepods(960 * kMiB);
+  write(tree.root / "not-a-dir", "a file where the journal's directory should be");
+  Harness h(tree, kPolicy, false, true, (tree.root / "not-a-dir" / "evictions.json").string());
+  CHECK(h.ordered() == std::vector<std::string>{"default/batch"});
+  h.recorder->complete("00000000-0000-4000-8000-000000000002");
+  h.io.poll();
+  REQUIRE(h.agent->evictions().size() == 1);
+  REQUIRE(h.agent->evictions()[0].outcome.has_value());
+  CHECK(h.agent->evictions()[0].outcome->emptied);
+}
+
+TEST_CASE("the eviction journal holds an order until its pod is gone") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  tree.addPod("batch", "00000000-0000-4000-8000-000000000002", "burstable", 0, 300 * kMiB, "100Mi");
+  tree.setKubepods(960 * kMiB);
+  const std::string journal = (tree.root / "state" / "evictions.json").string();
+  Harness h(tree, kPolicy, false, true, journal);
+  REQUIRE(h.ordered() == std::vector<std::string>{"default/batch"});
+  EvictionJournal reader(journal);
+  auto held = reader.load();
+  REQUIRE(held);
+  REQUIRE(held->size() == 1);
+  CHECK((*held)[0].uid == "00000000-0000-4000-8000-000000000002");
+  CHECK((*held)[0].pod == "default/batch");
+  CHECK((*held)[0].hard);
+  CHECK((*held)[0].killAt == (*held)[0].orderedAt);  // a hard threshold: no grace
+  h.recorder->complete("00000000-0000-4000-8000-000000000002");
+  h.io.poll();
+  auto after = reader.load();
+  REQUIRE(after);
+  CHECK(after->empty());
 }
