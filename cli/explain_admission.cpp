@@ -4,6 +4,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <variant>
 #include <sstream>
 
 #include "base/args.h"
@@ -67,24 +68,20 @@ struct Loaded {
   policy::Pod pod;
   policy::Policy policy;
   std::string output;
+  std::string node;  // --node (explain admission)
 };
 
-// Parses the common options; returns an exit code when the command must stop.
-std::optional<int> load(const std::string& what, const char* usage,
-                        const std::vector<std::string>& argv, bool needsNode, std::ostream& out,
-                        std::ostream& err, Loaded& loaded, std::string& node) {
+// Parses the common options and reads what they name; or the exit code to return now.
+std::variant<Loaded, int> load(const std::string& what, const char* usage,
+                               const std::vector<std::string>& argv, bool needsNode,
+                               std::ostream& out, std::ostream& err) {
   std::set<std::string> options{"pod", "policy", "output"};
   options.insert(kSourceOptions.begin(), kSourceOptions.end());
   if (needsNode) options.insert("node");
-  auto args = parseArgs(argv, options, {});
-  if (!args) {
-    err << "nodewarden explain " << what << ": " << args.error().message << "\n\n" << usage;
-    return kExitUsage;
-  }
-  if (args->flag("help")) {
-    out << usage;
-    return kExitOk;
-  }
+  auto parsed = parseCommand("explain " + what, argv, options, {}, usage, out, err);
+  if (const int* exit = std::get_if<int>(&parsed)) return *exit;
+  const Args* args = &std::get<Args>(parsed);
+  Loaded loaded;
   std::vector<std::string> required{"pod"};
   if (needsNode) required.push_back("node");
   for (const auto& name : required) {
@@ -92,12 +89,6 @@ std::optional<int> load(const std::string& what, const char* usage,
       err << "nodewarden explain " << what << ": --" << name << " is required\n\n" << usage;
       return kExitUsage;
     }
-  }
-  if (!args->positional.empty()) {
-    err << "nodewarden explain " << what << ": unexpected argument \"" << args->positional[0]
-        << "\"\n\n"
-        << usage;
-    return kExitUsage;
   }
   loaded.output = args->value("output").value_or("table");
   if (loaded.output != "table" && loaded.output != "json") {
@@ -137,7 +128,7 @@ std::optional<int> load(const std::string& what, const char* usage,
     }
   }
   if (needsNode) {
-    node = *args->value("node");
+    const std::string& node = loaded.node = *args->value("node");
     if (loaded.snapshot.findNode(node) == nullptr) {
       std::string names;
       for (const auto& n : loaded.snapshot.nodes) names += (names.empty() ? "" : ", ") + n.name;
@@ -152,18 +143,17 @@ std::optional<int> load(const std::string& what, const char* usage,
     return kExitBadInput;
   }
   loaded.pod = std::move(pod.value());
-  return std::nullopt;
+  return loaded;
 }
 
 }  // namespace
 
 int runExplainAdmission(const std::vector<std::string>& argv, std::ostream& out,
                         std::ostream& err) {
-  Loaded loaded;
-  std::string node;
-  if (auto code = load("admission", kAdmissionUsage, argv, true, out, err, loaded, node)) {
-    return *code;
-  }
+  auto result = load("admission", kAdmissionUsage, argv, true, out, err);
+  if (const int* exit = std::get_if<int>(&result)) return *exit;
+  Loaded& loaded = std::get<Loaded>(result);
+  const std::string& node = loaded.node;
   // §5 step 2: the node's pressure conditions include those its stats show under the policy.
   const std::vector<std::string> derived =
       policy::addDerivedPressureConditions(loaded.snapshot, node, loaded.policy);
@@ -194,11 +184,9 @@ int runExplainAdmission(const std::vector<std::string>& argv, std::ostream& out,
 
 int runExplainPreemption(const std::vector<std::string>& argv, std::ostream& out,
                          std::ostream& err) {
-  Loaded loaded;
-  std::string node;
-  if (auto code = load("preemption", kPreemptionUsage, argv, false, out, err, loaded, node)) {
-    return *code;
-  }
+  auto result = load("preemption", kPreemptionUsage, argv, false, out, err);
+  if (const int* exit = std::get_if<int>(&result)) return *exit;
+  Loaded& loaded = std::get<Loaded>(result);
   const policy::ClusterIndex cluster = policy::buildClusterIndex(loaded.snapshot);
   const policy::PreemptionDecision d = policy::preemptCluster(
       loaded.pod, cluster, loaded.snapshot.podDisruptionBudgets, loaded.policy);
