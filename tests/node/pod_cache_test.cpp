@@ -12,24 +12,14 @@
 #include "kube/client.h"
 #include "node/kube_source.h"
 #include "node/pod_cache.h"
+#include "tests/support/temp_dir.h"
 
 using namespace nodewarden;
 using namespace nodewarden::node;
+using nodewarden::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char pattern[] = "/tmp/nodewarden-pod-cache-test-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
 
 // A sink that only counts what reaches it (the pod store's place).
 struct CountingSink final : kube::StoreSink {
@@ -61,7 +51,7 @@ void write(const fs::path& path, const std::string& text) {
 }  // namespace
 
 TEST_CASE("the pod list cache keeps what the reflector saw and reads it back") {
-  TempDir dir;
+  TempDir dir("nodewarden-pod-cache-test");
   const std::string file = (dir.path / "state" / "pods.json").string();
   CountingSink store;
   PodListCache cache(file, "worker-1", store);
@@ -83,7 +73,7 @@ TEST_CASE("the pod list cache keeps what the reflector saw and reads it back") {
 }
 
 TEST_CASE("a cache file cut short, edited, for another node or missing is refused") {
-  TempDir dir;
+  TempDir dir("nodewarden-pod-cache-test");
   const std::string file = (dir.path / "pods.json").string();
   CountingSink store;
   PodListCache cache(file, "worker-1", store);
@@ -114,7 +104,7 @@ TEST_CASE("a cache file cut short, edited, for another node or missing is refuse
 }
 
 TEST_CASE("a cache that cannot be written is reported and changes nothing else") {
-  TempDir dir;
+  TempDir dir("nodewarden-pod-cache-test");
   write(dir.path / "blocker", "a file where the cache's directory should be");
   CountingSink store;
   PodListCache cache((dir.path / "blocker" / "pods.json").string(), "worker-1", store);
@@ -126,7 +116,7 @@ TEST_CASE("a cache that cannot be written is reported and changes nothing else")
 }
 
 TEST_CASE("before its first list the API source ranks pods by the cache and the static pods") {
-  TempDir dir;
+  TempDir dir("nodewarden-pod-cache-test");
   const std::string file = (dir.path / "pods.json").string();
   {
     CountingSink store;
@@ -172,7 +162,7 @@ TEST_CASE("before its first list the API source ranks pods by the cache and the 
 }
 
 TEST_CASE("a corrupt cache is ignored: the source starts empty and says so") {
-  TempDir dir;
+  TempDir dir("nodewarden-pod-cache-test");
   const std::string file = (dir.path / "pods.json").string();
   write(file, "{\"kind\": \"NodewardenPodListCache\", \"items\": [");
   boost::asio::io_context io;
