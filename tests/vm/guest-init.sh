@@ -6,10 +6,12 @@
 # / (read-only 9p, tag "hostroot") under a tmpfs-backed overlay, mount proc, sys, cgroup2, dev,
 # tmp, run and the writable 9p shares into it, then switch_root into it and run stage 2.
 # Stage 2, as "guest-init.sh stage2" (PID 1 in the overlay): run the command with its cwd and
-# environment, print its exit status in a marker line, power off.
+# environment, print its exit status in a marker line, power off. With VM_SYSTEMD=1
+# (run-in-vm.sh --systemd), stage 1 switches to /lib/systemd/systemd as PID 1 instead, and
+# stage 2 runs as the oneshot service nodewarden-vm-job.service, its output on the console.
 #
 # /job.sh (appended to the initramfs by run-in-vm.sh for each run) sets VM_NONCE, VM_DEBUG,
-# VM_WORKDIR, VM_SHARES and VM_SHARE_<i> and defines vm_run (execs the command under env -i).
+# VM_SYSTEMD, VM_WORKDIR, VM_SHARES and VM_SHARE_<i> and defines vm_run (execs the command under env -i).
 # Markers on the console, read by the host: @@VM-START-<nonce>@@ before the command,
 # @@VM-EXIT-<nonce>@@ <status> after it, @@VM-FAIL-<nonce>@@ <reason> if the guest cannot run it.
 # Everything before START goes to the host's boot log (shown with VM_DEBUG=1 or on failure).
@@ -21,6 +23,56 @@ fail() {
   if [ "${VM_DEBUG:-0}" = 1 ]; then dmesg | tail -n 30; fi
   poweroff -f
   sleep 10
+}
+
+# --systemd: units in the overlay's /etc (lost at power-off) so that systemd, as PID 1, boots
+# straight to one oneshot service that runs stage 2 (the command, the markers, the power-off)
+# on the console. What the host's image enables but a test VM must not start (timers that
+# run apt or man-db, time sync, gettys, the image's own daemons) is left out by booting a
+# target of our own, or masked; the default dependencies (sysinit.target, basic.target,
+# journald) stay. The image's /.dockerenv is removed (systemd would take the VM for a container). policy-rc.d is the image's own file: it is moved aside so that package
+# maintainer scripts may start services, as on a real machine.
+systemd_units() {
+  u=$1/etc/systemd/system
+  mkdir -p "$u"
+  cat >"$u/nodewarden-vm.target" <<'UNIT'
+[Unit]
+Description=run-in-vm.sh: boot to the command
+Wants=nodewarden-vm-job.service
+UNIT
+  cat >"$u/nodewarden-vm-job.service" <<'UNIT'
+[Unit]
+Description=run-in-vm.sh: the command
+# stage 2 powers off itself; these only act if it fails before it can.
+SuccessAction=poweroff-force
+FailureAction=poweroff-force
+[Service]
+Type=oneshot
+ExecStart=/run/nodewarden-vm/busybox sh /run/nodewarden-vm/init stage2
+StandardInput=null
+StandardOutput=tty
+StandardError=tty
+TTYPath=/dev/console
+TTYReset=no
+TTYVHangup=no
+TimeoutStartSec=infinity
+UNIT
+  for m in timers.target systemd-timesyncd.service getty.target serial-getty@ttyS0.service \
+           console-getty.service systemd-udev-trigger.service systemd-udev-settle.service \
+           e2scrub_reap.service systemd-pstore.service systemd-firstboot.service \
+           systemd-update-utmp.service systemd-update-utmp-runlevel.service; do
+    ln -sf /dev/null "$u/$m"
+  done
+  # Generators: none is needed (no fstab, no block devices, no SysV scripts to run), and under
+  # TCG they cost seconds.
+  mkdir -p "$1/etc/systemd/system-generators"
+  for g in "$1"/lib/systemd/system-generators/*; do
+    ln -sf /dev/null "$1/etc/systemd/system-generators/${g##*/}"
+  done
+  # The image's /.dockerenv would make systemd believe it runs in a container (and ignore
+  # the kernel command line).
+  rm -f "$1/.dockerenv"
+  if [ -e "$1/usr/sbin/policy-rc.d" ]; then mv "$1/usr/sbin/policy-rc.d" "$1/usr/sbin/policy-rc.d.vm-disabled"; fi
 }
 
 stage1() {
@@ -80,6 +132,15 @@ stage1() {
 
   mkdir -p $R/run/nodewarden-vm
   cp /bin/busybox /init /job.sh $R/run/nodewarden-vm/ || fail "copy the stage 2 files"
+  if [ "${VM_SYSTEMD:-0}" = 1 ]; then
+    [ -x $R/lib/systemd/systemd ] || fail "no /lib/systemd/systemd on the host (install the Debian package systemd)"
+    systemd_units $R
+    # systemd finds /dev, /proc, /sys, cgroup2 and /run mounted and keeps them; the kernel
+    # command line (run-in-vm.sh) names the target to boot, nodewarden-vm.target.
+    # shellcheck disable=SC2093
+    exec switch_root $R /lib/systemd/systemd
+    fail "switch_root to systemd failed"
+  fi
   # shellcheck disable=SC2093  # fail runs only if the exec does not happen
   exec switch_root $R /run/nodewarden-vm/busybox sh /run/nodewarden-vm/init stage2
   fail "switch_root failed"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-in-vm.sh — run one command inside a throwaway VM on pure cgroup v2 (the "VM test lane").
 #
-#   tests/vm/run-in-vm.sh [--cache DIR] [--timeout SECONDS] [--memory MiB] [--cpus N]
+#   tests/vm/run-in-vm.sh [--cache DIR] [--timeout SECONDS] [--memory MiB] [--cpus N] [--systemd]
 #                         [--workdir DIR] [--writable DIR]... -- COMMAND [ARGS...]
 #
 # Boots Debian 12's own kernel (linux-image-amd64, fetched with apt-get download and unpacked
@@ -12,6 +12,12 @@
 # --workdir (default: the current directory) with PATH, HOME=/root, LANG=C.UTF-8,
 # NODEWARDEN_VM=1 and the variables named in VM_PASS_ENV (space-separated); its stdout and
 # stderr come back on this script's stdout, "vm:" status lines go to stderr.
+#
+# --systemd boots the host's /lib/systemd/systemd as PID 1 on that root instead (journald,
+# sysinit.target and basic.target, not the image's multi-user services) and runs the command
+# as a oneshot service of it, in its own cgroup; systemctl, journalctl and dpkg's maintainer
+# scripts then work as on a real machine. VM_BOOT_TIMEOUT (default 120 s) bounds the boot
+# up to the command (exit 125 after it).
 #
 # Exit status: the command's own; 124 on timeout (default 1200 s); 125 if the VM could not be
 # prepared or booted. VM_DEBUG=1 shows the boot (kernel messages, init's steps) on stderr.
@@ -46,11 +52,13 @@ CPUS=2
 WORKDIR=$PWD
 WORKDIR_GIVEN=0
 WRITABLE=()
+SYSTEMD=0
 while [ $# -gt 0 ]; do
   opt=$1
   case $opt in
     --) shift; break ;;
     -h|--help) usage full; exit 0 ;;
+    --systemd) SYSTEMD=1; shift ;;
     --*=*) set -- "${opt%%=*}" "${opt#*=}" "${@:2}"; continue ;;
     --cache|--timeout|--memory|--cpus|--workdir|--writable)
       [ $# -ge 2 ] || die "$opt needs a value"
@@ -128,6 +136,11 @@ BUSYBOX=/bin/busybox
 if ! dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'install ok installed'; then
   die "a static busybox is needed for the initramfs: install the Debian package busybox-static"
 fi
+if [ "$SYSTEMD" = 1 ] && [ ! -x /lib/systemd/systemd ]; then
+  die "--systemd boots the host's /lib/systemd/systemd, which is missing: install the Debian package systemd"
+fi
+BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-120}
+is_uint "$BOOT_TIMEOUT" || die "VM_BOOT_TIMEOUT must be a positive number of seconds, not '$BOOT_TIMEOUT'"
 for tool in apt-get apt-cache dpkg-deb timeout flock sha256sum; do
   type -P "$tool" >/dev/null || die "$tool not found (a Debian host is needed)"
 done
@@ -138,8 +151,10 @@ CACHE=$(cd "$CACHE" && pwd -P)
 # ---- run directory and cleanup ----------------------------------------------------------
 RUN_DIR=
 QEMU_PID=
+BOOT_WATCH_PID=
 # shellcheck disable=SC2317  # (called by the trap)
 cleanup() {
+  if [ -n "$BOOT_WATCH_PID" ]; then kill -TERM "$BOOT_WATCH_PID" 2>/dev/null || true; fi
   if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
     kill -TERM "$QEMU_PID" 2>/dev/null || true
     wait "$QEMU_PID" 2>/dev/null || true
@@ -348,6 +363,7 @@ mkdir -p "$RUN_DIR/job"
 {
   echo "VM_NONCE=$NONCE"
   echo "VM_DEBUG=$DEBUG"
+  echo "VM_SYSTEMD=$SYSTEMD"
   echo "VM_WORKDIR=$(q "$WORKDIR")"
   echo "VM_SHARES=${#SHARES[@]}"
   i=0
@@ -366,6 +382,11 @@ qopt() { printf '%s' "${1//,/,,}"; }  # qemu option values double their commas
 
 APPEND="console=ttyS0 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 mitigations=off"
 if [ "$DEBUG" = 1 ]; then APPEND+=" loglevel=7"; else APPEND+=" quiet loglevel=1"; fi
+if [ "$SYSTEMD" = 1 ]; then
+  # Straight to the command's target; no status lines on the console unless debugging.
+  APPEND+=" systemd.unit=nodewarden-vm.target"
+  if [ "$DEBUG" = 1 ]; then APPEND+=" systemd.show_status=1 systemd.log_level=info"; else APPEND+=" systemd.show_status=0"; fi
+fi
 APPEND+=${VM_APPEND:+ $VM_APPEND}
 
 # shellcheck disable=SC2054  # the commas are qemu's
@@ -387,6 +408,17 @@ say "booting $KVER (${CPUS} cpus, ${MEMORY} MiB, ${VM_ACCEL:-tcg}) for: $shown"
 T0=$EPOCHREALTIME
 exec {QFD}< <(exec timeout -k 10 "$TIMEOUT" "$QEMU" "${QARGS[@]}" </dev/null 2>"$RUN_DIR/qemu.err")
 QEMU_PID=$!
+if [ "$SYSTEMD" = 1 ]; then
+  # systemd's boot has no marker of its own: bound it here. qemu is stopped if the command has
+  # not started after VM_BOOT_TIMEOUT seconds.
+  (
+    trap 'kill "$s" 2>/dev/null; exit 0' TERM
+    sleep "$BOOT_TIMEOUT" & s=$!
+    wait "$s"
+    [ -e "$RUN_DIR/started" ] || { touch "$RUN_DIR/boot-timeout"; kill -TERM "$QEMU_PID" 2>/dev/null; }
+  ) &
+  BOOT_WATCH_PID=$!
+fi
 
 elapsed() {  # seconds from $1 to $2 ($EPOCHREALTIME values), $3 decimals (default 1)
   local a=${1/[.,]/} b=${2/[.,]/} d=${3:-1} ms
@@ -400,7 +432,7 @@ while IFS= read -r -u "$QFD" line || [ -n "$line" ]; do
   case $state in
     boot)
       case $line in
-        "@@VM-START-$NONCE@@") state=run; t_start=$EPOCHREALTIME ;;
+        "@@VM-START-$NONCE@@") state=run; t_start=$EPOCHREALTIME; : >"$RUN_DIR/started" ;;
         "@@VM-FAIL-$NONCE@@ "*) fail_reason=${line#* } ;;
         *)
           printf '%s\n' "$line" >>"$RUN_DIR/boot.log"
@@ -441,6 +473,16 @@ if [ "$DEBUG" = 1 ] && [ -s "$RUN_DIR/qemu.err" ]; then sed 's/^/vm: qemu: /' "$
 if [ "$state" = finished ] && [[ $rc =~ ^[0-9]+$ ]]; then
   say "exit status $rc (boot $(elapsed "$T0" "$t_start") s, total $(elapsed "$T0" "$T1") s)"
   exit "$rc"
+fi
+if [ -n "$BOOT_WATCH_PID" ]; then
+  kill -TERM "$BOOT_WATCH_PID" 2>/dev/null || true
+  wait "$BOOT_WATCH_PID" 2>/dev/null || true
+  BOOT_WATCH_PID=
+fi
+if [ -e "$RUN_DIR/boot-timeout" ]; then
+  err "systemd did not start the command within $BOOT_TIMEOUT s (VM_BOOT_TIMEOUT); qemu was stopped"
+  show_boot_log
+  exit 125
 fi
 if [ "$qstatus" = 124 ] || [ "$qstatus" = 137 ]; then
   err "timed out after $TIMEOUT s (--timeout); qemu was killed"
