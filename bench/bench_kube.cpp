@@ -382,26 +382,26 @@ void webhookLatency(bool quick) {
   };
   load(nodeStore, nodeObjects);
   load(podStore, podObjects);
-  agent::StoreClusterCache cache(podStore, nodeStore, classStore, pdbStore);
+  webhook::StoreClusterCache cache(podStore, nodeStore, classStore, pdbStore);
   const auto buildStart = Clock::now();
   cache.refresh();
   std::printf("index of %s pods on %d nodes built in %.1f ms\n",
               withCommas(podStore.objects().size()).c_str(), nodes, nanosSince(buildStart) / 1e6);
-  agent::RecordingAdmissionActions actions;
-  agent::BindingWebhook webhook(cache, actions, policy::Policy{});
+  webhook::RecordingAdmissionActions actions;
+  webhook::BindingWebhook webhook(cache, actions, policy::Policy{});
 
   // The decision alone.
   std::vector<double> decide;
   std::map<std::string, int> verdicts;
   for (int i = 0; i < reviews; ++i) {
     const auto& [name, node] = reviewed[i % reviewed.size()];
-    agent::HttpRequest request;
+    server::HttpRequest request;
     request.method = "POST";
     request.target = "/v1/admission-review";
     request.body = reviewBody("r-" + std::to_string(i), "pending", name, node);
     const auto start = Clock::now();
     cache.refresh();
-    agent::HttpResponse response = webhook.handle(request);
+    server::HttpResponse response = webhook.handle(request);
     decide.push_back(nanosSince(start));
     const Json answer = Json::parse(response.body, nullptr, false);
     std::string verdict = "?";
@@ -419,10 +419,10 @@ void webhookLatency(bool quick) {
 
   // Over loopback: the HTTP server on its own loop thread, a keep-alive client here.
   boost::asio::io_context serverIo;
-  agent::HttpServerOptions httpOptions;
+  server::HttpServerOptions httpOptions;
   httpOptions.address = "127.0.0.1";
   httpOptions.port = 0;
-  agent::HttpServer http(serverIo, httpOptions, [&](const agent::HttpRequest& request) {
+  server::HttpServer http(serverIo, httpOptions, [&](const server::HttpRequest& request) {
     cache.refresh();
     return webhook.handle(request);
   });

@@ -28,6 +28,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #pragma GCC diagnostic pop
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 
 namespace nodewarden::kube {
 
@@ -60,6 +62,14 @@ std::string hostPort(const ClusterConfig& c) {
 // ---------------------------------------------------------------------------------------
 // A JSON scanner that finds members without building the document: for what
 // parseKubernetesJsonText drops (the event envelope's "object", metadata.resourceVersion).
+//
+// Kept hand-written rather than nlohmann's SAX interface (json::sax_parse), measured
+// 2026-11-25 on 10,000 watch events made from examples/snapshot.json, -O3, 3 runs each:
+// the envelope (the object's extent) 1.8-2.4 µs/event here against 9.9-10.4 µs for a SAX
+// pass that does nothing, and metadata.resourceVersion 1.0-1.4 µs against 4.5-4.7 µs with
+// a SAX handler that stops at it. SAX decodes every string and number it passes; this
+// skips them. SAX also reports no offsets, and the envelope is sliced so that
+// parseKubernetesJsonText trims the object in one pass.
 
 class JsonScanner {
  public:
@@ -456,22 +466,9 @@ std::string ApiResponse::describe() const {
 }
 
 std::string queryEscape(std::string_view value) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += c;
-    } else if (c == ' ') {
-      out += '+';
-    } else {
-      out += '%';
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
+  boost::urls::encoding_opts options;
+  options.space_as_plus = true;
+  return boost::urls::encode(value, boost::urls::unreserved_chars, options);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,16 +1,23 @@
 #include "kube/config.h"
-#include "kube/utf8.h"
 
+#include <openssl/evp.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <memory>
 #include <sstream>
 #include <string_view>
 #include <vector>
 
+#include "kube/yaml.h"
 #include "policy/json_reader.h"
 
 namespace nodewarden::kube {
@@ -48,414 +55,44 @@ std::string serverUrl(const ClusterConfig& c) {
 }
 
 // ---------------------------------------------------------------------------------------
-// A strict reader for the YAML kubectl writes for kubeconfigs (go-yaml's block style):
-// block mappings and sequences, plain and quoted scalars, comments, `{}` and `[]`. Anything
-// else (anchors, tags, block scalars, flow collections with content, multi-line scalars,
-// several documents, tabs in indentation) is an error naming the line.
 
-struct YamlLine {
-  std::size_t indent;
-  std::string_view content;  // after the indentation, not empty, not a comment
-  std::size_t number;        // 1-based
-};
-
-struct YamlError {
-  std::size_t line;
-  std::string message;
-};
-
-class YamlReader {
- public:
-  explicit YamlReader(std::string_view text) : text_(text) {}
-
-  Result<Json> read() {
-    if (auto e = split(); e) return fail(*e);
-    Json root = Json::object();
-    if (lines_.empty()) return root;
-    if (lines_[0].indent != 0) return fail({lines_[0].number, "unexpected indentation"});
-    auto value = block(0);
-    if (!value) return fail(*error_);
-    if (pos_ < lines_.size()) {
-      return fail({lines_[pos_].number,
-                   lines_[pos_].indent == 0 ? "unexpected content" : "unexpected indentation"});
-    }
-    return std::move(*value);
-  }
-
- private:
-  Error fail(const YamlError& e) {
-    return Error{"line " + std::to_string(e.line) + ": " + e.message};
-  }
-
-  std::optional<YamlError> split() {
-    std::size_t number = 0;
-    std::size_t start = 0;
-    bool started = false;
-    while (start <= text_.size()) {
-      std::size_t end = text_.find('\n', start);
-      if (end == std::string_view::npos) end = text_.size();
-      std::string_view raw = text_.substr(start, end - start);
-      ++number;
-      start = end + 1;
-      if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
-      std::size_t indent = 0;
-      while (indent < raw.size() && (raw[indent] == ' ' || raw[indent] == '\t')) {
-        if (raw[indent] == '\t') {
-          // A tab is only harmless on an otherwise empty line.
-          if (raw.find_first_not_of(" \t") != std::string_view::npos)
-            return YamlError{number, "tabs are not allowed for indentation"};
-        }
-        ++indent;
-      }
-      std::string_view content = raw.substr(indent);
-      if (content.empty() || content[0] == '#') {
-        if (end == text_.size()) break;
-        continue;
-      }
-      if (indent == 0 && (content.substr(0, 3) == "---" || content.substr(0, 3) == "...") &&
-          (content.size() == 3 || content[3] == ' ')) {
-        if (!started && content.substr(0, 3) == "---") {
-          started = true;
-          std::string_view rest = content.substr(3);
-          auto at = rest.find_first_not_of(' ');
-          if (at != std::string_view::npos && rest[at] != '#')
-            return YamlError{number, "content after the document start is not supported"};
-          if (end == text_.size()) break;
-          continue;
-        }
-        return YamlError{number, "multiple YAML documents are not supported"};
-      }
-      if (content[0] == '%') return YamlError{number, "YAML directives are not supported"};
-      started = true;
-      // Trailing spaces never matter in the block style.
-      while (!content.empty() && (content.back() == ' ' || content.back() == '\t'))
-        content.remove_suffix(1);
-      lines_.push_back(YamlLine{indent, content, number});
-      if (end == text_.size()) break;
-    }
-    return std::nullopt;
-  }
-
-  static bool isSequenceItem(std::string_view content) {
-    return content[0] == '-' && (content.size() == 1 || content[1] == ' ');
-  }
-
-  // The node whose first line is lines_[pos_], indented by `indent`.
-  std::optional<Json> block(std::size_t indent) {
-    if (isSequenceItem(lines_[pos_].content)) return sequence(indent);
-    return mapping(indent);
-  }
-
-  std::optional<Json> sequence(std::size_t indent) {
-    Json out = Json::array();
-    while (pos_ < lines_.size() && lines_[pos_].indent == indent &&
-           isSequenceItem(lines_[pos_].content)) {
-      YamlLine& line = lines_[pos_];
-      std::string_view rest = line.content.substr(1);
-      std::size_t spaces = 0;
-      while (spaces < rest.size() && rest[spaces] == ' ') ++spaces;
-      rest.remove_prefix(spaces);
-      if (rest.empty() || rest[0] == '#') {
-        ++pos_;
-        if (pos_ < lines_.size() && lines_[pos_].indent > indent) {
-          auto item = block(lines_[pos_].indent);
-          if (!item) return std::nullopt;
-          out.push_back(std::move(*item));
-        } else {
-          out.push_back(nullptr);
-        }
-        continue;
-      }
-      bool nested = isSequenceItem(rest);
-      if (!nested) {
-        auto key = mappingKey(rest, line.number);
-        if (error_) return std::nullopt;
-        nested = key.has_value();
-      }
-      if (nested) {
-        // "- name: x": a mapping (or sequence) whose column is that of "name".
-        line.indent = indent + 1 + spaces;
-        line.content = rest;
-        auto item = block(line.indent);
-        if (!item) return std::nullopt;
-        out.push_back(std::move(*item));
-        continue;
-      }
-      auto value = scalar(rest, line.number);
-      if (!value) return std::nullopt;
-      out.push_back(std::move(*value));
-      ++pos_;
-      if (pos_ < lines_.size() && lines_[pos_].indent > indent)
-        return error(lines_[pos_].number, "multi-line scalars are not supported");
-    }
-    if (pos_ < lines_.size() && lines_[pos_].indent > indent)
-      return error(lines_[pos_].number, "unexpected indentation");
-    return out;
-  }
-
-  std::optional<Json> mapping(std::size_t indent) {
-    Json out = Json::object();
-    while (pos_ < lines_.size() && lines_[pos_].indent == indent) {
-      const YamlLine& line = lines_[pos_];
-      if (isSequenceItem(line.content)) return error(line.number, "unexpected sequence item");
-      auto key = mappingKey(line.content, line.number);
-      if (error_) return std::nullopt;
-      if (!key) return error(line.number, "expected \"key: value\"");
-      if (out.contains(key->first))
-        return error(line.number, "duplicate key \"" + key->first + "\"");
-      std::string_view rest = line.content.substr(key->second);
-      std::size_t number = line.number;
-      ++pos_;
-      Json value;
-      if (rest.empty() || rest[0] == '#') {
-        if (pos_ < lines_.size() && lines_[pos_].indent > indent) {
-          auto nested = block(lines_[pos_].indent);
-          if (!nested) return std::nullopt;
-          value = std::move(*nested);
-        } else if (pos_ < lines_.size() && lines_[pos_].indent == indent &&
-                   isSequenceItem(lines_[pos_].content)) {
-          // go-yaml writes a mapping's sequence at the key's own column.
-          auto nested = sequence(indent);
-          if (!nested) return std::nullopt;
-          value = std::move(*nested);
-        }
-      } else {
-        auto parsed = scalar(rest, number);
-        if (!parsed) return std::nullopt;
-        value = std::move(*parsed);
-        if (pos_ < lines_.size() && lines_[pos_].indent > indent)
-          return error(lines_[pos_].number, "multi-line scalars are not supported");
-      }
-      out[key->first] = std::move(value);
-    }
-    if (pos_ < lines_.size() && lines_[pos_].indent > indent)
-      return error(lines_[pos_].number, "unexpected indentation");
-    return out;
-  }
-
-  // "key: rest" → the key and the offset of rest (past the spaces); nullopt when the line is
-  // not a mapping entry.
-  std::optional<std::pair<std::string, std::size_t>> mappingKey(std::string_view s,
-                                                                std::size_t number) {
-    std::string key;
-    std::size_t after = 0;
-    if (s[0] == '"' || s[0] == '\'') {
-      std::size_t end = 0;
-      auto quoted = quotedScalar(s, number, end);
-      if (!quoted) return std::nullopt;
-      std::size_t at = end;
-      while (at < s.size() && s[at] == ' ') ++at;
-      if (at >= s.size() || s[at] != ':' || (at + 1 < s.size() && s[at + 1] != ' '))
-        return std::nullopt;
-      key = std::move(*quoted);
-      after = at + 1;
-    } else {
-      std::size_t at = 0;
-      for (;; ++at) {
-        at = s.find(':', at);
-        if (at == std::string_view::npos) return std::nullopt;
-        if (at + 1 == s.size() || s[at + 1] == ' ') break;
-      }
-      std::size_t comment = s.find(" #");
-      if (comment != std::string_view::npos && comment < at) return std::nullopt;
-      std::string_view k = s.substr(0, at);
-      while (!k.empty() && k.back() == ' ') k.remove_suffix(1);
-      if (k.empty()) {
-        error(number, "empty mapping key");
-        return std::nullopt;
-      }
-      if (std::string_view("[]{}&*!|>%@`?,").find(k[0]) != std::string_view::npos) {
-        error(number, std::string("unsupported YAML syntax at \"") + k[0] + "\"");
-        return std::nullopt;
-      }
-      key = std::string(k);
-      after = at + 1;
-    }
-    while (after < s.size() && s[after] == ' ') ++after;
-    return std::make_pair(std::move(key), after);
-  }
-
-  std::optional<std::string> quotedScalar(std::string_view s, std::size_t number,
-                                          std::size_t& end) {
-    std::string out;
-    char quote = s[0];
-    for (std::size_t i = 1; i < s.size(); ++i) {
-      char c = s[i];
-      if (quote == '\'') {
-        if (c == '\'') {
-          if (i + 1 < s.size() && s[i + 1] == '\'') {
-            out += '\'';
-            ++i;
-            continue;
-          }
-          end = i + 1;
-          return out;
-        }
-        out += c;
-        continue;
-      }
-      if (c == '"') {
-        end = i + 1;
-        return out;
-      }
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (++i >= s.size()) break;
-      switch (s[i]) {
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '/':
-          out += '/';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case '0':
-          out += '\0';
-          break;
-        case ' ':
-          out += ' ';
-          break;
-        case 'x':
-        case 'u':
-        case 'U': {
-          std::size_t digits = s[i] == 'x' ? 2 : s[i] == 'u' ? 4 : 8;
-          if (i + digits >= s.size()) {
-            error(number, "bad escape in a double-quoted scalar");
-            return std::nullopt;
-          }
-          std::uint32_t cp = 0;
-          for (std::size_t d = 1; d <= digits; ++d) {
-            char h = s[i + d];
-            cp <<= 4;
-            if (h >= '0' && h <= '9')
-              cp |= static_cast<std::uint32_t>(h - '0');
-            else if (h >= 'a' && h <= 'f')
-              cp |= static_cast<std::uint32_t>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F')
-              cp |= static_cast<std::uint32_t>(h - 'A' + 10);
-            else {
-              error(number, "bad escape in a double-quoted scalar");
-              return std::nullopt;
-            }
-          }
-          i += digits;
-          appendUtf8(out, cp);
-          break;
-        }
-        default:
-          error(number, std::string("unknown escape \\") + s[i] + " in a double-quoted scalar");
-          return std::nullopt;
-      }
-    }
-    error(number, "multi-line quoted scalars are not supported");
-    return std::nullopt;
-  }
-
-
-  static bool onlyComment(std::string_view rest) {
-    std::size_t at = rest.find_first_not_of(' ');
-    return at == std::string_view::npos || (at > 0 && rest[at] == '#');
-  }
-
-  std::optional<Json> scalar(std::string_view s, std::size_t number) {
-    char c = s[0];
-    if (c == '"' || c == '\'') {
-      std::size_t end = 0;
-      auto value = quotedScalar(s, number, end);
-      if (!value) return std::nullopt;
-      if (!onlyComment(s.substr(end)))
-        return error(number, "unexpected text after a quoted scalar");
-      return Json(std::move(*value));
-    }
-    if (c == '{' || c == '[') {
-      char close = c == '{' ? '}' : ']';
-      std::size_t at = s.find_first_not_of(' ', 1);
-      if (at == std::string_view::npos || s[at] != close || !onlyComment(s.substr(at + 1)))
-        return error(number, "flow collections are not supported (only {} and [])");
-      return c == '{' ? Json::object() : Json::array();
-    }
-    if (c == '&' || c == '*') return error(number, "anchors and aliases are not supported");
-    if (c == '!') return error(number, "tags are not supported");
-    if (c == '|' || c == '>') return error(number, "block scalars are not supported");
-    if (c == '%' || c == '@' || c == '`' || c == '}' || c == ']' || c == ',' || c == '?')
-      return error(number, std::string("unsupported YAML syntax at \"") + c + "\"");
-    std::size_t comment = s.find(" #");
-    std::string_view plain = s.substr(0, comment);
-    while (!plain.empty() && plain.back() == ' ') plain.remove_suffix(1);
-    if (plain.find(": ") != std::string_view::npos || plain.back() == ':')
-      return error(number, "mapping values are not allowed here");
-    std::string v(plain);
-    if (v == "true" || v == "True" || v == "TRUE") return Json(true);
-    if (v == "false" || v == "False" || v == "FALSE") return Json(false);
-    if (v == "null" || v == "Null" || v == "NULL" || v == "~") return Json(nullptr);
-    return Json(std::move(v));
-  }
-
-  std::nullopt_t error(std::size_t line, std::string message) {
-    if (!error_) error_ = YamlError{line, std::move(message)};
-    return std::nullopt;
-  }
-
-  std::string_view text_;
-  std::vector<YamlLine> lines_;
-  std::size_t pos_ = 0;
-  std::optional<YamlError> error_;
-};
-
-// ---------------------------------------------------------------------------------------
-
-int base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-// Go's base64.StdEncoding, as kubeconfig []byte fields use: padded, line breaks ignored.
+// Go's base64.StdEncoding, as kubeconfig []byte fields are written: padded, line breaks
+// ignored. OpenSSL decodes. The scan before it stays because OpenSSL is more lenient than Go
+// and names no offset: it skips spaces and tabs, takes data after '=', and stops quietly at
+// '-' (the start of a PEM end line).
 Result<std::string> decodeBase64(std::string_view in) {
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  std::size_t count = 0;  // significant characters, padding included
-  std::size_t padding = 0;
+  bool padding = false;
   for (std::size_t i = 0; i < in.size(); ++i) {
     char c = in[i];
     if (c == '\n' || c == '\r') continue;
     if (c == '=') {
-      ++padding;
-      ++count;
+      padding = true;
       continue;
     }
-    int v = base64Value(c);
-    if (v < 0 || padding > 0) return Error{"invalid base64 at offset " + std::to_string(i)};
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    ++count;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xFF);
-    }
+    bool alphabet = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '+' || c == '/';
+    if (!alphabet || padding) return Error{"invalid base64 at offset " + std::to_string(i)};
   }
-  if (count % 4 != 0 || padding > 2) return Error{"invalid base64: truncated or bad padding"};
+  if (in.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) / 2)
+    return Error{"invalid base64: too long"};
+  std::unique_ptr<EVP_ENCODE_CTX, decltype(&EVP_ENCODE_CTX_free)> ctx(EVP_ENCODE_CTX_new(),
+                                                                      &EVP_ENCODE_CTX_free);
+  if (!ctx) return Error{"decoding base64: out of memory"};
+  EVP_DecodeInit(ctx.get());
+  std::string out(in.size() / 4 * 3 + 3, '\0');
+  auto* to = reinterpret_cast<unsigned char*>(out.data());
+  int decoded = 0;
+  int last = 0;
+  // EVP_DecodeUpdate returns -1 on bad padding; EVP_DecodeFinal on a partial last group.
+  if (EVP_DecodeUpdate(ctx.get(), to, &decoded, reinterpret_cast<const unsigned char*>(in.data()),
+                       static_cast<int>(in.size())) < 0 ||
+      EVP_DecodeFinal(ctx.get(), to + decoded, &last) < 0)
+    return Error{"invalid base64: truncated or bad padding"};
+  out.resize(static_cast<std::size_t>(decoded) + static_cast<std::size_t>(last));
   return out;
 }
 
+// ---------------------------------------------------------------------------------------
 // ---------------------------------------------------------------------------------------
 
 struct Named {
@@ -505,63 +142,44 @@ std::string resolveAgainst(const std::string& dir, const std::string& path) {
   return dir + "/" + path;
 }
 
-// "https://host:port/prefix" into the config.
+// "https://host:port/prefix" into the config: Boost.URL parses (RFC 3986); the checks are
+// what a kubeconfig server may not have (client-go refuses or ignores them too).
 std::optional<std::string> parseServer(const std::string& url, ClusterConfig& c) {
-  std::string_view s(url);
-  if (s.substr(0, 8) == "https://") {
-    c.tls = true;
-    s.remove_prefix(8);
-  } else if (s.substr(0, 7) == "http://") {
-    c.tls = false;
-    s.remove_prefix(7);
-  } else {
+  auto parsed = boost::urls::parse_uri(url);
+  std::string_view text(url);
+  bool https = text.substr(0, 8) == "https://";
+  if (!https && text.substr(0, 7) != "http://")
     return "expected an https:// or http:// URL, got \"" + url + "\"";
+  // RFC 3986 reads "fd00::1:6443" as a host and an odd port; say what was meant.
+  std::string_view authority = text.substr(https ? 8 : 7);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (authority.find('[') == std::string_view::npos &&
+      std::count(authority.begin(), authority.end(), ':') > 1)
+    return "an IPv6 address in a URL must be in brackets ([::1]:6443)";
+  if (!parsed) {
+    return "invalid server URL \"" + url + "\": " + parsed.error().message();
   }
-  std::size_t slash = s.find_first_of("/?#");
-  std::string_view authority = s.substr(0, slash);
-  std::string_view rest = slash == std::string_view::npos ? std::string_view() : s.substr(slash);
-  if (authority.find('@') != std::string_view::npos)
-    return "user information in the server URL is not supported";
-  if (!rest.empty() && rest[0] != '/')
+  const boost::urls::url_view& u = *parsed;
+  c.tls = https;
+  if (u.has_userinfo()) return "user information in the server URL is not supported";
+  if (u.has_query() || u.has_fragment())
     return "a query or fragment in the server URL is not supported";
-  if (rest.find_first_of("?#") != std::string_view::npos)
-    return "a query or fragment in the server URL is not supported";
-  std::string_view port;
-  if (!authority.empty() && authority[0] == '[') {
-    std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) return "unterminated [ in the server URL";
-    c.host = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') return "unexpected text after ] in the server URL";
-      port = after.substr(1);
-      if (port.empty()) return "empty port in the server URL";
-    }
-  } else {
-    std::size_t colon = authority.rfind(':');
-    if (colon != std::string_view::npos) {
-      if (authority.find(':') != colon)
-        return "an IPv6 address in a URL must be in brackets ([::1]:6443)";
-      port = authority.substr(colon + 1);
-      if (port.empty()) return "empty port in the server URL";
-      authority = authority.substr(0, colon);
-    }
-    c.host = std::string(authority);
-  }
+  if (u.host_type() == boost::urls::host_type::ipvfuture)
+    return "an IPvFuture address in the server URL is not supported";
+  c.host = u.host_address();
   if (c.host.empty()) return "no host in the server URL";
-  if (port.empty()) {
+  if (!u.has_port()) {
     c.port = c.tls ? "443" : "80";
   } else {
+    std::string_view port = u.port();
+    if (port.empty()) return "empty port in the server URL";
     unsigned value = 0;
-    for (char ch : port) {
-      if (ch < '0' || ch > '9') return "bad port in the server URL";
-      value = value * 10 + static_cast<unsigned>(ch - '0');
-      if (value > 65535) return "bad port in the server URL";
-    }
-    if (value == 0) return "bad port in the server URL";
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535)
+      return "bad port in the server URL";
     c.port = std::string(port);
   }
-  std::string base(rest);
+  std::string base(u.encoded_path());
   while (!base.empty() && base.back() == '/') base.pop_back();
   c.basePath = base;
   return std::nullopt;
@@ -737,9 +355,14 @@ Result<ClusterConfig> loadKubeconfig(const std::string& path,
     if (!parsed) return Error{label + ": " + diagnostics.joined()};
     root = std::move(*parsed);
   } else {
-    auto parsed = YamlReader(*text).read();
+    // kubectl's subset, as before yaml-cpp read it: a kubeconfig written otherwise was
+    // written by hand, and a refusal with its line is clearer than a surprise.
+    YamlOptions options;
+    options.kubectlSubset = true;
+    options.untypedScalars = true;
+    auto parsed = readYamlDocuments(*text, options);
     if (!parsed) return parsed.error().withContext(label);
-    root = std::move(*parsed);
+    root = parsed->empty() ? Json::object() : std::move(parsed->front());
   }
   auto config = interpretKubeconfig(root, path, context);
   if (!config) return config.error().withContext(label);
