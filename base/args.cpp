@@ -35,6 +35,9 @@ Result<Args> parseArgs(const std::vector<std::string>& argv,
     } else if (arg.rfind("-o", 0) == 0) {
       name = "output";
       if (arg.size() > 2) inlineValue = arg.substr(arg[2] == '=' ? 3 : 2);
+    } else if (arg.rfind("-n", 0) == 0) {
+      name = "namespace";  // kubectl's -n
+      if (arg.size() > 2) inlineValue = arg.substr(arg[2] == '=' ? 3 : 2);
     } else {
       return Error{"unknown option " + arg};
     }

@@ -29,7 +29,8 @@ struct Args {
 };
 
 // Parses `argv` against the options a command accepts. `valueOptions` take an argument;
-// `flagOptions` do not. "-o" is an alias of "--output", "-h" of "--help". An unknown option
+// `flagOptions` do not. "-o" is an alias of "--output", "-n" of "--namespace" (kubectl's),
+// "-h" of "--help". An unknown option
 // or a missing value is an error (a usage error, exit 2).
 Result<Args> parseArgs(const std::vector<std::string>& argv,
                        const std::set<std::string>& valueOptions,

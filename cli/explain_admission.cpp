@@ -1,6 +1,7 @@
 // `nodewarden explain admission` and `nodewarden explain preemption` (docs/reference.md §5-§6).
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -71,11 +72,39 @@ struct Loaded {
   std::string node;  // --node (explain admission)
 };
 
+// --pod FILE (a Pod object; "-" is standard input), or --pod NAME [-n NAMESPACE] / --pod
+// NAMESPACE/NAME: a pod of the snapshot, taken out of it and decided as if it were arriving
+// now (where a Pending pod would go, or whether a running one would be admitted again).
+Result<policy::Pod> podOption(const std::string& pod, const std::optional<std::string>& ns,
+                              policy::Snapshot& snapshot) {
+  std::error_code ec;
+  if (pod == "-" || std::filesystem::exists(pod, ec)) {
+    if (ns) return Error{"-n/--namespace names a pod of the snapshot; --pod " + pod + " is a file"};
+    return policy::loadPod(pod, snapshot);
+  }
+  const std::string key = pod.find('/') != std::string::npos ? pod : ns.value_or("default") + "/" + pod;
+  auto found = std::find_if(snapshot.pods.begin(), snapshot.pods.end(),
+                            [&](const policy::Pod& p) { return p.key == key; });
+  if (found == snapshot.pods.end()) {
+    const std::string space = key.substr(0, key.find('/'));
+    std::string names;
+    for (const policy::Pod& p : snapshot.pods) {
+      if (p.ns == space) names += (names.empty() ? "" : ", ") + p.name;
+    }
+    return Error{"--pod " + pod + ": no such file, and no pod " + key + " in the snapshot (pods in " +
+                 space + ": " + (names.empty() ? "none" : names) + ")"};
+  }
+  policy::Pod arriving = std::move(*found);
+  snapshot.pods.erase(found);
+  arriving.nodeName.clear();
+  return arriving;
+}
+
 // Parses the common options and reads what they name; or the exit code to return now.
 std::variant<Loaded, int> load(const std::string& what, const char* usage,
                                const std::vector<std::string>& argv, bool needsNode,
                                std::ostream& out, std::ostream& err) {
-  std::set<std::string> options{"pod", "policy", "output"};
+  std::set<std::string> options{"pod", "namespace", "policy", "output"};
   options.insert(kSourceOptions.begin(), kSourceOptions.end());
   if (needsNode) options.insert("node");
   auto parsed = parseCommand("explain " + what, argv, options, {}, usage, out, err);
@@ -137,7 +166,7 @@ std::variant<Loaded, int> load(const std::string& what, const char* usage,
       return kExitBadInput;
     }
   }
-  auto pod = policy::loadPod(*args->value("pod"), loaded.snapshot);
+  auto pod = podOption(*args->value("pod"), args->value("namespace"), loaded.snapshot);
   if (!pod) {
     err << pod.error().message << "\n";
     return kExitBadInput;

@@ -319,6 +319,25 @@ TEST_CASE("explain admission reads the pod from standard input and prints a tabl
   CHECK(p.out.find("Other candidate nodes:\n  node-1: shop/green-0") != std::string::npos);
 }
 
+TEST_CASE("explain admission/preemption --pod NAME -n NS: a pod of the snapshot, as if arriving") {
+  Run a = run("explain admission --snapshot examples/snapshot.json --node node-1 --pod scratch -n dev -o json");
+  REQUIRE_MESSAGE(a.status == 0, a.err);
+  const Json decision = Json::parse(a.out);
+  CHECK(decision["pod"] == "dev/scratch");
+  Run slash = run("explain admission --snapshot examples/snapshot.json --node node-1 --pod dev/scratch -o json");
+  REQUIRE(slash.status == 0);
+  CHECK(Json::parse(slash.out) == decision);
+  Run pre = run("explain preemption --snapshot examples/snapshot.json --namespace shop --pod cache-0");
+  REQUIRE_MESSAGE(pre.status == 0, pre.err);
+  CHECK(pre.out.find("Pod shop/cache-0") != std::string::npos);
+  // Not a file and not in the snapshot: exit 1, naming what is there.
+  Run missing = run("explain admission --snapshot examples/snapshot.json --node node-1 --pod nope -n shop");
+  CHECK(missing.status == 1);
+  CHECK(missing.out.empty());
+  CHECK(missing.err.find("no pod shop/nope in the snapshot") != std::string::npos);
+  CHECK(missing.err.find("cache-0") != std::string::npos);
+}
+
 TEST_CASE("explain admission and preemption: bad input exits 1 naming the file and JSON path") {
   const std::string d = "examples/preemption/";
   fs::path noName = write("no-name-pod.json", R"({"metadata": {"namespace": "x"}, "spec": {}})");
