@@ -55,7 +55,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "bench/bench_util.h"
+#include "bench/support/measure.h"
 #include "policy/admission.h"
 #include "policy/model.h"
 #include "policy/policy.h"

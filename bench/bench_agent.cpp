@@ -79,7 +79,8 @@
 #include "node/agent.h"
 #include "server/log.h"
 #include "node/pod_source.h"
-#include "bench/bench_util.h"
+#include "bench/support/measure.h"
+#include "bench/support/process.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/pods.h"
 #include "cgroups/readers.h"
@@ -135,59 +136,14 @@ constexpr double kIdleCpuTargetPercent = 0.5;
 constexpr double kIdleRssTargetMiB = 20;
 
 // ---------------------------------------------------------------------------------------------
-// Stopping: SIGINT/SIGTERM only set the flag; every loop checks it and unwinds normally, so the
-// sandbox's destructor and the subprocess handling below clean up. Forked (not exec'd)
-// children inherit the handler and leave their loops too.
-
-volatile std::sig_atomic_t gStop = 0;
-
-void onStopSignal(int) {
-  gStop = 1;
-}
-
-bool stopped() {
-  return gStop != 0;
-}
-
-void installStopHandlers() {
-  struct sigaction action {};
-  action.sa_handler = onStopSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;  // no SA_RESTART: blocking calls return EINTR at once
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
-
-std::int64_t monotonicNanos() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+// Stopping, time and files: bench/support/process.h.
 
 std::int64_t steadyNanos(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-void sleepMillis(int millis) {
-  timespec ts{millis / 1000, long(millis % 1000) * 1'000'000};
-  ::nanosleep(&ts, nullptr);
-}
-
 const char* verdict(bool meets) {
   return meets ? "meets" : "MISSES";
-}
-
-bool writeText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  return bool(out);
-}
-
-std::string readText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 // The last `lines` lines of a log, indented, for failure messages.

@@ -57,7 +57,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench/bench_util.h"
+#include "bench/support/measure.h"
+#include "bench/support/process.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/notify.h"
 #include "cgroups/parsers.h"
@@ -103,39 +104,7 @@ constexpr double kScanTargetMillis = 25;
 constexpr double kNotifyP99TargetMillis = 5;
 
 // ---------------------------------------------------------------------------------------------
-// Stopping. SIGINT/SIGTERM only set the flag; every loop checks it, so run() unwinds normally
-// and the sandbox's destructor removes what was made. Forked children inherit the handler and
-// leave their loops too.
-
-volatile std::sig_atomic_t gStop = 0;
-
-void onStopSignal(int) {
-  gStop = 1;
-}
-
-bool stopped() {
-  return gStop != 0;
-}
-
-void installStopHandlers() {
-  struct sigaction action {};
-  action.sa_handler = onStopSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;  // no SA_RESTART: a blocking poll() or read() returns EINTR at once
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
-
-std::int64_t monotonicNanos() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-void sleepMillis(int millis) {
-  timespec ts{millis / 1000, long(millis % 1000) * 1'000'000};
-  ::nanosleep(&ts, nullptr);
-}
+// Stopping, time and files: bench/support/process.h.
 
 // ---------------------------------------------------------------------------------------------
 // Measuring.
@@ -890,7 +859,7 @@ bool measureScanAndDiscovery(SizeFigures& s, PodCgroups& index, const Sandbox& s
     if (!hierarchy) {
       std::fprintf(stderr, "discoverHierarchy failed: %s\n", hierarchy.error().message.c_str());
       failed = true;
-      gStop = 1;
+      requestStop();
       return 0.0;
     }
     auto fresh = std::make_unique<PodCgroups>(std::move(hierarchy).value(), sandbox.kubepods());
@@ -901,7 +870,7 @@ bool measureScanAndDiscovery(SizeFigures& s, PodCgroups& index, const Sandbox& s
                    index.size(), refreshed ? "" : ": ",
                    refreshed ? "" : refreshed.error().message.c_str());
       failed = true;
-      gStop = 1;
+      requestStop();
     }
     const auto t3 = Clock::now();
     fresh.reset();

@@ -35,7 +35,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/bench_util.h"
+#include "bench/support/measure.h"
 #include "policy/eviction.h"
 #include "policy/model.h"
 #include "policy/policy.h"

@@ -26,7 +26,7 @@
 
 #include "server/http_server.h"
 #include "webhook/webhook.h"
-#include "bench/bench_util.h"
+#include "bench/support/measure.h"
 #include "kube/reflector.h"
 #include "policy/model.h"
 #include "tests/kube/fake_apiserver.h"

@@ -1,4 +1,5 @@
-// Helpers shared by the benchmark programs: timing, a repeatable random source, samples.
+// bench/support: timing, a repeatable random source, samples and budgets — what every
+// benchmark measures with.
 #pragma once
 
 #include <algorithm>
