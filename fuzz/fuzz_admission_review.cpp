@@ -6,7 +6,7 @@
 #include "webhook/webhook.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  (void)nodewarden::agent::parseBindingReview(
+  (void)nodewarden::webhook::parseBindingReview(
       std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

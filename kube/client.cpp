@@ -362,6 +362,12 @@ std::optional<policy::Json> parseEvent(std::string_view text, std::string& probl
     if (!parsed) problem = diagnostics.joined();
     return parsed;
   }
+  // The scanner copies strings raw: a type that is not UTF-8 would make any dump() of the
+  // event throw. Found by fuzz/fuzz_watch_stream.
+  if (envelope->type && !validUtf8(*envelope->type)) {
+    problem = "type: not valid UTF-8";
+    return std::nullopt;
+  }
   policy::Diagnostics diagnostics;
   std::optional<policy::Json> object;
   if (envelope->type && *envelope->type == "ERROR") {
@@ -371,7 +377,9 @@ std::optional<policy::Json> parseEvent(std::string_view text, std::string& probl
     if (object && object->is_object()) {
       auto rv = findJsonString(*envelope->object, {"metadata", "resourceVersion"});
       auto meta = object->find("metadata");
-      if (rv && meta != object->end() && meta->is_object()) (*meta)["resourceVersion"] = *rv;
+      if (rv && validUtf8(*rv) && meta != object->end() && meta->is_object()) {
+        (*meta)["resourceVersion"] = *rv;
+      }
     }
   }
   if (!object) {

@@ -2,6 +2,7 @@
 // and TLS), plus raw sockets for what a well-behaved server never does (no answer, events
 // split across chunks).
 #include "kube/client.h"
+#include "kube/utf8.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -554,4 +555,18 @@ TEST_CASE("client: queryEscape and findJsonString") {
   CHECK_FALSE(findJsonString(list, {"metadata", "name"}));
   CHECK_FALSE(findJsonString(list, {"items"}));
   CHECK_FALSE(findJsonString(R"({"a":[1,2,}, "kind":"x"})", {"kind"}));
+}
+
+TEST_CASE("validUtf8: what dump() accepts, and a watch event type that is not UTF-8 is a bad event") {
+  using nodewarden::kube::validUtf8;
+  CHECK(validUtf8(""));
+  CHECK(validUtf8("ADDED"));
+  CHECK(validUtf8("gr\xc3\xbc\xc3\x9f"));        // grüß
+  CHECK(validUtf8("\xf0\x9f\x98\x80"));          // U+1F600
+  CHECK_FALSE(validUtf8("ADDED\xdc\xad\xa2st"));  // the fuzzer's: a continuation too many
+  CHECK_FALSE(validUtf8("\xc3"));                 // cut short
+  CHECK_FALSE(validUtf8("\xc0\xaf"));             // overlong
+  CHECK_FALSE(validUtf8("\xed\xa0\x80"));         // a surrogate
+  CHECK_FALSE(validUtf8("\xf4\x90\x80\x80"));     // above U+10FFFF
+  CHECK_FALSE(validUtf8("\xff"));
 }
