@@ -27,6 +27,7 @@
 #include "server/http_server.h"
 #include "webhook/webhook.h"
 #include "bench/support/measure.h"
+#include "tests/support/admission_review.h"
 #include "kube/reflector.h"
 #include "policy/model.h"
 #include "tests/kube/fake_apiserver.h"
@@ -311,31 +312,10 @@ void cacheMemory(bool quick) {
 // ----------------------------------------------------------------------------------------------
 // 3. Webhook latency
 
+// A dry-run review (the webhook decides, nothing acts).
 std::string reviewBody(const std::string& uid, const std::string& ns, const std::string& name,
                        const std::string& node) {
-  return Json{{"apiVersion", "admission.k8s.io/v1"},
-              {"kind", "AdmissionReview"},
-              {"request",
-               {{"uid", uid},
-                {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
-                {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-                {"subResource", "binding"},
-                {"requestKind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
-                {"requestResource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-                {"requestSubResource", "binding"},
-                {"name", name},
-                {"namespace", ns},
-                {"operation", "CREATE"},
-                {"userInfo", {{"username", "system:kube-scheduler"}}},
-                {"object",
-                 {{"apiVersion", "v1"},
-                  {"kind", "Binding"},
-                  {"metadata", {{"name", name}, {"namespace", ns}}},
-                  {"target", {{"kind", "Node"}, {"name", node}}}}},
-                {"oldObject", nullptr},
-                {"dryRun", true},
-                {"options", {{"apiVersion", "meta.k8s.io/v1"}, {"kind", "CreateOptions"}}}}}}
-      .dump();
+  return testing::bindingReview(uid, ns, name, node, "", true).dump();
 }
 
 void webhookLatency(bool quick) {

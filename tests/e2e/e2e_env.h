@@ -33,6 +33,9 @@ constexpr std::uint64_t kMiB = 1024 * 1024;
 inline SteadyTime now() {
   return std::chrono::steady_clock::now();
 }
+inline double seconds(SteadyTime from, SteadyTime to) {
+  return std::chrono::duration<double>(to - from).count();
+}
 inline double secondsSince(SteadyTime since) {
   return std::chrono::duration<double>(now() - since).count();
 }

@@ -6,6 +6,7 @@
 
 #include "tests/e2e/e2e_env.h"
 #include "tests/kube/fake_apiserver.h"
+#include "tests/support/admission_review.h"
 
 namespace nodewarden::e2e {
 
@@ -84,25 +85,7 @@ inline Json apiPod(const PodSpec& spec, const std::string& node) {
 // An admission.k8s.io/v1 AdmissionReview of the scheduler binding `pod` to `node`.
 inline std::string bindingReview(const std::string& uid, const PodSpec& pod,
                                  const std::string& node, bool dryRun = false) {
-  return Json{{"apiVersion", "admission.k8s.io/v1"},
-              {"kind", "AdmissionReview"},
-              {"request",
-               {{"uid", uid},
-                {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
-                {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-                {"subResource", "binding"},
-                {"name", pod.name},
-                {"namespace", pod.ns},
-                {"operation", "CREATE"},
-                {"userInfo", {{"username", "system:kube-scheduler"}}},
-                {"object",
-                 {{"apiVersion", "v1"},
-                  {"kind", "Binding"},
-                  {"metadata", {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
-                  {"target", {{"kind", "Node"}, {"name", node}}}}},
-                {"oldObject", nullptr},
-                {"dryRun", dryRun}}}}
-      .dump();
+  return testing::bindingReview(uid, pod.ns, pod.name, node, pod.uid, dryRun).dump();
 }
 
 }  // namespace nodewarden::e2e

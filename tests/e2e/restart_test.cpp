@@ -16,14 +16,6 @@ using namespace nodewarden;
 using namespace nodewarden::e2e;
 using namespace std::chrono_literals;
 
-namespace {
-
-double seconds(SteadyTime from, SteadyTime to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
-}  // namespace
-
 TEST_CASE("restart: an eviction under way is finished once by the next run, no second victim") {
   cgroups::Sandbox sandbox = makeSandbox(512 * kMiB);
   TempDir manifests;

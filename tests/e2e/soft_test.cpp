@@ -14,14 +14,6 @@ using namespace nodewarden;
 using namespace nodewarden::e2e;
 using namespace std::chrono_literals;
 
-namespace {
-
-double seconds(SteadyTime from, SteadyTime to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
-}  // namespace
-
 TEST_CASE("soft threshold: waits its grace period, then SIGTERM, then SIGKILL after the pod's") {
   cgroups::Sandbox sandbox = makeSandbox(512 * kMiB);
   TempDir manifests;

@@ -1,5 +1,6 @@
 // kube/config: in-cluster configuration, kubeconfig files (YAML as kubectl writes them, and
 // JSON) with every refusal's exact message, and the rotating token source.
+#include "tests/support/temp_dir.h"
 #include "kube/config.h"
 
 #include <doctest/doctest.h>
@@ -19,27 +20,10 @@ using nodewarden::kube::loadKubeconfig;
 using nodewarden::kube::resolveClusterConfig;
 using nodewarden::kube::TokenSource;
 
+using nodewarden::testing::TempDir;
+
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "nwkube-config-XXXXXX").string();
-    char* made = ::mkdtemp(pattern.data());
-    REQUIRE(made != nullptr);
-    path = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    fs::path file = path / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
-    return file.string();
-  }
-};
 
 std::string base64(const std::string& in) {
   static constexpr char kAlphabet[] =

@@ -1,5 +1,6 @@
 // kube/static_pods and kube/yaml: the kubelet's manifest directory read as its file source
 // reads it, and the YAML reader under it (full YAML for manifests, limits for any input).
+#include "tests/support/temp_dir.h"
 #include "kube/static_pods.h"
 #include "kube/yaml.h"
 
@@ -17,27 +18,10 @@ using nodewarden::kube::readYamlDocuments;
 using nodewarden::kube::YamlOptions;
 using nodewarden::policy::Json;
 
+using nodewarden::testing::TempDir;
+
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "nwkube-static-XXXXXX").string();
-    char* made = ::mkdtemp(pattern.data());
-    REQUIRE(made != nullptr);
-    path = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    fs::path file = path / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
-    return file.string();
-  }
-};
 
 // What kubeadm writes for etcd, trimmed.
 const char* const kEtcdYaml = R"(apiVersion: v1

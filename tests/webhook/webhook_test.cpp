@@ -2,6 +2,7 @@
 // docs/reference.md §5, the actions a verdict asks for (and never twice, never on dry runs), failing
 // open, malformed reviews, and the caches over a snapshot and over the reflectors' stores.
 #include "webhook/webhook.h"
+#include "tests/support/admission_review.h"
 
 #include <doctest/doctest.h>
 
@@ -108,26 +109,7 @@ policy::Snapshot snapshotOf(json nodes, json pods, json classes = json::array(),
 
 json reviewJson(const std::string& uid, const std::string& ns, const std::string& name,
                 const std::string& node, bool dryRun = false) {
-  return json{{"apiVersion", "admission.k8s.io/v1"},
-              {"kind", "AdmissionReview"},
-              {"request",
-               {{"uid", uid},
-                {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
-                {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-                {"subResource", "binding"},
-                {"requestKind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
-                {"name", name},
-                {"namespace", ns},
-                {"operation", "CREATE"},
-                {"userInfo", {{"username", "system:kube-scheduler"}}},
-                {"object",
-                 {{"apiVersion", "v1"},
-                  {"kind", "Binding"},
-                  {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + name}}},
-                  {"target", {{"kind", "Node"}, {"name", node}}}}},
-                {"oldObject", nullptr},
-                {"dryRun", dryRun},
-                {"options", {{"apiVersion", "meta.k8s.io/v1"}, {"kind", "CreateOptions"}}}}}};
+  return nodewarden::testing::bindingReview(uid, ns, name, node, "uid-" + name, dryRun);
 }
 
 HttpRequest post(const std::string& body) {
