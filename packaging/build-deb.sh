@@ -50,7 +50,7 @@ for tool in dpkg-deb dpkg gzip; do
   command -v "$tool" >/dev/null || { echo "build-deb.sh: $tool not found (a Debian host is needed)" >&2; exit 1; }
 done
 
-upstream=$("$bin" version | awk '{ print $2; exit }')
+upstream=$("$bin" version | awk 'NR == 1 { print $2 }')
 [[ $upstream =~ ^[0-9][A-Za-z0-9.+~]*$ ]] || { echo "build-deb.sh: '$bin version' gave no version" >&2; exit 1; }
 version=$upstream-$revision
 arch=$(dpkg --print-architecture)
@@ -177,7 +177,7 @@ if [ -z "$depends" ]; then
     elif [[ $soname =~ ^(.*)-([0-9.]+)\.so$ ]]; then name=${BASH_REMATCH[1]} ver=${BASH_REMATCH[2]}
     else echo "build-deb.sh: cannot parse the soname $soname" >&2; exit 1; fi
     dep=$(cat /var/lib/dpkg/info/*.shlibs 2>/dev/null |
-      awk -v n="$name" -v v="$ver" '$1 !~ /:$/ && $1 == n && $2 == v { $1 = ""; $2 = ""; sub(/^ +/, ""); print; exit }')
+      awk -v n="$name" -v v="$ver" '!found && $1 !~ /:$/ && $1 == n && $2 == v { found = 1; $1 = ""; $2 = ""; sub(/^ +/, ""); print }')
     [ -n "$dep" ] || { echo "build-deb.sh: no shlibs entry for $soname" >&2; exit 1; }
     depends+="${depends:+, }$dep"
   done

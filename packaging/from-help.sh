@@ -12,6 +12,9 @@
 # continue the description.
 set -euo pipefail
 export LC_ALL=C.UTF-8
+# Every awk below reads its input to the end: one that exits early would leave the binary
+# writing into a closed pipe (SIGPIPE, exit 141 under pipefail) whenever it writes late — as
+# the slower sanitizer build does.
 
 mode=${1:-}
 bin=${2:-}
@@ -24,7 +27,7 @@ fi
 commands() {
   "$bin" --help | awk '
     /^Commands:/ { on = 1; next }
-    on && /^$/ { exit }
+    on && /^$/ { on = 0 }
     on && /^  [a-z]/ {
       if ($1 == "explain") print $1 " " $2; else print $1
     }'
@@ -132,12 +135,12 @@ nodewarden \\- keep a Kubernetes node out of the kernel OOM killer's hands
 EOF
   while IFS= read -r cmd; do
     # shellcheck disable=SC2086
-    "$bin" $cmd --help | awk '/^usage: /{ on = 1 } on && /^$/ { exit } on' | sed 's/^usage: //' |
+    "$bin" $cmd --help | awk '/^usage: / && !done { on = 1 } on && /^$/ { on = 0; done = 1 } on' | sed 's/^usage: //' |
       roff_escape | sed '1s/^/.nf\n/; $s/$/\n.fi\n.br/'
   done < <(commands)
   echo ".SH DESCRIPTION"
   # The paragraph after the usage line, up to the command list.
-  printf '%s\n' "$top" | awk 'NR > 1 && /^Commands:/ { exit } NR > 2' | sed '/^$/d' | roff_escape
+  printf '%s\n' "$top" | awk 'NR > 1 && /^Commands:/ { done = 1 } NR > 2 && !done' | sed '/^$/d' | roff_escape
   cat <<'EOF'
 .PP
 Each command is described below with its own options, as printed by
