@@ -34,7 +34,9 @@ deb=$("$REPO_ROOT/packaging/build-deb.sh" --out "$work" "$bin") ||
 echo "systemd-lane: built $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB)" >&2
 t0=$(date +%s)
 rc=0
+# The checkout is shared as well: the guest replaces /tmp, /run, … with its own, and a clone
+# below one of them (CI's may be) would otherwise not be there for systemd-unit.sh.
 VM_PASS_ENV="${VM_PASS_ENV:-} NODEWARDEN_VM_PURGE" "$SCRIPT_DIR/run-in-vm.sh" --systemd --cache "$cache" --memory 1024 --timeout "$timeout" \
-  --workdir / -- "$SCRIPT_DIR/systemd-unit.sh" "$deb" || rc=$?
+  --writable "$(cd "$REPO_ROOT" && pwd -P)" --workdir / -- "$SCRIPT_DIR/systemd-unit.sh" "$deb" || rc=$?
 echo "systemd-lane: exit status $rc after $(($(date +%s) - t0)) s" >&2
 exit "$rc"
