@@ -91,7 +91,9 @@ Result<policy::Pod> podOption(const std::string& pod, const std::optional<std::s
     for (const policy::Pod& p : snapshot.pods) {
       if (p.ns == space) names += (names.empty() ? "" : ", ") + p.name;
     }
-    return Error{"--pod " + pod + ": no such file, and no pod " + key + " in the snapshot (pods in " +
+    // The file's own error first (what a missing --pod FILE always said), then the snapshot.
+    const Error unreadable = policy::loadPod(pod, snapshot).error();
+    return Error{unreadable.message + "; and no pod " + key + " in the snapshot (pods in " +
                  space + ": " + (names.empty() ? "none" : names) + ")"};
   }
   policy::Pod arriving = std::move(*found);

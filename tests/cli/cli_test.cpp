@@ -334,6 +334,7 @@ TEST_CASE("explain admission/preemption --pod NAME -n NS: a pod of the snapshot,
   Run missing = run("explain admission --snapshot examples/snapshot.json --node node-1 --pod nope -n shop");
   CHECK(missing.status == 1);
   CHECK(missing.out.empty());
+  CHECK(missing.err.find("cannot read nope") != std::string::npos);
   CHECK(missing.err.find("no pod shop/nope in the snapshot") != std::string::npos);
   CHECK(missing.err.find("cache-0") != std::string::npos);
 }

@@ -167,7 +167,7 @@ TEST_CASE("policy reload: a file cut short, replaced by rename, or deleted — t
   // Cut short mid-write (an editor or a config tool that writes in place): rejected.
   std::size_t mark = agent.lines().size();
   writeFile(policyFile, good150.substr(0, good150.size() / 2));
-  const auto rejected = agent.waitForEvent("policy-reload-rejected", 3s, mark);
+  const auto rejected = agent.waitForEvent("policy-reload-rejected", 6s, mark);
   REQUIRE_MESSAGE(rejected.has_value(), agent.logText());
   CHECK(threshold() == 150 * std::int64_t(kMiB));
 
@@ -179,7 +179,7 @@ TEST_CASE("policy reload: a file cut short, replaced by rename, or deleted — t
     "housekeepingInterval": "500ms"
   })");
   REQUIRE(std::rename(staged.c_str(), policyFile.c_str()) == 0);
-  const auto reloaded = agent.waitForEvent("policy-reloaded", 3s, mark);
+  const auto reloaded = agent.waitForEvent("policy-reloaded", 6s, mark);
   REQUIRE_MESSAGE(reloaded.has_value(), agent.logText());
   CHECK(threshold() == 100 * std::int64_t(kMiB));
 
@@ -188,7 +188,7 @@ TEST_CASE("policy reload: a file cut short, replaced by rename, or deleted — t
   REQUIRE(std::remove(policyFile.c_str()) == 0);
   std::this_thread::sleep_for(700ms);  // cycles with the file gone
   agent.signal(SIGHUP);
-  const auto gone = agent.waitForEvent("policy-reload-rejected", 3s, mark);
+  const auto gone = agent.waitForEvent("policy-reload-rejected", 6s, mark);
   REQUIRE_MESSAGE(gone.has_value(), agent.logText());
   CHECK(gone->field("errors").find("cannot read") != std::string::npos);
   CHECK(threshold() == 100 * std::int64_t(kMiB));
