@@ -415,7 +415,9 @@ void strategicMerge(Json& target, const Json& patch) {
 // ---------------------------------------------------------------- watches
 
 struct WatchItem {
-  enum class Op { Line, End, Drop } op = Op::Line;
+  // Line: a whole event line; End: the terminating chunk; Drop: close abruptly; Cut: write
+  // `line` (half an event) and close abruptly.
+  enum class Op { Line, End, Drop, Cut } op = Op::Line;
   std::string line;
 };
 
@@ -569,6 +571,7 @@ struct FakeApiServer::Impl {
   std::uint64_t compactedRv_ = 0;
   std::vector<std::shared_ptr<Watcher>> watchers_;
   std::vector<RecordedRequest> requests_;
+  FaultMode faults_;
 };
 
 FakeApiServer::Impl::Impl(FakeApiServerOptions options)
@@ -674,6 +677,17 @@ net::awaitable<void> FakeApiServer::Impl::acceptLoop(std::uint64_t generation) {
       continue;
     }
     if (down_) continue;  // closes the socket at once
+    bool reset = false;
+    {
+      std::lock_guard lock(mutex_);
+      reset = faults_.resetConnections;
+    }
+    if (reset) {
+      boost::system::error_code ignored;
+      socket.set_option(net::socket_base::linger(true, 0), ignored);
+      socket.close(ignored);  // RST
+      continue;
+    }
     if (tls_) {
       auto conn = std::make_shared<Connection<beast::ssl_stream<beast::tcp_stream>>>(
           std::move(socket), *tls_);
@@ -707,6 +721,17 @@ net::awaitable<void> FakeApiServer::Impl::serve(std::shared_ptr<Connection<Strea
     if (readError) break;
     http::request<http::string_body> request = parser.release();
     Outcome outcome = handle(request);
+    std::chrono::milliseconds delay{0};
+    {
+      std::lock_guard lock(mutex_);
+      delay = faults_.delay;
+    }
+    if (delay.count() > 0) {
+      net::steady_timer wait(*context_);
+      wait.expires_after(delay);
+      lowest.expires_after(delay + std::chrono::seconds(60));
+      co_await wait.async_wait(kAwait);
+    }
     if (outcome.watch) {
       bool clean = co_await streamWatch(conn, std::move(outcome), request.version());
       if (clean) {
@@ -810,6 +835,11 @@ net::awaitable<bool> FakeApiServer::Impl::streamWatch(std::shared_ptr<Connection
     }
     if (item && item->op == WatchItem::Op::Drop) co_return false;
     if (item && item->op == WatchItem::Op::End) break;
+    if (item && item->op == WatchItem::Op::Cut) {
+      auto chunk = http::make_chunk(net::buffer(item->line));
+      (void)co_await net::async_write(conn->stream, chunk, kAwait);
+      co_return false;
+    }
     std::string line = item ? std::move(item->line) : std::move(bookmark);
     if (!line.empty()) {
       if (!item) nextBookmark = now + bookmarkEvery;
@@ -920,8 +950,16 @@ Outcome FakeApiServer::Impl::handle(const http::request<http::string_body>& requ
     std::lock_guard lock(mutex_);
     token = token_;
   }
+  unsigned failWith = 0;
+  {
+    std::lock_guard lock(mutex_);
+    failWith = faults_.failWith;
+  }
   if (!token.empty() && record.authorization != "Bearer " + token) {
     outcome.reply = failure(401, "Unauthorized", "Unauthorized");
+  } else if (failWith != 0) {
+    outcome.reply = failure(failWith, failWith >= 500 ? "InternalError" : "BadRequest",
+                            "injected fault");
   } else {
     outcome = route(record.method, record.path, record.query, record.contentType, record.body);
   }
@@ -1114,7 +1152,7 @@ Outcome FakeApiServer::Impl::listOrWatch(Kind kind, const std::string& ns,
       if (!rv) return {badRequest("invalid resource version: " + rvText)};
       std::string message =
           "too old resource version: " + rvText + " (" + std::to_string(compactedRv_) + ")";
-      if (*rv < compactedRv_) {
+      if (*rv < compactedRv_ || faults_.goneLoop) {
         if (options_.goneAsHttpStatus) return {goneReply(message)};
         watcher->queue.push_back(
             {WatchItem::Op::Line,
@@ -1587,6 +1625,23 @@ void FakeApiServer::setDown(bool down) {
                    unsigned(impl->port_));
     }
   });
+}
+
+void FakeApiServer::setFaults(FaultMode faults) {
+  std::lock_guard lock(impl_->mutex_);
+  impl_->faults_ = faults;
+}
+
+void FakeApiServer::cutWatchesMidObject() {
+  std::lock_guard lock(impl_->mutex_);
+  for (auto& watcher : impl_->watchers_) {
+    Json object = {{"kind", info(watcher->kind).kindName},
+                   {"apiVersion", info(watcher->kind).groupVersion},
+                   {"metadata", {{"name", "cut"}, {"resourceVersion", std::to_string(impl_->rv_)}}}};
+    std::string line = eventLine("MODIFIED", object);
+    impl_->pushLocked(watcher, {WatchItem::Op::Cut, line.substr(0, line.size() / 2)});
+  }
+  impl_->watchers_.clear();
 }
 
 void FakeApiServer::setToken(const std::string& token) {

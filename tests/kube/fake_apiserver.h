@@ -58,6 +58,18 @@ struct FakeApiServerOptions {
   bool goneAsHttpStatus = false;
 };
 
+// Faults that last (setFaults): each applies to requests that arrive from then on.
+struct FaultMode {
+  // Every answer, and a watch's response header, waits this long first (a slow server).
+  std::chrono::milliseconds delay{0};
+  // Non-zero: every request is answered with this status and a Status body (500: failing).
+  unsigned failWith = 0;
+  // Every new connection is reset (RST: SO_LINGER 0) before a byte is read.
+  bool resetConnections = false;
+  // Every watch ends at once with an in-stream ERROR 410 Gone (a 410 loop: list, watch, 410).
+  bool goneLoop = false;
+};
+
 struct RecordedRequest {
   std::string method;
   std::string path;   // without the query
@@ -108,6 +120,10 @@ class FakeApiServer {
   // Sends this raw line on every open watch stream of `resource` ("pods", …) (malformed
   // event tests).
   void injectRawWatchLine(const std::string& resource, const std::string& line);
+  void setFaults(FaultMode faults);
+  // Writes the first half of an event object on every open watch stream, then drops it
+  // (a stream cut mid-object, as a proxy's idle timeout does).
+  void cutWatchesMidObject();
 
   std::vector<RecordedRequest> requests() const;
   // Blocks up to `timeout` until `predicate(requests())` holds; returns whether it did.

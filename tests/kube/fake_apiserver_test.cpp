@@ -765,3 +765,59 @@ TEST_CASE("setDown refuses connections, drops watches and serves again on the sa
   CHECK(list.status == 200);
   CHECK(names(list.json()) == std::vector<std::string>{"while-down"});
 }
+
+TEST_CASE("setFaults: slow answers, 500s, resets and a 410 loop; cutWatchesMidObject") {
+  FakeApiServer server;
+  seedPods(server);
+  std::string rv = server.resourceVersion();
+
+  SUBCASE("slow") {
+    server.setFaults({.delay = 300ms});
+    Client client(server.port());
+    auto start = std::chrono::steady_clock::now();
+    CHECK(client.request("GET", "/api/v1/pods").status == 200);
+    CHECK(std::chrono::steady_clock::now() - start >= 300ms);
+  }
+  SUBCASE("failing") {
+    server.setFaults({.failWith = 500});
+    Client client(server.port());
+    Reply reply = client.request("GET", "/api/v1/pods");
+    CHECK(reply.status == 500);
+    CHECK(reply.json()["kind"] == "Status");
+    CHECK(reply.json()["reason"] == "InternalError");
+    server.setFaults({});
+    CHECK(client.request("GET", "/api/v1/pods").status == 200);
+  }
+  SUBCASE("resetting") {
+    server.setFaults({.resetConnections = true});
+    Client client(server.port());
+    bool failed =
+        static_cast<bool>(client.error()) || client.request("GET", "/api/v1/pods").status == 0;
+    CHECK(failed);
+    server.setFaults({});
+    Client again(server.port());
+    CHECK(again.request("GET", "/api/v1/pods").status == 200);
+  }
+  SUBCASE("410 loop") {
+    server.setFaults({.goneLoop = true});
+    for (int i = 0; i < 3; ++i) {
+      Client watch(server.port());
+      REQUIRE(watch.startWatch("/api/v1/pods?watch=1&resourceVersion=" +
+                               server.resourceVersion()) == 200);
+      auto error = watch.nextLine();
+      REQUIRE(error);
+      CHECK(Json::parse(*error)["object"]["code"] == 410);
+      CHECK_FALSE(watch.nextLine());
+    }
+  }
+  SUBCASE("cut mid-object") {
+    Client watch(server.port());
+    REQUIRE(watch.startWatch("/api/v1/pods?watch=1&resourceVersion=" + rv) == 200);
+    REQUIRE(server.waitFor([&](const auto&) { return server.openWatches() == 1; }, 5s));
+    server.cutWatchesMidObject();
+    CHECK_FALSE(watch.nextLine());  // half a line, then the connection ends
+    CHECK_FALSE(watch.cleanEnd());
+    CHECK_FALSE(watch.timedOut());
+    CHECK(server.openWatches() == 0);
+  }
+}
