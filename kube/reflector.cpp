@@ -136,10 +136,11 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
     resourceVersion = *rv;
     synced = true;
     ++stats.lists;
-    succeeded();
+    answered();
     say("list", "listed " + std::to_string(count) + " " + resource + " at resourceVersion " +
                     resourceVersion);
     if (!alive(gen)) return;
+    startedFromList = true;
     startWatch();
   }
 
@@ -156,6 +157,8 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
     ++stats.watches;
     watchStarted = Clock::now();
     watchDelivered = false;
+    watchFromList = startedFromList;
+    startedFromList = false;
     Client::WatchHandlers handlers;
     handlers.onEvent = guarded([](Impl& self, const Json& event) { self.onEvent(event); });
     handlers.onBadEvent =
@@ -217,12 +220,22 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
 
   void delivered() {
     watchDelivered = true;
-    if (!connected) succeeded();
+    if (!connected || backoff != options.initialBackoff) succeeded();
   }
 
   void gone(const std::string& why) {
     watch.reset();
     ++stats.relists410;
+    // A watch from a fresh list that is already too old means the server cannot serve it yet
+    // (a lagging watch cache, a compaction loop): relisting at once would hammer it with full
+    // lists (thousands a second, measured in bench_agent part 5), so that relist backs off, as
+    // client-go's reflector does between ListAndWatch runs.
+    const bool healthy = watchDelivered || Clock::now() - watchStarted >= kHealthyWatch;
+    if (watchFromList && !healthy) {
+      const auto delay = nextBackoff();
+      say("relist", "410 Gone at once after a list (" + why + "): relisting in " + seconds(delay));
+      return retryAfter(delay, false);
+    }
     say("relist", "410 Gone (" + why + "): relisting");
     if (!running) return;
     list();
@@ -251,8 +264,15 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
 
   // ---- failures and backoff
 
+  // A watch worked (delivered, or lasted): the backoff starts over.
   void succeeded() {
     backoff = options.initialBackoff;
+    answered();
+  }
+
+  // The server answered well. A list alone does not reset the backoff: a list that works
+  // followed by a watch that fails at once is a loop that must slow down.
+  void answered() {
     if (!connected && stats.failures > 0) {
       connected = true;
       say("connected", "the API server answers again");
@@ -263,14 +283,24 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
   void failure(const std::string& why, bool rewatch) {
     ++stats.failures;
     connected = false;
+    const auto delay = nextBackoff();
+    say("retry", "retrying in " + seconds(delay) + ": " + why);
+    retryAfter(delay, rewatch && synced && !resourceVersion.empty());
+  }
+
+  // The jittered delay before the next attempt; doubles the next one (bounded).
+  std::chrono::milliseconds nextBackoff() {
     std::uniform_real_distribution<double> jitter(0.5, 1.5);
     auto delay = std::chrono::milliseconds(
         static_cast<std::int64_t>(static_cast<double>(backoff.count()) * jitter(random)));
     stats.lastBackoff = delay;
     backoff = std::min(backoff * 2, options.maxBackoff);
-    say("retry", "retrying in " + seconds(delay) + ": " + why);
+    return delay;
+  }
+
+  // Watches again (or lists) after `delay`.
+  void retryAfter(std::chrono::milliseconds delay, bool watchNext) {
     if (!running) return;
-    bool watchNext = rewatch && synced && !resourceVersion.empty();
     timer.expires_after(delay);
     timer.async_wait(
         [weak = weak_from_this(), gen = generation, watchNext](boost::system::error_code ec) {
@@ -306,6 +336,8 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
   std::shared_ptr<WatchStream> watch;
   Clock::time_point watchStarted{};
   bool watchDelivered = false;
+  bool startedFromList = false;  // the next watch starts from the list just made
+  bool watchFromList = false;    // the current one did
 };
 
 Reflector::Reflector(asio::io_context& io, Client& client, ReflectorOptions options,

@@ -419,3 +419,31 @@ TEST_CASE("reflector: the field selector is sent on the list and the watch") {
   CHECK(selected.size() == 2);  // the list and the watch
   CHECK(f.server.requests().size() == 2);
 }
+
+TEST_CASE("reflector: a 410 loop (every watch from a fresh list too old) backs off, then heals") {
+  Fixture f;
+  std::set<std::string> names = {"a"};
+  f.server.upsertPod(pod("a"));
+  f.start();
+  REQUIRE(f.runUntil([&] { return f.server.openWatches() == 1 && f.matchesServer(names); }));
+  f.server.setFaults({.goneLoop = true});
+  f.server.expireWatches();
+  f.runFor(1500ms);
+  // Without a backoff this loop lists thousands of times a second (bench_agent part 5); with
+  // 20 ms doubling to 160 ms (jittered ×0.5–1.5) it is at most about 1.5 s / 80 ms + 4.
+  const auto lists = f.reflector->stats().lists;
+  CHECK(lists >= 3);
+  CHECK(lists <= 25);
+  CHECK(f.reflector->stats().lastBackoff >= 80ms);
+  CHECK(f.logsWith("410 Gone at once after a list") >= 2);
+  CHECK(f.reflector->stats().failures == 0);  // answered, not failed: no "disconnected" state
+
+  f.server.setFaults({});
+  f.server.upsertPod(pod("b"));
+  names.insert("b");
+  REQUIRE(f.runUntil([&] { return f.server.openWatches() == 1 && f.matchesServer(names); }));
+  f.runFor(300ms);  // a bookmark: the watch is healthy, the backoff starts over
+  f.server.upsertPod(pod("c"));
+  names.insert("c");
+  REQUIRE(f.runUntil([&] { return f.matchesServer(names); }));
+}
