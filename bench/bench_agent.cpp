@@ -26,6 +26,14 @@
 //   3. idle cost         The real `nodewarden agent` binary watching 1,000 empty pod cgroups
 //                        (with 1,000 Pod manifests) at a 1 s interval: CPU % of one core from
 //                        /proc/<pid>/stat (utime+stime) and per-thread schedstat, and VmRSS.
+//   5. under fire        Part 1's trial (notifications + 1 s timer) with the pods served by a
+//                        fake API server (tests/kube/fake_apiserver.h; the real
+//                        KubernetesPodSource, client and API writer in this process) that is
+//                        healthy, slow (every answer after 10 s), failing (500 to everything),
+//                        resetting every connection, cutting every watch mid-object every
+//                        250 ms, or answering every watch 410 Gone (a relist loop); and with
+//                        the pods from manifests while two `wrk` (Debian) hammer /metrics and
+//                        /v1/state of the agent's HTTP server. Same latency figure as part 1.
 //
 // Everything runs on cgroups this program creates ("nodewarden-bench-agent-<pid>" below every
 // hierarchy root; a sandbox left by a killed run is removed first) and removes again, also
@@ -77,9 +85,14 @@
 #include <nlohmann/json.hpp>
 
 #include "node/agent.h"
+#include "kube/client.h"
+#include "kube/writer.h"
+#include "node/kube_source.h"
 #include "server/log.h"
+#include "tests/kube/fake_apiserver.h"
 #include "node/pod_source.h"
 #include "bench/support/measure.h"
+#include "bench/support/agent_process.h"
 #include "bench/support/process.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/pods.h"
@@ -97,7 +110,6 @@ namespace {
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using Json = nlohmann::json;
 using cgroups::CgroupDir;
 using cgroups::Sandbox;
 
@@ -136,127 +148,8 @@ constexpr double kIdleCpuTargetPercent = 0.5;
 constexpr double kIdleRssTargetMiB = 20;
 
 // ---------------------------------------------------------------------------------------------
-// Stopping, time and files: bench/support/process.h.
-
-std::int64_t steadyNanos(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-
-const char* verdict(bool meets) {
-  return meets ? "meets" : "MISSES";
-}
-
-// The last `lines` lines of a log, indented, for failure messages.
-std::string tail(const fs::path& path, int lines) {
-  const std::string text = readText(path);
-  std::size_t at = text.size();
-  for (int n = 0; n <= lines && at > 0; ++n) {
-    at = text.rfind('\n', at - 1);
-    if (at == std::string::npos) {
-      at = 0;
-      break;
-    }
-  }
-  std::string out;
-  std::istringstream in(text.substr(at));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out += "      | " + line + "\n";
-  }
-  return out;
-}
-
-struct TempDir {
-  fs::path path;
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path.empty()) fs::remove_all(path, ignored);
-  }
-};
-
-// A Pod object as a static manifest.
-Json podManifest(const std::string& ns, const std::string& name, const std::string& uid,
-                 std::int64_t priority, const Json& requests, const Json& limits) {
-  Json resources = Json::object();
-  if (!requests.empty()) resources["requests"] = requests;
-  if (!limits.empty()) resources["limits"] = limits;
-  Json container = {{"name", "main"}, {"resources", resources}};
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
-          {"spec",
-           {{"containers", Json::array({container})},
-            {"priority", priority},
-            {"terminationGracePeriodSeconds", 5}}},
-          {"status", {{"phase", "Running"}}}};
-}
-
-// Percentiles of a sample in milliseconds (Samples' fields say nanos; the unit is ours).
-struct Millis {
-  Samples s;
-  explicit Millis(std::vector<double> values) : s(Samples::from(std::move(values))) {}
-  std::size_t n() const { return s.count(); }
-  double p50() const { return s.median(); }
-  double p99() const { return s.p99(); }
-  double max() const { return s.nanos.empty() ? 0 : s.nanos.back(); }
-};
-
-// ---------------------------------------------------------------------------------------------
-// Subprocesses (the nodewarden binary). Output goes to a log file; they get SIGTERM if the
-// benchmark dies, and on a stop request here (then SIGKILL if they do not exit in time).
-
-pid_t startProcess(const std::vector<std::string>& args, const fs::path& log) {
-  const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out < 0) return -1;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(126);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
-    ::dup2(out, 1);
-    ::dup2(out, 2);
-    ::close_range(3, ~0U, 0);
-    std::vector<char*> raw;
-    for (const std::string& arg : args) raw.push_back(const_cast<char*>(arg.c_str()));
-    raw.push_back(nullptr);
-    ::execv(raw[0], raw.data());
-    ::_exit(127);
-  }
-  ::close(out);
-  return pid;
-}
-
-// Waits for `pid` up to `seconds` (returning early, without reaping, when `stop` asks);
-// returns the wait status, or nullopt when it did not exit in time.
-std::optional<int> waitProcess(pid_t pid, double seconds, const std::function<bool()>& stop) {
-  const std::int64_t deadline = monotonicNanos() + std::int64_t(seconds * 1e9);
-  while (monotonicNanos() < deadline) {
-    int status = 0;
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) return status;
-    if (done < 0 && errno != EINTR) return std::nullopt;
-    if (stop && stop()) return std::nullopt;
-    sleepMillis(50);
-  }
-  return std::nullopt;
-}
-
-// SIGTERM, up to `graceSeconds` to exit, then SIGKILL; reaps. Returns the wait status.
-std::optional<int> stopProcess(pid_t pid, double graceSeconds) {
-  ::kill(pid, SIGTERM);
-  if (auto status = waitProcess(pid, graceSeconds, nullptr)) return status;
-  ::kill(pid, SIGKILL);
-  return waitProcess(pid, 5, nullptr);
-}
-
-std::string describeStatus(std::optional<int> status) {
-  if (!status) return "did not exit";
-  if (WIFEXITED(*status)) return "exit " + std::to_string(WEXITSTATUS(*status));
-  if (WIFSIGNALED(*status)) return std::string("killed by ") + ::strsignal(WTERMSIG(*status));
-  return "status " + std::to_string(*status);
-}
+// Stopping, time and files: bench/support/process.h; subprocesses, /proc samples, HTTP and
+// logs: bench/support/agent_process.h.
 
 // ---------------------------------------------------------------------------------------------
 // Part 1: eviction latency with the agent in this process.
@@ -347,12 +240,25 @@ int hog(int readyFd, int goFd, int usageFd, const TouchLog& log, std::size_t pre
   return 0;
 }
 
+// Part 5: what disturbs the agent while it works.
+enum class Fault {
+  None,        // pods from static manifests, nothing else going on (parts 1)
+  Healthy,     // pods from the fake API server, which answers well
+  Slow,        // every API answer after 10 s
+  Failing,     // every API request answered 500
+  Resetting,   // every API connection reset before a byte is read
+  WatchCut,    // every watch cut mid-object every 250 ms
+  GoneLoop,    // every watch answered 410 Gone: list, watch, 410, list, …
+  Wrk,         // pods from manifests; wrk on /metrics and /v1/state at full rate
+};
+
 struct Variant {
   const char* label;
   bool notifications;
   std::chrono::milliseconds interval;
   int trials;
   bool kernelWakeups = true;  // false: the adaptive memory poller alone (the cgroup v2 path)
+  Fault fault = Fault::None;
 };
 
 struct VariantFigures {
@@ -371,7 +277,28 @@ struct VariantFigures {
   std::map<std::string, std::int64_t> cyclesByTrigger;
   std::uint64_t cycles = 0;
   double seconds = 0;
+  // Part 5: what the disturbance amounted to.
+  std::size_t apiRequests = 0;
+  std::map<unsigned, std::size_t> apiStatuses;
+  std::vector<double> wrkRequestsPerSecond;  // per wrk process
+  double rssBeforeMiB = 0, rssAfterMiB = 0;  // this process's VmRSS (the agent is in it)
 };
+
+// This process's VmRSS in MiB (0 when unreadable).
+double selfRssMiB() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("VmRSS:")) return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024;
+  }
+  return 0;
+}
+
+// A pod as the API server holds it: the manifest's object bound to the bench node.
+Json boundPod(Json pod) {
+  pod["spec"]["nodeName"] = kNodeName;
+  return pod;
+}
 
 // Runs the agent's loop for up to `slice` (the agent always has its timer armed, so run_for
 // waits; should the loop ever run out of work it sleeps instead of spinning).
@@ -457,9 +384,8 @@ class LatencyBench {
     std::memset(shared_, 0, log_.bytes());
 
     steadyUid_ = rng_.uuid();
-    if (!writeText(
-            manifests_ / "prod_steady.json",
-            podManifest("prod", "steady", steadyUid_, 100000, {{"memory", "128Mi"}}, {}).dump(2))) {
+    steadyPod_ = podManifest("prod", "steady", steadyUid_, 100000, {{"memory", "128Mi"}}, {});
+    if (!writeText(manifests_ / "prod_steady.json", steadyPod_.dump(2))) {
       return "cannot write a manifest in " + manifests_.string();
     }
     auto relative = sandbox_.addPod(steadyUid_, "burstable");
@@ -491,6 +417,14 @@ class LatencyBench {
   VariantFigures run(const Variant& variant);
 
  private:
+  // Where the agent of a variant reads its pods from: the fake API server when it runs one,
+  // else the manifests (written in either case; the API source ignores them).
+  void publish(const fs::path& manifest, const Json& pod) const;
+  void withdraw(const fs::path& manifest, const Json& pod) const;
+  VariantFigures runWith(const Variant& variant, testing::FakeApiServer* api);
+  testing::FakeApiServer* api_ = nullptr;
+  Json steadyPod_;
+
   void trial(asio::io_context& io, node::Agent& agent, const Variant& variant, int index,
              VariantFigures& f);
 
@@ -508,8 +442,40 @@ class LatencyBench {
   std::string buffer_;
 };
 
+void LatencyBench::publish(const fs::path& manifest, const Json& pod) const {
+  (void)writeText(manifest, pod.dump(2));
+  if (api_ != nullptr) api_->upsertPod(boundPod(pod));
+}
+
+// An evicted pod leaves the API server through the agent's own DELETE (the API writer), as on
+// a node; only the manifest is the bench's to remove.
+void LatencyBench::withdraw(const fs::path& manifest, const Json&) const {
+  std::error_code ignored;
+  fs::remove(manifest, ignored);
+}
+
 VariantFigures LatencyBench::run(const Variant& variant) {
+  if (variant.fault == Fault::None || variant.fault == Fault::Wrk) return runWith(variant, nullptr);
+  testing::FakeApiServerOptions serverOptions;
+  serverOptions.bookmarkEvery = 5s;
+  testing::FakeApiServer api(serverOptions);
+  api.upsertNode({{"metadata", {{"name", kNodeName}}},
+                  {"status", {{"allocatable", {{"memory", "512Mi"}, {"cpu", "2"}}}}}});
+  // The node's other pods, listed and watched on every relist (what a 410 loop costs).
+  for (int i = 0; i < 100; ++i) {
+    api.upsertPod(boundPod(podManifest("filler", "filler-" + std::to_string(i), rng_.uuid(),
+                                       100000, {{"memory", "1Mi"}}, {})));
+  }
+  api.upsertPod(boundPod(steadyPod_));
+  api_ = &api;
+  VariantFigures f = runWith(variant, &api);
+  api_ = nullptr;
+  return f;
+}
+
+VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiServer* api) {
   VariantFigures f;
+  f.rssBeforeMiB = selfRssMiB();
   const auto start = Clock::now();
   policy::Diagnostics diagnostics;
   auto policy = policy::parsePolicyText(kLatencyPolicy, diagnostics);
@@ -525,11 +491,51 @@ VariantFigures LatencyBench::run(const Variant& variant) {
   options.kernelWakeups = variant.kernelWakeups;
   options.intervalOverride = variant.interval;
   options.systemdNotify = false;
+  if (variant.fault == Fault::Wrk) {
+    server::HttpServerOptions http;
+    http.port = 0;
+    options.http = http;
+  }
   cgroups::PodCgroups pods(h_, sandbox_.kubepods());
-  auto agent = std::make_unique<node::Agent>(
-      io, options, std::move(policy).value(), std::move(pods),
-      std::make_unique<node::StaticPodSource>(manifests_.string(), kNodeName),
-      node::cgroupActuator());
+
+  // With an API server: the agent's real wiring (node/run.cpp ApiWiring) in this process.
+  std::unique_ptr<kube::Client> client;
+  std::unique_ptr<kube::ApiWriter> writer;
+  std::unique_ptr<node::PodSource> source;
+  node::KubernetesPodSource* kubeSource = nullptr;
+  node::ActuatorFactory makeActuator = node::cgroupActuator();
+  if (api != nullptr) {
+    kube::ClusterConfig cluster;
+    cluster.host = "127.0.0.1";
+    cluster.port = std::to_string(api->port());
+    cluster.tls = false;
+    cluster.token = "test-token";
+    cluster.description = "fake API server " + api->url();
+    client = std::make_unique<kube::Client>(io, std::move(cluster));
+    kube::WriterOptions writerOptions;
+    writerOptions.nodeName = kNodeName;
+    writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
+    node::KubernetesSourceOptions sourceOptions;
+    sourceOptions.staticPodPath = "";
+    auto kube = std::make_unique<node::KubernetesPodSource>(io, *client, kNodeName, sourceOptions);
+    kubeSource = kube.get();
+    source = std::move(kube);
+    makeActuator = [w = writer.get()](asio::io_context& context, cgroups::PodCgroups& cgroups) {
+      return std::make_unique<node::ApiRecordingActuator>(node::cgroupActuator()(context, cgroups),
+                                                          *w);
+    };
+  } else {
+    source = std::make_unique<node::StaticPodSource>(manifests_.string(), kNodeName);
+  }
+  auto agent = std::make_unique<node::Agent>(io, options, std::move(policy).value(),
+                                             std::move(pods), std::move(source), makeActuator);
+  if (kubeSource != nullptr) {
+    kubeSource->start();
+    if (!pumpUntil(io, 10, [&] { return kubeSource->synced(); })) {
+      f.firstError = "the agent's API source did not sync with the fake API server in 10 s";
+      return f;
+    }
+  }
   auto started = agent->start();
   if (!started) {
     f.firstError = "the agent did not start: " + started.error().message;
@@ -540,13 +546,84 @@ VariantFigures LatencyBench::run(const Variant& variant) {
   // Bounded in time as well as count: every trial waits at most 2 intervals + 10 s.
   const double budget =
       double(variant.trials) * (2.0 * double(variant.interval.count()) / 1000.0 + 10.0);
+
+  // The disturbance, from now until the trials end.
+  std::atomic<bool> disturbing{true};
+  std::thread disturber;
+  std::vector<pid_t> wrks;
+  std::vector<fs::path> wrkLogs;
+  const std::size_t requestsBefore = api != nullptr ? api->requests().size() : 0;
+  switch (variant.fault) {
+    case Fault::Slow:
+      api->setFaults({.delay = 10s});
+      api->dropWatches();
+      break;
+    case Fault::Failing:
+      api->setFaults({.failWith = 500});
+      api->dropWatches();
+      break;
+    case Fault::Resetting:
+      api->setFaults({.resetConnections = true});
+      api->dropWatches();
+      break;
+    case Fault::GoneLoop:
+      api->setFaults({.goneLoop = true});
+      api->expireWatches();
+      break;
+    case Fault::WatchCut:
+      disturber = std::thread([&] {
+        for (int i = 0; i < 100000 && disturbing.load(); ++i) {
+          std::this_thread::sleep_for(250ms);
+          api->cutWatchesMidObject();
+        }
+      });
+      break;
+    case Fault::Wrk: {
+      const std::string base = "http://127.0.0.1:" + std::to_string(agent->httpPort());
+      const int seconds = int(budget) + 5;
+      for (const char* path : {"/metrics", "/v1/state"}) {
+        wrkLogs.push_back(manifests_.parent_path() / (std::string("wrk") +
+                                                     (path[1] == 'm' ? "-metrics" : "-state") +
+                                                     ".log"));
+        wrks.push_back(startProcess({"/usr/bin/wrk", "-t1", "-c8", "-d" + std::to_string(seconds) +
+                                     "s", base + path},
+                                    wrkLogs.back()));
+      }
+      pumpUntil(io, 1, [] { return false; });  // let them reach full rate
+      break;
+    }
+    case Fault::None:
+    case Fault::Healthy:
+      break;
+  }
+
   for (int i = 0; i < variant.trials && !stopped() && nanosSince(start) * 1e-9 < budget; ++i) {
     trial(io, *agent, variant, i, f);
     if (f.failed >= 3 && f.latencyMs.empty()) break;  // something is systematically wrong
   }
+
+  disturbing = false;
+  if (disturber.joinable()) disturber.join();
+  if (api != nullptr) {
+    const auto requests = api->requests();
+    f.apiRequests = requests.size() - requestsBefore;
+    for (std::size_t i = requestsBefore; i < requests.size(); ++i) ++f.apiStatuses[requests[i].status];
+    api->setFaults({});
+  }
+  for (std::size_t i = 0; i < wrks.size(); ++i) {
+    if (wrks[i] > 0) {
+      ::kill(wrks[i], SIGINT);  // wrk stops and prints its summary
+      if (!waitProcess(wrks[i], 5, nullptr)) (void)stopProcess(wrks[i], 2);
+    }
+    const std::string text = readText(wrkLogs[i]);
+    const auto at = text.find("Requests/sec:");
+    if (at != std::string::npos) f.wrkRequestsPerSecond.push_back(std::strtod(text.c_str() + at + 13, nullptr));
+  }
   parseCycles(agent->metricsText(), f);
   f.cycles = agent->cycles();
+  f.rssAfterMiB = selfRssMiB();
   agent->stop();
+  if (kubeSource != nullptr) kubeSource->stop();
   pumpUntil(io, 3, [&] { return io.stopped(); });  // lets in-flight actuator timers finish
   agent.reset();
   f.seconds = nanosSince(start) * 1e-9;
@@ -563,21 +640,23 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
   const std::string uid = rng_.uuid();
   const std::string name = "hog-" + std::to_string(index);
   const fs::path manifest = manifests_ / ("batch_" + name + ".json");
-  // The manifest first, so the agent never sees the cgroup as a pod without an object.
-  if (!writeText(manifest, podManifest("batch", name, uid, 0, {}, {}).dump(2))) {
-    return fail("cannot write " + manifest.string());
-  }
+  // The pod object first, so the agent never sees the cgroup as a pod without an object
+  // (unless the API server it reads is failing: then it ranks as unknown, priority 0).
+  const Json pod = podManifest("batch", name, uid, 0, {}, {});
+  publish(manifest, pod);
+  if (!fs::exists(manifest)) return fail("cannot write " + manifest.string());
   struct Cleanup {
+    const LatencyBench& bench;
     Sandbox& sandbox;
     fs::path manifest;
+    Json pod;
     std::string relative;
     ~Cleanup() {
       if (!relative.empty()) (void)sandbox.removeCgroup(relative);
       sandbox.reap();
-      std::error_code ignored;
-      fs::remove(manifest, ignored);
+      bench.withdraw(manifest, pod);
     }
-  } cleanup{sandbox_, manifest, {}};
+  } cleanup{*this, sandbox_, manifest, pod, {}};
   auto relative = sandbox_.addPod(uid, "besteffort");
   if (!relative) return fail(relative.error().message);
   cleanup.relative = *relative;
@@ -860,91 +939,6 @@ std::string joined(const std::vector<std::string>& items) {
 // ---------------------------------------------------------------------------------------------
 // Part 3: the idle agent.
 
-struct ProcSample {
-  std::int64_t wallNs = 0;
-  std::uint64_t ticks = 0;    // utime + stime, clock ticks
-  std::uint64_t schedNs = 0;  // Σ over threads of schedstat's on-CPU time
-  std::uint64_t rssKiB = 0;   // VmRSS
-  std::uint64_t hwmKiB = 0;   // VmHWM
-  std::size_t threads = 0;
-  bool ok = false;
-};
-
-ProcSample sampleProcess(pid_t pid) {
-  ProcSample s;
-  s.wallNs = monotonicNanos();
-  const std::string base = "/proc/" + std::to_string(pid);
-  const std::string stat = readText(base + "/stat");
-  const auto paren = stat.rfind(')');
-  if (paren == std::string::npos) return s;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::vector<std::string> f;
-  std::string field;
-  while (fields >> field) f.push_back(field);
-  // After the comm: field 3 (state) is f[0], so utime (14) is f[11] and stime (15) f[12].
-  if (f.size() < 13) return s;
-  s.ticks = std::strtoull(f[11].c_str(), nullptr, 10) + std::strtoull(f[12].c_str(), nullptr, 10);
-  std::istringstream status(readText(base + "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.starts_with("VmRSS:")) s.rssKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
-    if (line.starts_with("VmHWM:")) s.hwmKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
-  }
-  std::error_code ec;
-  for (const auto& task : fs::directory_iterator(base + "/task", ec)) {
-    const std::string sched = readText(task.path() / "schedstat");
-    s.schedNs += std::strtoull(sched.c_str(), nullptr, 10);
-    ++s.threads;
-  }
-  s.ok = true;
-  return s;
-}
-
-// GET http://127.0.0.1:port/path; the body, or nullopt. Bounded: 5 s.
-std::optional<std::string> httpGet(std::uint16_t port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-    const std::string request =
-        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) == ssize_t(request.size())) {
-      const std::int64_t deadline = monotonicNanos() + 5'000'000'000;
-      char chunk[16384];
-      while (monotonicNanos() < deadline) {
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 100) <= 0) continue;
-        const ssize_t n = ::read(fd, chunk, sizeof chunk);
-        if (n <= 0) break;
-        response.append(chunk, std::size_t(n));
-      }
-    }
-  }
-  ::close(fd);
-  const auto body = response.find("\r\n\r\n");
-  if (body == std::string::npos) return std::nullopt;
-  return response.substr(body + 4);
-}
-
-// Sum of the samples of a metric family (all label sets) in Prometheus text; nullopt if absent.
-std::optional<double> metricSum(const std::string& text, const std::string& name) {
-  std::istringstream in(text);
-  std::string line;
-  std::optional<double> sum;
-  while (std::getline(in, line)) {
-    if (!line.starts_with(name)) continue;
-    const char next = line.size() > name.size() ? line[name.size()] : '\0';
-    if (next != ' ' && next != '{') continue;
-    const auto space = line.rfind(' ');
-    sum = sum.value_or(0) + std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return sum;
-}
-
 struct IdleFigures {
   std::string error;
   int pods = 0;
@@ -967,16 +961,6 @@ struct IdleFigures {
   std::optional<double> podsGauge;
   std::string exitStatus;
 };
-
-// Reads the agent's JSON log lines; calls `each` with every complete line's object.
-void forEachLogLine(const fs::path& log, const std::function<void(const Json&)>& each) {
-  std::istringstream in(readText(log));
-  std::string line;
-  while (std::getline(in, line)) {
-    Json json = Json::parse(line, nullptr, false);
-    if (!json.is_discarded() && json.is_object()) each(json);
-  }
-}
 
 IdleFigures runIdle(Sandbox& sandbox, const fs::path& dir, double sampleSeconds, Random& rng) {
   IdleFigures r;
@@ -1391,7 +1375,8 @@ void printUsage(std::FILE* out) {
   std::fprintf(
       out,
       "usage: bench_agent [--quick] [--trials N] [--skip-demo] [--skip-idle] [--skip-rates]\n"
-      "                   [--rates LIST] [--rate-trials N] [--only-rates] [--help]\n"
+      "                   [--rates LIST] [--rate-trials N] [--only-rates] [--skip-fire]\n"
+      "                   [--only-fire] [--help]\n"
       "\n"
       "Measures the agent end to end on real cgroups it creates (\"%s-<pid>\" below\n"
       "each hierarchy root) and removes again. Needs root.\n"
@@ -1411,6 +1396,10 @@ void printUsage(std::FILE* out) {
       "  --rates LIST MiB/s to try, comma-separated, 'max' for as fast as pages can be\n"
       "               touched (default 100,200,400,800,1600,max)\n"
       "  --rate-trials N  trials per rate (default 3; --quick 1)\n"
+      "  5. part 1 (a) under fire: the pods from a fake API server that is healthy, slow (10 s),\n"
+      "     failing (500), resetting connections, cutting watches mid-object, or answering\n"
+      "     410 Gone to every watch; and with wrk on /metrics and /v1/state\n"
+      "  --skip-fire  leave out part 5; --only-fire runs part 5 alone (--trials N per variant)\n"
       "Targets: p99 <= %.0f ms with notifications; no kernel OOM kill in the demo with the\n"
       "agent; idle <= %.1f %% of a core and <= %.0f MiB RSS. A missed target prints MISSES\n"
       "but does not change the exit status. Exit 77: the machine cannot run it.\n"
@@ -1454,6 +1443,8 @@ struct Settings {
   int trials = 0;  // 0: per variant defaults
   bool skipDemo = false;
   bool skipIdle = false;
+  bool skipFire = false;
+  bool onlyFire = false;
 };
 
 void printVariantLine(const Variant& v, const VariantFigures& f) {
@@ -1549,6 +1540,77 @@ std::optional<double> latencyPart(Sandbox& sandbox, const cgroups::Hierarchy& h,
   return Millis(results[0].latencyMs).p99();
 }
 
+// Part 5. Prints the kill path's latency under each disturbance; returns the worst p99.
+std::optional<double> firePart(Sandbox& sandbox, const cgroups::Hierarchy& h,
+                               const Settings& settings, const fs::path& dir) {
+  std::printf(
+      "== 5. under fire: part 1 (a) while the API server misbehaves, or wrk hammers HTTP ==\n"
+      "  the agent in this process with its real API wiring (KubernetesPodSource, client,\n"
+      "  API writer recording each eviction) against tests/kube's fake API server on loopback,\n"
+      "  which also serves 100 other pods of this node; each fault starts after the first sync.\n");
+  const fs::path manifests = dir / "fire-manifests";
+  std::error_code ec;
+  fs::create_directories(manifests, ec);
+  LatencyBench bench(sandbox, h, manifests);
+  if (std::string error = bench.setUp(); !error.empty()) {
+    std::printf("  cannot set up: %s\n\n", error.c_str());
+    bench.tearDown();
+    return std::nullopt;
+  }
+  const int trials = settings.trials > 0 ? settings.trials : settings.quick ? 5 : 30;
+  const bool haveWrk = ::access("/usr/bin/wrk", X_OK) == 0;
+  std::vector<Variant> variants = {
+      {"manifests, quiet (part 1 (a))", true, 1000ms, trials, true, Fault::None},
+      {"API healthy", true, 1000ms, trials, true, Fault::Healthy},
+      {"API slow: every answer after 10 s", true, 1000ms, trials, true, Fault::Slow},
+      {"API failing: 500 to everything", true, 1000ms, trials, true, Fault::Failing},
+      {"API resetting every connection", true, 1000ms, trials, true, Fault::Resetting},
+      {"API cutting watches mid-object /250 ms", true, 1000ms, trials, true, Fault::WatchCut},
+      {"API 410 Gone on every watch (relists)", true, 1000ms, trials, true, Fault::GoneLoop},
+  };
+  if (haveWrk) {
+    variants.push_back({"wrk -c8 on /metrics + /v1/state", true, 1000ms, trials, true, Fault::Wrk});
+  } else {
+    std::printf("  /usr/bin/wrk is not installed (Debian package wrk): the load variant is skipped\n");
+  }
+  std::vector<VariantFigures> results;
+  for (const Variant& v : variants) {
+    if (stopped()) break;
+    std::printf("  %s: %d trials ...\n", v.label, v.trials);
+    std::fflush(stdout);
+    VariantFigures f = bench.run(v);
+    if (f.apiRequests > 0) {
+      std::string statuses;
+      for (const auto& [status, n] : f.apiStatuses)
+        statuses += " " + (status == 0 ? std::string("none") : std::to_string(status)) + "×" +
+                    std::to_string(n);
+      std::printf("    API requests during the trials: %zu (answers:%s)\n", f.apiRequests,
+                  statuses.c_str());
+    }
+    for (double rate : f.wrkRequestsPerSecond) std::printf("    wrk: %.0f requests/s\n", rate);
+    std::printf("    this process's VmRSS %.1f -> %.1f MiB\n", f.rssBeforeMiB, f.rssAfterMiB);
+    if (!f.firstError.empty()) std::printf("    first problem: %s\n", f.firstError.c_str());
+    std::fflush(stdout);
+    results.push_back(std::move(f));
+  }
+  bench.tearDown();
+  std::printf("\n  %-40s %7s %9s %9s %9s | %9s | %5s %5s\n", "disturbance", "trials", "p50 ms",
+              "p99 ms", "max ms", "agent p50", "wrong", "OOM");
+  std::optional<double> worst;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Millis latency(results[i].latencyMs);
+    const Millis agentMs(results[i].agentMs);
+    std::printf("  %-40s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", variants[i].label,
+                int(latency.n()), results[i].attempted, latency.p50(), latency.p99(),
+                latency.max(), agentMs.p50(), results[i].wrongVictims,
+                results[i].kernelOomKills);
+    if (latency.n() > 0) worst = std::max(worst.value_or(0), latency.p99());
+  }
+  std::printf("  (p99 is nearest-rank: with fewer than 100 trials it is the maximum)\n\n");
+  std::fflush(stdout);
+  return worst;
+}
+
 // Part 2. Returns the agent run's kernel OOM kills (if it ran).
 std::optional<std::uint64_t> demoPart(const fs::path& dir) {
   std::printf(
@@ -1619,6 +1681,10 @@ int run(int argc, char** argv) {
       settings.skipRates = true;
     } else if (arg == "--only-rates") {
       settings.onlyRates = true;
+    } else if (arg == "--skip-fire") {
+      settings.skipFire = true;
+    } else if (arg == "--only-fire") {
+      settings.onlyFire = true;
     } else if (arg == "--rates" || arg == "--rate-trials") {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "%s: expected a value\n", argv[i]);
@@ -1728,8 +1794,11 @@ int run(int argc, char** argv) {
   const auto start = Clock::now();
 
   std::optional<double> p99;
-  if (!settings.onlyRates) p99 = latencyPart(sandbox, h, settings, temp.path);
-  if (settings.onlyRates) settings.skipDemo = settings.skipIdle = true;
+  if (settings.onlyFire) settings.skipDemo = settings.skipIdle = settings.skipRates = true;
+  if (!settings.onlyRates && !settings.onlyFire) p99 = latencyPart(sandbox, h, settings, temp.path);
+  if (settings.onlyRates) settings.skipDemo = settings.skipIdle = settings.skipFire = true;
+  std::optional<double> fireP99;
+  if (!settings.skipFire && !stopped()) fireP99 = firePart(sandbox, h, settings, temp.path);
 
   std::optional<std::uint64_t> demoKills;
   bool demoRan = false;
@@ -1801,6 +1870,10 @@ int run(int argc, char** argv) {
                 kLatencyP99TargetMs, verdict(*p99 <= kLatencyP99TargetMs));
   } else {
     std::printf("  eviction latency p99 with notifications: not measured\n");
+  }
+  if (fireP99) {
+    std::printf("  eviction latency p99, worst disturbance %8.1f ms  <= %5.0f ms   %s\n", *fireP99,
+                kLatencyP99TargetMs, verdict(*fireP99 <= kLatencyP99TargetMs));
   }
   if (demoKills) {
     std::printf("  kernel OOM kills in the demo, agent     %8llu     == %5d      %s\n",

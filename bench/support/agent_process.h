@@ -1,0 +1,257 @@
+// bench/support: running the nodewarden binary from a benchmark and reading it from outside —
+// subprocesses that die with the benchmark, /proc samples (CPU, RSS, threads), a bounded HTTP
+// GET on loopback, Prometheus text and JSON log lines; and the shapes the benchmarks share
+// (Pod manifests, percentiles in milliseconds, a temporary directory).
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/support/measure.h"
+#include "bench/support/process.h"
+
+namespace nodewarden::bench {
+
+using Json = nlohmann::json;
+
+inline std::int64_t steadyNanos(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+inline const char* verdict(bool meets) {
+  return meets ? "meets" : "MISSES";
+}
+
+// The last `lines` lines of a log, indented, for failure messages.
+inline std::string tail(const std::filesystem::path& path, int lines) {
+  const std::string text = readText(path);
+  std::size_t at = text.size();
+  for (int n = 0; n <= lines && at > 0; ++n) {
+    at = text.rfind('\n', at - 1);
+    if (at == std::string::npos) {
+      at = 0;
+      break;
+    }
+  }
+  std::string out;
+  std::istringstream in(text.substr(at));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out += "      | " + line + "\n";
+  }
+  return out;
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path.empty()) std::filesystem::remove_all(path, ignored);
+  }
+};
+
+// A Pod object as a static manifest.
+inline Json podManifest(const std::string& ns, const std::string& name, const std::string& uid,
+                        std::int64_t priority, const Json& requests, const Json& limits) {
+  Json resources = Json::object();
+  if (!requests.empty()) resources["requests"] = requests;
+  if (!limits.empty()) resources["limits"] = limits;
+  Json container = {{"name", "main"}, {"resources", resources}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+          {"spec",
+           {{"containers", Json::array({container})},
+            {"priority", priority},
+            {"terminationGracePeriodSeconds", 5}}},
+          {"status", {{"phase", "Running"}}}};
+}
+
+// Percentiles of a sample in milliseconds (Samples' fields say nanos; the unit is ours).
+struct Millis {
+  Samples s;
+  explicit Millis(std::vector<double> values) : s(Samples::from(std::move(values))) {}
+  std::size_t n() const { return s.count(); }
+  double p50() const { return s.median(); }
+  double p99() const { return s.p99(); }
+  double max() const { return s.nanos.empty() ? 0 : s.nanos.back(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Subprocesses (the nodewarden binary). Output goes to a log file; they get SIGTERM if the
+// benchmark dies, and on a stop request here (then SIGKILL if they do not exit in time).
+
+inline pid_t startProcess(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return -1;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(126);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::close_range(3, ~0U, 0);
+    std::vector<char*> raw;
+    for (const std::string& arg : args) raw.push_back(const_cast<char*>(arg.c_str()));
+    raw.push_back(nullptr);
+    ::execv(raw[0], raw.data());
+    ::_exit(127);
+  }
+  ::close(out);
+  return pid;
+}
+
+// Waits for `pid` up to `seconds` (returning early, without reaping, when `stop` asks);
+// returns the wait status, or nullopt when it did not exit in time.
+inline std::optional<int> waitProcess(pid_t pid, double seconds,
+                                      const std::function<bool()>& stop) {
+  const std::int64_t deadline = monotonicNanos() + std::int64_t(seconds * 1e9);
+  while (monotonicNanos() < deadline) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return status;
+    if (done < 0 && errno != EINTR) return std::nullopt;
+    if (stop && stop()) return std::nullopt;
+    sleepMillis(50);
+  }
+  return std::nullopt;
+}
+
+// SIGTERM, up to `graceSeconds` to exit, then SIGKILL; reaps. Returns the wait status.
+inline std::optional<int> stopProcess(pid_t pid, double graceSeconds) {
+  ::kill(pid, SIGTERM);
+  if (auto status = waitProcess(pid, graceSeconds, nullptr)) return status;
+  ::kill(pid, SIGKILL);
+  return waitProcess(pid, 5, nullptr);
+}
+
+inline std::string describeStatus(std::optional<int> status) {
+  if (!status) return "did not exit";
+  if (WIFEXITED(*status)) return "exit " + std::to_string(WEXITSTATUS(*status));
+  if (WIFSIGNALED(*status)) return std::string("killed by ") + ::strsignal(WTERMSIG(*status));
+  return "status " + std::to_string(*status);
+}
+
+struct ProcSample {
+  std::int64_t wallNs = 0;
+  std::uint64_t ticks = 0;    // utime + stime, clock ticks
+  std::uint64_t schedNs = 0;  // Σ over threads of schedstat's on-CPU time
+  std::uint64_t rssKiB = 0;   // VmRSS
+  std::uint64_t hwmKiB = 0;   // VmHWM
+  std::size_t threads = 0;
+  bool ok = false;
+};
+
+inline ProcSample sampleProcess(pid_t pid) {
+  ProcSample s;
+  s.wallNs = monotonicNanos();
+  const std::string base = "/proc/" + std::to_string(pid);
+  const std::string stat = readText(base + "/stat");
+  const auto paren = stat.rfind(')');
+  if (paren == std::string::npos) return s;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::vector<std::string> f;
+  std::string field;
+  while (fields >> field) f.push_back(field);
+  // After the comm: field 3 (state) is f[0], so utime (14) is f[11] and stime (15) f[12].
+  if (f.size() < 13) return s;
+  s.ticks = std::strtoull(f[11].c_str(), nullptr, 10) + std::strtoull(f[12].c_str(), nullptr, 10);
+  std::istringstream status(readText(base + "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("VmRSS:")) s.rssKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
+    if (line.starts_with("VmHWM:")) s.hwmKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
+  }
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(base + "/task", ec)) {
+    const std::string sched = readText(task.path() / "schedstat");
+    s.schedNs += std::strtoull(sched.c_str(), nullptr, 10);
+    ++s.threads;
+  }
+  s.ok = true;
+  return s;
+}
+
+// GET http://127.0.0.1:port/path; the body, or nullopt. Bounded: 5 s.
+inline std::optional<std::string> httpGet(std::uint16_t port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == ssize_t(request.size())) {
+      const std::int64_t deadline = monotonicNanos() + 5'000'000'000;
+      char chunk[16384];
+      while (monotonicNanos() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n <= 0) break;
+        response.append(chunk, std::size_t(n));
+      }
+    }
+  }
+  ::close(fd);
+  const auto body = response.find("\r\n\r\n");
+  if (body == std::string::npos) return std::nullopt;
+  return response.substr(body + 4);
+}
+
+// Sum of the samples of a metric family (all label sets) in Prometheus text; nullopt if absent.
+inline std::optional<double> metricSum(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string line;
+  std::optional<double> sum;
+  while (std::getline(in, line)) {
+    if (!line.starts_with(name)) continue;
+    const char next = line.size() > name.size() ? line[name.size()] : '\0';
+    if (next != ' ' && next != '{') continue;
+    const auto space = line.rfind(' ');
+    sum = sum.value_or(0) + std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return sum;
+}
+
+// Reads the agent's JSON log lines; calls `each` with every complete line's object.
+inline void forEachLogLine(const std::filesystem::path& log,
+                           const std::function<void(const Json&)>& each) {
+  std::istringstream in(readText(log));
+  std::string line;
+  while (std::getline(in, line)) {
+    Json json = Json::parse(line, nullptr, false);
+    if (!json.is_discarded() && json.is_object()) each(json);
+  }
+}
+
+}  // namespace nodewarden::bench
