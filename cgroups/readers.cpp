@@ -349,7 +349,7 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
       }
     }
     if (gone) {
-      ++result.vanished;
+      result.vanished.push_back(uid);
       continue;
     }
     result.summary.pods.push_back(std::move(stats));

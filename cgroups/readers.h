@@ -85,7 +85,7 @@ struct ScanOptions {
 struct ScanResult {
   Summary summary;            // pods by UID (PodStats::uid; names are filled by the caller)
   std::vector<Error> errors;  // figures that could not be read (never a vanished cgroup)
-  std::size_t vanished = 0;   // pod cgroups that disappeared while being read
+  std::vector<std::string> vanished;  // UIDs of pod cgroups that disappeared while read
   std::chrono::nanoseconds duration{0};
 };
 

@@ -386,6 +386,10 @@ policy::EvictionResult Agent::observe(bool full, SteadyTime now, cgroups::ScanRe
   scanOptions.podFigures = full;
   scan = cgroups::scanNode(pods_, scanOptions, now);
   for (const Error& error : scan.errors) logOnce("read-problem", error);
+  // A pod cgroup removed between the refresh and its figures is gone from the node: left in
+  // the index it would be a pod without stats, which the kubelet's order ranks first, and a
+  // node with pods coming and going would keep choosing such ghosts (e2e/churn).
+  for (const std::string& uid : scan.vanished) pods_.pods().erase(uid);
 
   if (!full && fullScanDone_ && !snapshot_.nodes.empty()) {
     refreshNodeFigures(snapshot_, scan.summary.node, lastDecision_.conditions);
@@ -407,6 +411,11 @@ policy::EvictionResult Agent::observe(bool full, SteadyTime now, cgroups::ScanRe
                         {"source", source_->describe()}});
     }
     snapshot_ = std::move(built.snapshot);
+    // Bounded by the pods on the node: a UID whose cgroup is gone is forgotten.
+    if (full) {
+      std::erase_if(unknownReported_,
+                    [&](const std::string& uid) { return pods_.find(uid) == nullptr; });
+    }
   }
   if (full) {
     ++fullScans_;

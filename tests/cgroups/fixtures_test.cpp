@@ -323,7 +323,7 @@ TEST_CASE("fixtures: scanNode on a systemd v2 tree, CPU rate on the second scan"
   const ScanResult first = scanNode(pods, fixtureScanOptions(), kT0);
   INFO("errors:" << errorsText(first.errors));
   CHECK(first.errors.empty());
-  CHECK(first.vanished == 0);
+  CHECK(first.vanished.size() == 0);
   REQUIRE(first.summary.pods.size() == 3);
 
   // The v2 root has no memory.current: as cAdvisor (runc's cgroups library) reports it, usage
@@ -566,7 +566,7 @@ TEST_CASE("fixtures: scanNode on malformed files names each file and cgroup") {
 
   const ScanResult scan = scanNode(pods, fixtureScanOptions(), kT0);
   INFO("errors:" << errorsText(scan.errors));
-  CHECK(scan.vanished == 0);
+  CHECK(scan.vanished.size() == 0);
   REQUIRE(scan.summary.pods.size() == 6);  // a pod with a bad file is still reported
 
   const std::string kubepods = h.memory + "/kubepods";
@@ -755,14 +755,14 @@ TEST_CASE("fixtures: a control file missing from a live cgroup is an error, not 
   const std::string burstableDir = tree.path() + "/kubepods/burstable/pod" + std::string(kCgroupfsBurstable);
   fs::remove(burstableDir + "/memory.current");
   const ScanResult scan = scanNode(pods, fixtureScanOptions(), kT0);
-  CHECK(scan.vanished == 0);
+  CHECK(scan.vanished.size() == 0);
   CHECK(scan.summary.pods.size() == 3);
   REQUIRE(scan.errors.size() == 1);
   CHECK(scan.errors[0].message.find("memory.current of " + burstableDir) != std::string::npos);
   // The directory itself going away is the normal, silent case.
   fs::remove_all(burstableDir);
   const ScanResult after = scanNode(pods, fixtureScanOptions(), kT0);
-  CHECK(after.vanished == 1);
+  CHECK(after.vanished.size() == 1);
   CHECK(after.errors.empty());
 }
 

@@ -259,7 +259,7 @@ TEST_CASE("a cgroup removed mid-scan is a normal event, not an error") {
   for (std::size_t i = 0; i < rels.size(); i += 2) REQUIRE(sandbox.removeCgroup(rels[i]));
   auto scan = scanNode(pods, ScanOptions{.procRoot = "/proc", .nodeFsPath = "", .imageFsPath = ""},
                        std::chrono::steady_clock::now());
-  CHECK(scan.vanished == 20);
+  CHECK(scan.vanished.size() == 20);
   CHECK(scan.summary.pods.size() == 20);
   for (const Error& error : scan.errors) FAIL_CHECK(error.message);
 
@@ -283,7 +283,7 @@ TEST_CASE("a cgroup removed mid-scan is a normal event, not an error") {
   for (int round = 0; round < 200 && busyPods.size() > 0; ++round) {
     auto s = scanNode(busyPods, ScanOptions{.procRoot = "/proc", .nodeFsPath = "", .imageFsPath = ""},
                       std::chrono::steady_clock::now());
-    vanished += s.vanished;
+    vanished += s.vanished.size();
     for (const Error& error : s.errors) errors.push_back(error.message);
     auto refreshed = busyPods.refresh();
     REQUIRE(refreshed);
