@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <optional>
 #include <thread>
 
 #include "cgroups/readers.h"
@@ -19,17 +20,54 @@ bool neverSignal(pid_t pid) {
   return pid == ::getpid() || pid <= 1;
 }
 
-// Sends `signal` to each PID; ESRCH (already gone) is normal.
-SignalReport signalAll(const std::vector<pid_t>& pids, int signal) {
+// What signalAll() did, with the first refusal: kill(2) failing other than with
+// ESRCH.
+struct Sent {
   SignalReport report;
+  std::size_t refused = 0;
+  int refusedErrno = 0;
+  pid_t refusedPid = 0;
+};
+
+// Sends `signal` to each PID; ESRCH (already gone) is normal.
+Sent signalAll(const std::vector<pid_t>& pids, int signal) {
+  Sent sent;
   for (pid_t pid : pids) {
     if (neverSignal(pid)) {
-      ++report.skipped;
+      ++sent.report.skipped;
       continue;
     }
-    if (::kill(pid, signal) == 0) ++report.signalled;
+    if (::kill(pid, signal) == 0) {
+      ++sent.report.signalled;
+      continue;
+    }
+    const int saved = errno;
+    if (saved == ESRCH) continue;
+    if (sent.refused++ == 0) {
+      sent.refusedErrno = saved;
+      sent.refusedPid = pid;
+    }
   }
-  return report;
+  return sent;
+}
+
+// A process the kernel would not signal keeps the pod from ever emptying: an
+// error naming the call and its errno, at once, rather than rounds that cannot
+// succeed. EPERM is a missing CAP_KILL (another user's process) or an LSM's
+// denial.
+std::optional<Error> refusal(const Sent& sent, int signal, const std::string& uid) {
+  if (sent.refused == 0) return std::nullopt;
+  const char* name = signal == SIGKILL ? "SIGKILL" : signal == SIGTERM ? "SIGTERM" : "a signal";
+  Error error = errnoError(
+      "signalling pod " + uid + ": kill(" + std::to_string(sent.refusedPid) + ", " + name + ")",
+      sent.refusedErrno);
+  if (sent.refusedErrno == EPERM) {
+    error.message +=
+        " (EPERM: nodewarden lacks CAP_KILL for another user's "
+        "process, or an LSM denies it)";
+  }
+  if (sent.refused > 1) error.message += "; " + std::to_string(sent.refused) + " processes refused";
+  return error;
 }
 
 std::vector<pid_t> unique(std::vector<pid_t> pids) {
@@ -92,7 +130,9 @@ Result<SignalReport> PodKiller::signalPod(const PodCgroup& pod, int signal) cons
     }
     pids.insert(pids.end(), found->begin(), found->end());
   }
-  return signalAll(unique(std::move(pids)), signal);
+  const Sent sent = signalAll(unique(std::move(pids)), signal);
+  if (auto refused = refusal(sent, signal, pod.uid)) return *refused;
+  return sent.report;
 }
 
 Result<KillReport> PodKiller::killRound(const PodCgroup& pod) const {
@@ -101,8 +141,9 @@ Result<KillReport> PodKiller::killRound(const PodCgroup& pod) const {
   const auto started = std::chrono::steady_clock::now();
   KillReport report;
   report.rounds = 1;
-  // cgroup.kill handles forks racing with the kill; it only helps when the pod's processes
-  // are in the cgroup2 tree (always on v2; on hybrid only if the runtime put them there).
+  // cgroup.kill handles forks racing with the kill; it only helps when the
+  // pod's processes are in the cgroup2 tree (always on v2; on hybrid only if
+  // the runtime put them there).
   if (pod.unified) {
     auto inUnified = readProcsRecursive(*pod.unified);
     if (inUnified && !inUnified->empty()) {
@@ -122,9 +163,12 @@ Result<KillReport> PodKiller::killRound(const PodCgroup& pod) const {
     report.method = freeze ? "freezer+SIGKILL" : "SIGKILL";
     if (freeze) (void)writeFileAt(pod.freezer->fd(), "freezer.state", "FROZEN");
     auto left = processes(pod);
-    if (left) report.signalled = signalAll(*left, SIGKILL).signalled;
+    Sent sent;
+    if (left) sent = signalAll(*left, SIGKILL);
+    report.signalled = sent.report.signalled;
     if (freeze) (void)writeFileAt(pod.freezer->fd(), "freezer.state", "THAWED");
     if (!left && !isGone(left.error())) return left.error();
+    if (auto refused = refusal(sent, SIGKILL, pod.uid)) return *refused;
   }
   if (auto left = processes(pod)) {
     std::erase_if(left.value(), neverSignal);
@@ -153,8 +197,9 @@ Result<KillReport> PodKiller::killPod(const PodCgroup& pod,
     report.remaining = left->size();
     const auto now = std::chrono::steady_clock::now();
     if (left->empty() || now >= deadline) break;
-    // A new round when none ran yet or the last one is 20 ms old: killed processes need a
-    // moment to exit, and signalling them again meanwhile only costs.
+    // A new round when none ran yet or the last one is 20 ms old: killed
+    // processes need a moment to exit, and signalling them again meanwhile only
+    // costs.
     if (report.rounds == 0 || now - lastRound >= std::chrono::milliseconds(20)) {
       auto round = killRound(pod);
       if (!round) return round.error();

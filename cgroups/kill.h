@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "cgroups/pods.h"
 #include "base/result.h"
+#include "cgroups/pods.h"
 
 namespace nodewarden::cgroups {
 
@@ -41,7 +41,9 @@ class PodKiller {
   // Refuses a pod outside the managed layout, or one holding this process.
   Result<void> check(const PodCgroup& pod) const;
 
-  // Sends `signal` once to every process of the pod (all hierarchies it is in).
+  // Sends `signal` once to every process of the pod (all hierarchies it is in). Fails, naming
+  // the call and its errno, when the kernel refuses it for any process (EPERM: no CAP_KILL
+  // for another user's process, or an LSM's denial): the pod could never empty.
   Result<SignalReport> signalPod(const PodCgroup& pod, int signal) const;
 
   // SIGKILLs the pod until no process is left or `timeout` passes: cgroup.kill where the
@@ -52,7 +54,8 @@ class PodKiller {
 
   // One SIGKILL round that does not wait: cgroup.kill when the kernel has it and the pod's
   // processes are in the cgroup2 tree, else (freeze →) SIGKILL every PID (→ thaw). Call
-  // again while processes() is not empty; the agent does so from a timer.
+  // again while processes() is not empty; the agent does so from a timer. Fails like
+  // signalPod() when a SIGKILL is refused (after thawing).
   Result<KillReport> killRound(const PodCgroup& pod) const;
 
   // The PIDs currently in the pod (the memory hierarchy, the authoritative one for pods).

@@ -2,7 +2,8 @@
 # The Kubernetes manifests (systemd/kubernetes): `kubectl kustomize` renders them, and the
 # rendered objects hold what the agent and the webhook depend on — every object is there, the
 # DaemonSet runs with host PIDs, the host cgroupfs read-write, critical priority, every taint
-# tolerated, its node name from the downward API and probes on the port it listens on; the
+# tolerated, unprivileged (no capability but the documented set, KILL; RuntimeDefault
+# seccomp), its node name from the downward API and probes on the port it listens on; the
 # webhook's Service, container port and registration agree; the admission registration is
 # the one documented (pods/binding CREATE, v1, NoneOnDryRun, Ignore, 2 s, kube-system out);
 # RBAC grants exactly the verbs the code uses; the policy ConfigMap passes check-policy; the
@@ -131,7 +132,30 @@ case $grace in
          "(a drain lets soft evictions under way finish)"
      fi ;;
 esac
-expect "agent privileged" "$(q "$ds" "{$agent.securityContext.privileged}")" true
+# Least privilege: no container of the DaemonSet is privileged or may gain privileges, and
+# the agent drops every capability and adds back exactly the set that
+# tests/e2e/capabilities_test.cpp proves (kDaemonSetCaps there; why each, in daemonset.yaml).
+agent_caps='KILL'
+# caps FILE JSONPATH: capability names one a line, upper case, without CAP_, sorted.
+caps() { q "$1" "{range $2[*]}{@}{\"\\n\"}{end}" | tr 'a-z' 'A-Z' | sed 's/^CAP_//; /^$/d' | sort -u; }
+for kind in initContainers containers; do
+  for c in $(q "$ds" "{$pod.$kind[*].name}"); do
+    sc="$pod.$kind[?(@.name==\"$c\")].securityContext"
+    [ "$(q "$ds" "{$sc.privileged}")" = true ] && fail "DaemonSet $kind $c is privileged"
+    [ "$(q "$ds" "{$sc.allowPrivilegeEscalation}")" = false ] ||
+      fail "DaemonSet $kind $c: allowPrivilegeEscalation is not false"
+    extra=$(caps "$ds" "$sc.capabilities.add" | grep -vxF -- "$agent_caps")
+    [ -z "$extra" ] ||
+      fail "DaemonSet $kind $c adds capabilities outside the documented set ($agent_caps):" $extra
+    expect "DaemonSet $kind $c capabilities.drop" "$(caps "$ds" "$sc.capabilities.drop")" ALL
+  done
+done
+expect "agent capabilities.add" "$(caps "$ds" "$agent.securityContext.capabilities.add")" "$agent_caps"
+# No host namespace beyond PIDs (hostNetwork is checked above).
+expect "DaemonSet hostIPC" "$(q "$ds" "{$pod.hostIPC}")" ""
+seccomp=$(q "$ds" "{$agent.securityContext.seccompProfile.type}")
+[ -n "$seccomp" ] || seccomp=$(q "$ds" "{$pod.securityContext.seccompProfile.type}")
+expect "agent seccompProfile" "$seccomp" RuntimeDefault
 expect "agent NODE_NAME fieldRef" \
   "$(q "$ds" "{$agent.env[?(@.name==\"NODE_NAME\")].valueFrom.fieldRef.fieldPath}")" spec.nodeName
 # The arguments, one per line, then pairs "flag value" as the binary reads them.
