@@ -384,8 +384,10 @@ TEST_CASE("churn: 1,000 pod cgroups a second under a met threshold: only the cho
   constexpr double kChurnPerSecond = 1000;
   // ~150 ms of churn alive at a time: each of the agent's scans finds a new set.
   constexpr std::size_t kChurnLive = 150;
-  // A floor a loaded 2-core machine reaches; the figure itself is printed.
-  constexpr double kMinChurnPerSecond = 100;
+  // Only that the churn ran at all: the rate is the machine's (640-770/s on this host, ~106/s
+  // in the VM lane's emulated CPU, less under load) and is printed; what makes the test
+  // meaningful is checked below (churn through each grace period, the agent seeing the pods).
+  constexpr double kMinChurnPerSecond = 10;
   constexpr int kDescriptorMargin = 8;
 
   // Bystanders with manifests: web (priority 1000) and idle (priority 0, best-effort, small:
