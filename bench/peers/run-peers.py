@@ -14,11 +14,26 @@ the same scenario --trials times:
   oomd                oomd 0.5.0, -i 1 (its shortest interval), a ruleset on kubepods:
                       memory_above 724M or pressure_above 60 % → kill_by_memory_size_or_growth
   nodewarden          nodewarden agent, hard allocatableMemory.available < 300Mi
+  systemd-oomd        systemd-oomd 252 (only when PID 1 is systemd: run-in-vm.sh --systemd),
+                      as documented: kubepods is the systemd slice kubepods.slice
+                      (MemoryMax=1G, ManagedOOMMemoryPressure=kill,
+                      ManagedOOMMemoryPressureLimit=1%), the pods are slices and scopes below it
+                      as the kubelet's systemd cgroup driver makes them, and systemd-oomd runs
+                      with DefaultMemoryPressureDurationSec=1s (the shortest it accepts)
+  systemd-oomd-memoryhigh
+                      the same plus MemoryHigh=724M on kubepods.slice: the line turned by hand
+                      into pressure (the kernel throttles the slice there), for systemd-oomd to
+                      see; not what its documentation asks, the best it can do for this job
 
+Without systemd as PID 1 the systemd-oomd rows are reported as skipped, with the reason.
+Every contender but systemd-oomd gets kubepods as a plain cgroup made here (cgroupfs);
+systemd-oomd only watches units, so its kubepods is the slice (same limit, pods, sizes).
 Measured from outside every contender: a sampler reads kubepods' memory.current about every
 millisecond; "crossing" is the first sample at or past the line, "stopped" the sample where
 usage peaked (the hog stopped growing); kernel OOM kills are the change of kubepods'
-memory.events oom_kill; "died" lists the pods whose processes are gone.
+memory.events oom_kill; "died" lists the pods whose processes are gone 3 s after the hog
+stopped (or after the trial's 25 s). kubepods' memory.pressure "full avg10" is sampled too
+(its peak is printed): it is what systemd-oomd compares with its limit.
 Everything it makes (cgroups, processes, files) is removed at the end of each trial.
 """
 
@@ -64,11 +79,18 @@ class Scenario:
     def __init__(self, nodewarden, rate, index):
         self.top = f"nwpeers-{os.getpid()}-{index}"
         self.path = f"{ROOT}/{self.top}"
+        self.kube_rel = f"{self.top}/kubepods"
         self.kubepods = f"{self.path}/kubepods"
         self.procs = {}
         self.pods = {}
         self.nodewarden = nodewarden
         self.rate = rate
+        # Under systemd as PID 1 the root may lack some of them (systemd enables only what its
+        # units use): enable them there first.
+        try:
+            write(f"{ROOT}/cgroup.subtree_control", CONTROLLERS)
+        except OSError:
+            pass
         os.mkdir(self.path)
         write(f"{self.path}/cgroup.subtree_control", CONTROLLERS)
         os.mkdir(self.kubepods)
@@ -112,6 +134,23 @@ class Scenario:
     def alive(self, pod):
         return read(f"{self.pods[pod]['cgroup']}/cgroup.procs").strip() != ""
 
+    def full_avg10(self):
+        """kubepods' memory.pressure "full avg10" (%): what systemd-oomd compares."""
+        try:
+            for line in read(f"{self.kubepods}/memory.pressure").splitlines():
+                if line.startswith("full "):
+                    return float(line.split()[1].split("=")[1])
+        except (OSError, IndexError, ValueError):
+            pass
+        return 0.0
+
+    def ready(self):
+        """Waits (up to 20 s) until the idle pods' memory is in place."""
+        for _ in range(2000):
+            if self.usage() >= 395 * MiB:
+                return
+            time.sleep(0.01)
+
     def destroy(self):
         for proc in self.procs.values():
             if proc.poll() is None:
@@ -136,13 +175,166 @@ class Scenario:
                 time.sleep(0.01)
 
 
+def systemctl(*args, check=True, timeout=60):
+    return subprocess.run(["systemctl", *args], check=check, timeout=timeout, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT).stdout
+
+
+def pid1_is_systemd():
+    try:
+        return read("/proc/1/comm").strip() == "systemd"
+    except OSError:
+        return False
+
+
+# systemd-oomd's memory pressure limit on kubepods.slice (see README.md for the choice).
+OOMD_PRESSURE_LIMIT = "1%"
+OOMD_CONF_DIR = "/run/systemd/oomd.conf.d"
+
+
+class SystemdScenario(Scenario):
+    """The same trial with kubepods as systemd units, as the kubelet's systemd cgroup driver
+    lays them out: kubepods.slice (the limit, and what systemd-oomd monitors), a slice per QoS
+    tier, a slice per pod and, in it, the pod's process as a transient scope (a container).
+    systemd-oomd's candidates are leaf cgroups below the monitored one: the pods' scopes."""
+
+    SLICE = "kubepods.slice"
+
+    def __init__(self, nodewarden, rate, index, memory_high=None):
+        self.top = self.SLICE
+        self.kube_rel = self.SLICE
+        self.path = self.kubepods = f"{ROOT}/{self.SLICE}"
+        self.procs = {}
+        self.pods = {}
+        self.units = []
+        self.nodewarden = nodewarden
+        self.rate = rate
+        self.index = index
+        if os.path.exists(self.kubepods):
+            raise RuntimeError(f"{self.kubepods} exists already (a kubelet on this host?)")
+        # Runtime drop-ins (/run/systemd/system.control): gone at reboot, no daemon-reload.
+        systemctl("set-property", "--runtime", self.SLICE, "MemoryAccounting=yes",
+                  f"MemoryMax={LIMIT}", "MemorySwapMax=0",
+                  f"MemoryHigh={memory_high if memory_high else 'infinity'}",
+                  "ManagedOOMMemoryPressure=kill",
+                  f"ManagedOOMMemoryPressureLimit={OOMD_PRESSURE_LIMIT}")
+        systemctl("start", self.SLICE)
+
+    def add_pod(self, ns, name, tier, priority, requests, load_args):
+        uid = str(uuid.uuid4())
+        pod_slice = f"kubepods-{tier}-pod{uid.replace('-', '_')}.slice"
+        scope = f"nwpeers-{self.index}-{ns}-{name}.scope"
+        self.units.append(scope)
+        cgroup = f"{self.kubepods}/kubepods-{tier}.slice/{pod_slice}"
+        resources = {"requests": requests} if requests else {}
+        self.pods[f"{ns}/{name}"] = {
+            "cgroup": cgroup,
+            "manifest": {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns, "uid": uid},
+                "spec": {"priority": priority, "terminationGracePeriodSeconds": 1,
+                         "containers": [{"name": "main", "resources": resources}]},
+                "status": {"phase": "Running"},
+            },
+        }
+        # systemd-run --scope registers the scope with this process in it, then execs the
+        # command: the Popen's process is the pod's.
+        self.procs[f"{ns}/{name}"] = subprocess.Popen(
+            ["systemd-run", "--scope", "--quiet", "--collect", f"--unit={scope}",
+             f"--slice={pod_slice}", "-p", "MemoryAccounting=yes", "--",
+             self.nodewarden, "demo-load", "--lifetime", "60"] + load_args,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def usage(self):
+        try:
+            return int(read(f"{self.kubepods}/memory.current"))
+        except FileNotFoundError:
+            return 0
+
+    def alive(self, pod):
+        for dirpath, _, _ in os.walk(self.pods[pod]["cgroup"]):
+            try:
+                if read(f"{dirpath}/cgroup.procs").strip():
+                    return True
+            except OSError:
+                pass
+        return False
+
+    def destroy(self):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        systemctl("stop", self.SLICE, check=False)
+        systemctl("reset-failed", *self.units, check=False)
+        for _ in range(500):
+            if not os.path.exists(self.kubepods):
+                return
+            time.sleep(0.01)
+
+
+class OomdUnit:
+    """systemd-oomd as the transient unit systemd-oomd.service: PID 1 hands the ManagedOOM
+    cgroups (io.systemd.ManagedOOM) only to a client in the unit of that name. Quacks like the
+    Popen objects of the other contenders (poll, send_signal, wait, kill)."""
+
+    NAME = "systemd-oomd.service"
+
+    def __init__(self, binary, log):
+        # The packaged unit's resource settings (MemoryMin/Low 64M, OOMScoreAdjust=-900), its
+        # binary from the unpacked package, run as root (no systemd-oom user here), logging
+        # at debug level into a file.
+        systemctl("reset-failed", self.NAME, check=False)
+        subprocess.run(
+            ["systemd-run", "--quiet", "--collect", f"--unit={self.NAME}",
+             "--service-type=notify", "-p", "MemoryMin=64M", "-p", "MemoryLow=64M",
+             "-p", "OOMScoreAdjust=-900", "-p", f"StandardOutput=file:{log}",
+             "-p", f"StandardError=file:{log}", "-E", "SYSTEMD_LOG_LEVEL=debug",
+             "-E", "SYSTEMD_LOG_TARGET=console", "-E", "SYSTEMD_LOG_TIME=1", binary],
+            check=True, timeout=60)
+
+    def poll(self):
+        state = systemctl("is-active", self.NAME, check=False).strip()
+        return None if state in ("active", "activating", "deactivating", "reloading") else 0
+
+    def send_signal(self, _sig):
+        systemctl("stop", "--no-block", self.NAME, check=False)
+
+    def wait(self, timeout=None):
+        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(self.NAME, timeout)
+            time.sleep(0.05)
+        return 0
+
+    def kill(self):
+        systemctl("kill", "-s", "KILL", self.NAME, check=False)
+
+
+def start_systemd_oomd(tools, workdir):
+    """systemd-oomd from the unpacked package with its configuration as a drop-in in /run.
+    Returns once it has the slice from PID 1."""
+    os.makedirs(OOMD_CONF_DIR, exist_ok=True)
+    write(f"{OOMD_CONF_DIR}/50-nwpeers.conf", "[OOM]\nDefaultMemoryPressureDurationSec=1s\n")
+    # Its varlink socket's directory (systemd-oomd.socket would make it).
+    os.makedirs("/run/systemd/oom", exist_ok=True)
+    log = os.path.join(workdir, "systemd-oomd.log")
+    write(log, "")
+    return OomdUnit(tools["systemd-oomd"], log), log
+
+
 def mem_available():
     return keyed("/proc/meminfo", "MemAvailable:") * 1024
 
 
 def start_contender(name, scenario, tools, workdir):
     """Starts the contender; returns (Popen or None, how it was configured)."""
-    kube_rel = f"{scenario.top}/kubepods"
+    kube_rel = scenario.kube_rel
     if name == "kernel":
         return None, "no agent"
     if name == "earlyoom-default":
@@ -196,22 +388,41 @@ def start_contender(name, scenario, tools, workdir):
             if '"event":"detectors"' in read(log.name):
                 break
         return proc, "hard allocatableMemory.available < 300Mi, 1 s housekeeping"
+    if name.startswith("systemd-oomd"):
+        proc, log = start_systemd_oomd(tools, workdir)
+        # Ready (Type=notify) and, then, once it has the slice from PID 1.
+        for _ in range(200):
+            if "kubepods.slice" in read(log) or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        how = (f"kubepods.slice MemoryMax=1G ManagedOOMMemoryPressure=kill "
+               f"ManagedOOMMemoryPressureLimit={OOMD_PRESSURE_LIMIT}"
+               + (f" MemoryHigh={LINE // MiB}M" if name == "systemd-oomd-memoryhigh" else "")
+               + "; oomd.conf DefaultMemoryPressureDurationSec=1s")
+        return proc, how
     raise ValueError(name)
 
 
 def trial(name, tools, rate, index):
-    scenario = Scenario(tools["nodewarden"], rate, index)
+    if name.startswith("systemd-oomd"):
+        scenario = SystemdScenario(tools["nodewarden"], rate, index,
+                                   memory_high=LINE if name == "systemd-oomd-memoryhigh" else None)
+    else:
+        scenario = Scenario(tools["nodewarden"], rate, index)
     workdir = tempfile.mkdtemp(prefix="nwpeers-")
     contender = None
+    # The same page cache at every start: the pods' executable pages are then charged to the
+    # pods that fault them in (to kubepods), not to an earlier trial's (gone) cgroup. Without
+    # this, kubepods holds no file pages, reclaim in it scans nothing, and systemd-oomd, which
+    # acts only "with reclaim activity" (pgscan rising), never acts however high the pressure.
+    os.sync()
+    write("/proc/sys/vm/drop_caches", "3")
     try:
         scenario.add_pod("prod", "api", "burstable", 100000, {"memory": "256Mi"},
                          ["--start-mib", "200"])
         scenario.add_pod("batch", "one", "besteffort", 0, {}, ["--start-mib", "100"])
         scenario.add_pod("batch", "two", "besteffort", 0, {}, ["--start-mib", "100"])
-        for _ in range(500):  # the idle pods' memory in place
-            if scenario.usage() >= 395 * MiB:
-                break
-            time.sleep(0.01)
+        scenario.ready()
         contender, how = start_contender(name, scenario, tools, workdir)
         kills_before = scenario.oom_kills()
         scenario.add_pod("batch", "hog", "besteffort", 0, {},
@@ -220,8 +431,11 @@ def trial(name, tools, rate, index):
         peak = 0
         start = time.monotonic()
         quarter = three_quarters = None
+        full_max, full_read = 0.0, 0.0
         while time.monotonic() - start < 25:
             now = time.monotonic()
+            if now - full_read >= 0.1:
+                full_max, full_read = max(full_max, scenario.full_avg10()), now
             usage = scenario.usage()
             if quarter is None and usage >= 500 * MiB:
                 quarter = now
@@ -236,15 +450,42 @@ def trial(name, tools, rate, index):
             if crossed is not None and now - peak_at > 3:
                 break  # past the line and no longer growing: someone stopped the hog
             time.sleep(0.001)
+        # 3 s more, for what happens after the hog is stopped (a late second kill: systemd-oomd
+        # reads a 10 s average of pressure, which outlives the event that raised it).
+        linger = time.monotonic() + 3
+        while time.monotonic() < linger:
+            full_max = max(full_max, scenario.full_avg10())
+            time.sleep(0.1)
         died = [pod for pod in scenario.pods if not scenario.alive(pod)]
+        said, candidates = [], []
+        oomd_log = os.path.join(workdir, "systemd-oomd.log")
+        if os.path.exists(oomd_log) and LOG_DIR:
+            os.makedirs(LOG_DIR, exist_ok=True)
+            subprocess.run(["cp", oomd_log, os.path.join(LOG_DIR, f"trial-{index}-{name}.log")])
+        if os.path.exists(oomd_log):  # its kills, and the candidates it weighed (multi-line)
+            listing = False
+            for line in read(oomd_log).splitlines():
+                if "Killed " in line:
+                    said.append(line)
+                if "top candidates" in line:
+                    listing = True
+                elif listing and line[:1].isspace():
+                    candidates.append(line.strip())
+                else:
+                    listing = False
         growth = (150 * MiB / (three_quarters - quarter) / MiB
                   if quarter and three_quarters and three_quarters > quarter else None)
+        if contender is not None and name.startswith("systemd-oomd") and \
+                os.environ.get("NWPEERS_DEBUG") == "1":
+            print("\n".join(line for line in read(os.path.join(workdir, "systemd-oomd.log"))
+                            .splitlines() if "varlink" not in line and "Bus " not in line)[-8000:])
         return {
             "contender": name, "config": how,
             "kernelOomKills": scenario.oom_kills() - kills_before,
             "crossed": crossed is not None,
             "stoppedMs": (peak_at - crossed) * 1000 if crossed is not None else None,
             "peakMiB": peak / MiB, "growthMiBs": growth, "died": died,
+            "fullAvg10MaxPct": full_max, "contenderSaid": said, "candidates": candidates,
         }
     finally:
         if contender is not None and contender.poll() is None:
@@ -256,6 +497,11 @@ def trial(name, tools, rate, index):
                 contender.wait()
         scenario.destroy()
         subprocess.run(["rm", "-rf", workdir])
+        if name.startswith("systemd-oomd"):
+            subprocess.run(["rm", "-f", f"{OOMD_CONF_DIR}/50-nwpeers.conf"])
+
+
+LOG_DIR = None  # with --out: the contenders' logs go to OUT.logs/
 
 
 def percentile(values, p):
@@ -270,11 +516,17 @@ def main():
     parser.add_argument("--rate", type=int, default=150, help="hog growth, MiB/s")
     parser.add_argument("--peers", default="build/peers/root/usr/bin",
                         help="where fetch-peers.sh unpacked earlyoom and oomd")
+    parser.add_argument("--systemd-oomd", default="build/peers/root/lib/systemd/systemd-oomd",
+                        help="where fetch-peers.sh unpacked systemd-oomd")
     parser.add_argument("--nodewarden", default="build/nodewarden")
     parser.add_argument("--contenders",
-                        default="kernel,earlyoom-default,earlyoom-calibrated,oomd,nodewarden")
+                        default="kernel,earlyoom-default,earlyoom-calibrated,oomd,nodewarden,"
+                                "systemd-oomd,systemd-oomd-memoryhigh")
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
+    global LOG_DIR
+    if args.out:
+        LOG_DIR = args.out + ".logs"
     if os.geteuid() != 0:
         print("run-peers: skipped: needs root")
         return 77
@@ -285,18 +537,41 @@ def main():
         return 77
     tools = {"earlyoom": os.path.abspath(os.path.join(args.peers, "earlyoom")),
              "oomd": os.path.abspath(os.path.join(args.peers, "oomd")),
-             "nodewarden": os.path.abspath(args.nodewarden)}
+             "nodewarden": os.path.abspath(args.nodewarden),
+             "systemd-oomd": os.path.abspath(args.systemd_oomd)}
+    contenders = args.contenders.split(",")
+    known = ("kernel", "earlyoom-default", "earlyoom-calibrated", "oomd", "nodewarden",
+             "systemd-oomd", "systemd-oomd-memoryhigh")
+    for name in contenders:
+        if name not in known:
+            print(f"run-peers: unknown contender {name} (known: {', '.join(known)})")
+            return 2
+    skipped = {}
+    if not pid1_is_systemd():
+        for name in contenders:
+            if name.startswith("systemd-oomd"):
+                skipped[name] = ("PID 1 is not systemd: systemd-oomd acts only on units that "
+                                 "PID 1 reports (run in tests/vm/run-in-vm.sh --systemd)")
     for tool, path in tools.items():
+        if tool == "systemd-oomd" and (all(n in skipped for n in contenders
+                                           if n.startswith("systemd-oomd"))):
+            continue
         if not os.access(path, os.X_OK):
             print(f"run-peers: {tool} not found at {path} (bench/peers/fetch-peers.sh)")
             return 1
     results = []
     print(f"kubepods 1 GiB, line at {LINE // MiB} MiB (300 MiB head room), hog at "
-          f"{args.rate} MiB/s, {args.trials} trials each; kernel {os.uname().release}")
+          f"{args.rate} MiB/s, {args.trials} trials each; kernel {os.uname().release}; "
+          f"PID 1 {read('/proc/1/comm').strip()}")
     print(f"{'contender':<20} {'trials':>6} {'kernel OOM':>10} {'crossing -> stopped ms':>28} "
           f"  who died")
     index = 0
-    for name in args.contenders.split(","):
+    for name in contenders:
+        if name in skipped:
+            results.append({"contender": name, "skipped": skipped[name]})
+            print(f"{name:<20} skipped: {skipped[name]}")
+            sys.stdout.flush()
+            continue
         rows = []
         for _ in range(args.trials):
             rows.append(trial(name, tools, args.rate, index))
@@ -312,7 +587,11 @@ def main():
                 died[pod] = died.get(pod, 0) + 1
         print(f"{name:<20} {len(rows):>6} {sum(r['kernelOomKills'] for r in rows):>10} "
               f"{timing:>28}   " + ", ".join(f"{p} x{n}" for p, n in sorted(died.items())))
-        print(f"  {rows[0]['config']}")
+        print(f"  {rows[0]['config']}; kubepods memory full avg10 at most "
+              + " ".join(f"{r['fullAvg10MaxPct']:.2f}%" for r in rows))
+        for r in rows:
+            for line in r["contenderSaid"]:
+                print(f"  said: {line}")
         sys.stdout.flush()
     if args.out:
         write(args.out, json.dumps(results, indent=2))
