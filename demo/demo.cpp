@@ -476,6 +476,9 @@ int runDemo(const std::vector<std::string>& argv) {
                            : std::nullopt);
   }
   plot.series.push_back(PlotSeries{"node", {}});
+  // Set by finish(): a timer's handler already queued when finish() cancels it runs with no
+  // error, so every handler checks this too, or it would re-arm and io.run() never return.
+  bool finished = false;
   asio::steady_timer sampler(io);
   std::function<void()> sample = [&] {
     reap();
@@ -499,7 +502,7 @@ int runDemo(const std::vector<std::string>& argv) {
     plot.series.back().mib.push_back(node);
     sampler.expires_after(100ms);
     sampler.async_wait([&](const boost::system::error_code& ec) {
-      if (!ec) sample();
+      if (!ec && !finished) sample();
     });
   };
   if (plotPath) sample();
@@ -508,6 +511,7 @@ int runDemo(const std::vector<std::string>& argv) {
   asio::signal_set stopSignals(io, SIGINT, SIGTERM);
   asio::steady_timer tick(io);
   auto finish = [&] {
+    finished = true;
     tick.cancel();
     sampler.cancel();
     stopSignals.cancel();
@@ -565,12 +569,12 @@ int runDemo(const std::vector<std::string>& argv) {
     }
     tick.expires_after(1s);
     tick.async_wait([&](const boost::system::error_code& ec) {
-      if (!ec) onTick();
+      if (!ec && !finished) onTick();
     });
   };
   tick.expires_after(200ms);
   tick.async_wait([&](const boost::system::error_code& ec) {
-    if (!ec) onTick();
+    if (!ec && !finished) onTick();
   });
   io.run();
   reap();
