@@ -2,6 +2,7 @@
 
 #include "node/agent.h"
 #include "policy/admission.h"
+#include "server/http_json.h"
 #include "server/log.h"
 #include "server/probes.h"
 #include "webhook/webhook.h"

@@ -4,18 +4,6 @@
 
 namespace nodewarden::server {
 
-HttpResponse jsonResponse(unsigned status, const nlohmann::ordered_json& body) {
-  return HttpResponse{
-      status, "application/json",
-      body.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"};
-}
-
-HttpResponse errorResponse(unsigned status, std::string_view message) {
-  nlohmann::ordered_json body = nlohmann::ordered_json::object();
-  body["error"] = std::string(message);
-  return jsonResponse(status, body);
-}
-
 HttpResponse methodNotAllowed(const HttpRequest& request) {
   return errorResponse(405, request.method + " is not allowed on " + requestPath(request));
 }

@@ -1,7 +1,7 @@
-// What both daemons answer the same way: JSON responses and errors, and the probe routes
-// /healthz, /readyz and /metrics (docs/reference.md §7). The daemon says whether it is alive
-// and ready; this file turns that into HTTP, so `nodewarden agent` and `nodewarden webhook`
-// cannot drift apart.
+// What both daemons answer the same way: the probe routes /healthz, /readyz and /metrics
+// (docs/reference.md §7), and the small routing helpers around them. The daemon says whether
+// it is alive and ready; this file turns that into HTTP (with server/http_json.h's answers),
+// so `nodewarden agent` and `nodewarden webhook` cannot drift apart.
 #pragma once
 
 #include <functional>
@@ -11,15 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/http_json.h"
 #include "server/http_server.h"
 
 namespace nodewarden::server {
 
-// `body` as indented JSON. Bytes that are not UTF-8 (a request target echoed in an error) are
-// replaced, never thrown on.
-HttpResponse jsonResponse(unsigned status, const nlohmann::ordered_json& body);
-// {"error": message}
-HttpResponse errorResponse(unsigned status, std::string_view message);
 // 405 "METHOD is not allowed on PATH".
 HttpResponse methodNotAllowed(const HttpRequest& request);
 

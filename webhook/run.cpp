@@ -10,6 +10,7 @@
 #include "policy/files.h"
 #include "server/http_server.h"
 #include "server/daemon.h"
+#include "server/http_json.h"
 #include "server/log.h"
 #include "server/probes.h"
 #include "server/metrics.h"

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <set>
 
-#include "server/metrics.h"
 #include "kube/writer.h"
 #include "policy/json_reader.h"
+#include "server/http_json.h"
+#include "server/metrics.h"
 
 namespace nodewarden::webhook {
 
@@ -24,12 +25,6 @@ std::string dumpJson(const OrderedJson& json) {
   // Replace rather than throw on invalid UTF-8 (everything here came from parsed JSON, so
   // this is belt and braces).
   return json.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-std::string jsonErrorBody(const std::string& message) {
-  OrderedJson body = OrderedJson::object();
-  body["error"] = message;
-  return dumpJson(body);
 }
 
 // `object.key` must be the string `expected` (or absent when `optional`).
@@ -487,15 +482,13 @@ server::HttpResponse BindingWebhook::handle(const server::HttpRequest& request) 
   const auto started = std::chrono::steady_clock::now();
   if (request.method != "POST") {
     if (errors_ != nullptr) errors_->add({});
-    return server::HttpResponse{405, "application/json",
-                        jsonErrorBody(request.method + " is not allowed: POST an AdmissionReview")};
+    return server::errorResponse(405, request.method + " is not allowed: POST an AdmissionReview");
   }
   Result<BindingReview> parsed = parseBindingReview(request.body);
   if (!parsed) {
     if (errors_ != nullptr) errors_->add({});
-    return server::HttpResponse{
-        400, "application/json",
-        jsonErrorBody("not an admission.k8s.io/v1 AdmissionReview: " + parsed.error().message)};
+    return server::errorResponse(
+        400, "not an admission.k8s.io/v1 AdmissionReview: " + parsed.error().message);
   }
   ReviewAnswer answer;
   ReviewRecord record = review(*parsed, answer);
