@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "server/http_server.h"
-#include "webhook/webhook.h"
+#include "webhook/binding_webhook.h"
 #include "bench/support/measure.h"
 #include "tests/support/admission_review.h"
 #include "kube/reflector.h"

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "webhook/webhook.h"
+#include "webhook/review.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   (void)nodewarden::webhook::parseBindingReview(

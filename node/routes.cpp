@@ -5,7 +5,7 @@
 #include "server/http_json.h"
 #include "server/log.h"
 #include "server/probes.h"
-#include "webhook/webhook.h"
+#include "webhook/binding_webhook.h"
 
 namespace nodewarden::node {
 

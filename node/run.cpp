@@ -15,7 +15,7 @@
 #include "policy/files.h"
 #include "server/daemon.h"
 #include "server/log.h"
-#include "webhook/webhook.h"
+#include "webhook/admission_actions.h"
 
 namespace nodewarden::node {
 namespace {

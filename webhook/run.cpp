@@ -14,7 +14,7 @@
 #include "server/log.h"
 #include "server/probes.h"
 #include "server/metrics.h"
-#include "webhook/webhook.h"
+#include "webhook/binding_webhook.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/reflector.h"

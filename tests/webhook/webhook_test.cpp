@@ -1,7 +1,7 @@
 // The binding admission webhook: AdmissionReview parsing and answers for every verdict of
 // docs/reference.md §5, the actions a verdict asks for (and never twice, never on dry runs), failing
 // open, malformed reviews, and the caches over a snapshot and over the reflectors' stores.
-#include "webhook/webhook.h"
+#include "webhook/binding_webhook.h"
 #include "tests/support/admission_review.h"
 
 #include <doctest/doctest.h>

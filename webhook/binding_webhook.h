@@ -1,0 +1,99 @@
+// The binding admission webhook (docs/reference.md §5, §7 POST /v1/admission-review): the API
+// server sends an admission.k8s.io/v1 AdmissionReview for every pods/binding CREATE (the
+// scheduler binding a pod to a node); the webhook answers with the §5 verdict for that pod on
+// that node, computed from a cache of the cluster (webhook/cluster_cache.h), and for `preempt`
+// asks the cluster to evict the victims and to nominate the pod to the node
+// (webhook/admission_actions.h).
+//
+// It fails open, like failurePolicy: Ignore: a review it cannot judge (the pod or the node is
+// not in the cache yet, a review of something other than pods/binding) is allowed with a
+// warning that says why. A body that is not an AdmissionReview is answered 400.
+//
+// Threading: everything here belongs to one thread (the webhook's Asio loop); nothing is
+// locked.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "policy/policy.h"
+#include "server/http_server.h"
+#include "webhook/admission_actions.h"
+#include "webhook/cluster_cache.h"
+#include "webhook/review.h"
+
+namespace nodewarden::server {
+class MetricsRegistry;
+class CounterFamily;
+class HistogramFamily;
+}  // namespace nodewarden::server
+
+namespace nodewarden::webhook {
+
+// One answered review, for the log line and tests.
+struct ReviewRecord {
+  std::string uid;
+  std::string pod;  // "ns/name" ("" when the review is not a binding)
+  std::string node;
+  // "admit", "reject", "wait", "preempt" (docs/reference.md §5) or "allow-unchecked" (failed open).
+  std::string verdict;
+  std::string reason;  // the §5 reason, or why it failed open: NotABinding, PodNotFound, ...
+  std::string message;
+  std::vector<std::string> victims;  // for preempt, sorted by pod key
+  std::vector<std::string> nominationsCleared;
+  bool allowed = true;
+  bool dryRun = false;
+  bool acted = false;  // actions were requested (never for dryRun)
+  double seconds = 0;  // time spent deciding
+};
+
+struct BindingWebhookOptions {
+  // A victim whose eviction was requested for the same preemptor less than this long ago is
+  // not requested again (the cache may not show it terminating yet); likewise a nomination
+  // cleared less than this long ago.
+  std::chrono::seconds actionMemory{120};
+  // Steady clock (tests step it).
+  std::function<std::chrono::steady_clock::time_point()> now;
+  // Told about every answered review (the command logs one line per verdict).
+  std::function<void(const ReviewRecord&)> onReview;
+};
+
+class BindingWebhook {
+ public:
+  // `cache` and `actions` must outlive the webhook. With `metrics` it counts
+  // nodewarden_admissions_total{verdict,reason}, nodewarden_admission_review_errors_total and
+  // nodewarden_admission_review_duration_seconds there.
+  BindingWebhook(ClusterCache& cache, AdmissionActions& actions, policy::Policy policy,
+                 server::MetricsRegistry* metrics = nullptr, BindingWebhookOptions options = {});
+
+  // POST /v1/admission-review. 200 with an AdmissionReview for every review (allowed or not);
+  // 400 {"error": "..."} for a body that is not one; 405 for a method other than POST.
+  server::HttpResponse handle(const server::HttpRequest& request);
+
+  // The policy for later reviews (SIGHUP).
+  void setPolicy(policy::Policy policy) { policy_ = std::move(policy); }
+  const policy::Policy& policy() const { return policy_; }
+
+ private:
+  ReviewRecord review(const BindingReview& review, ReviewAnswer& answer);
+  bool recentlyDone(const std::string& key, std::chrono::steady_clock::time_point now);
+
+  ClusterCache& cache_;
+  AdmissionActions& actions_;
+  policy::Policy policy_;
+  BindingWebhookOptions options_;
+  server::CounterFamily* admissions_ = nullptr;
+  server::CounterFamily* errors_ = nullptr;
+  server::HistogramFamily* duration_ = nullptr;
+  // Actions requested recently, by "evict/<preemptor uid>/<victim uid>" or "clear/<uid>".
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> done_;
+};
+
+// The command's pieces, exposed for tests: the bucket bounds of the review duration histogram,
+// from 50 µs to 1 s.
+std::vector<double> reviewDurationBuckets();
+
+}  // namespace nodewarden::webhook
