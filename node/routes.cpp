@@ -91,8 +91,9 @@ server::HttpResponse reviewBinding(Agent& agent, const server::HttpRequest& requ
   webhook::AdmissionActions& actions = acting != nullptr ? *acting : recorder;
   webhook::BindingWebhookOptions options;
   options.onReview = [&agent, acting](const webhook::ReviewRecord& record) {
-    if (record.verdict != "allow-unchecked") {
-      agent.metrics().admissions.add({record.verdict, record.reason});
+    const char* verdict = webhook::reviewVerdictName(record.verdict);
+    if (record.verdict != webhook::ReviewVerdict::FailedOpen) {
+      agent.metrics().admissions.add({verdict, record.reason});
     }
     std::string victims;
     for (const auto& victim : record.victims) victims += (victims.empty() ? "" : ",") + victim;
@@ -100,7 +101,7 @@ server::HttpResponse reviewBinding(Agent& agent, const server::HttpRequest& requ
                      "admission-review",
                      {{"pod", record.pod},
                       {"node", record.node},
-                      {"verdict", record.verdict},
+                      {"verdict", verdict},
                       {"reason", record.reason},
                       {"message", record.message},
                       {"victims", victims},

@@ -1,6 +1,8 @@
 #include "webhook/binding_webhook.h"
 
+#include <optional>
 #include <utility>
+#include <variant>
 
 #include "server/http_json.h"
 #include "server/metrics.h"
@@ -28,7 +30,100 @@ std::string uidOrKey(const policy::Pod& pod) {
   return pod.uid.empty() ? pod.key : pod.uid;
 }
 
+// Why a review cannot be judged, and the warning that says so.
+struct Unjudged {
+  std::string reason;
+  std::string warning;
+};
+
+// What admitPod judges: the pod under review and the node it is to be bound to.
+struct Subject {
+  const policy::Pod* pod = nullptr;
+  policy::NodeInfo node;
+};
+
+// The pod and the node of a pods/binding review as the cache knows them, or why the webhook
+// cannot judge it. The cache must be refreshed.
+std::variant<Subject, Unjudged> subjectOf(const BindingReview& r, const ClusterCache& cache) {
+  if (!r.isBinding) {
+    return Unjudged{"NotABinding", "nodewarden only reviews pods/binding (got " +
+                                       (r.resource.empty() ? std::string("?") : r.resource) +
+                                       (r.subResource.empty() ? "" : "/" + r.subResource) + " " +
+                                       (r.operation.empty() ? std::string("?") : r.operation) +
+                                       ")"};
+  }
+  const std::string key = r.podKey();
+  const policy::Pod* pod = cache.findPod(key);
+  if (pod == nullptr) {
+    return Unjudged{"PodNotFound",
+                    "nodewarden: pod " + key + " is not in its cache yet; allowed unchecked"};
+  }
+  if (!r.podUid.empty() && !pod->uid.empty() && pod->uid != r.podUid) {
+    return Unjudged{"PodNotFound", "nodewarden: its cache has an older pod " + key + " (uid " +
+                                       pod->uid + "); allowed unchecked"};
+  }
+  if (!pod->nodeName.empty()) {
+    return Unjudged{"AlreadyBound", "nodewarden: pod " + key + " is bound to " + pod->nodeName +
+                                        " already; allowed unchecked"};
+  }
+  std::optional<policy::NodeInfo> node = cache.nodeInfo(r.node);
+  if (!node) {
+    return Unjudged{"NodeNotFound",
+                    "nodewarden: node " + r.node + " is not in its cache yet; allowed unchecked"};
+  }
+  if (!node->node->hasAllocatable) {
+    return Unjudged{"NodeNotFound", "nodewarden: node " + r.node +
+                                        " has no status.allocatable yet; allowed unchecked"};
+  }
+  return Subject{pod, std::move(*node)};
+}
+
 }  // namespace
+
+ReviewVerdict reviewVerdictOf(policy::Verdict verdict) {
+  switch (verdict) {
+    case policy::Verdict::Admit:
+      return ReviewVerdict::Admit;
+    case policy::Verdict::Reject:
+      return ReviewVerdict::Reject;
+    case policy::Verdict::Wait:
+      return ReviewVerdict::Wait;
+    case policy::Verdict::Preempt:
+      return ReviewVerdict::Preempt;
+  }
+  return ReviewVerdict::Reject;  // not reached: every verdict is handled above
+}
+
+const char* reviewVerdictName(ReviewVerdict verdict) {
+  switch (verdict) {
+    case ReviewVerdict::Admit:
+      return policy::verdictName(policy::Verdict::Admit);
+    case ReviewVerdict::Reject:
+      return policy::verdictName(policy::Verdict::Reject);
+    case ReviewVerdict::Wait:
+      return policy::verdictName(policy::Verdict::Wait);
+    case ReviewVerdict::Preempt:
+      return policy::verdictName(policy::Verdict::Preempt);
+    case ReviewVerdict::FailedOpen:
+      return "allow-unchecked";
+  }
+  return "allow-unchecked";  // not reached
+}
+
+ReviewAnswer answerFor(const policy::AdmissionDecision& decision) {
+  ReviewAnswer answer;
+  answer.allowed = decision.verdict == policy::Verdict::Admit;
+  if (answer.allowed) return answer;
+  answer.code = 403;
+  answer.reason = decision.reason;
+  // docs/reference.md §7: the §5 reason is status.message; the whole story is in the details.
+  answer.message = decision.reason;
+  answer.detail = decision.reason + ": " + decision.message;
+  if (decision.verdict == policy::Verdict::Preempt) {
+    answer.detail += ": " + victimList(decision.victims);
+  }
+  return answer;
+}
 
 std::vector<double> reviewDurationBuckets() {
   return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
@@ -68,7 +163,9 @@ server::HttpResponse BindingWebhook::handle(const server::HttpRequest& request) 
   ReviewRecord record = review(*parsed, answer);
   record.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (admissions_ != nullptr) admissions_->add({record.verdict, record.reason});
+  if (admissions_ != nullptr) {
+    admissions_->add({reviewVerdictName(record.verdict), record.reason});
+  }
   if (duration_ != nullptr) duration_->observe({}, record.seconds);
   if (options_.onReview) options_.onReview(record);
   return server::HttpResponse{200, "application/json", admissionReviewResponse(parsed->uid, answer)};
@@ -89,85 +186,54 @@ ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer
   ReviewRecord record;
   record.uid = r.uid;
   record.dryRun = r.dryRun;
-  auto failOpen = [&](std::string reason, std::string warning) {
-    record.verdict = "allow-unchecked";
-    record.reason = std::move(reason);
-    record.message = warning;
-    answer.allowed = true;
-    answer.warnings.push_back(std::move(warning));
+  if (r.isBinding) {
+    record.pod = r.podKey();
+    record.node = r.node;
+    cache_.refresh();
+  }
+  const std::variant<Subject, Unjudged> subject = subjectOf(r, cache_);
+  if (const auto* unjudged = std::get_if<Unjudged>(&subject)) {
+    record.verdict = ReviewVerdict::FailedOpen;
+    record.reason = unjudged->reason;
+    record.message = unjudged->warning;
+    answer = ReviewAnswer{};
+    answer.warnings.push_back(unjudged->warning);
     return record;
-  };
-  if (!r.isBinding) {
-    return failOpen("NotABinding", "nodewarden only reviews pods/binding (got " +
-                                       (r.resource.empty() ? std::string("?") : r.resource) +
-                                       (r.subResource.empty() ? "" : "/" + r.subResource) + " " +
-                                       (r.operation.empty() ? std::string("?") : r.operation) +
-                                       ")");
   }
-  record.pod = r.podKey();
-  record.node = r.node;
-
-  cache_.refresh();
-  const policy::Pod* pod = cache_.findPod(record.pod);
-  if (pod == nullptr) {
-    return failOpen("PodNotFound", "nodewarden: pod " + record.pod +
-                                       " is not in its cache yet; allowed unchecked");
-  }
-  if (!r.podUid.empty() && !pod->uid.empty() && pod->uid != r.podUid) {
-    return failOpen("PodNotFound", "nodewarden: its cache has an older pod " + record.pod +
-                                       " (uid " + pod->uid + "); allowed unchecked");
-  }
-  if (!pod->nodeName.empty()) {
-    return failOpen("AlreadyBound", "nodewarden: pod " + record.pod + " is bound to " +
-                                        pod->nodeName + " already; allowed unchecked");
-  }
-  const std::optional<policy::NodeInfo> node = cache_.nodeInfo(r.node);
-  if (!node) {
-    return failOpen("NodeNotFound",
-                    "nodewarden: node " + r.node + " is not in its cache yet; allowed unchecked");
-  }
-  if (!node->node->hasAllocatable) {
-    return failOpen("NodeNotFound", "nodewarden: node " + r.node +
-                                        " has no status.allocatable yet; allowed unchecked");
-  }
-
+  const Subject& judged = std::get<Subject>(subject);
   const policy::AdmissionDecision decision =
-      policy::admitPod(*pod, *node, cache_.podDisruptionBudgets(), policy_);
-  record.verdict = policy::verdictName(decision.verdict);
+      policy::admitPod(*judged.pod, judged.node, cache_.podDisruptionBudgets(), policy_);
+  answer = answerFor(decision);
+  record.verdict = reviewVerdictOf(decision.verdict);
   record.reason = decision.reason;
   record.message = decision.message;
+  record.allowed = answer.allowed;
   for (const policy::Pod* victim : decision.victims) record.victims.push_back(victim->key);
   for (const policy::Pod* p : decision.nominatedPodsToClear) {
     record.nominationsCleared.push_back(p->key);
   }
-  answer.allowed = decision.verdict == policy::Verdict::Admit;
-  record.allowed = answer.allowed;
-  if (!answer.allowed) {
-    answer.code = 403;
-    answer.reason = decision.reason;
-    // docs/reference.md §7: the §5 reason is status.message; the whole story is in the details.
-    answer.message = decision.reason;
-    answer.detail = decision.reason + ": " + decision.message;
-    if (decision.verdict == policy::Verdict::Preempt) {
-      answer.detail += ": " + victimList(decision.victims);
-    }
-  }
-  if (r.dryRun) return record;
+  if (!r.dryRun) record.acted = act(r, *judged.pod, decision);
+  return record;
+}
 
+// Preempt's evictions and the nominations to clear, each unless requested recently.
+bool BindingWebhook::act(const BindingReview& r, const policy::Pod& pod,
+                         const policy::AdmissionDecision& decision) {
+  bool acted = false;
   const auto now = options_.now();
   if (decision.verdict == policy::Verdict::Preempt) {
     // Victims already asked to leave for this pod: the cache may not show them terminating
     // yet, and a second eviction would only repeat the first.
     std::vector<const policy::Pod*> fresh;
     for (const policy::Pod* victim : decision.victims) {
-      const std::string key = "evict/" + uidOrKey(*pod) + "/" + uidOrKey(*victim);
+      const std::string key = "evict/" + uidOrKey(pod) + "/" + uidOrKey(*victim);
       if (!recentlyDone(key, now)) fresh.push_back(victim);
     }
     if (!fresh.empty()) {
-      actions_.preempt(*pod, r.node, fresh);
-      record.acted = true;
+      actions_.preempt(pod, r.node, fresh);
+      acted = true;
       for (const policy::Pod* victim : fresh) {
-        done_["evict/" + uidOrKey(*pod) + "/" + uidOrKey(*victim)] = now;
+        done_["evict/" + uidOrKey(pod) + "/" + uidOrKey(*victim)] = now;
       }
     }
   }
@@ -175,10 +241,10 @@ ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer
     const std::string key = "clear/" + uidOrKey(*p) + "/" + r.node;
     if (recentlyDone(key, now)) continue;
     actions_.clearNomination(*p);
-    record.acted = true;
+    acted = true;
     done_[key] = now;
   }
-  return record;
+  return acted;
 }
 
 }  // namespace nodewarden::webhook

@@ -33,14 +33,34 @@ class HistogramFamily;
 
 namespace nodewarden::webhook {
 
+// What a review ended in: one of the §5 verdicts policy::admitPod gave, or FailedOpen — the
+// webhook could not judge the review (the pod or the node not in its cache yet, a pod bound
+// already, anything but a pods/binding CREATE) and allowed it with a warning that says why,
+// as failurePolicy: Ignore would.
+enum class ReviewVerdict { Admit, Reject, Wait, Preempt, FailedOpen };
+
+// The review verdict of a §5 verdict (never FailedOpen). Pure.
+ReviewVerdict reviewVerdictOf(policy::Verdict verdict);
+// The verdict in logs and in the verdict label of nodewarden_admissions_total:
+// policy::verdictName's "admit", "reject", "wait", "preempt", and "allow-unchecked" for
+// FailedOpen (docs/reference.md §7). Pure.
+const char* reviewVerdictName(ReviewVerdict verdict);
+
+// The AdmissionReview answer to a §5 decision: allowed for admit; otherwise denied with code
+// 403, the §5 reason as status.reason and status.message (docs/reference.md §7), and
+// "<reason>: <message>" as the cause's message, followed by ": <victims>" for preempt (the
+// first 20 named, then "and N more"). Pure.
+ReviewAnswer answerFor(const policy::AdmissionDecision& decision);
+
 // One answered review, for the log line and tests.
 struct ReviewRecord {
   std::string uid;
   std::string pod;  // "ns/name" ("" when the review is not a binding)
   std::string node;
-  // "admit", "reject", "wait", "preempt" (docs/reference.md §5) or "allow-unchecked" (failed open).
-  std::string verdict;
-  std::string reason;  // the §5 reason, or why it failed open: NotABinding, PodNotFound, ...
+  ReviewVerdict verdict = ReviewVerdict::FailedOpen;
+  // The §5 reason, or why it failed open: NotABinding, PodNotFound, AlreadyBound,
+  // NodeNotFound.
+  std::string reason;
   std::string message;
   std::vector<std::string> victims;  // for preempt, sorted by pod key
   std::vector<std::string> nominationsCleared;
@@ -79,6 +99,8 @@ class BindingWebhook {
 
  private:
   ReviewRecord review(const BindingReview& review, ReviewAnswer& answer);
+  bool act(const BindingReview& review, const policy::Pod& pod,
+           const policy::AdmissionDecision& decision);
   bool recentlyDone(const std::string& key, std::chrono::steady_clock::time_point now);
 
   ClusterCache& cache_;

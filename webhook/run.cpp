@@ -66,11 +66,12 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 void logReview(const ReviewRecord& record) {
-  const server::LogLevel level = record.verdict == "allow-unchecked" ? server::LogLevel::Warn : server::LogLevel::Info;
+  const server::LogLevel level =
+      record.verdict == ReviewVerdict::FailedOpen ? server::LogLevel::Warn : server::LogLevel::Info;
   server::logEvent(level, "admission-review",
            {{"pod", record.pod},
             {"node", record.node},
-            {"verdict", record.verdict},
+            {"verdict", reviewVerdictName(record.verdict)},
             {"reason", record.reason},
             {"victims", joined(record.victims)},
             {"nominations_cleared", joined(record.nominationsCleared)},

@@ -33,6 +33,7 @@ using nodewarden::server::MetricsRegistry;
 using nodewarden::webhook::parseBindingReview;
 using nodewarden::webhook::RecordingAdmissionActions;
 using nodewarden::webhook::ReviewRecord;
+using nodewarden::webhook::ReviewVerdict;
 using nodewarden::webhook::SnapshotClusterCache;
 using nodewarden::webhook::StoreClusterCache;
 namespace policy = nodewarden::policy;
@@ -305,7 +306,7 @@ TEST_CASE("admit: allowed, uid echoed, no status, no actions") {
   CHECK_FALSE(response.contains("warnings"));
   CHECK(f.actions.calls.empty());
   REQUIRE(f.records.size() == 1);
-  CHECK(f.records[0].verdict == "admit");
+  CHECK(f.records[0].verdict == ReviewVerdict::Admit);
   CHECK(f.records[0].pod == "ns/p");
   CHECK(f.records[0].node == "node-1");
   CHECK(f.metrics
@@ -404,7 +405,7 @@ TEST_CASE("wait: room comes once terminating pods are gone; denied, no eviction"
   CHECK(message.find("it fits once the terminating pods on the node are gone") !=
         std::string::npos);
   REQUIRE(f.records.size() == 1);
-  CHECK(f.records[0].verdict == "wait");
+  CHECK(f.records[0].verdict == ReviewVerdict::Wait);
   CHECK(f.actions.calls.empty());
 }
 
@@ -428,7 +429,7 @@ TEST_CASE(
   CHECK(f.actions.calls[1].pod == "ns/nom-low");
 
   REQUIRE(f.records.size() == 1);
-  CHECK(f.records[0].verdict == "preempt");
+  CHECK(f.records[0].verdict == ReviewVerdict::Preempt);
   CHECK(f.records[0].victims == std::vector<std::string>{"ns/low-b"});
   CHECK(f.records[0].nominationsCleared == std::vector<std::string>{"ns/nom-low"});
   CHECK(f.records[0].acted);
@@ -449,7 +450,7 @@ TEST_CASE("a second review while the victims terminate waits and does not evict 
   CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().find("once the terminating pods") !=
         std::string::npos);
   REQUIRE(f.records.size() == 2);
-  CHECK(f.records[1].verdict == "wait");
+  CHECK(f.records[1].verdict == ReviewVerdict::Wait);
   CHECK_FALSE(f.records[1].acted);
   CHECK(f.actions.calls.size() == 2);  // nothing new
 
@@ -478,7 +479,7 @@ TEST_CASE("async preemption: nominated before its victims are deleted, the pod w
   const json response = f.review("u-async", "ns", "high", "node-1");
   CHECK(response["allowed"] == false);
   REQUIRE(f.records.size() == 1);
-  CHECK(f.records[0].verdict == "wait");
+  CHECK(f.records[0].verdict == ReviewVerdict::Wait);
   CHECK_FALSE(f.records[0].acted);
   CHECK(f.actions.calls.empty());  // low-b is the scheduler's to delete, not ours to evict again
 }
@@ -505,7 +506,7 @@ TEST_CASE("a repeated review before the cache shows the eviction does not evict 
   REQUIRE(f.actions.calls.size() == 2);
   f.now += std::chrono::seconds(5);
   CHECK(f.review("u-2", "ns", "high", "node-1")["allowed"] == false);
-  CHECK(f.records.at(1).verdict == "preempt");
+  CHECK(f.records.at(1).verdict == ReviewVerdict::Preempt);
   CHECK_FALSE(f.records.at(1).acted);
   CHECK(f.actions.calls.size() == 2);
   // After the memory (120 s) the same decision acts again: something went wrong with the first.
@@ -529,6 +530,65 @@ TEST_CASE("a dryRun review gets the verdict but never acts") {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The verdict mapping
+
+TEST_CASE("each §5 verdict is its own review verdict and keeps its name; failing open is apart") {
+  using nodewarden::webhook::reviewVerdictName;
+  using nodewarden::webhook::reviewVerdictOf;
+  const std::vector<std::pair<policy::Verdict, ReviewVerdict>> rows = {
+      {policy::Verdict::Admit, ReviewVerdict::Admit},
+      {policy::Verdict::Reject, ReviewVerdict::Reject},
+      {policy::Verdict::Wait, ReviewVerdict::Wait},
+      {policy::Verdict::Preempt, ReviewVerdict::Preempt}};
+  for (const auto& [verdict, review] : rows) {
+    CAPTURE(policy::verdictName(verdict));
+    CHECK(reviewVerdictOf(verdict) == review);
+    CHECK(std::string(reviewVerdictName(review)) == policy::verdictName(verdict));
+    CHECK(std::string(reviewVerdictName(review)) != "allow-unchecked");
+  }
+  // The label docs/reference.md §7 and the shipped alert rules count failed-open reviews by.
+  CHECK(std::string(reviewVerdictName(ReviewVerdict::FailedOpen)) == "allow-unchecked");
+}
+
+TEST_CASE("answerFor: admit is allowed bare; a denial carries the §5 reason; preempt names victims") {
+  using nodewarden::webhook::answerFor;
+  policy::AdmissionDecision admit;
+  admit.verdict = policy::Verdict::Admit;
+  const auto allowed = answerFor(admit);
+  CHECK(allowed.allowed);
+  CHECK(allowed.reason.empty());
+  CHECK(allowed.detail.empty());
+  CHECK(allowed.warnings.empty());
+
+  policy::AdmissionDecision reject;
+  reject.verdict = policy::Verdict::Reject;
+  reject.reason = "NodeAffinity";
+  reject.message = "node(s) didn't match Pod's node affinity/selector";
+  const auto denied = answerFor(reject);
+  CHECK_FALSE(denied.allowed);
+  CHECK(denied.code == 403);
+  CHECK(denied.reason == "NodeAffinity");
+  CHECK(denied.message == "NodeAffinity");  // docs/reference.md §7: the reason, not the story
+  CHECK(denied.detail == "NodeAffinity: node(s) didn't match Pod's node affinity/selector");
+
+  // Preempt: the victims follow the message, the first 20 by name.
+  std::vector<policy::Pod> pods(23);
+  policy::AdmissionDecision preempt;
+  preempt.verdict = policy::Verdict::Preempt;
+  preempt.reason = "OutOfmemory";
+  preempt.message = "no room";
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    pods[i].key = "ns/v" + std::to_string(i);
+    preempt.victims.push_back(&pods[i]);
+  }
+  const auto preempting = answerFor(preempt);
+  CHECK_FALSE(preempting.allowed);
+  CHECK(preempting.detail.starts_with("OutOfmemory: no room: ns/v0, ns/v1, "));
+  CHECK(preempting.detail.ends_with(", ns/v19 and 3 more"));
+  CHECK(preempting.detail.find("ns/v20") == std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Failing open and bad requests
 
 TEST_CASE("a review that is not a pods/binding CREATE is allowed with a warning") {
@@ -541,7 +601,7 @@ TEST_CASE("a review that is not a pods/binding CREATE is allowed with a warning"
   CHECK(response["warnings"][0].get<std::string>().starts_with(
       "nodewarden only reviews pods/binding"));
   CHECK(f.actions.calls.empty());
-  CHECK(f.records.at(0).verdict == "allow-unchecked");
+  CHECK(f.records.at(0).verdict == ReviewVerdict::FailedOpen);
   CHECK(f.records.at(0).reason == "NotABinding");
 }
 
