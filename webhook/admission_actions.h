@@ -1,12 +1,18 @@
 // What an admission verdict does beyond its answer: a `preempt` evicts its victims and
 // nominates the pod to the node, and pods that lose their reservation have their nomination
 // cleared. The real actions write to the API (ApiAdmissionActions); tests and the agent's
-// static source record them (RecordingAdmissionActions).
+// static source record them (RecordingAdmissionActions). ActionMemory keeps a repeated review
+// from asking for the same action twice.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "policy/model.h"
 
 namespace nodewarden::kube {
@@ -55,6 +61,31 @@ class ApiAdmissionActions final : public AdmissionActions {
 
  private:
   kube::ApiWriter& writer_;
+};
+
+// The key of an action in an ActionMemory, each pod named by its uid (by "namespace/name" when
+// it has none): "evict/<preemptor>/<victim>" for the eviction of `victim` to make room for
+// `preemptor`, "clear/<pod>/<node>" for clearing `pod`'s nomination to `node`. Pure.
+std::string evictionKey(const policy::Pod& preemptor, const policy::Pod& victim);
+std::string clearNominationKey(const policy::Pod& pod, std::string_view node);
+
+// The actions requested recently. A review repeated before the cache shows an action's effect
+// (a victim terminating, a nomination gone) would otherwise request it again; an action
+// requested longer than `span` ago may be requested again (something went wrong with the
+// first). Expired keys are dropped once more than 4,096 are held. One thread.
+class ActionMemory {
+ public:
+  explicit ActionMemory(std::chrono::seconds span) : span_(span) {}
+
+  // Whether `key` was remembered less than `span` before `now`.
+  bool recent(const std::string& key, SteadyTime now) const;
+  // Remembers `key` as requested at `now`.
+  void remember(const std::string& key, SteadyTime now);
+  std::size_t size() const { return requested_.size(); }
+
+ private:
+  std::chrono::seconds span_;
+  std::unordered_map<std::string, SteadyTime> requested_;
 };
 
 }  // namespace nodewarden::webhook

@@ -1,5 +1,6 @@
 #include "webhook/binding_webhook.h"
 
+#include <cassert>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -24,10 +25,6 @@ std::string victimList(const std::vector<const policy::Pod*>& victims) {
     out += " and " + std::to_string(victims.size() - kMaxNamedVictims) + " more";
   }
   return out;
-}
-
-std::string uidOrKey(const policy::Pod& pod) {
-  return pod.uid.empty() ? pod.key : pod.uid;
 }
 
 // Why a review cannot be judged, and the warning that says so.
@@ -133,8 +130,12 @@ std::vector<double> reviewDurationBuckets() {
 BindingWebhook::BindingWebhook(ClusterCache& cache, AdmissionActions& actions,
                                policy::Policy policy, server::MetricsRegistry* metrics,
                                BindingWebhookOptions options)
-    : cache_(cache), actions_(actions), policy_(std::move(policy)), options_(std::move(options)) {
-  if (!options_.now) options_.now = [] { return std::chrono::steady_clock::now(); };
+    : cache_(cache),
+      actions_(actions),
+      policy_(std::move(policy)),
+      options_(std::move(options)),
+      requested_(options_.actionMemory) {
+  assert(options_.clock != nullptr);
   if (metrics != nullptr) {
     admissions_ =
         &metrics->counter("nodewarden_admissions_total",
@@ -148,6 +149,7 @@ BindingWebhook::BindingWebhook(ClusterCache& cache, AdmissionActions& actions,
 }
 
 server::HttpResponse BindingWebhook::handle(const server::HttpRequest& request) {
+  // The duration histogram measures the real time spent, whatever clock the decisions go by.
   const auto started = std::chrono::steady_clock::now();
   if (request.method != "POST") {
     if (errors_ != nullptr) errors_->add({});
@@ -169,17 +171,6 @@ server::HttpResponse BindingWebhook::handle(const server::HttpRequest& request) 
   if (duration_ != nullptr) duration_->observe({}, record.seconds);
   if (options_.onReview) options_.onReview(record);
   return server::HttpResponse{200, "application/json", admissionReviewResponse(parsed->uid, answer)};
-}
-
-bool BindingWebhook::recentlyDone(const std::string& key,
-                                  std::chrono::steady_clock::time_point now) {
-  if (done_.size() > 4096) {
-    for (auto it = done_.begin(); it != done_.end();) {
-      it = now - it->second >= options_.actionMemory ? done_.erase(it) : std::next(it);
-    }
-  }
-  auto it = done_.find(key);
-  return it != done_.end() && now - it->second < options_.actionMemory;
 }
 
 ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer) {
@@ -220,29 +211,30 @@ ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer
 bool BindingWebhook::act(const BindingReview& r, const policy::Pod& pod,
                          const policy::AdmissionDecision& decision) {
   bool acted = false;
-  const auto now = options_.now();
+  const SteadyTime now = options_.clock->now();
   if (decision.verdict == policy::Verdict::Preempt) {
     // Victims already asked to leave for this pod: the cache may not show them terminating
     // yet, and a second eviction would only repeat the first.
     std::vector<const policy::Pod*> fresh;
+    std::vector<std::string> keys;
     for (const policy::Pod* victim : decision.victims) {
-      const std::string key = "evict/" + uidOrKey(pod) + "/" + uidOrKey(*victim);
-      if (!recentlyDone(key, now)) fresh.push_back(victim);
+      std::string key = evictionKey(pod, *victim);
+      if (requested_.recent(key, now)) continue;
+      fresh.push_back(victim);
+      keys.push_back(std::move(key));
     }
     if (!fresh.empty()) {
       actions_.preempt(pod, r.node, fresh);
       acted = true;
-      for (const policy::Pod* victim : fresh) {
-        done_["evict/" + uidOrKey(pod) + "/" + uidOrKey(*victim)] = now;
-      }
+      for (const std::string& key : keys) requested_.remember(key, now);
     }
   }
   for (const policy::Pod* p : decision.nominatedPodsToClear) {
-    const std::string key = "clear/" + uidOrKey(*p) + "/" + r.node;
-    if (recentlyDone(key, now)) continue;
+    const std::string key = clearNominationKey(*p, r.node);
+    if (requested_.recent(key, now)) continue;
     actions_.clearNomination(*p);
     acted = true;
-    done_[key] = now;
+    requested_.remember(key, now);
   }
   return acted;
 }

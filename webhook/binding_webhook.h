@@ -16,9 +16,9 @@
 #include <chrono>
 #include <functional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "policy/policy.h"
 #include "server/http_server.h"
 #include "webhook/admission_actions.h"
@@ -75,8 +75,8 @@ struct BindingWebhookOptions {
   // not requested again (the cache may not show it terminating yet); likewise a nomination
   // cleared less than this long ago.
   std::chrono::seconds actionMemory{120};
-  // Steady clock (tests step it).
-  std::function<std::chrono::steady_clock::time_point()> now;
+  // The time the action memory goes by (tests step a ManualClock); must outlive the webhook.
+  const Clock* clock = &steadyClock();
   // Told about every answered review (the command logs one line per verdict).
   std::function<void(const ReviewRecord&)> onReview;
 };
@@ -101,7 +101,6 @@ class BindingWebhook {
   ReviewRecord review(const BindingReview& review, ReviewAnswer& answer);
   bool act(const BindingReview& review, const policy::Pod& pod,
            const policy::AdmissionDecision& decision);
-  bool recentlyDone(const std::string& key, std::chrono::steady_clock::time_point now);
 
   ClusterCache& cache_;
   AdmissionActions& actions_;
@@ -110,8 +109,8 @@ class BindingWebhook {
   server::CounterFamily* admissions_ = nullptr;
   server::CounterFamily* errors_ = nullptr;
   server::HistogramFamily* duration_ = nullptr;
-  // Actions requested recently, by "evict/<preemptor uid>/<victim uid>" or "clear/<uid>".
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> done_;
+  // Evictions and cleared nominations requested recently (evictionKey, clearNominationKey).
+  ActionMemory requested_;
 };
 
 // The command's pieces, exposed for tests: the bucket bounds of the review duration histogram,

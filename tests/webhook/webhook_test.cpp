@@ -149,7 +149,7 @@ struct Fixture {
 
   BindingWebhookOptions options() {
     BindingWebhookOptions o;
-    o.now = [this] { return now; };
+    o.clock = &clock;
     o.onReview = [this](const ReviewRecord& r) { records.push_back(r); };
     return o;
   }
@@ -162,7 +162,7 @@ struct Fixture {
   SnapshotClusterCache cache;
   RecordingAdmissionActions actions;
   MetricsRegistry metrics;
-  std::chrono::steady_clock::time_point now{std::chrono::hours(1)};
+  nodewarden::ManualClock clock;
   std::vector<ReviewRecord> records;
   BindingWebhook webhook;
 };
@@ -444,7 +444,7 @@ TEST_CASE("a second review while the victims terminate waits and does not evict 
   // node-1, nom-low's nomination cleared.
   f.cache.reset(preemptionCluster(/*victimsTerminating=*/true, /*highNominated=*/true,
                                   /*nomLowNominated=*/false));
-  f.now += std::chrono::minutes(10);  // long past the action memory: §5 alone must hold
+  f.clock.advance(std::chrono::minutes(10));  // long past the action memory: §5 alone must hold
   const json response = f.review("u-2", "ns", "high", "node-1");
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().find("once the terminating pods") !=
@@ -504,13 +504,13 @@ TEST_CASE("a repeated review before the cache shows the eviction does not evict 
   Fixture f(preemptionCluster());
   CHECK(f.review("u-1", "ns", "high", "node-1")["allowed"] == false);
   REQUIRE(f.actions.calls.size() == 2);
-  f.now += std::chrono::seconds(5);
+  f.clock.advance(std::chrono::seconds(5));
   CHECK(f.review("u-2", "ns", "high", "node-1")["allowed"] == false);
   CHECK(f.records.at(1).verdict == ReviewVerdict::Preempt);
   CHECK_FALSE(f.records.at(1).acted);
   CHECK(f.actions.calls.size() == 2);
   // After the memory (120 s) the same decision acts again: something went wrong with the first.
-  f.now += std::chrono::seconds(200);
+  f.clock.advance(std::chrono::seconds(200));
   CHECK(f.review("u-3", "ns", "high", "node-1")["allowed"] == false);
   CHECK(f.actions.calls.size() == 4);
 }
@@ -586,6 +586,61 @@ TEST_CASE("answerFor: admit is allowed bare; a denial carries the §5 reason; pr
   CHECK(preempting.detail.starts_with("OutOfmemory: no room: ns/v0, ns/v1, "));
   CHECK(preempting.detail.ends_with(", ns/v19 and 3 more"));
   CHECK(preempting.detail.find("ns/v20") == std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The action memory
+
+TEST_CASE("dedup keys name the action and its pods by uid, by namespace/name without one") {
+  using nodewarden::webhook::clearNominationKey;
+  using nodewarden::webhook::evictionKey;
+  policy::Pod high;
+  high.key = "ns/high";
+  high.uid = "uid-high";
+  policy::Pod low;
+  low.key = "ns/low";
+  low.uid = "uid-low";
+  policy::Pod noUid;
+  noUid.key = "ns/static";
+  CHECK(evictionKey(high, low) == "evict/uid-high/uid-low");
+  CHECK(evictionKey(low, high) == "evict/uid-low/uid-high");  // who makes room for whom
+  CHECK(evictionKey(high, noUid) == "evict/uid-high/ns/static");
+  CHECK(clearNominationKey(low, "node-1") == "clear/uid-low/node-1");
+  CHECK(clearNominationKey(noUid, "node-2") == "clear/ns/static/node-2");
+  // A nomination cleared on one node is another action than on the next.
+  CHECK(clearNominationKey(low, "node-1") != clearNominationKey(low, "node-2"));
+}
+
+TEST_CASE("ActionMemory holds a key for its span, then lets it be requested again") {
+  nodewarden::webhook::ActionMemory memory(std::chrono::seconds(120));
+  nodewarden::ManualClock clock;
+  CHECK_FALSE(memory.recent("evict/a/b", clock.now()));
+  memory.remember("evict/a/b", clock.now());
+  CHECK(memory.recent("evict/a/b", clock.now()));
+  CHECK_FALSE(memory.recent("evict/a/c", clock.now()));
+  clock.advance(std::chrono::seconds(119));
+  CHECK(memory.recent("evict/a/b", clock.now()));
+  clock.advance(std::chrono::seconds(1));
+  CHECK_FALSE(memory.recent("evict/a/b", clock.now()));  // exactly the span: expired
+  // Remembering again starts a new span.
+  memory.remember("evict/a/b", clock.now());
+  clock.advance(std::chrono::seconds(60));
+  CHECK(memory.recent("evict/a/b", clock.now()));
+}
+
+TEST_CASE("ActionMemory drops expired keys once it holds many, and keeps the live ones") {
+  nodewarden::webhook::ActionMemory memory(std::chrono::seconds(10));
+  nodewarden::ManualClock clock;
+  for (int i = 0; i < 5000; ++i) memory.remember("old/" + std::to_string(i), clock.now());
+  CHECK(memory.size() == 5000);
+  clock.advance(std::chrono::seconds(5));
+  memory.remember("live", clock.now());
+  CHECK(memory.size() == 5001);  // nothing expired yet
+  clock.advance(std::chrono::seconds(6));
+  memory.remember("new", clock.now());
+  CHECK(memory.size() == 2);  // "live" (6 s old) and "new"
+  CHECK(memory.recent("live", clock.now()));
+  CHECK_FALSE(memory.recent("old/0", clock.now()));
 }
 
 // ---------------------------------------------------------------------------------------------
