@@ -2,6 +2,7 @@
 // docs/reference.md §5, the actions a verdict asks for (and never twice, never on dry runs), failing
 // open, malformed reviews, and the caches over a snapshot and over the reflectors' stores.
 #include "webhook/binding_webhook.h"
+#include "webhook/routes.h"
 #include "tests/support/admission_review.h"
 
 #include <doctest/doctest.h>
@@ -924,4 +925,99 @@ TEST_CASE("a review at 1,000 nodes x 30 pods after the index is built (measured,
           << micros[micros.size() / 2] << " us, p99 " << micros[micros.size() * 99 / 100]
           << " us, max " << micros.back() << " us");
   CHECK(actions.calls.empty());  // dry runs
+}
+
+// ---------------------------------------------------------------------------------------------
+// The router of `nodewarden webhook`
+
+namespace {
+
+HttpRequest request(const std::string& method, const std::string& target,
+                    const std::string& body = "") {
+  HttpRequest r;
+  r.method = method;
+  r.target = target;
+  r.body = body;
+  return r;
+}
+
+std::string errorIn(const HttpResponse& response) {
+  return json::parse(response.body).at("error").get<std::string>();
+}
+
+// The router over a webhook that admits ns/p on node-1, with probes that answer what the
+// test sets.
+struct RoutedFixture {
+  RoutedFixture()
+      : fixture(snapshotOf(json::array({nodeJson("node-1")}),
+                           json::array({podJson("ns", "p", {.memory = "1Gi"})}))) {
+    routes.probes.liveness = [] {
+      return nodewarden::server::Probe{true, {{"status", "ok"}}};
+    };
+    routes.probes.readiness = [this] {
+      return nodewarden::server::Probe{ready, {{"status", ready ? "ready" : "not ready"}}};
+    };
+    routes.probes.metrics = [] { return std::string("nodewarden_up 1\n"); };
+  }
+
+  HttpResponse serve(const HttpRequest& r) {
+    return nodewarden::webhook::serveWebhook(fixture.webhook, routes, r);
+  }
+
+  Fixture fixture;
+  nodewarden::webhook::WebhookRoutes routes;
+  bool ready = false;
+};
+
+}  // namespace
+
+TEST_CASE("the webhook's router: probes, the review, and 404 naming the paths there are") {
+  RoutedFixture f;
+  CHECK(f.serve(request("GET", "/healthz")).status == 200);
+  CHECK(f.serve(request("GET", "/readyz")).status == 503);
+  f.ready = true;
+  CHECK(f.serve(request("GET", "/readyz")).status == 200);
+  const HttpResponse metrics = f.serve(request("GET", "/metrics"));
+  CHECK(metrics.status == 200);
+  CHECK(metrics.body == "nodewarden_up 1\n");
+  CHECK(f.serve(request("POST", "/healthz")).status == 405);
+
+  // The API server calls the webhook with ?timeout=10s appended.
+  const std::string body = reviewJson("u-routed", "ns", "p", "node-1").dump();
+  const json answer = responseOf(
+      f.serve(request("POST", "/v1/admission-review?timeout=10s", body)), "u-routed");
+  CHECK(answer["allowed"] == true);
+  REQUIRE(f.fixture.records.size() == 1);
+  CHECK(f.fixture.records[0].verdict == ReviewVerdict::Admit);
+
+  const HttpResponse wrongMethod = f.serve(request("GET", "/v1/admission-review"));
+  CHECK(wrongMethod.status == 405);
+  CHECK(errorIn(wrongMethod) == "GET is not allowed: POST an AdmissionReview");
+
+  const HttpResponse unknown = f.serve(request("POST", "/v1/admit?x=1"));
+  CHECK(unknown.status == 404);
+  CHECK(unknown.contentType == "application/json");
+  CHECK(errorIn(unknown) ==
+        "no such path: /v1/admit (try POST /v1/admission-review, /healthz, /readyz, /metrics)");
+  CHECK(f.fixture.records.size() == 1);  // only the one review reached the webhook
+}
+
+TEST_CASE("with --tls-client-ca only a verified client reaches the review; probes need none") {
+  RoutedFixture f;
+  f.routes.requireClientCertificate = true;
+  const std::string body = reviewJson("u-cert", "ns", "p", "node-1").dump();
+
+  const HttpResponse refused = f.serve(request("POST", "/v1/admission-review", body));
+  CHECK(refused.status == 403);
+  CHECK(errorIn(refused) ==
+        "POST /v1/admission-review needs a client certificate signed by the --tls-client-ca "
+        "authority");
+  CHECK(f.fixture.records.empty());
+  CHECK(f.serve(request("GET", "/healthz")).status == 200);
+  CHECK(f.serve(request("GET", "/metrics")).status == 200);
+
+  HttpRequest verified = request("POST", "/v1/admission-review", body);
+  verified.clientCertificateVerified = true;
+  CHECK(responseOf(f.serve(verified), "u-cert")["allowed"] == true);
+  CHECK(f.fixture.records.size() == 1);
 }
