@@ -27,6 +27,12 @@ std::string victimList(const std::vector<const policy::Pod*>& victims) {
   return out;
 }
 
+// The bucket bounds of nodewarden_admission_review_duration_seconds, from 50 µs to 1 s.
+std::vector<double> reviewDurationBuckets() {
+  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+          0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1};
+}
+
 // Why a review cannot be judged, and the warning that says so.
 struct Unjudged {
   std::string reason;
@@ -122,11 +128,6 @@ ReviewAnswer answerFor(const policy::AdmissionDecision& decision) {
   return answer;
 }
 
-std::vector<double> reviewDurationBuckets() {
-  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-          0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1};
-}
-
 BindingWebhook::BindingWebhook(ClusterCache& cache, AdmissionActions& actions,
                                policy::Policy policy, server::MetricsRegistry* metrics,
                                BindingWebhookOptions options)
@@ -170,7 +171,8 @@ server::HttpResponse BindingWebhook::handle(const server::HttpRequest& request) 
   }
   if (duration_ != nullptr) duration_->observe({}, record.seconds);
   if (options_.onReview) options_.onReview(record);
-  return server::HttpResponse{200, "application/json", admissionReviewResponse(parsed->uid, answer)};
+  return server::HttpResponse{200, "application/json",
+                              admissionReviewResponse(parsed->uid, answer)};
 }
 
 ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer) {

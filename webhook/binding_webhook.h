@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "policy/admission.h"
 #include "policy/policy.h"
 #include "server/http_server.h"
 #include "webhook/admission_actions.h"
@@ -112,9 +113,5 @@ class BindingWebhook {
   // Evictions and cleared nominations requested recently (evictionKey, clearNominationKey).
   ActionMemory requested_;
 };
-
-// The command's pieces, exposed for tests: the bucket bounds of the review duration histogram,
-// from 50 µs to 1 s.
-std::vector<double> reviewDurationBuckets();
 
 }  // namespace nodewarden::webhook

@@ -34,8 +34,8 @@ class ClusterCache {
   // Brings the derived indexes up to date with the sources; cheap when nothing changed.
   virtual void refresh() = 0;
 
-  // The pod "namespace/name", resolved (priority, preemption policy, QoS, requests; docs/reference.md
-  // §3) against the cluster's priority classes; null when unknown.
+  // The pod "namespace/name", resolved (priority, preemption policy, QoS, requests;
+  // docs/reference.md §3) against the cluster's priority classes; null when unknown.
   virtual const policy::Pod* findPod(std::string_view key) const = 0;
 
   // The node with the pods bound to it (phase neither Succeeded nor Failed) and the pods
@@ -53,8 +53,9 @@ class ClusterCache {
 // (added when absent). Returns false and leaves `node` alone when there is nothing to map.
 bool applyNodewardenConditions(policy::Node& node);
 
-// A cache over one fixed snapshot (docs/reference.md §2): for tests, `explain`, and the agent's own
-// node. Its pods are resolved on construction; refresh() does nothing.
+// A cache over one fixed snapshot (docs/reference.md §2): the agent's own node (its POST
+// /v1/admission-review) and tests. Its pods are resolved and nodewarden's conditions mapped on
+// construction; refresh() does nothing.
 class SnapshotClusterCache final : public ClusterCache {
  public:
   explicit SnapshotClusterCache(policy::Snapshot snapshot);
@@ -86,11 +87,13 @@ class SnapshotClusterCache final : public ClusterCache {
 //
 // The pods are indexed by spec.nodeName and status.nominatedNodeName and resolved against the
 // priority classes once, then kept up to date incrementally: give the pods reflector
-// podSink() instead of the pod store itself, and every watch event costs the cache one pod
-// (O(log n)) at the next refresh(). Changes the sink did not see (the store fed directly, a
-// relist) and any change of the priority classes make refresh() rebuild the whole index; the
-// stores' version() numbers tell. Nodes are read from their store per lookup; disruption
-// budgets and priority classes are copied when their store's version changes.
+// podSink() instead of the pod store itself, and every watch event costs the cache the update
+// of that one pod (and of its node's lists) at the next refresh(). Changes the sink did not
+// see (the store fed directly, a relist) and any change of the priority classes make
+// refresh() rebuild the whole index; the stores' version() numbers tell. A node is copied
+// from its store, its conditions mapped, at its first lookup, and the copy serves until a
+// refresh() finds the node store changed; disruption budgets and priority classes are copied
+// when their store's version changes.
 class StoreClusterCache final : public ClusterCache {
  public:
   StoreClusterCache(kube::Store<policy::Pod>& pods, kube::Store<policy::Node>& nodes,
