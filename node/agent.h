@@ -43,7 +43,7 @@
 #include "server/http_server.h"
 
 namespace nodewarden::webhook {
-class AdmissionActions;  // webhook/webhook.h
+class AdmissionActions;  // webhook/admission_actions.h
 }
 
 namespace nodewarden::node {

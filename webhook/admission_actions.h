@@ -34,7 +34,8 @@ class AdmissionActions {
   virtual void clearNomination(const policy::Pod& pod) = 0;
 };
 
-// Records every call, for tests and dry runs.
+// Records every call: for tests, and for the agent when it may not act (--dry-run, or a
+// static pod source without the API).
 class RecordingAdmissionActions final : public AdmissionActions {
  public:
   struct Call {

@@ -40,8 +40,7 @@ struct BindingReview {
 // false). Pure; any thread.
 Result<BindingReview> parseBindingReview(std::string_view body);
 
-// The AdmissionReview answer for `uid`. `status` is omitted when allowed; `warnings` when
-// empty. Pure.
+// What the webhook answers to one review.
 struct ReviewAnswer {
   bool allowed = true;
   unsigned code = 403;  // status.code when denied
@@ -51,6 +50,9 @@ struct ReviewAnswer {
   std::string detail;
   std::vector<std::string> warnings;
 };
+
+// The AdmissionReview response to the review `uid`, as one line of JSON: `status` is omitted
+// when allowed, `warnings` when empty. Pure; any thread.
 std::string admissionReviewResponse(const std::string& uid, const ReviewAnswer& answer);
 
 }  // namespace nodewarden::webhook
