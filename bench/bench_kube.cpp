@@ -39,6 +39,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// The bench's steady clock, not nodewarden::Clock (base/clock.h, which the webhook's headers
+// bring in).
+using nodewarden::bench::Clock;
+
 // A pod as `kubectl get pod -o json` prints one from a Deployment: managed fields, probes,
 // env, volumes and container statuses included (the cache trims what it does not read).
 Json kubectlPod(Random& random, const std::string& ns, const std::string& name,
