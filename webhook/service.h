@@ -8,6 +8,7 @@
 // runs); everything it does happens on that loop.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
