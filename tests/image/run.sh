@@ -4,7 +4,10 @@
 # root and written as an OCI image (packaging/build-image.sh, whose Debian base is cached per
 # machine), then run under a real OCI runtime (runc, or crun) as the rendered DaemonSet states it.
 #
-#   run.sh SOURCE_ROOT BINARY        exit 0 pass, 1 fail, 77 skip (what is missing is named)
+#   run.sh SOURCE_ROOT BINARY [IMAGE_LAYOUT]
+#
+# Exit 0 pass, 1 fail, 77 skip (what is missing is named). Without IMAGE_LAYOUT the image is
+# built here from BINARY; with it (./dev image), that image is checked and run.
 #
 # 1. The image: tagged as systemd/kubernetes/ names it (the agent's and the webhook's
 #    `image:` after `kubectl kustomize`), holding /usr/bin/nodewarden, its libraries (every
@@ -79,15 +82,23 @@ trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
 # ---- the package and the image ----------------------------------------------------------
-t0=$SECONDS
-deb=$("$src/packaging/build-deb.sh" --out "$tmp" "$bin" 2>"$tmp/deb.log") ||
-  { cat "$tmp/deb.log" >&2; echo "FAIL: packaging/build-deb.sh" >&2; exit 1; }
-archive=$("$src/packaging/build-image.sh" --out "$tmp" "$deb" 2>"$tmp/image.log")
-rc=$?
-cat "$tmp/image.log"
-[ $rc -eq 0 ] || { echo "FAIL: packaging/build-image.sh" >&2; exit 1; }
-layout=$tmp/nodewarden-image
-say "package and image in $((SECONDS - t0)) s: $(basename "$archive")"
+version=$("$bin" version | awk '{ print $2 }')
+if [ -n "${3:-}" ]; then
+  # Built already (./dev image): the layout, and the archive written beside it.
+  layout=$(cd "$3" && pwd -P) || exit 1
+  archive=$(ls "$(dirname "$layout")/nodewarden_${version}_"*.oci.tar 2>/dev/null | head -n 1)
+  [ -n "$archive" ] || fail "no nodewarden_${version}_*.oci.tar beside $layout"
+else
+  t0=$SECONDS
+  deb=$("$src/packaging/build-deb.sh" --out "$tmp" "$bin" 2>"$tmp/deb.log") ||
+    { cat "$tmp/deb.log" >&2; echo "FAIL: packaging/build-deb.sh" >&2; exit 1; }
+  archive=$("$src/packaging/build-image.sh" --out "$tmp" "$deb" 2>"$tmp/image.log")
+  rc=$?
+  cat "$tmp/image.log"
+  [ $rc -eq 0 ] || { echo "FAIL: packaging/build-image.sh" >&2; exit 1; }
+  layout=$tmp/nodewarden-image
+  say "package and image in $((SECONDS - t0)) s: $(basename "$archive")"
+fi
 
 # What the manifests name.
 export KUBECONFIG=$tmp/no-kubeconfig
@@ -105,13 +116,12 @@ for f in "$tmp"/objects/*.yaml; do
   esac
 done
 [ -f "$tmp/daemonset.json" ] && [ -f "$tmp/webhook.json" ] || { echo "FAIL: no agent DaemonSet or webhook Deployment rendered" >&2; exit 1; }
-version=$("$bin" version | awk '{ print $2 }')
 for obj in daemonset webhook; do
   ref=$(jq -r '.spec.template.spec.containers[0].image' "$tmp/$obj.json")
   [ "$ref" = "nodewarden:$version" ] || fail "the $obj names the image '$ref'; the image built is nodewarden:$version"
 done
 umoci ls --layout "$layout" | grep -qx "$version" || fail "the image layout has no tag $version: $(umoci ls --layout "$layout" | tr '\n' ' ')"
-tar -tf "$archive" index.json oci-layout >/dev/null 2>&1 || fail "$(basename "$archive") is not an OCI layout archive"
+[ -z "$archive" ] || tar -tf "$archive" index.json oci-layout >/dev/null 2>&1 || fail "$(basename "$archive") is not an OCI layout archive"
 
 # ---- inside the image -------------------------------------------------------------------
 umoci unpack --keep-dirlinks --image "$layout:$version" "$tmp/bundle" >/dev/null ||
