@@ -51,7 +51,7 @@ done
 deb=$(realpath "$1")
 [ -f "$deb" ] || { echo "build-image.sh: $1 is not a file" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "build-image.sh: needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
-for tool in debootstrap umoci jq dpkg-deb apt-get apt-config chroot unshare mount tar; do
+for tool in debootstrap umoci jq dpkg-deb apt-get apt-config chroot unshare mount tar flock; do
   command -v "$tool" >/dev/null ||
     { echo "build-image.sh: $tool not found (apt-get install debootstrap umoci jq)" >&2; exit 1; }
 done
@@ -73,6 +73,10 @@ out=$(cd "$out" && pwd -P)
 cache=$(cd "$cache" && pwd -P)
 base=$cache/base-$codename-$arch
 aptcache=$cache/apt-$codename-$arch
+# One build at a time per cache: the base is made once, and apt's lists and archives are
+# shared by every build (two apt-get runs on them at once would fail on apt's own locks).
+exec 9>"$cache/lock"
+flock -w 1200 9 || { echo "build-image.sh: $cache/lock held by another build for 20 minutes" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/nodewarden-image.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 log() { echo "build-image.sh: $*" >&2; }
