@@ -2,7 +2,8 @@
 # The container image the Kubernetes manifests name, built and run with no registry and no
 # cluster: the Debian package of BINARY (packaging/build-deb.sh) installed into a debootstrap
 # root and written as an OCI image (packaging/build-image.sh, whose Debian base is cached per
-# machine), then run under a real OCI runtime (runc, or crun) as the rendered DaemonSet states it.
+# machine), then run under a real OCI runtime (runc; OCI_RUNTIME=crun for crun) as the rendered
+# DaemonSet states it.
 #
 #   run.sh SOURCE_ROOT BINARY [IMAGE_LAYOUT]
 #
@@ -28,9 +29,12 @@
 #    `--kubepods-cgroup` names the sandbox; `--log-format json` is added for the checks.
 #    Then: /readyz answers 200 within the startupProbe's budget (in the container's network
 #    namespace, on 127.0.0.1:<containerPort>); /v1/state lists the sandbox's pods, the
-#    agent's own (never evictable) among them; a pod whose process runs as UID 65534 is put
-#    under the soft memory threshold, and the agent evicts it (SIGTERM to another user's
-#    process: CAP_KILL, under the seccomp filter); SIGTERM stops the agent with status 0.
+#    agent's own (never evictable) among them; the kernel shows the agent's process with
+#    UID 0, only CAP_KILL, no_new_privs and a seccomp filter; a pod whose processes run as
+#    UID 65534 goes below a soft threshold the test adds on the sandbox's allocatable memory
+#    (the shipped policy watches the whole machine's memory), and the agent evicts it
+#    (SIGTERM to another user's processes: CAP_KILL, under the seccomp filter); SIGTERM
+#    stops the agent with status 0.
 set -u
 src=$1 bin=$2
 case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
