@@ -178,8 +178,12 @@ cp -a "$base" "$layout"
 umoci unpack --keep-dirlinks --image "$layout:base" "$work/bundle" >/dev/null
 rootfs=$work/bundle/rootfs
 cp "$deb" "$rootfs/tmp/nodewarden.deb"
+# A mirror out of reach is no failure while the cached lists and packages have what the
+# package needs (apt then says what it cannot find).
+if ! in_root "$rootfs" apt-get "${apt_opts[@]}" -q update >"$work/update.log" 2>&1; then
+  log "apt-get update failed (the cached lists are used): $(grep -m 1 '^[EW]:' "$work/update.log")"
+fi
 {
-  in_root "$rootfs" apt-get "${apt_opts[@]}" -q update &&
   in_root "$rootfs" apt-get "${apt_opts[@]}" -q -y install /tmp/nodewarden.deb &&
   in_root "$rootfs" apt-get "${apt_opts[@]}" -q -y upgrade
 } >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; log "installing $(basename "$deb") failed"; exit 1; }
