@@ -11,13 +11,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "kube/config.h"
+#include "kube/json_stream.h"  // findJsonString, for the callers that read Lists
 #include "policy/json_reader.h"
 
 namespace boost::asio {
@@ -95,12 +95,5 @@ class WatchStream {
 
 // "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1" — percent-encodes a query value.
 std::string queryEscape(std::string_view value);
-
-// The string at `path` (member names from the top) of JSON text, found without building the
-// document: for the members policy::parseKubernetesJsonText drops, such as a List's
-// metadata.resourceVersion and metadata.continue. nullopt when absent, not a string, or the
-// text is malformed before it.
-std::optional<std::string> findJsonString(std::string_view text,
-                                          std::initializer_list<std::string_view> path);
 
 }  // namespace nodewarden::kube
