@@ -104,10 +104,7 @@ class RequestExchange final : public Exchange {
       core_->putIdle(std::move(conn_));
     else
       conn_.reset();
-    if (retryUnauthorized(res.result_int())) {
-      retryLater();
-      return;
-    }
+    if (retryUnauthorized(res.result_int())) return;
     finishDeadline();
     deliver(responseFrom(res));
   }
@@ -188,9 +185,9 @@ class WatchExchange final : public Exchange {
     }
     status_ = parser_->get().result_int();
     if (retryUnauthorized(status_)) {
+      // Its body is unread: the connection cannot serve the retry.
       conn_->close();
       conn_.reset();
-      retryLater();
       return;
     }
     finishDeadline();
@@ -342,7 +339,7 @@ const ClusterConfig& Client::config() const {
 }
 
 TokenSource& Client::tokens() {
-  return impl_->tokens;
+  return impl_->credentials.tokens();
 }
 
 }  // namespace nodewarden::kube

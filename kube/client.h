@@ -1,6 +1,8 @@
 // A small asynchronous Kubernetes API client on Boost.Asio/Beast with OpenSSL: one-shot
-// requests (GET, POST, PATCH, DELETE) and watch streams. Errors from the server come back as
-// the status code and the Status object's message; transport errors as status 0.
+// requests (GET, POST, PATCH, DELETE) and watch streams, authenticated and routed as the
+// ClusterConfig says (tokens, client certificates, exec credential plugins, an http:// proxy,
+// impersonation). Errors from the server come back as the status code and the Status
+// object's message; transport errors as status 0.
 //
 // Threading: every call and every callback runs on the io_context's thread (the agent's
 // loop). Callbacks are never called from inside the call that started the request. The
@@ -17,6 +19,7 @@
 #include <string_view>
 
 #include "kube/config.h"
+#include "kube/credentials.h"
 #include "kube/json_stream.h"  // findJsonString, for the callers that read Lists
 #include "policy/json_reader.h"
 
@@ -41,6 +44,14 @@ struct ClientOptions {
   std::chrono::milliseconds requestTimeout{10000};  // connect + TLS + request + response
   std::string userAgent = "nodewarden";
   std::size_t maxResponseBytes = 256u << 20;        // lists of large clusters
+  // An exec credential plugin (ClusterConfig::exec) runs before the first request, when its
+  // answer expires and after a 401, for at most `execTimeout` (requests wait for it, then
+  // their own timeout starts). `terminal`: standard input is a terminal the plugin may use
+  // (interactiveMode IfAvailable, Always) — the CLI run by a person, never the daemons.
+  std::chrono::milliseconds execTimeout{60000};
+  bool terminal = false;
+  // The wall clock an answer's expirationTimestamp is compared with; default the system's.
+  std::function<std::chrono::system_clock::time_point()> wallClock;
 };
 
 class WatchStream;
@@ -55,8 +66,9 @@ class Client {
   using Callback = std::function<void(ApiResponse)>;
   // `target` is the path and query ("/api/v1/pods?limit=500"); basePath is prepended.
   // `contentType` is sent when `body` is not empty ("application/json",
-  // "application/strategic-merge-patch+json", "application/merge-patch+json"). A 401 makes
-  // the token source re-read its file and the request is retried once.
+  // "application/strategic-merge-patch+json", "application/merge-patch+json"). A 401 with a
+  // token file or an exec plugin re-reads the file or runs the plugin again, and the request
+  // is retried once. A plugin that fails fails the request (status 0, its message in error).
   void request(std::string method, std::string target, std::string body,
                std::string contentType, Callback done);
 

@@ -1,15 +1,19 @@
 // Internal to kube/ (kube::Client's parts): one HTTP exchange with the API server, as a state
-// machine on the client's loop — a connection (an idle one, or a new one: resolve, connect,
-// TLS), the request, and the response, whose reading the subclass does (the whole body for a
-// request, a stream for a watch). The whole of it runs under one deadline; a reused
-// connection the server had closed is replaced once, transparently; a 401 with a token file
-// re-reads it and tries once more.
+// machine on the client's loop — credentials (an exec plugin's answer, when one is needed and
+// none is cached), a connection (an idle one, or a new one: resolve, connect, CONNECT through
+// the proxy, TLS), the request, and the response, whose reading the subclass does (the whole
+// body for a request, a stream for a watch). Everything after the credentials runs under one
+// deadline; a reused connection the server had closed is replaced once, transparently; a 401
+// with a token file or a plugin re-reads the file or runs the plugin again and tries once
+// more, under a new deadline.
 //
 // Threading: the client's io_context thread. Callbacks of subclasses are never called from
 // inside start().
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/steady_timer.hpp>
@@ -42,11 +46,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool stopped() const { return cancelled_ || core_->closed; }
   // The response header has come: the deadline no longer applies.
   void finishDeadline();
-  // A fresh attempt, posted (after a stale connection or a 401).
-  void retryLater();
   // A reused connection the server closed while idle: once, on a new connection.
   bool retryStale(const error_code& ec);
-  // A 401 with a token file: read the file again and try once more.
+  // A 401 with a token file or a plugin: true when a new attempt (fresh credentials, a new
+  // deadline) is under way; the caller has let go of conn_.
   bool retryUnauthorized(unsigned status);
   void failTransport(const error_code& ec);
 
@@ -58,11 +61,17 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool cancelled_ = false;
 
  private:
+  void begin();
+  void onCredentials(const std::string& error);
   void attempt();
+  void retryLater();  // attempt(), posted
   void interrupt();
   void buildRequest();
   void onResolved(error_code ec, tcp::resolver::results_type results);
   void onConnected(error_code ec);
+  void sendConnect();
+  void onConnectAnswer(error_code ec);
+  void handshake();
   void onHandshake(error_code ec);
   void send();
   void onSent(error_code ec);
@@ -73,6 +82,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::string body_;
   std::string contentType_;
   http::request<http::string_body> request_;
+  http::request<http::empty_body> connectRequest_;
+  std::optional<http::response_parser<http::empty_body>> connectAnswer_;
+  std::uint64_t usedGeneration_ = 0;  // of the credentials request_ carries
   bool reused_ = false;
   bool retriedStale_ = false;
   bool retried401_ = false;

@@ -43,9 +43,17 @@ ClientCore::ClientCore(asio::io_context& ioContext, ClusterConfig clusterConfig,
     : io(ioContext),
       config(std::move(clusterConfig)),
       options(std::move(clientOptions)),
-      tokens(config),
+      credentials(io, config,
+                  CredentialOptions{ExecRunOptions{options.terminal, options.execTimeout},
+                                    options.wallClock}),
       address(hostPort(config)) {
-  if (config.tls) setUpTls();
+  if (!config.proxyHost.empty()) {
+    ClusterConfig proxy;
+    proxy.host = config.proxyHost;
+    proxy.port = config.proxyPort;
+    proxyAddress = hostPort(proxy);
+  }
+  if (config.tls) setUpTls({}, {});
 }
 
 std::unique_ptr<Connection> ClientCore::takeIdle() {
@@ -74,21 +82,37 @@ void ClientCore::putIdle(std::unique_ptr<Connection> conn) {
 
 void ClientCore::shutdown() {
   closed = true;
+  credentials.shutdown();
   std::vector<Exchange*> all(live.begin(), live.end());
   for (Exchange* exchange : all) exchange->abort();
   for (auto& conn : idle) conn->close();
   idle.clear();
 }
 
-void ClientCore::setUpTls() {
-  sslContext.emplace(ssl::context::tls_client);
-  SSL_CTX* ctx = sslContext->native_handle();
+void ClientCore::useCredentials() {
+  if (!config.tls || credentials.generation() == tlsGeneration) return;
+  tlsGeneration = credentials.generation();
+  const bool pluginCertificate = !credentials.certificatePem().empty();
+  if (!pluginCertificate && !tlsHasPluginCertificate) return;  // tokens: the context stays
+  setUpTls(credentials.certificatePem(), credentials.keyPem());
+  tlsHasPluginCertificate = pluginCertificate;
+  // client-go closes the connections made with a certificate that rotated; the idle ones
+  // here (a watch keeps its connection until it ends).
+  for (auto& conn : idle) conn->close();
+  idle.clear();
+}
+
+void ClientCore::setUpTls(const std::string& pluginCertPem, const std::string& pluginKeyPem) {
+  auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
+  tlsSetupError.clear();
+  sslContext.reset();
+  SSL_CTX* ctx = context->native_handle();
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   error_code ec;
   if (config.insecureSkipTlsVerify) {
-    sslContext->set_verify_mode(ssl::verify_none);
+    context->set_verify_mode(ssl::verify_none);
   } else {
-    sslContext->set_verify_mode(ssl::verify_peer);
+    context->set_verify_mode(ssl::verify_peer);
     if (!config.caData.empty()) {
       BIO* bio = BIO_new_mem_buf(config.caData.data(), static_cast<int>(config.caData.size()));
       X509_STORE* store = SSL_CTX_get_cert_store(ctx);
@@ -104,50 +128,55 @@ void ClientCore::setUpTls() {
         return;
       }
     } else if (!config.caFile.empty()) {
-      sslContext->load_verify_file(config.caFile, ec);
+      context->load_verify_file(config.caFile, ec);
       if (ec) {
         tlsSetupError = "certificate authority " + config.caFile + ": " + ec.message();
         return;
       }
     } else {
-      sslContext->set_default_verify_paths(ec);
+      context->set_default_verify_paths(ec);
       if (ec) {
         tlsSetupError = "the system's certificate authorities: " + ec.message();
         return;
       }
     }
   }
-  if (!config.clientCertData.empty()) {
-    sslContext->use_certificate_chain(asio::buffer(config.clientCertData), ec);
+  const bool fromPlugin = !pluginCertPem.empty();
+  const std::string& certData = fromPlugin ? pluginCertPem : config.clientCertData;
+  const std::string& keyData = fromPlugin ? pluginKeyPem : config.clientKeyData;
+  const std::string what = fromPlugin ? "the exec plugin's client " : "client ";
+  if (!certData.empty()) {
+    context->use_certificate_chain(asio::buffer(certData), ec);
     if (ec) {
-      tlsSetupError = "client certificate data: " + ec.message();
+      tlsSetupError = what + "certificate data: " + ec.message();
       return;
     }
   } else if (!config.clientCertFile.empty()) {
-    sslContext->use_certificate_chain_file(config.clientCertFile, ec);
+    context->use_certificate_chain_file(config.clientCertFile, ec);
     if (ec) {
       tlsSetupError = "client certificate " + config.clientCertFile + ": " + ec.message();
       return;
     }
   }
-  if (!config.clientKeyData.empty()) {
-    sslContext->use_private_key(asio::buffer(config.clientKeyData), ssl::context::pem, ec);
+  if (!keyData.empty()) {
+    context->use_private_key(asio::buffer(keyData), ssl::context::pem, ec);
     if (ec) {
-      tlsSetupError = "client key data: " + ec.message();
+      tlsSetupError = what + "key data: " + ec.message();
       return;
     }
   } else if (!config.clientKeyFile.empty()) {
-    sslContext->use_private_key_file(config.clientKeyFile, ssl::context::pem, ec);
+    context->use_private_key_file(config.clientKeyFile, ssl::context::pem, ec);
     if (ec) {
       tlsSetupError = "client key " + config.clientKeyFile + ": " + ec.message();
       return;
     }
   }
-  if ((!config.clientKeyData.empty() || !config.clientKeyFile.empty()) &&
-      SSL_CTX_check_private_key(ctx) != 1) {
+  if ((!keyData.empty() || !config.clientKeyFile.empty()) && SSL_CTX_check_private_key(ctx) != 1) {
     tlsSetupError = "client key does not match the client certificate";
     ERR_clear_error();
+    return;
   }
+  sslContext = std::move(context);
 }
 
 }  // namespace nodewarden::kube::detail

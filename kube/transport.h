@@ -28,6 +28,7 @@
 
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/credentials.h"
 
 namespace nodewarden::kube::detail {
 
@@ -46,6 +47,7 @@ std::string formatDuration(std::chrono::milliseconds d);
 struct Connection {
   std::unique_ptr<beast::tcp_stream> plain;
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  std::shared_ptr<ssl::context> tlsContext;  // what `tls` was made with (kept alive with it)
   beast::flat_buffer buffer;
   Clock::time_point idleSince;
 
@@ -70,6 +72,11 @@ struct ClientCore {
   ClientCore(asio::io_context& ioContext, ClusterConfig clusterConfig,
              ClientOptions clientOptions);
 
+  // After the exec plugin answered: a TLS context with its client certificate (when it gave
+  // one), and the idle connections made with the old one closed. tlsSetupError says what
+  // failed.
+  void useCredentials();
+
   // An idle connection young enough to reuse (older ones are closed), or null.
   std::unique_ptr<Connection> takeIdle();
   // Keeps `conn` for reuse (at most a few; the oldest goes), unless the client is closed or
@@ -81,16 +88,19 @@ struct ClientCore {
   asio::io_context& io;
   ClusterConfig config;
   ClientOptions options;
-  TokenSource tokens;
+  Credentials credentials;
   std::string address;  // "host:port" for messages and the Host header
-  std::optional<ssl::context> sslContext;
+  std::string proxyAddress;  // "host:port" of the proxy, "" without one
+  std::shared_ptr<ssl::context> sslContext;
   std::string tlsSetupError;  // set: every exchange fails with it
+  std::uint64_t tlsGeneration = 0;  // the credentials' generation sslContext was made for
+  bool tlsHasPluginCertificate = false;
   std::vector<std::unique_ptr<Connection>> idle;
   std::set<Exchange*> live;
   bool closed = false;
 
  private:
-  void setUpTls();
+  void setUpTls(const std::string& pluginCertPem, const std::string& pluginKeyPem);
 };
 
 }  // namespace nodewarden::kube::detail
