@@ -3,9 +3,9 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <chrono>
 #include <fstream>
 #include <ostream>
 #include <string>
@@ -21,9 +21,8 @@ namespace {
 Result<policy::Json> getJson(boost::asio::io_context& io, kube::Client& client,
                              const std::string& target) {
   std::optional<kube::ApiResponse> answer;
-  client.request("GET", target, "", "", [&](kube::ApiResponse response) {
-    answer = std::move(response);
-  });
+  client.request("GET", target, "", "",
+                 [&](kube::ApiResponse response) { answer = std::move(response); });
   io.restart();
   io.run();
   if (!answer) return Error{"GET " + target + ": no answer"};
@@ -72,7 +71,9 @@ bool kubectlPlugin = false;
 
 }  // namespace
 
-void setKubectlPluginMode(bool on) { kubectlPlugin = on; }
+void setKubectlPluginMode(bool on) {
+  kubectlPlugin = on;
+}
 
 Result<policy::Policy> loadPolicyOption(const Args& args, std::ostream& err) {
   const auto path = args.value("policy");

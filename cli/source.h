@@ -7,8 +7,8 @@
 #include <set>
 #include <string>
 
-#include "base/result.h"
 #include "base/args.h"
+#include "base/result.h"
 #include "policy/model.h"
 #include "policy/policy.h"
 

@@ -24,8 +24,8 @@ namespace {
 const std::string& directory() {
   static const std::string dir = [] {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                          "/fuzz-kubeconfig-XXXXXX";
+    std::string pattern =
+        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/fuzz-kubeconfig-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) std::abort();
     for (const char* name : {"token", "ca.crt"}) {
       std::FILE* f = std::fopen((pattern + "/" + name).c_str(), "wb");

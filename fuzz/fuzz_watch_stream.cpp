@@ -38,7 +38,7 @@ Outcome decode(std::string_view body, unsigned seed, bool whole, std::size_t sto
   };
   kube::WatchDecoder decoder(kube::WatchDecoder::Handlers{
       [&](const nodewarden::policy::Json& event) {
-        if (stop) std::abort();  // called after stop was raised
+        if (stop) std::abort();                        // called after stop was raised
         out.items.push_back("event " + event.dump());  // throws (and so fails) on bad UTF-8
         counted();
       },

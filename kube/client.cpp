@@ -153,13 +153,13 @@ class WatchExchange final : public Exchange {
         idleTimeout_(idleTimeout),
         idleTimer_(core_->io),
         chunk_(kWatchChunk),
-        decoder_(WatchDecoder::Handlers{
-            [this](const policy::Json& event) {
-              if (handlers_.onEvent) handlers_.onEvent(event);
-            },
-            [this](std::string_view text, const std::string& problem) {
-              if (handlers_.onBadEvent) handlers_.onBadEvent(text, problem);
-            }}) {}
+        decoder_(WatchDecoder::Handlers{[this](const policy::Json& event) {
+                                          if (handlers_.onEvent) handlers_.onEvent(event);
+                                        },
+                                        [this](std::string_view text, const std::string& problem) {
+                                          if (handlers_.onBadEvent)
+                                            handlers_.onBadEvent(text, problem);
+                                        }}) {}
 
   void cancel() { abort(); }
 

@@ -30,11 +30,11 @@ class io_context;
 namespace nodewarden::kube {
 
 struct ApiResponse {
-  unsigned status = 0;   // HTTP status; 0: no answer (connect/TLS/timeout error)
+  unsigned status = 0;  // HTTP status; 0: no answer (connect/TLS/timeout error)
   std::string body;
   std::string contentType;
   std::optional<std::chrono::seconds> retryAfter;  // the Retry-After header
-  std::string error;     // status 0: what failed ("connect to 10.96.0.1:443: Connection refused")
+  std::string error;  // status 0: what failed ("connect to 10.96.0.1:443: Connection refused")
   // For logs: "403 Forbidden: pods \"x\" is forbidden: …" (the Status object's message when
   // the body is one) or the transport error.
   std::string describe() const;
@@ -43,7 +43,7 @@ struct ApiResponse {
 struct ClientOptions {
   std::chrono::milliseconds requestTimeout{10000};  // connect + TLS + request + response
   std::string userAgent = "nodewarden";
-  std::size_t maxResponseBytes = 256u << 20;        // lists of large clusters
+  std::size_t maxResponseBytes = 256u << 20;  // lists of large clusters
   // An exec credential plugin (ClusterConfig::exec) runs before the first request, when its
   // answer expires and after a 401, for at most `execTimeout` (requests wait for it, then
   // their own timeout starts). `terminal`: standard input is a terminal the plugin may use
@@ -69,8 +69,8 @@ class Client {
   // "application/strategic-merge-patch+json", "application/merge-patch+json"). A 401 with a
   // token file or an exec plugin re-reads the file or runs the plugin again, and the request
   // is retried once. A plugin that fails fails the request (status 0, its message in error).
-  void request(std::string method, std::string target, std::string body,
-               std::string contentType, Callback done);
+  void request(std::string method, std::string target, std::string body, std::string contentType,
+               Callback done);
 
   // A watch: GET `target` (with watch=1) and calls `onEvent` with each complete JSON object
   // of the stream (split by object, not by line; a malformed event is passed as text to

@@ -72,7 +72,8 @@ std::string bracketBareIpv6(std::string url, std::size_t authorityStart) {
   std::size_t end = url.find_first_of("/?#", authorityStart);
   if (end == std::string::npos) end = url.size();
   std::string_view authority(url.data() + authorityStart, end - authorityStart);
-  if (authority.find('[') != std::string_view::npos || authority.find('@') != std::string_view::npos ||
+  if (authority.find('[') != std::string_view::npos ||
+      authority.find('@') != std::string_view::npos ||
       std::count(authority.begin(), authority.end(), ':') < 2)
     return url;
   std::size_t colon = authority.rfind(':');
@@ -147,7 +148,8 @@ std::optional<std::string> parseProxy(const std::string& url, ClusterConfig& c) 
   c.proxyPort = u.has_port() ? std::string(u.port()) : "80";
   if (!validPort(c.proxyPort)) return "bad port in \"" + url + "\"";
   if (u.has_userinfo())
-    c.proxyAuthorization = "Basic " + base64(std::string(u.user()) + ":" + std::string(u.password()));
+    c.proxyAuthorization =
+        "Basic " + base64(std::string(u.user()) + ":" + std::string(u.password()));
   return std::nullopt;
 }
 
@@ -175,8 +177,9 @@ Result<ExecConfig> interpretExec(const kubeconfig::Exec& e, const kubeconfig::Us
   if (e.interactiveMode.empty()) {
     // client-go defaults it for v1beta1 only.
     if (e.apiVersion == "client.authentication.k8s.io/v1")
-      return at(user.origin, path + ".interactiveMode: not set (Never, IfAvailable or Always; "
-                                    "client.authentication.k8s.io/v1 needs it)");
+      return at(user.origin, path +
+                                 ".interactiveMode: not set (Never, IfAvailable or Always; "
+                                 "client.authentication.k8s.io/v1 needs it)");
     out.interactiveMode = ExecConfig::Interactive::IfAvailable;
   } else if (e.interactiveMode == "Never") {
     out.interactiveMode = ExecConfig::Interactive::Never;
@@ -224,7 +227,8 @@ Result<void> interpretUser(const kubeconfig::User& u, const std::string& name, C
     if (!p.fileValue.empty() && p.dataValue)
       return at(u.origin, u.origin.path + ": " + p.file + " and " + p.data + " are both set");
     if (!p.fileValue.empty()) {
-      if (auto ok = readable(p.fileValue); !ok) return at(u.origin, u.origin.at(p.file) + ": " + ok.error().message);
+      if (auto ok = readable(p.fileValue); !ok)
+        return at(u.origin, u.origin.at(p.file) + ": " + ok.error().message);
     }
     *p.fileOut = p.fileValue;
     *p.dataOut = p.dataValue.value_or("");
@@ -232,7 +236,8 @@ Result<void> interpretUser(const kubeconfig::User& u, const std::string& name, C
   bool hasCert = !c.clientCertData.empty() || !c.clientCertFile.empty();
   bool hasKey = !c.clientKeyData.empty() || !c.clientKeyFile.empty();
   if (hasCert != hasKey)
-    return at(u.origin, u.origin.path + ": a client certificate needs both the certificate and its key");
+    return at(u.origin,
+              u.origin.path + ": a client certificate needs both the certificate and its key");
   c.token = u.token;
   c.tokenFile = u.tokenFile;
   if (!c.tokenFile.empty()) {
@@ -266,7 +271,8 @@ Result<ClusterConfig> interpret(const kubeconfig::Config& config, const std::str
   if (x.cluster.empty()) return at(x.origin, x.origin.at("cluster") + ": not set");
   auto cl = config.clusters.find(x.cluster);
   if (cl == config.clusters.end())
-    return at(x.origin, x.origin.at("cluster") + ": cluster \"" + x.cluster + "\" is not in clusters");
+    return at(x.origin,
+              x.origin.at("cluster") + ": cluster \"" + x.cluster + "\" is not in clusters");
   const kubeconfig::Cluster& k = cl->second;
 
   ClusterConfig c;
@@ -283,8 +289,9 @@ Result<ClusterConfig> interpret(const kubeconfig::Config& config, const std::str
   c.caData = k.caData.value_or("");
   c.insecureSkipTlsVerify = k.insecureSkipTlsVerify;
   if (c.insecureSkipTlsVerify && (k.caData || !c.caFile.empty()))
-    return at(k.origin, k.origin.path +
-                            ": insecure-skip-tls-verify with a certificate authority is not allowed");
+    return at(
+        k.origin,
+        k.origin.path + ": insecure-skip-tls-verify with a certificate authority is not allowed");
   c.tlsServerName = k.tlsServerName;
   c.disableCompression = k.disableCompression;
   if (!k.proxyUrl.empty()) {
@@ -303,8 +310,7 @@ Result<ClusterConfig> interpret(const kubeconfig::Config& config, const std::str
   if (auto problem = parseServer(k.server, defaultTls, c))
     return at(k.origin, k.origin.at("server") + ": " + *problem);
   if (c.exec && k.execExtension) c.exec->clusterExtension = k.execExtension->dump();
-  c.description =
-      "kubeconfig " + label + ", context " + contextName + " (" + serverUrl(c) + ")";
+  c.description = "kubeconfig " + label + ", context " + contextName + " (" + serverUrl(c) + ")";
   return c;
 }
 
@@ -358,8 +364,8 @@ Result<ClusterConfig> loadKubeconfig(const std::string& path,
   return interpret(*config, path, context);
 }
 
-std::optional<Result<ClusterConfig>> loadKubeconfigList(
-    const std::vector<std::string>& paths, const std::optional<std::string>& context) {
+std::optional<Result<ClusterConfig>> loadKubeconfigList(const std::vector<std::string>& paths,
+                                                        const std::optional<std::string>& context) {
   std::optional<kubeconfig::Config> merged;
   for (const std::string& path : paths) {
     if (path.empty()) continue;

@@ -36,24 +36,24 @@ struct ExecConfig {
 };
 
 struct ClusterConfig {
-  std::string host;        // "10.96.0.1", "api.example.com", "::1" (no brackets)
-  std::string port;        // "443"
-  bool tls = true;         // https (every real cluster); http only for tests
-  std::string basePath;    // a server URL's path prefix ("" for most clusters), no trailing /
-  std::string server;      // the server URL as written (for KUBERNETES_EXEC_INFO)
-  std::string caData;      // PEM; empty with caFile empty: the system's default roots
+  std::string host;      // "10.96.0.1", "api.example.com", "::1" (no brackets)
+  std::string port;      // "443"
+  bool tls = true;       // https (every real cluster); http only for tests
+  std::string basePath;  // a server URL's path prefix ("" for most clusters), no trailing /
+  std::string server;    // the server URL as written (for KUBERNETES_EXEC_INFO)
+  std::string caData;    // PEM; empty with caFile empty: the system's default roots
   std::string caFile;
   std::string clientCertData, clientCertFile;  // PEM; client certificate authentication
   std::string clientKeyData, clientKeyFile;
-  std::string token;       // a fixed bearer token (kubeconfig "token")
-  std::string tokenFile;   // re-read on change and after a 401 (service account, tokenFile)
+  std::string token;               // a fixed bearer token (kubeconfig "token")
+  std::string tokenFile;           // re-read on change and after a 401 (service account, tokenFile)
   std::optional<ExecConfig> exec;  // credentials from a plugin (none of the above given)
   bool insecureSkipTlsVerify = false;
-  std::string tlsServerName;  // name verified in the server certificate (default: host)
+  std::string tlsServerName;        // name verified in the server certificate (default: host)
   bool disableCompression = false;  // read for KUBERNETES_EXEC_INFO; nothing is compressed
   // An http:// proxy (the cluster's proxy-url): https is tunnelled with CONNECT, http is sent
   // to it in absolute form.
-  std::string proxyUrl;       // as written, "" for none
+  std::string proxyUrl;  // as written, "" for none
   std::string proxyHost, proxyPort;
   std::string proxyAuthorization;  // "Basic …" from the proxy URL's user information, or ""
   // Impersonation (the user's as, as-uid, as-groups, as-user-extra): Impersonate-* headers.

@@ -52,8 +52,7 @@ struct CredentialOptions {
 
 class Credentials {
  public:
-  Credentials(boost::asio::io_context& io, const ClusterConfig& config,
-              CredentialOptions options);
+  Credentials(boost::asio::io_context& io, const ClusterConfig& config, CredentialOptions options);
   ~Credentials();  // kills a plugin still running
   Credentials(const Credentials&) = delete;
   Credentials& operator=(const Credentials&) = delete;

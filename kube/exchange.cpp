@@ -121,7 +121,8 @@ void Exchange::buildRequest() {
   if (!c.impersonateUid.empty()) request_.set("Impersonate-Uid", c.impersonateUid);
   for (const auto& group : c.impersonateGroups) request_.insert("Impersonate-Group", group);
   for (const auto& [key, values] : c.impersonateExtra) {
-    for (const auto& value : values) request_.insert("Impersonate-Extra-" + queryEscape(key), value);
+    for (const auto& value : values)
+      request_.insert("Impersonate-Extra-" + queryEscape(key), value);
   }
   if (!body_.empty()) {
     request_.set(http::field::content_type, contentType_);
@@ -170,18 +171,17 @@ void Exchange::sendConnect() {
   if (!c.proxyAuthorization.empty())
     connectRequest_.set(http::field::proxy_authorization, c.proxyAuthorization);
   phase_ = "CONNECT to " + core_->address + " through the proxy " + core_->proxyAddress;
-  http::async_write(conn_->lowest(), connectRequest_,
-                    [self = shared_from_this()](error_code writeEc, std::size_t) {
-                      if (self->stopped()) return;
-                      if (writeEc) return self->failTransport(writeEc);
-                      self->connectAnswer_.emplace();
-                      self->connectAnswer_->skip(true);  // a 2xx answer to CONNECT has no body
-                      http::async_read_header(
-                          self->conn_->lowest(), self->conn_->buffer, *self->connectAnswer_,
-                          [self](error_code readEc, std::size_t) {
-                            self->onConnectAnswer(readEc);
-                          });
-                    });
+  http::async_write(
+      conn_->lowest(), connectRequest_,
+      [self = shared_from_this()](error_code writeEc, std::size_t) {
+        if (self->stopped()) return;
+        if (writeEc) return self->failTransport(writeEc);
+        self->connectAnswer_.emplace();
+        self->connectAnswer_->skip(true);  // a 2xx answer to CONNECT has no body
+        http::async_read_header(
+            self->conn_->lowest(), self->conn_->buffer, *self->connectAnswer_,
+            [self](error_code readEc, std::size_t) { self->onConnectAnswer(readEc); });
+      });
 }
 
 void Exchange::onConnectAnswer(error_code ec) {
@@ -281,8 +281,8 @@ void Exchange::failTransport(const error_code& ec) {
 }
 
 std::string Exchange::timeoutMessage() const {
-  return phase_ + ": timed out (request timeout " +
-         formatDuration(core_->options.requestTimeout) + ")";
+  return phase_ + ": timed out (request timeout " + formatDuration(core_->options.requestTimeout) +
+         ")";
 }
 
 }  // namespace nodewarden::kube::detail

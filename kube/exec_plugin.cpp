@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include <array>
-#include <cctype>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -105,8 +105,7 @@ std::string execInfo(const ExecConfig& exec, const ClusterConfig& cluster, bool 
   return info.dump();
 }
 
-Result<ExecCredential> parseExecCredential(std::string_view output,
-                                           const std::string& apiVersion) {
+Result<ExecCredential> parseExecCredential(std::string_view output, const std::string& apiVersion) {
   Json doc;
   policy::Diagnostics diagnostics;
   if (auto parsed = policy::parseJsonText(output, diagnostics)) {
@@ -208,8 +207,8 @@ class Process : public std::enable_shared_from_this<Process> {
   void cancel();
 
  private:
-  void read(asio::posix::stream_descriptor& pipe, std::array<char, 4096>& buffer,
-            std::string& into, bool& closed, bool keepTail);
+  void read(asio::posix::stream_descriptor& pipe, std::array<char, 4096>& buffer, std::string& into,
+            bool& closed, bool keepTail);
   void tryReap();
   void exited(int status);
   void finish(Result<ExecCredential> result);
@@ -326,24 +325,23 @@ void Process::begin() {
 
 void Process::read(asio::posix::stream_descriptor& pipe, std::array<char, 4096>& buffer,
                    std::string& into, bool& closed, bool keepTail) {
-  pipe.async_read_some(
-      asio::buffer(buffer), [self = shared_from_this(), &pipe, &buffer, &into, &closed, keepTail](
-                                error_code ec, std::size_t n) {
-        if (self->finished_) return;
-        into.append(buffer.data(), n);
-        if (keepTail && into.size() > 2 * kMaxErrorTail) into.erase(0, into.size() - kMaxErrorTail);
-        if (!keepTail && into.size() > kMaxOutput) {
-          self->kill();
-          return self->fail("wrote more than " + std::to_string(kMaxOutput) +
-                            " bytes to its standard output");
-        }
-        if (ec) {
-          closed = true;
-          if (self->outClosed_ && self->errClosed_) self->tryReap();
-          return;
-        }
-        self->read(pipe, buffer, into, closed, keepTail);
-      });
+  pipe.async_read_some(asio::buffer(buffer), [self = shared_from_this(), &pipe, &buffer, &into,
+                                              &closed, keepTail](error_code ec, std::size_t n) {
+    if (self->finished_) return;
+    into.append(buffer.data(), n);
+    if (keepTail && into.size() > 2 * kMaxErrorTail) into.erase(0, into.size() - kMaxErrorTail);
+    if (!keepTail && into.size() > kMaxOutput) {
+      self->kill();
+      return self->fail("wrote more than " + std::to_string(kMaxOutput) +
+                        " bytes to its standard output");
+    }
+    if (ec) {
+      closed = true;
+      if (self->outClosed_ && self->errClosed_) self->tryReap();
+      return;
+    }
+    self->read(pipe, buffer, into, closed, keepTail);
+  });
 }
 
 void Process::tryReap() {
@@ -371,8 +369,7 @@ void Process::exited(int status) {
                 (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") +
                 " and was killed");
   }
-  if (WIFSIGNALED(status))
-    return fail("was killed by signal " + std::to_string(WTERMSIG(status)));
+  if (WIFSIGNALED(status)) return fail("was killed by signal " + std::to_string(WTERMSIG(status)));
   if (WEXITSTATUS(status) != 0)
     return fail("exited with status " + std::to_string(WEXITSTATUS(status)));
   auto credential = parseExecCredential(output_, exec_.apiVersion);
@@ -381,10 +378,11 @@ void Process::exited(int status) {
 }
 
 std::string Process::describe(std::string what) const {
-  std::string message = "exec credential plugin " + exec_.command + " of user \"" + exec_.user +
-                        "\": " + what;
+  std::string message =
+      "exec credential plugin " + exec_.command + " of user \"" + exec_.user + "\": " + what;
   std::string stderrText = trimmed(errors_);
-  if (stderrText.size() > kMaxErrorTail) stderrText = "…" + stderrText.substr(stderrText.size() - kMaxErrorTail);
+  if (stderrText.size() > kMaxErrorTail)
+    stderrText = "…" + stderrText.substr(stderrText.size() - kMaxErrorTail);
   if (!stderrText.empty()) message += "; its standard error: " + stderrText;
   if (!exec_.installHint.empty()) message += "; install hint: " + trimmed(exec_.installHint);
   return message;
@@ -464,14 +462,16 @@ std::unique_ptr<ExecRun> ExecRun::start(asio::io_context& io, const ClusterConfi
     std::ifstream in(cluster.caFile, std::ios::binary);
     std::ostringstream text;
     text << in.rdbuf();
-    if (!in) return failLater("reading the certificate authority " + cluster.caFile +
-                              " for KUBERNETES_EXEC_INFO failed");
+    if (!in)
+      return failLater("reading the certificate authority " + cluster.caFile +
+                       " for KUBERNETES_EXEC_INFO failed");
     caPem = text.str();
   }
   const char* pathVariable = std::getenv("PATH");
   auto path = findExecutable(exec.command, pathVariable != nullptr ? pathVariable : "");
   if (!path) return failLater(path.error().message);
-  if (auto problem = process->spawn(*path, execInfo(exec, cluster, interactive, caPem), interactive))
+  if (auto problem =
+          process->spawn(*path, execInfo(exec, cluster, interactive, caPem), interactive))
     return failLater(*problem);
   process->begin();
   return handle;

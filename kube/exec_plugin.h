@@ -25,7 +25,7 @@ namespace nodewarden::kube {
 
 struct ExecCredential {
   std::string token;
-  std::string clientCertPem, clientKeyPem;  // both or neither
+  std::string clientCertPem, clientKeyPem;                      // both or neither
   std::optional<std::chrono::system_clock::time_point> expiry;  // none: until a 401
 };
 

@@ -262,7 +262,7 @@ std::optional<policy::Json> parseWatchEvent(std::string_view text, std::string& 
 // ---------------------------------------------------------------------------------------
 
 void ObjectSplitter::feed(std::string_view bytes, const OnObject& onObject, const OnBad& onBad,
-                        const bool& stop) {
+                          const bool& stop) {
   for (std::size_t i = 0; i < bytes.size() && !stop; ++i) {
     char c = bytes[i];
     if (open_.empty()) {

@@ -53,8 +53,7 @@ class ObjectSplitter {
   // Calls `onObject` for each object completed by `bytes`, `onBad` for each bad piece, in
   // stream order. Returns early, the rest of `bytes` unread, once `stop` is true (a callback
   // may set it).
-  void feed(std::string_view bytes, const OnObject& onObject, const OnBad& onBad,
-            const bool& stop);
+  void feed(std::string_view bytes, const OnObject& onObject, const OnBad& onBad, const bool& stop);
   // The end of the stream: reports stray bytes not yet reported. An object still open is
   // left in pending() (the caller knows whether the stream was cut off).
   void finish(const OnBad& onBad);

@@ -50,7 +50,8 @@ Result<Json> parseText(const std::string& text) {
   options.firstDocumentOnly = true;
   auto parsed = readYamlDocuments(text, options);
   if (!parsed) {
-    if (jsonError) return Error{jsonError->message + " (and as YAML, " + parsed.error().message + ")"};
+    if (jsonError)
+      return Error{jsonError->message + " (and as YAML, " + parsed.error().message + ")"};
     return parsed.error();
   }
   if (parsed->empty() || parsed->front().is_null()) return Json::object();
@@ -173,8 +174,8 @@ class Fields {
   std::string path_;
 };
 
-#define NW_TRY(var, expr)               \
-  auto var##Result = (expr);            \
+#define NW_TRY(var, expr)                       \
+  auto var##Result = (expr);                    \
   if (!var##Result) return var##Result.error(); \
   auto var = std::move(*var##Result)
 
@@ -203,8 +204,7 @@ Result<std::map<std::string, T>> namedList(const Fields& top, const char* list, 
     NW_TRY(name, fields.string("name"));
     NW_TRY(inner, fields.mapping(member));
     NW_TRY(value, decode(inner ? *inner : Fields(kEmpty, fields.at(member))));
-    if (out.count(name) != 0)
-      return Error{path + ".name: \"" + name + "\" is already in " + list};
+    if (out.count(name) != 0) return Error{path + ".name: \"" + name + "\" is already in " + list};
     out.emplace(name, std::move(value));
   }
   return out;

@@ -28,7 +28,7 @@ struct Cluster {
   std::string server;
   std::string tlsServerName;
   bool insecureSkipTlsVerify = false;
-  std::string caFile;  // resolved against the file's directory
+  std::string caFile;                 // resolved against the file's directory
   std::optional<std::string> caData;  // decoded
   std::string proxyUrl;
   bool disableCompression = false;
@@ -48,7 +48,7 @@ struct Exec {
 
 struct User {
   Origin origin;
-  std::string clientCertFile, clientKeyFile;  // resolved
+  std::string clientCertFile, clientKeyFile;                 // resolved
   std::optional<std::string> clientCertData, clientKeyData;  // decoded
   std::string token, tokenFile;
   std::string impersonate, impersonateUid;

@@ -45,9 +45,9 @@ std::string formatDuration(std::chrono::milliseconds d);
 
 // One connection to the API server: plain or TLS, with the bytes read past the last message.
 struct Connection {
+  std::shared_ptr<ssl::context> tlsContext;  // what `tls` was made with (outlives it)
   std::unique_ptr<beast::tcp_stream> plain;
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
-  std::shared_ptr<ssl::context> tlsContext;  // what `tls` was made with (kept alive with it)
   beast::flat_buffer buffer;
   Clock::time_point idleSince;
 
@@ -69,8 +69,7 @@ class Exchange;
 
 // The client's shared state: exchanges hold it, so it outlives a Client destroyed mid-flight.
 struct ClientCore {
-  ClientCore(asio::io_context& ioContext, ClusterConfig clusterConfig,
-             ClientOptions clientOptions);
+  ClientCore(asio::io_context& ioContext, ClusterConfig clusterConfig, ClientOptions clientOptions);
 
   // After the exec plugin answered: a TLS context with its client certificate (when it gave
   // one), and the idle connections made with the old one closed. tlsSetupError says what
@@ -89,10 +88,10 @@ struct ClientCore {
   ClusterConfig config;
   ClientOptions options;
   Credentials credentials;
-  std::string address;  // "host:port" for messages and the Host header
+  std::string address;       // "host:port" for messages and the Host header
   std::string proxyAddress;  // "host:port" of the proxy, "" without one
   std::shared_ptr<ssl::context> sslContext;
-  std::string tlsSetupError;  // set: every exchange fails with it
+  std::string tlsSetupError;        // set: every exchange fails with it
   std::uint64_t tlsGeneration = 0;  // the credentials' generation sslContext was made for
   bool tlsHasPluginCertificate = false;
   std::vector<std::unique_ptr<Connection>> idle;

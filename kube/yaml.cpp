@@ -154,8 +154,8 @@ class JsonBuilder final : public YAML::EventHandler {
     if (it == anchors_.end()) stop(mark, "an alias inside the node it names");
     aliasValues_ += it->second.values;
     if (aliasValues_ > options_.maxAliasValues)
-      stop(mark, "aliases expand to more than " + std::to_string(options_.maxAliasValues) +
-                     " values");
+      stop(mark,
+           "aliases expand to more than " + std::to_string(options_.maxAliasValues) + " values");
     if (inKeyPosition()) {
       if (!it->second.value.is_string()) stop(mark, "mapping keys must be scalars");
       return setKey(mark, it->second.value.get<std::string>(), false);
@@ -266,8 +266,8 @@ class JsonBuilder final : public YAML::EventHandler {
     bool stringMap = empty.is_object() &&
                      std::find(options_.stringMapMembers.begin(), options_.stringMapMembers.end(),
                                name) != options_.stringMapMembers.end();
-    frames_.push_back(Frame{std::move(empty), mark, anchor, stringMap, std::nullopt, false,
-                            std::move(name)});
+    frames_.push_back(
+        Frame{std::move(empty), mark, anchor, stringMap, std::nullopt, false, std::move(name)});
   }
 
   void close() {

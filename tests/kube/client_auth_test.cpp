@@ -64,15 +64,21 @@ std::size_t lines(const std::string& path) {
 // A plugin that logs each run to `runs` and answers the token in `tokenFile`, with the
 // expiry in `expiryFile` when there is one.
 std::string tokenPlugin(const TempDir& dir) {
-  std::string path = dir.write("plugin",
-                               "#!/bin/sh\n"
-                               "echo run >> '" + (dir.path / "runs").string() + "'\n"
-                               "token=$(cat '" + (dir.path / "token").string() + "')\n"
-                               "expiry=$(cat '" + (dir.path / "expiry").string() +
-                                   "' 2>/dev/null)\n"
-                               "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-                               "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"%s}}' "
-                               "\"$token\" \"${expiry:+,\\\"expirationTimestamp\\\":\\\"$expiry\\\"}\"\n");
+  std::string path =
+      dir.write("plugin",
+                "#!/bin/sh\n"
+                "echo run >> '" +
+                    (dir.path / "runs").string() +
+                    "'\n"
+                    "token=$(cat '" +
+                    (dir.path / "token").string() +
+                    "')\n"
+                    "expiry=$(cat '" +
+                    (dir.path / "expiry").string() +
+                    "' 2>/dev/null)\n"
+                    "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                    "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"%s}}' "
+                    "\"$token\" \"${expiry:+,\\\"expirationTimestamp\\\":\\\"$expiry\\\"}\"\n");
   ::chmod(path.c_str(), 0755);
   return path;
 }
@@ -143,10 +149,10 @@ TEST_CASE("client with an exec plugin: one run for waiting requests, cached, exp
     dir.write("token", "rotated-again");
     int events = 0;
     std::optional<kube::ApiResponse> end;
-    auto watch = client.watch("/api/v1/nodes?watch=1&timeoutSeconds=1",
-                              {[&](const Json&) { ++events; }, nullptr,
-                               [&](kube::ApiResponse r) { end = std::move(r); }},
-                              5000ms);
+    auto watch = client.watch(
+        "/api/v1/nodes?watch=1&timeoutSeconds=1",
+        {[&](const Json&) { ++events; }, nullptr, [&](kube::ApiResponse r) { end = std::move(r); }},
+        5000ms);
     REQUIRE(loop.runUntil([&] { return end.has_value(); }));
     CHECK_MESSAGE(end->status == 200, end->describe());
     CHECK(lines(runs) == 3);
@@ -178,12 +184,13 @@ TEST_CASE("client with an exec plugin that answers a client certificate") {
   options.keyPem = serverCert.keyPem;
   options.clientCaPem = clientCert.certPem;
   FakeApiServer server(options);
-  dir.write("answer.json", Json{{"apiVersion", "client.authentication.k8s.io/v1beta1"},
-                                {"kind", "ExecCredential"},
-                                {"status",
-                                 {{"clientCertificateData", clientCert.certPem},
-                                  {"clientKeyData", clientCert.keyPem}}}}
-                               .dump());
+  dir.write(
+      "answer.json",
+      Json{{"apiVersion", "client.authentication.k8s.io/v1beta1"},
+           {"kind", "ExecCredential"},
+           {"status",
+            {{"clientCertificateData", clientCert.certPem}, {"clientKeyData", clientCert.keyPem}}}}
+          .dump());
   std::string plugin =
       dir.write("cert-plugin", "#!/bin/sh\ncat '" + (dir.path / "answer.json").string() + "'\n");
   ::chmod(plugin.c_str(), 0755);
@@ -229,9 +236,9 @@ TEST_CASE("client through an http:// proxy: CONNECT for https, absolute form for
     kube::Client client(loop.io, through(tlsServer, proxy, true, serverCert.certPem));
     CHECK(get(loop, client, "/api/v1/nodes").status == 200);
     std::optional<kube::ApiResponse> end;
-    auto watch = client.watch("/api/v1/pods?watch=1&timeoutSeconds=1",
-                              {nullptr, nullptr, [&](kube::ApiResponse r) { end = std::move(r); }},
-                              5000ms);
+    auto watch =
+        client.watch("/api/v1/pods?watch=1&timeoutSeconds=1",
+                     {nullptr, nullptr, [&](kube::ApiResponse r) { end = std::move(r); }}, 5000ms);
     REQUIRE(loop.runUntil([&] { return end.has_value(); }));
     CHECK_MESSAGE(end->status == 200, end->describe());
     // The watch may reuse the request's tunnel (a kept-alive connection): every connection
@@ -281,10 +288,12 @@ TEST_CASE("client: impersonation headers, as kubectl sends them for as, as-group
       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
   acceptor.async_accept(socket, [&](boost::system::error_code ec) {
     if (ec) return;
-    asio::async_read_until(socket, request, "\r\n\r\n", [&](boost::system::error_code, std::size_t) {
-      head.assign(asio::buffers_begin(request.data()), asio::buffers_end(request.data()));
-      asio::async_write(socket, asio::buffer(reply), [](boost::system::error_code, std::size_t) {});
-    });
+    asio::async_read_until(
+        socket, request, "\r\n\r\n", [&](boost::system::error_code, std::size_t) {
+          head.assign(asio::buffers_begin(request.data()), asio::buffers_end(request.data()));
+          asio::async_write(socket, asio::buffer(reply),
+                            [](boost::system::error_code, std::size_t) {});
+        });
   });
   kube::ClusterConfig c;
   c.host = "127.0.0.1";

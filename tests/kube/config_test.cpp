@@ -1,8 +1,8 @@
 // kube/config: in-cluster configuration, kubeconfig files (YAML as kubectl writes them, and
 // JSON) with every refusal's exact message, and the rotating token source.
-#include "tests/support/temp_dir.h"
 #include "kube/config.h"
 #include "kube/credentials.h"
+#include "tests/support/temp_dir.h"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -23,7 +23,6 @@ using nodewarden::kube::TokenSource;
 using nodewarden::testing::TempDir;
 
 namespace {
-
 
 std::string base64(const std::string& in) {
   static constexpr char kAlphabet[] =
@@ -175,29 +174,29 @@ TEST_CASE("kubeconfig: kubeadm admin.conf with embedded certificates") {
 
 TEST_CASE("kubeconfig: kubelet.conf with certificate files, relative paths resolved") {
   TempDir dir;
-  std::string path =
-      dir.write("etc/kubelet.conf",
-                "apiVersion: v1\n"
-                "clusters:\n"
-                "- cluster:\n"
-                "    certificate-authority: pki/ca.crt\n"
-                "    server: https://cp.example.com:6443\n"
-                "  name: default-cluster\n"
-                "contexts:\n"
-                "- context:\n"
-                "    cluster: default-cluster\n"
-                "    namespace: default\n"
-                "    user: default-auth\n"
-                "  name: default-context\n"
-                "current-context: default-context\n"
-                "kind: Config\n"
-                "preferences: {}\n"
-                "users:\n"
-                "- name: default-auth\n"
-                "  user:\n"
-                "    client-certificate: " + (dir.path / "pki/kubelet-client-current.pem").string() +
-                    "\n"
-                "    client-key: ../keys/kubelet.key\n");
+  std::string path = dir.write("etc/kubelet.conf",
+                               "apiVersion: v1\n"
+                               "clusters:\n"
+                               "- cluster:\n"
+                               "    certificate-authority: pki/ca.crt\n"
+                               "    server: https://cp.example.com:6443\n"
+                               "  name: default-cluster\n"
+                               "contexts:\n"
+                               "- context:\n"
+                               "    cluster: default-cluster\n"
+                               "    namespace: default\n"
+                               "    user: default-auth\n"
+                               "  name: default-context\n"
+                               "current-context: default-context\n"
+                               "kind: Config\n"
+                               "preferences: {}\n"
+                               "users:\n"
+                               "- name: default-auth\n"
+                               "  user:\n"
+                               "    client-certificate: " +
+                                   (dir.path / "pki/kubelet-client-current.pem").string() +
+                                   "\n"
+                                   "    client-key: ../keys/kubelet.key\n");
   dir.write("etc/pki/ca.crt", kCaPem);
   dir.write("pki/kubelet-client-current.pem", kCertPem);
   dir.write("keys/kubelet.key", kKeyPem);
@@ -301,12 +300,13 @@ TEST_CASE("kubeconfig: a JSON document") {
 TEST_CASE("kubeconfig: any YAML kubectl reads — flow style, anchors, YAML 1.1 booleans") {
   TempDir dir;
   SUBCASE("the whole file in flow style, starting with '{' (not JSON)") {
-    std::string path = dir.write("flow.yaml",
-                                 "{apiVersion: v1, kind: Config, current-context: c,\n"
-                                 " clusters: [{name: k, cluster: {server: 'https://10.0.0.1:6443',\n"
-                                 "             insecure-skip-tls-verify: yes}}],\n"
-                                 " contexts: [{name: c, context: {cluster: k, user: u}}],\n"
-                                 " users: [{name: u, user: {token: abc}}]}\n");
+    std::string path =
+        dir.write("flow.yaml",
+                  "{apiVersion: v1, kind: Config, current-context: c,\n"
+                  " clusters: [{name: k, cluster: {server: 'https://10.0.0.1:6443',\n"
+                  "             insecure-skip-tls-verify: yes}}],\n"
+                  " contexts: [{name: c, context: {cluster: k, user: u}}],\n"
+                  " users: [{name: u, user: {token: abc}}]}\n");
     auto config = loadKubeconfig(path);
     REQUIRE_MESSAGE(config.ok(), config.error().message);
     CHECK(config->host == "10.0.0.1");
@@ -376,25 +376,28 @@ TEST_CASE("kubeconfig: exec plugins, proxies, impersonation and servers as kubec
                                  "clusters:\n"
                                  "- name: k\n"
                                  "  cluster:\n"
-                                 "    server: " + server + "\n" + clusterExtra +
-                                 "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
-                                 "users:\n"
-                                 "- name: u\n"
-                                 "  user:\n" + user);
+                                 "    server: " +
+                                     server + "\n" + clusterExtra +
+                                     "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                                     "users:\n"
+                                     "- name: u\n"
+                                     "  user:\n" +
+                                     user);
     return loadKubeconfig(path);
   };
   SUBCASE("exec v1: command relative to the kubeconfig, args, env, hint, cluster extension") {
-    auto config = load("    exec:\n"
-                       "      apiVersion: client.authentication.k8s.io/v1\n"
-                       "      command: ./bin/plugin\n"
-                       "      args: [get-token, --cluster, k]\n"
-                       "      env: [{name: REGION, value: eu}]\n"
-                       "      installHint: apt install plugin\n"
-                       "      provideClusterInfo: true\n"
-                       "      interactiveMode: Never\n",
-                       "    extensions:\n"
-                       "    - name: client.authentication.k8s.io/exec\n"
-                       "      extension: {audience: nodewarden}\n");
+    auto config = load(
+        "    exec:\n"
+        "      apiVersion: client.authentication.k8s.io/v1\n"
+        "      command: ./bin/plugin\n"
+        "      args: [get-token, --cluster, k]\n"
+        "      env: [{name: REGION, value: eu}]\n"
+        "      installHint: apt install plugin\n"
+        "      provideClusterInfo: true\n"
+        "      interactiveMode: Never\n",
+        "    extensions:\n"
+        "    - name: client.authentication.k8s.io/exec\n"
+        "      extension: {audience: nodewarden}\n");
     REQUIRE_MESSAGE(config.ok(), config.error().message);
     REQUIRE(config->exec);
     CHECK(config->exec->command == dir.path.string() + "/bin/plugin");
@@ -409,29 +412,31 @@ TEST_CASE("kubeconfig: exec plugins, proxies, impersonation and servers as kubec
     CHECK(config->server == "https://10.0.0.1:6443");
   }
   SUBCASE("exec v1beta1: a command on the PATH; interactiveMode defaults to IfAvailable") {
-    auto config = load("    exec:\n"
-                       "      apiVersion: client.authentication.k8s.io/v1beta1\n"
-                       "      command: gke-gcloud-auth-plugin\n");
+    auto config = load(
+        "    exec:\n"
+        "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+        "      command: gke-gcloud-auth-plugin\n");
     REQUIRE_MESSAGE(config.ok(), config.error().message);
     REQUIRE(config->exec);
     CHECK(config->exec->command == "gke-gcloud-auth-plugin");
-    CHECK(config->exec->interactiveMode ==
-          nodewarden::kube::ExecConfig::Interactive::IfAvailable);
+    CHECK(config->exec->interactiveMode == nodewarden::kube::ExecConfig::Interactive::IfAvailable);
   }
   SUBCASE("a token given with exec wins over the plugin, as in client-go") {
-    auto config = load("    token: fixed\n"
-                       "    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x}\n");
+    auto config = load(
+        "    token: fixed\n"
+        "    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x}\n");
     REQUIRE_MESSAGE(config.ok(), config.error().message);
     CHECK_FALSE(config->exec);
     CHECK(config->token == "fixed");
   }
   SUBCASE("proxy-url with user information; impersonation") {
-    auto config = load("    token: t\n"
-                       "    as: jane\n"
-                       "    as-uid: \"42\"\n"
-                       "    as-groups: [devs, ops]\n"
-                       "    as-user-extra: {scopes: [view]}\n",
-                       "    proxy-url: http://user:secret@127.0.0.1:3128\n");
+    auto config = load(
+        "    token: t\n"
+        "    as: jane\n"
+        "    as-uid: \"42\"\n"
+        "    as-groups: [devs, ops]\n"
+        "    as-user-extra: {scopes: [view]}\n",
+        "    proxy-url: http://user:secret@127.0.0.1:3128\n");
     REQUIRE_MESSAGE(config.ok(), config.error().message);
     CHECK(config->proxyHost == "127.0.0.1");
     CHECK(config->proxyPort == "3128");
@@ -488,8 +493,9 @@ TEST_CASE("kubeconfig: every refusal names the file and the place inside it") {
     return text.replace(at, from.size(), to);
   };
   auto execUser = [&](const std::string& exec) {
-    return replace(admin, "    client-certificate-data: " + base64(kCertPem) + "\n" +
-                              "    client-key-data: " + base64(kKeyPem) + "\n",
+    return replace(admin,
+                   "    client-certificate-data: " + base64(kCertPem) + "\n" +
+                       "    client-key-data: " + base64(kKeyPem) + "\n",
                    "    exec:\n" + exec);
   };
 
@@ -513,8 +519,9 @@ TEST_CASE("kubeconfig: every refusal names the file and the place inside it") {
   CHECK(load(admin + "- name: other\n  user: {username: yes}\n") ==
         "users[1].user.username: expected a string, got a boolean (quote it to make it a "
         "string)");
-  CHECK(load(replace(admin, "    server:", "    insecure-skip-tls-verify: \"true\"\n    server:")) ==
-        "clusters[0].cluster.insecure-skip-tls-verify: expected true or false, got a string");
+  CHECK(
+      load(replace(admin, "    server:", "    insecure-skip-tls-verify: \"true\"\n    server:")) ==
+      "clusters[0].cluster.insecure-skip-tls-verify: expected true or false, got a string");
   CHECK(load(replace(admin, "client-key-data: ", "client-key-data: !!notbase64")) ==
         "line 19: tags other than !!str, !!int, !!float, !!bool and !!null are not supported");
   CHECK(load(replace(admin, "client-key-data: ", "client-key-data: a%b")) ==
@@ -548,9 +555,10 @@ TEST_CASE("kubeconfig: every refusal names the file and the place inside it") {
         "users[0].user: a client certificate needs both the certificate and its key");
   CHECK(load(replace(admin, "    client-key-data", "    tokenFile: gone\n    client-key-data")) ==
         "users[0].user.tokenFile: " + (dir.path / "gone").string() + ": No such file or directory");
-  CHECK(load(replace(admin, "    server:", "    proxy-url: socks5://127.0.0.1:1080\n    server:")) ==
-        "clusters[0].cluster.proxy-url: a socks5:// proxy is not supported (kubectl takes it; "
-        "nodewarden speaks to http:// proxies only, with CONNECT)");
+  CHECK(
+      load(replace(admin, "    server:", "    proxy-url: socks5://127.0.0.1:1080\n    server:")) ==
+      "clusters[0].cluster.proxy-url: a socks5:// proxy is not supported (kubectl takes it; "
+      "nodewarden speaks to http:// proxies only, with CONNECT)");
   // Refused with what to use instead.
   CHECK(load(replace(admin, "    client-certificate-data",
                      "    auth-provider:\n      name: oidc\n    client-certificate-data")) ==

@@ -81,13 +81,14 @@ TEST_CASE("exec plugin: the ExecCredential it answers, checked as client-go chec
   REQUIRE_MESSAGE(token.ok(), token.error().message);
   CHECK(token->token == "abc");
   REQUIRE(token->expiry);
-  CHECK(std::chrono::duration_cast<std::chrono::seconds>(token->expiry->time_since_epoch())
-            .count() == 1893553445);
+  CHECK(
+      std::chrono::duration_cast<std::chrono::seconds>(token->expiry->time_since_epoch()).count() ==
+      1893553445);
 
   auto pair = makeTestCertificate("plugin-user");
   auto cert = kube::parseExecCredential(
-      credential(Json{{"clientCertificateData", pair.certPem}, {"clientKeyData", pair.keyPem}}
-                     .dump()),
+      credential(
+          Json{{"clientCertificateData", pair.certPem}, {"clientKeyData", pair.keyPem}}.dump()),
       kV1);
   REQUIRE_MESSAGE(cert.ok(), cert.error().message);
   CHECK(cert->clientCertPem == pair.certPem);
@@ -119,9 +120,10 @@ TEST_CASE("exec plugin: the ExecCredential it answers, checked as client-go chec
   CHECK(error(credential(Json{{"clientCertificateData", pair.certPem}}.dump())) ==
         "the plugin returned a client certificate or a key, not both");
   auto other = makeTestCertificate("someone-else");
-  CHECK(error(credential(
-            Json{{"clientCertificateData", pair.certPem}, {"clientKeyData", other.keyPem}}.dump())) ==
-        "the plugin's client certificate: clientKeyData does not match clientCertificateData");
+  CHECK(
+      error(credential(
+          Json{{"clientCertificateData", pair.certPem}, {"clientKeyData", other.keyPem}}.dump())) ==
+      "the plugin's client certificate: clientKeyData does not match clientCertificateData");
   CHECK(error(credential(R"({"token":"x","expirationTimestamp":"tomorrow"})"))
             .starts_with("status.expirationTimestamp: "));
   CHECK(error("hello").starts_with("decoding its output: expected an ExecCredential object"));
@@ -152,8 +154,8 @@ TEST_CASE("exec plugin: the command is found as Go's exec.LookPath finds it") {
   std::string found = script(dir, "b/tool", "exit 0\n");
   dir.write("a/tool", "not executable");
   script(dir, "c/tool", "exit 0\n");
-  const std::string path = "relative:" + (dir.path / "a").string() + "::" +
-                           (dir.path / "b").string() + ":" + (dir.path / "c").string();
+  const std::string path = "relative:" + (dir.path / "a").string() +
+                           "::" + (dir.path / "b").string() + ":" + (dir.path / "c").string();
   auto tool = kube::findExecutable("tool", path);
   REQUIRE_MESSAGE(tool.ok(), tool.error().message);
   CHECK(*tool == found);
@@ -174,7 +176,7 @@ TEST_CASE("exec plugin: a real plugin gets its args, env and KUBERNETES_EXEC_INF
   std::string plugin =
       script(dir, "plugin",
              "printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$1\"\n"
-             "[ -t 0 ] && exit 9\n"  // its stdin is not the test's terminal
+             "[ -t 0 ] && exit 9\n"      // its stdin is not the test's terminal
              "read nothing && exit 8\n"  // and holds nothing (/dev/null)
              "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",'\n"
              "printf '\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s-%s\"}}' "

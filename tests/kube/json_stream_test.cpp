@@ -69,7 +69,8 @@ TEST_CASE("json_stream: stray text, and objects cut off, are reported and the st
     REQUIRE(s.objects.size() == 1);
     CHECK(s.objects[0] == "{\"a\":1}");
     REQUIRE(s.bad.size() == 2);
-    CHECK(s.bad[0] == std::make_pair(std::string("garbage here"), std::string("not a JSON object")));
+    CHECK(s.bad[0] ==
+          std::make_pair(std::string("garbage here"), std::string("not a JSON object")));
     CHECK(s.bad[1] == std::make_pair(std::string("[1,2]"), std::string("not a JSON object")));
   }
   SUBCASE("stray text at the very end is reported by finish()") {

@@ -1,8 +1,8 @@
 // kube/config: where the kubeconfig comes from (docs/reference.md §1.10) — --kubeconfig, then
 // $KUBECONFIG's files merged by kubectl's rules, then ~/.kube/config, then the in-cluster
 // service account for the daemons only — on literal files, with the environment injected.
-#include "tests/support/temp_dir.h"
 #include "kube/config.h"
+#include "tests/support/temp_dir.h"
 
 #include <doctest/doctest.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 
 using nodewarden::kube::loadKubeconfigList;
-using nodewarden::kube::ResolveOptions;
 using nodewarden::kube::resolveClusterConfig;
+using nodewarden::kube::ResolveOptions;
 using nodewarden::testing::TempDir;
 
 namespace {
@@ -101,10 +101,11 @@ TEST_CASE("kubeconfig lists: the first file to set a name or current-context win
     CHECK(failed->error().message.starts_with("kubeconfig " + bad + ": line "));
   }
   SUBCASE("an entry's problem names the file it came from") {
-    std::string broken = dir.write("broken",
-                                   "current-context: x\n"
-                                   "contexts: [{name: x, context: {cluster: shared, user: carol}}]\n"
-                                   "users: [{name: carol, user: {username: c, password: p}}]\n");
+    std::string broken =
+        dir.write("broken",
+                  "current-context: x\n"
+                  "contexts: [{name: x, context: {cluster: shared, user: carol}}]\n"
+                  "users: [{name: carol, user: {username: c, password: p}}]\n");
     auto failed = loadKubeconfigList({broken, first});
     REQUIRE(failed);
     REQUIRE_FALSE(failed->ok());
@@ -174,10 +175,9 @@ TEST_CASE("resolveClusterConfig: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-c
     env.vars["HOME"] = (dir.path / "nobody").string();
     auto config = resolveClusterConfig(std::nullopt, options);
     REQUIRE_FALSE(config.ok());
-    CHECK(config.error().message ==
-          "no kubeconfig (no --kubeconfig, $KUBECONFIG is not set and " +
-              (dir.path / "nobody").string() +
-              "/.kube/config does not exist): not running in a cluster: "
-              "KUBERNETES_SERVICE_HOST is not set");
+    CHECK(config.error().message == "no kubeconfig (no --kubeconfig, $KUBECONFIG is not set and " +
+                                        (dir.path / "nobody").string() +
+                                        "/.kube/config does not exist): not running in a cluster: "
+                                        "KUBERNETES_SERVICE_HOST is not set");
   }
 }

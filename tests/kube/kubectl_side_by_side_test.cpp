@@ -88,9 +88,9 @@ std::string quoted(const std::string& s) {
 
 // The server both clients talk to.
 struct ServerUnderTest {
-  std::string url;     // "https://127.0.0.1:PORT"
+  std::string url;  // "https://127.0.0.1:PORT"
   std::string caPem;
-  std::string token;   // a bearer token it accepts
+  std::string token;                        // a bearer token it accepts
   std::string clientCertPem, clientKeyPem;  // "" when not known
   std::string serverName;  // a DNS name in its certificate other than its address, or ""
   std::string wrongCaPem;  // a CA that did not sign its certificate
@@ -157,8 +157,8 @@ std::string daemonLog(const TempDir& dir, const std::vector<std::string>& env) {
   std::filesystem::remove(log);  // not the last run's
   std::vector<std::string> args = {"env", "-i"};
   args.insert(args.end(), env.begin(), env.end());
-  for (const char* a : {NODEWARDEN_BINARY, "webhook", "--listen", "127.0.0.1:0", "--log-format",
-                        "json"})
+  for (const char* a :
+       {NODEWARDEN_BINARY, "webhook", "--listen", "127.0.0.1:0", "--log-format", "json"})
     args.emplace_back(a);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -218,17 +218,21 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
   fs::create_symlink(NODEWARDEN_BINARY, dir.path / "bin/kubectl-nodewarden");
   const std::string basePath = "PATH=" + root + "/bin:/usr/local/bin:/usr/bin:/bin";
 
-  auto plugin = [&](const std::string& name, const std::string& apiVersion, const std::string& status) {
-    std::string path = dir.write(name,
-                                 "#!/bin/sh\n"
-                                 "echo \"$0 $*\" >> '" + root + "/plugin-runs'\n"
-                                 "[ -n \"$1\" ] && printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$1\"\n"
-                                 "cat <<'EOF'\n" +
-                                     Json{{"apiVersion", apiVersion},
-                                          {"kind", "ExecCredential"},
-                                          {"status", Json::parse(status)}}
-                                         .dump() +
-                                     "\nEOF\n");
+  auto plugin = [&](const std::string& name, const std::string& apiVersion,
+                    const std::string& status) {
+    std::string path =
+        dir.write(name,
+                  "#!/bin/sh\n"
+                  "echo \"$0 $*\" >> '" +
+                      root +
+                      "/plugin-runs'\n"
+                      "[ -n \"$1\" ] && printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$1\"\n"
+                      "cat <<'EOF'\n" +
+                      Json{{"apiVersion", apiVersion},
+                           {"kind", "ExecCredential"},
+                           {"status", Json::parse(status)}}
+                          .dump() +
+                      "\nEOF\n");
     ::chmod(path.c_str(), 0755);
   };
   const std::string tokenStatus = Json{{"token", server.token}}.dump();
@@ -249,9 +253,9 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
   auto user = [&](const std::string& body) { return "- name: me\n  user:\n" + body; };
   auto file = [&](const std::string& clusters, const std::string& users,
                   const std::string& current = "sut") {
-    return "apiVersion: v1\nkind: Config\ncurrent-context: " + current +
-           "\nclusters:\n" + clusters + "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n" +
-           "users:\n" + users;
+    return "apiVersion: v1\nkind: Config\ncurrent-context: " + current + "\nclusters:\n" +
+           clusters + "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n" + "users:\n" +
+           users;
   };
   const std::string tokenUser = user("    token: " + server.token + "\n");
   auto at = [&](const std::string& name, const std::string& text) {
@@ -262,28 +266,34 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
       {"block YAML as kubectl writes it, a token", at("config", file(cluster(), tokenUser)),
        "config"},
       {"flow style throughout",
-       at("config", "{apiVersion: v1, kind: Config, current-context: sut,\n"
-                    " clusters: [{name: sut, cluster: {server: '" + server.url +
-                        "', certificate-authority-data: " + caData + "}}],\n"
-                        " contexts: [{name: sut, context: {cluster: sut, user: me}}],\n"
-                        " users: [{name: me, user: {token: '" + server.token + "'}}]}\n"),
+       at("config",
+          "{apiVersion: v1, kind: Config, current-context: sut,\n"
+          " clusters: [{name: sut, cluster: {server: '" +
+              server.url + "', certificate-authority-data: " + caData +
+              "}}],\n"
+              " contexts: [{name: sut, context: {cluster: sut, user: me}}],\n"
+              " users: [{name: me, user: {token: '" +
+              server.token + "'}}]}\n"),
        "config"},
       {"anchors, a merge key, YAML 1.1 booleans, a second document",
-       at("config", "apiVersion: v1\ncurrent-context: sut\nclusters:\n"
-                    "- name: base\n  cluster: &base\n    server: " + server.url +
-                        "\n    certificate-authority-data: " + caData +
-                        "\n    disable-compression: yes\n"
-                        "- name: sut\n  cluster:\n    <<: *base\n    insecure-skip-tls-verify: off\n"
-                        "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n"
-                        "users:\n" + tokenUser + "---\nkind: Ignored\n"),
+       at("config",
+          "apiVersion: v1\ncurrent-context: sut\nclusters:\n"
+          "- name: base\n  cluster: &base\n    server: " +
+              server.url + "\n    certificate-authority-data: " + caData +
+              "\n    disable-compression: yes\n"
+              "- name: sut\n  cluster:\n    <<: *base\n    insecure-skip-tls-verify: off\n"
+              "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n"
+              "users:\n" +
+              tokenUser + "---\nkind: Ignored\n"),
        "config"},
       {"JSON",
        at("config.json",
           Json{{"apiVersion", "v1"},
                {"kind", "Config"},
                {"current-context", "sut"},
-               {"clusters", {{{"name", "sut"}, {"cluster", {{"server", server.url},
-                                                            {"certificate-authority-data", caData}}}}}},
+               {"clusters",
+                {{{"name", "sut"},
+                  {"cluster", {{"server", server.url}, {"certificate-authority-data", caData}}}}}},
                {"contexts", {{{"name", "sut"}, {"context", {{"cluster", "sut"}, {"user", "me"}}}}}},
                {"users", {{{"name", "me"}, {"user", {{"token", server.token}}}}}}}
               .dump(2)),
@@ -294,16 +304,22 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
          d.write("conf/token", server.token + "\n");
          d.write("conf/config",
                  "apiVersion: v1\ncurrent-context: sut\nclusters:\n- name: sut\n  cluster:\n"
-                 "    server: " + server.url + "\n    certificate-authority: ../pki/ca.crt\n"
-                 "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n"
-                 "users:\n" + user("    tokenFile: token\n"));
+                 "    server: " +
+                     server.url +
+                     "\n    certificate-authority: ../pki/ca.crt\n"
+                     "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n"
+                     "users:\n" +
+                     user("    tokenFile: token\n"));
        },
        "conf/config"},
       {"a client certificate and key as data",
-       at("config", file(cluster(), user("    client-certificate-data: " +
-                                         base64(server.clientCertPem) + "\n    client-key-data: " +
-                                         base64(server.clientKeyPem) + "\n"))),
-       "config", {}, {}, "client certificate"},
+       at("config",
+          file(cluster(), user("    client-certificate-data: " + base64(server.clientCertPem) +
+                               "\n    client-key-data: " + base64(server.clientKeyPem) + "\n"))),
+       "config",
+       {},
+       {},
+       "client certificate"},
       {"a client certificate and key as files",
        [&](const TempDir& d) {
          d.write("pki/me.crt", server.clientCertPem);
@@ -311,15 +327,24 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
          d.write("config", file(cluster(), user("    client-certificate: pki/me.crt\n"
                                                 "    client-key: pki/me.key\n")));
        },
-       "config", {}, {}, "client certificate"},
+       "config",
+       {},
+       {},
+       "client certificate"},
       {"tls-server-name",
        at("config", file(cluster("    tls-server-name: " + server.serverName + "\n"), tokenUser)),
-       "config", {}, {}, "server name"},
+       "config",
+       {},
+       {},
+       "server name"},
       {"insecure-skip-tls-verify",
-       at("config", "apiVersion: v1\ncurrent-context: sut\nclusters:\n- name: sut\n  cluster:\n"
-                    "    server: " + server.url + "\n    insecure-skip-tls-verify: true\n"
-                    "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\nusers:\n" +
-                        tokenUser),
+       at("config",
+          "apiVersion: v1\ncurrent-context: sut\nclusters:\n- name: sut\n  cluster:\n"
+          "    server: " +
+              server.url +
+              "\n    insecure-skip-tls-verify: true\n"
+              "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\nusers:\n" +
+              tokenUser),
        "config"},
       {"proxy-url: through an HTTP CONNECT proxy",
        at("config", file(cluster("    proxy-url: " + proxy.url() + "\n"), tokenUser)), "config"},
@@ -328,7 +353,8 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
                                  "      extension: {audience: side-by-side}\n"),
                          user("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
                               "      command: nw-token-plugin\n      args: [" +
-                              quoted(root + "/exec-info") + ", --flag]\n"
+                              quoted(root + "/exec-info") +
+                              ", --flag]\n"
                               "      env: [{name: NW_TEST, value: 'yes'}]\n"
                               "      provideClusterInfo: true\n      interactiveMode: Never\n"))),
        "config"},
@@ -342,17 +368,21 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
                                          "      apiVersion: client.authentication.k8s.io/v1\n"
                                          "      command: ./plugins/cert\n"
                                          "      interactiveMode: IfAvailable\n"))),
-       "config", {}, {}, "client certificate"},
+       "config",
+       {},
+       {},
+       "client certificate"},
       {"$KUBECONFIG: two files merged, a missing one and an empty element skipped",
        [&](const TempDir& d) {
-         d.write("a.yaml", "apiVersion: v1\nclusters:\n" + cluster() +
-                               "users:\n" + tokenUser);
-         d.write("b.yaml", "apiVersion: v1\ncurrent-context: sut\n"
-                           "clusters:\n- name: sut\n  cluster: {server: 'https://127.0.0.1:9'}\n"
-                           "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n"
-                           "users:\n- name: me\n  user: {token: wrong}\n");
+         d.write("a.yaml", "apiVersion: v1\nclusters:\n" + cluster() + "users:\n" + tokenUser);
+         d.write("b.yaml",
+                 "apiVersion: v1\ncurrent-context: sut\n"
+                 "clusters:\n- name: sut\n  cluster: {server: 'https://127.0.0.1:9'}\n"
+                 "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n"
+                 "users:\n- name: me\n  user: {token: wrong}\n");
        },
-       "", {"KUBECONFIG=" + root + "/a.yaml:" + root + "/missing.yaml::" + root + "/b.yaml"}},
+       "",
+       {"KUBECONFIG=" + root + "/a.yaml:" + root + "/missing.yaml::" + root + "/b.yaml"}},
       {"~/.kube/config when neither --kubeconfig nor $KUBECONFIG is set",
        at("home/.kube/config", file(cluster(), tokenUser)), ""},
       {"--context choosing a context other than the current one",
@@ -360,8 +390,11 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
                         "- name: elsewhere\n  cluster: {server: 'https://127.0.0.1:9'}\n"
                         "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n"
                         "- name: elsewhere\n  context: {cluster: elsewhere, user: me}\n"
-                        "users:\n" + tokenUser),
-       "config", {}, "sut"},
+                        "users:\n" +
+                        tokenUser),
+       "config",
+       {},
+       "sut"},
   };
 
   std::string node;
@@ -381,8 +414,8 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
     const auto proxyBefore = proxy.requests().size();
     fs::remove(dir.path / "plugin-runs");
 
-    const Run kubectl = shell(dir, env, std::string(kKubectl) + flags +
-                                            " get --raw /api/v1/nodes --request-timeout=30s");
+    const Run kubectl = shell(
+        dir, env, std::string(kKubectl) + flags + " get --raw /api/v1/nodes --request-timeout=30s");
     CHECK_MESSAGE(kubectl.status == 0, "kubectl: " << kubectl.err);
     if (kubectl.status != 0) continue;
     const Json nodes = Json::parse(kubectl.out);
@@ -438,18 +471,24 @@ TEST_CASE("kubeconfig files kubectl refuses: nodewarden refuses them too, as cle
   TempDir dir("nodewarden-kubectl-bad");
   const std::string root = dir.path.string();
   const std::string caData = base64(server.caPem);
-  auto failing = dir.write("plugins/fails", "#!/bin/sh\necho 'credentials expired: run login' >&2\nexit 3\n");
+  auto failing =
+      dir.write("plugins/fails", "#!/bin/sh\necho 'credentials expired: run login' >&2\nexit 3\n");
   ::chmod(failing.c_str(), 0755);
-  auto odd = dir.write("plugins/odd", "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"x\"}}'\n");
+  auto odd = dir.write("plugins/odd",
+                       "#!/bin/sh\necho "
+                       "'{\"apiVersion\":\"client.authentication.k8s.io/"
+                       "v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"x\"}}'\n");
   ::chmod(odd.c_str(), 0755);
 
   auto config = [&](const std::string& clusterExtra, const std::string& userBody,
                     const std::string& top = "current-context: sut\n",
                     const std::string& url = "") {
-    return "apiVersion: v1\n" + top + "clusters:\n- name: sut\n  cluster:\n    server: " +
-           (url.empty() ? server.url : url) + "\n" + clusterExtra +
+    return "apiVersion: v1\n" + top +
+           "clusters:\n- name: sut\n  cluster:\n    server: " + (url.empty() ? server.url : url) +
+           "\n" + clusterExtra +
            "contexts:\n- name: sut\n  context: {cluster: sut, user: me}\n"
-           "users:\n- name: me\n  user:\n" + userBody;
+           "users:\n- name: me\n  user:\n" +
+           userBody;
   };
   const std::string ca = "    certificate-authority-data: " + caData + "\n";
   const std::string token = "    token: " + server.token + "\n";
@@ -463,8 +502,8 @@ TEST_CASE("kubeconfig files kubectl refuses: nodewarden refuses them too, as cle
       {"a tab in the indentation", config(ca, "\ttoken: x\n"), "tabs are not allowed"},
       {"a number where a string goes", config(ca, "    token: 12345\n"),
        "users[0].user.token: expected a string, got a number"},
-      {"a name twice in a list",
-       config(ca, token) + "- name: me\n  user: {token: other}\n", "is already in users"},
+      {"a name twice in a list", config(ca, token) + "- name: me\n  user: {token: other}\n",
+       "is already in users"},
       {"apiVersion v2", "apiVersion: v2\n" + config(ca, token).substr(15),
        "is not a kubeconfig version"},
       {"no current-context", config(ca, token, ""), "current-context is not set"},
@@ -484,30 +523,36 @@ TEST_CASE("kubeconfig files kubectl refuses: nodewarden refuses them too, as cle
        config(ca, "    exec: {apiVersion: client.authentication.k8s.io/v1, command: x}\n"),
        "interactiveMode: not set"},
       {"exec of an API version that no longer exists",
-       config(ca, "    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, command: x, "
-                  "interactiveMode: Never}\n"),
+       config(ca,
+              "    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, command: x, "
+              "interactiveMode: Never}\n"),
        "is not client.authentication.k8s.io/v1 or v1beta1"},
       {"an exec plugin that is not installed",
-       config(ca, "    exec: {apiVersion: client.authentication.k8s.io/v1, command: "
-                  "nw-not-installed, interactiveMode: Never, installHint: 'apt install nw-plugin'}\n"),
+       config(ca,
+              "    exec: {apiVersion: client.authentication.k8s.io/v1, command: "
+              "nw-not-installed, interactiveMode: Never, installHint: 'apt install nw-plugin'}\n"),
        "install hint: apt install nw-plugin"},
       {"an exec plugin that fails",
-       config(ca, "    exec: {apiVersion: client.authentication.k8s.io/v1, command: ./plugins/fails, "
-                  "interactiveMode: Never}\n"),
+       config(ca,
+              "    exec: {apiVersion: client.authentication.k8s.io/v1, command: ./plugins/fails, "
+              "interactiveMode: Never}\n"),
        "exited with status 3; its standard error: credentials expired: run login"},
       {"an exec plugin with interactiveMode Always and no terminal",
-       config(ca, "    exec: {apiVersion: client.authentication.k8s.io/v1, command: ./plugins/odd, "
-                  "interactiveMode: Always}\n"),
+       config(ca,
+              "    exec: {apiVersion: client.authentication.k8s.io/v1, command: ./plugins/odd, "
+              "interactiveMode: Always}\n"),
        "standard input is not a terminal"},
       {"an exec plugin that answers another API version",
-       config(ca, "    exec: {apiVersion: client.authentication.k8s.io/v1, command: ./plugins/odd, "
-                  "interactiveMode: Never}\n"),
+       config(ca,
+              "    exec: {apiVersion: client.authentication.k8s.io/v1, command: ./plugins/odd, "
+              "interactiveMode: Never}\n"),
        "configured for client.authentication.k8s.io/v1 but answered"},
       {"the removed gcp auth-provider", config(ca, "    auth-provider: {name: gcp}\n"),
        "use an exec credential plugin instead"},
       {"an oidc auth-provider (kubectl sends its id-token: 401)",
-       config(ca, "    auth-provider: {name: oidc, config: {client-id: x, id-token: x, "
-                  "idp-issuer-url: 'https://127.0.0.1:9'}}\n"),
+       config(ca,
+              "    auth-provider: {name: oidc, config: {client-id: x, id-token: x, "
+              "idp-issuer-url: 'https://127.0.0.1:9'}}\n"),
        "use an exec credential plugin instead"},
       {"basic authentication (the API server has not taken it since 1.19: 401)",
        config(ca, "    username: admin\n    password: secret\n"), "basic authentication"},
@@ -526,23 +571,28 @@ TEST_CASE("kubeconfig files kubectl refuses: nodewarden refuses them too, as cle
     const std::string path = dir.write("config", b.text);
     const std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin",
                                           "HOME=" + root + "/home"};
-    const Run kubectl = shell(dir, env, std::string(kKubectl) + " --kubeconfig '" + path +
-                                            "' get --raw /api/v1/nodes --request-timeout=10s");
-    const Run ours = shell(dir, env, std::string(NODEWARDEN_BINARY) +
-                                         " explain eviction --node n --kubeconfig '" + path + "'");
-    MESSAGE(b.name << "\n  kubectl:    " << trim(kubectl.err) << "\n  nodewarden: " << trim(ours.err));
+    const Run kubectl = shell(dir, env,
+                              std::string(kKubectl) + " --kubeconfig '" + path +
+                                  "' get --raw /api/v1/nodes --request-timeout=10s");
+    const Run ours = shell(
+        dir, env,
+        std::string(NODEWARDEN_BINARY) + " explain eviction --node n --kubeconfig '" + path + "'");
+    MESSAGE(b.name << "\n  kubectl:    " << trim(kubectl.err)
+                   << "\n  nodewarden: " << trim(ours.err));
     CHECK_MESSAGE(kubectl.status != 0, "kubectl accepted it");
     CHECK(ours.status == 1);
     CHECK(ours.err.find(path) != std::string::npos);  // names the file
     CHECK_MESSAGE(ours.err.find(b.ours) != std::string::npos, ours.err);
   }
   // A --kubeconfig that is not there.
-  const Run kubectl = shell(dir, {"PATH=/usr/bin:/bin"},
-                            std::string(kKubectl) + " --kubeconfig " + root + "/absent get --raw /api");
-  const Run ours = shell(dir, {"PATH=/usr/bin:/bin"}, std::string(NODEWARDEN_BINARY) +
-                                                          " explain eviction --kubeconfig " + root +
-                                                          "/absent");
-  MESSAGE("a missing file\n  kubectl:    " << trim(kubectl.err) << "\n  nodewarden: " << trim(ours.err));
+  const Run kubectl =
+      shell(dir, {"PATH=/usr/bin:/bin"},
+            std::string(kKubectl) + " --kubeconfig " + root + "/absent get --raw /api");
+  const Run ours =
+      shell(dir, {"PATH=/usr/bin:/bin"},
+            std::string(NODEWARDEN_BINARY) + " explain eviction --kubeconfig " + root + "/absent");
+  MESSAGE("a missing file\n  kubectl:    " << trim(kubectl.err)
+                                           << "\n  nodewarden: " << trim(ours.err));
   CHECK(kubectl.status != 0);
   CHECK(ours.status == 1);
   CHECK(ours.err.find(root + "/absent: No such file or directory") != std::string::npos);

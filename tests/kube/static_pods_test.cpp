@@ -1,8 +1,8 @@
 // kube/static_pods and kube/yaml: the kubelet's manifest directory read as its file source
 // reads it, and the YAML reader under it (full YAML for manifests, limits for any input).
-#include "tests/support/temp_dir.h"
 #include "kube/static_pods.h"
 #include "kube/yaml.h"
+#include "tests/support/temp_dir.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -21,7 +21,6 @@ using nodewarden::policy::Json;
 using nodewarden::testing::TempDir;
 
 namespace {
-
 
 // What kubeadm writes for etcd, trimmed.
 const char* const kEtcdYaml = R"(apiVersion: v1
@@ -134,9 +133,9 @@ TEST_CASE("static pods: a directory read as the kubelet reads it") {
             "apiVersion: v1\nkind: Pod\nmetadata:\n  name: first\n---\n"
             "apiVersion: v1\nkind: Pod\nmetadata:\n  name: second\n");
   dir.write("broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n");
-  dir.write(".hidden.yaml", kEtcdYaml);               // dotfiles: ignored
-  dir.write("nested/inner.yaml", kEtcdYaml);          // subdirectories: not entered
-  dir.write("apiserver.yaml.bak", kNginxJson);        // any extension: the kubelet reads it
+  dir.write(".hidden.yaml", kEtcdYaml);         // dotfiles: ignored
+  dir.write("nested/inner.yaml", kEtcdYaml);    // subdirectories: not entered
+  dir.write("apiserver.yaml.bak", kNginxJson);  // any extension: the kubelet reads it
   fs::create_symlink(dir.path / "web.json", dir.path / "link.json");  // followed
 
   auto result = readStaticPods(dir.path.string(), "n1");
