@@ -1,9 +1,11 @@
 #include "cli/source.h"
 
+#include <unistd.h>
+
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <chrono>
 #include <fstream>
 #include <ostream>
 #include <string>
@@ -19,9 +21,8 @@ namespace {
 Result<policy::Json> getJson(boost::asio::io_context& io, kube::Client& client,
                              const std::string& target) {
   std::optional<kube::ApiResponse> answer;
-  client.request("GET", target, "", "", [&](kube::ApiResponse response) {
-    answer = std::move(response);
-  });
+  client.request("GET", target, "", "",
+                 [&](kube::ApiResponse response) { answer = std::move(response); });
   io.restart();
   io.run();
   if (!answer) return Error{"GET " + target + ": no answer"};
@@ -70,7 +71,9 @@ bool kubectlPlugin = false;
 
 }  // namespace
 
-void setKubectlPluginMode(bool on) { kubectlPlugin = on; }
+void setKubectlPluginMode(bool on) {
+  kubectlPlugin = on;
+}
 
 Result<policy::Policy> loadPolicyOption(const Args& args, std::ostream& err) {
   const auto path = args.value("policy");
@@ -87,27 +90,21 @@ Result<SourceChoice> chooseSource(const Args& args) {
   source.kubeconfig = args.value("kubeconfig");
   source.context = args.value("context");
   source.saveTo = args.value("save-snapshot");
+  source.stdinUsed = args.value("pod") == std::optional<std::string>("-") ||
+                     source.snapshot == std::optional<std::string>("-");
   if (source.snapshot && source.kubeconfig) {
     return Error{"--snapshot and --kubeconfig are two sources: give one"};
   }
   if (!source.snapshot && !source.kubeconfig && kubectlPlugin) {
-    // kubectl's own resolution: $KUBECONFIG, else ~/.kube/config, else in-cluster.
+    // kubectl's own resolution (docs/reference.md §1.10): $KUBECONFIG's files merged, else
+    // ~/.kube/config.
+    source.ambient = true;
     const char* env = std::getenv("KUBECONFIG");
-    const char* home = std::getenv("HOME");
-    if (env != nullptr && *env != '\0') {
-      std::string first(env);
-      source.kubeconfig = first.substr(0, first.find(':'));
-    } else if (home != nullptr && std::filesystem::exists(std::string(home) + "/.kube/config")) {
-      source.kubeconfig = std::string(home) + "/.kube/config";
-    } else {
-      source.ambient = true;
-      source.name = "the cluster of this pod's service account";
-      if (source.saveTo || source.context) {
-        return Error{"--context and --save-snapshot need a kubeconfig (--kubeconfig, "
-                     "$KUBECONFIG or ~/.kube/config)"};
-      }
-      return source;
-    }
+    source.name = env != nullptr && *env != '\0'
+                      ? "the cluster of $KUBECONFIG (" + std::string(env) + ")"
+                      : std::string("the cluster of ~/.kube/config");
+    if (source.context) source.name += " (context " + *source.context + ")";
+    return source;
   }
   if (!source.snapshot && !source.kubeconfig) {
     return Error{"a source is required: --snapshot FILE or --kubeconfig FILE"};
@@ -127,12 +124,18 @@ Result<SourceChoice> chooseSource(const Args& args) {
 
 Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& err) {
   if (source.snapshot) return policy::loadSnapshot(*source.snapshot);
-  auto config = source.ambient ? kube::resolveClusterConfig(std::nullopt)
-                               : kube::loadKubeconfig(*source.kubeconfig, source.context);
+  kube::ResolveOptions resolve;
+  resolve.context = source.context;
+  resolve.inClusterFallback = false;  // for the daemons only
+  auto config = kube::resolveClusterConfig(source.kubeconfig, resolve);
   if (!config) return config.error();
   boost::asio::io_context io;
   kube::ClientOptions options;
   options.userAgent = "nodewarden-explain";
+  // An exec credential plugin may ask the person at the terminal (a browser login), unless
+  // standard input carries a pod or a snapshot.
+  options.terminal = ::isatty(STDIN_FILENO) == 1 && !source.stdinUsed;
+  if (options.terminal) options.execTimeout = std::chrono::minutes(10);
   kube::Client client(io, *config, options);
   policy::Json snapshot = policy::Json::object();
   const std::pair<const char*, const char*> lists[] = {

@@ -7,8 +7,8 @@
 #include <set>
 #include <string>
 
-#include "base/result.h"
 #include "base/args.h"
+#include "base/result.h"
 #include "policy/model.h"
 #include "policy/policy.h"
 
@@ -23,12 +23,13 @@ inline const std::set<std::string> kSourceOptions = {"snapshot", "kubeconfig", "
                                                      "save-snapshot"};
 
 // Run as `kubectl nodewarden` (the binary named kubectl-nodewarden): without a source,
-// explain reads the cluster as kubectl would — $KUBECONFIG, else ~/.kube/config, else the
-// in-cluster service account. Set by main() from argv[0].
+// explain reads the cluster as kubectl would — $KUBECONFIG's files merged, else
+// ~/.kube/config (docs/reference.md §1.10). Set by main() from argv[0].
 void setKubectlPluginMode(bool on);
 
 struct SourceChoice {
   bool ambient = false;                   // no source given, as a kubectl plugin
+  bool stdinUsed = false;                 // --pod - or --snapshot -
   std::optional<std::string> snapshot;    // --snapshot FILE
   std::optional<std::string> kubeconfig;  // --kubeconfig FILE
   std::optional<std::string> context;     // --context NAME

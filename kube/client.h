@@ -1,6 +1,8 @@
 // A small asynchronous Kubernetes API client on Boost.Asio/Beast with OpenSSL: one-shot
-// requests (GET, POST, PATCH, DELETE) and watch streams. Errors from the server come back as
-// the status code and the Status object's message; transport errors as status 0.
+// requests (GET, POST, PATCH, DELETE) and watch streams, authenticated and routed as the
+// ClusterConfig says (tokens, client certificates, exec credential plugins, an http:// proxy,
+// impersonation). Errors from the server come back as the status code and the Status
+// object's message; transport errors as status 0.
 //
 // Threading: every call and every callback runs on the io_context's thread (the agent's
 // loop). Callbacks are never called from inside the call that started the request. The
@@ -11,13 +13,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "kube/config.h"
+#include "kube/credentials.h"
+#include "kube/json_stream.h"  // findJsonString, for the callers that read Lists
 #include "policy/json_reader.h"
 
 namespace boost::asio {
@@ -27,11 +30,11 @@ class io_context;
 namespace nodewarden::kube {
 
 struct ApiResponse {
-  unsigned status = 0;   // HTTP status; 0: no answer (connect/TLS/timeout error)
+  unsigned status = 0;  // HTTP status; 0: no answer (connect/TLS/timeout error)
   std::string body;
   std::string contentType;
   std::optional<std::chrono::seconds> retryAfter;  // the Retry-After header
-  std::string error;     // status 0: what failed ("connect to 10.96.0.1:443: Connection refused")
+  std::string error;  // status 0: what failed ("connect to 10.96.0.1:443: Connection refused")
   // For logs: "403 Forbidden: pods \"x\" is forbidden: …" (the Status object's message when
   // the body is one) or the transport error.
   std::string describe() const;
@@ -40,7 +43,15 @@ struct ApiResponse {
 struct ClientOptions {
   std::chrono::milliseconds requestTimeout{10000};  // connect + TLS + request + response
   std::string userAgent = "nodewarden";
-  std::size_t maxResponseBytes = 256u << 20;        // lists of large clusters
+  std::size_t maxResponseBytes = 256u << 20;  // lists of large clusters
+  // An exec credential plugin (ClusterConfig::exec) runs before the first request, when its
+  // answer expires and after a 401, for at most `execTimeout` (requests wait for it, then
+  // their own timeout starts). `terminal`: standard input is a terminal the plugin may use
+  // (interactiveMode IfAvailable, Always) — the CLI run by a person, never the daemons.
+  std::chrono::milliseconds execTimeout{60000};
+  bool terminal = false;
+  // The wall clock an answer's expirationTimestamp is compared with; default the system's.
+  std::function<std::chrono::system_clock::time_point()> wallClock;
 };
 
 class WatchStream;
@@ -55,10 +66,11 @@ class Client {
   using Callback = std::function<void(ApiResponse)>;
   // `target` is the path and query ("/api/v1/pods?limit=500"); basePath is prepended.
   // `contentType` is sent when `body` is not empty ("application/json",
-  // "application/strategic-merge-patch+json", "application/merge-patch+json"). A 401 makes
-  // the token source re-read its file and the request is retried once.
-  void request(std::string method, std::string target, std::string body,
-               std::string contentType, Callback done);
+  // "application/strategic-merge-patch+json", "application/merge-patch+json"). A 401 with a
+  // token file or an exec plugin re-reads the file or runs the plugin again, and the request
+  // is retried once. A plugin that fails fails the request (status 0, its message in error).
+  void request(std::string method, std::string target, std::string body, std::string contentType,
+               Callback done);
 
   // A watch: GET `target` (with watch=1) and calls `onEvent` with each complete JSON object
   // of the stream (split by object, not by line; a malformed event is passed as text to
@@ -95,12 +107,5 @@ class WatchStream {
 
 // "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1" — percent-encodes a query value.
 std::string queryEscape(std::string_view value);
-
-// The string at `path` (member names from the top) of JSON text, found without building the
-// document: for the members policy::parseKubernetesJsonText drops, such as a List's
-// metadata.resourceVersion and metadata.continue. nullopt when absent, not a string, or the
-// text is malformed before it.
-std::optional<std::string> findJsonString(std::string_view text,
-                                          std::initializer_list<std::string_view> path);
 
 }  // namespace nodewarden::kube

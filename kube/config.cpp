@@ -2,8 +2,10 @@
 
 #include <openssl/evp.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/ip/address.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <cerrno>
@@ -11,20 +13,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <limits>
-#include <memory>
 #include <sstream>
 #include <string_view>
-#include <vector>
 
-#include "kube/yaml.h"
-#include "policy/json_reader.h"
+#include "kube/kubeconfig.h"
 
 namespace nodewarden::kube {
 
 namespace {
-
-using policy::Json;
 
 std::string trimTrailingSpace(std::string s) {
   while (!s.empty() &&
@@ -54,111 +50,65 @@ std::string serverUrl(const ClusterConfig& c) {
          c.basePath;
 }
 
-// ---------------------------------------------------------------------------------------
-
-// Go's base64.StdEncoding, as kubeconfig []byte fields are written: padded, line breaks
-// ignored. OpenSSL decodes. The scan before it stays because OpenSSL is more lenient than Go
-// and names no offset: it skips spaces and tabs, takes data after '=', and stops quietly at
-// '-' (the start of a PEM end line).
-Result<std::string> decodeBase64(std::string_view in) {
-  bool padding = false;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (c == '\n' || c == '\r') continue;
-    if (c == '=') {
-      padding = true;
-      continue;
-    }
-    bool alphabet = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                    c == '+' || c == '/';
-    if (!alphabet || padding) return Error{"invalid base64 at offset " + std::to_string(i)};
-  }
-  if (in.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) / 2)
-    return Error{"invalid base64: too long"};
-  std::unique_ptr<EVP_ENCODE_CTX, decltype(&EVP_ENCODE_CTX_free)> ctx(EVP_ENCODE_CTX_new(),
-                                                                      &EVP_ENCODE_CTX_free);
-  if (!ctx) return Error{"decoding base64: out of memory"};
-  EVP_DecodeInit(ctx.get());
-  std::string out(in.size() / 4 * 3 + 3, '\0');
-  auto* to = reinterpret_cast<unsigned char*>(out.data());
-  int decoded = 0;
-  int last = 0;
-  // EVP_DecodeUpdate returns -1 on bad padding; EVP_DecodeFinal on a partial last group.
-  if (EVP_DecodeUpdate(ctx.get(), to, &decoded, reinterpret_cast<const unsigned char*>(in.data()),
-                       static_cast<int>(in.size())) < 0 ||
-      EVP_DecodeFinal(ctx.get(), to + decoded, &last) < 0)
-    return Error{"invalid base64: truncated or bad padding"};
-  out.resize(static_cast<std::size_t>(decoded) + static_cast<std::size_t>(last));
+std::string base64(std::string_view in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  out.resize(static_cast<std::size_t>(n));
   return out;
 }
 
-// ---------------------------------------------------------------------------------------
-// ---------------------------------------------------------------------------------------
+bool validPort(std::string_view port) {
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  return ec == std::errc() && end == port.data() + port.size() && value > 0 && value <= 65535;
+}
 
-struct Named {
-  const Json* value = nullptr;  // the "cluster" / "context" / "user" member
-  std::string path;             // "clusters[0].cluster"
-};
+// Go's url.Parse takes "https://fd00::1:6443" (the last colon before the port) and kubectl
+// then dials [fd00::1]:6443; RFC 3986 does not. Brackets it when that reading is an IPv6
+// address and a port.
+std::string bracketBareIpv6(std::string url, std::size_t authorityStart) {
+  std::size_t end = url.find_first_of("/?#", authorityStart);
+  if (end == std::string::npos) end = url.size();
+  std::string_view authority(url.data() + authorityStart, end - authorityStart);
+  if (authority.find('[') != std::string_view::npos ||
+      authority.find('@') != std::string_view::npos ||
+      std::count(authority.begin(), authority.end(), ':') < 2)
+    return url;
+  std::size_t colon = authority.rfind(':');
+  std::string host(authority.substr(0, colon));
+  boost::system::error_code ec;
+  (void)boost::asio::ip::make_address_v6(host, ec);
+  if (ec || !validPort(authority.substr(colon + 1))) return url;
+  return url.substr(0, authorityStart) + "[" + host + "]" + url.substr(authorityStart + colon);
+}
 
-Result<Named> findNamed(const Json& root, const char* list, const char* member,
-                        const std::string& name) {
-  auto it = root.find(list);
-  if (it == root.end() || it->is_null()) return Named{};
-  if (!it->is_array()) return Error{std::string(list) + ": expected a list"};
-  for (std::size_t i = 0; i < it->size(); ++i) {
-    const Json& entry = (*it)[i];
-    std::string path = std::string(list) + "[" + std::to_string(i) + "]";
-    if (!entry.is_object()) return Error{path + ": expected a mapping"};
-    auto n = entry.find("name");
-    if (n == entry.end() || !n->is_string() || n->get<std::string>() != name) continue;
-    auto m = entry.find(member);
-    std::string memberPath = path + "." + member;
-    if (m == entry.end() || m->is_null()) {
-      static const Json kEmpty = Json::object();
-      return Named{&kEmpty, memberPath};
-    }
-    if (!m->is_object()) return Error{memberPath + ": expected a mapping"};
-    return Named{&*m, memberPath};
+// The cluster's server into `c`: "https://host:port/prefix", or a bare "host:port", which
+// kubectl reads as https when TLS is configured (a certificate authority, a client
+// certificate, insecure-skip-tls-verify) and as http otherwise.
+std::optional<std::string> parseServer(const std::string& written, bool defaultTls,
+                                       ClusterConfig& c) {
+  std::string url = written;
+  if (url.find("://") == std::string::npos) {
+    url = (defaultTls ? "https://" : "http://") + url;
+    if (url.find('/', url.find("://") + 3) != std::string::npos &&
+        url.substr(url.find('/', url.find("://") + 3)) != "/")
+      return "expected a URL or host:port, got \"" + written + "\"";
   }
-  return Named{};  // not found
-}
-
-Result<std::string> optString(const Named& n, const char* key) {
-  auto it = n.value->find(key);
-  if (it == n.value->end() || it->is_null()) return std::string();
-  if (!it->is_string()) return Error{n.path + "." + key + ": expected a string"};
-  return it->get<std::string>();
-}
-
-Result<bool> optBool(const Named& n, const char* key) {
-  auto it = n.value->find(key);
-  if (it == n.value->end() || it->is_null()) return false;
-  if (it->is_boolean()) return it->get<bool>();
-  return Error{n.path + "." + key + ": expected true or false"};
-}
-
-std::string resolveAgainst(const std::string& dir, const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  return dir + "/" + path;
-}
-
-// "https://host:port/prefix" into the config: Boost.URL parses (RFC 3986); the checks are
-// what a kubeconfig server may not have (client-go refuses or ignores them too).
-std::optional<std::string> parseServer(const std::string& url, ClusterConfig& c) {
-  auto parsed = boost::urls::parse_uri(url);
   std::string_view text(url);
   bool https = text.substr(0, 8) == "https://";
   if (!https && text.substr(0, 7) != "http://")
-    return "expected an https:// or http:// URL, got \"" + url + "\"";
-  // RFC 3986 reads "fd00::1:6443" as a host and an odd port; say what was meant.
+    return "expected an https:// or http:// URL, got \"" + written + "\"";
+  url = bracketBareIpv6(url, https ? 8 : 7);
+  text = url;
   std::string_view authority = text.substr(https ? 8 : 7);
   authority = authority.substr(0, authority.find_first_of("/?#"));
   if (authority.find('[') == std::string_view::npos &&
       std::count(authority.begin(), authority.end(), ':') > 1)
     return "an IPv6 address in a URL must be in brackets ([::1]:6443)";
-  if (!parsed) {
-    return "invalid server URL \"" + url + "\": " + parsed.error().message();
-  }
+  auto parsed = boost::urls::parse_uri(url);
+  if (!parsed) return "invalid server URL \"" + written + "\": " + parsed.error().message();
   const boost::urls::url_view& u = *parsed;
   c.tls = https;
   if (u.has_userinfo()) return "user information in the server URL is not supported";
@@ -171,13 +121,9 @@ std::optional<std::string> parseServer(const std::string& url, ClusterConfig& c)
   if (!u.has_port()) {
     c.port = c.tls ? "443" : "80";
   } else {
-    std::string_view port = u.port();
-    if (port.empty()) return "empty port in the server URL";
-    unsigned value = 0;
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535)
-      return "bad port in the server URL";
-    c.port = std::string(port);
+    if (u.port().empty()) return "empty port in the server URL";
+    if (!validPort(u.port())) return "bad port in the server URL";
+    c.port = std::string(u.port());
   }
   std::string base(u.encoded_path());
   while (!base.empty() && base.back() == '/') base.pop_back();
@@ -185,122 +131,193 @@ std::optional<std::string> parseServer(const std::string& url, ClusterConfig& c)
   return std::nullopt;
 }
 
-Result<ClusterConfig> interpretKubeconfig(const Json& root, const std::string& path,
-                                          const std::optional<std::string>& context) {
-  if (!root.is_object()) return Error{"expected a mapping at the top"};
-  std::string contextName;
-  std::string contextSource;
-  if (context) {
-    contextName = *context;
-    contextSource = "context \"" + contextName + "\"";
+// proxy-url: an http:// proxy, its user information sent as Proxy-Authorization.
+std::optional<std::string> parseProxy(const std::string& url, ClusterConfig& c) {
+  auto parsed = boost::urls::parse_uri(url);
+  if (!parsed) return "cannot parse \"" + url + "\": " + parsed.error().message();
+  const boost::urls::url_view& u = *parsed;
+  if (u.scheme() == "https" || u.scheme() == "socks5")
+    return "a " + std::string(u.scheme()) +
+           ":// proxy is not supported (kubectl takes it; nodewarden speaks to http:// proxies "
+           "only, with CONNECT)";
+  if (u.scheme() != "http")
+    return "unsupported scheme \"" + std::string(u.scheme()) + "\", expected http://";
+  c.proxyUrl = url;
+  c.proxyHost = u.host_address();
+  if (c.proxyHost.empty()) return "no host in \"" + url + "\"";
+  c.proxyPort = u.has_port() ? std::string(u.port()) : "80";
+  if (!validPort(c.proxyPort)) return "bad port in \"" + url + "\"";
+  if (u.has_userinfo())
+    c.proxyAuthorization =
+        "Basic " + base64(std::string(u.user()) + ":" + std::string(u.password()));
+  return std::nullopt;
+}
+
+Result<void> readable(const std::string& path) {
+  if (::access(path.c_str(), R_OK) == 0) return {};
+  int e = errno;
+  return Error{path + ": " + std::strerror(e), e};
+}
+
+Error at(const kubeconfig::Origin& origin, const std::string& message) {
+  return Error{"kubeconfig " + origin.file + ": " + message};
+}
+
+Result<ExecConfig> interpretExec(const kubeconfig::Exec& e, const kubeconfig::User& user,
+                                 const std::string& userName) {
+  const std::string path = user.origin.at("exec");
+  ExecConfig out;
+  if (e.command.empty()) return at(user.origin, path + ".command: not set");
+  if (e.apiVersion.empty()) return at(user.origin, path + ".apiVersion: not set");
+  if (e.apiVersion != "client.authentication.k8s.io/v1" &&
+      e.apiVersion != "client.authentication.k8s.io/v1beta1")
+    return at(user.origin, path + ".apiVersion: \"" + e.apiVersion +
+                               "\" is not client.authentication.k8s.io/v1 or v1beta1");
+  if (e.envNameMissing) return at(user.origin, path + ".env: an entry has no name");
+  if (e.interactiveMode.empty()) {
+    // client-go defaults it for v1beta1 only.
+    if (e.apiVersion == "client.authentication.k8s.io/v1")
+      return at(user.origin, path +
+                                 ".interactiveMode: not set (Never, IfAvailable or Always; "
+                                 "client.authentication.k8s.io/v1 needs it)");
+    out.interactiveMode = ExecConfig::Interactive::IfAvailable;
+  } else if (e.interactiveMode == "Never") {
+    out.interactiveMode = ExecConfig::Interactive::Never;
+  } else if (e.interactiveMode == "IfAvailable") {
+    out.interactiveMode = ExecConfig::Interactive::IfAvailable;
+  } else if (e.interactiveMode == "Always") {
+    out.interactiveMode = ExecConfig::Interactive::Always;
   } else {
-    auto cc = root.find("current-context");
-    if (cc != root.end() && cc->is_string())
-      contextName = cc->get<std::string>();
-    else if (cc != root.end() && !cc->is_null())
-      return Error{"current-context: expected a string"};
-    if (contextName.empty()) return Error{"current-context is not set (and no context given)"};
-    contextSource = "current-context \"" + contextName + "\"";
+    return at(user.origin, path + ".interactiveMode: \"" + e.interactiveMode +
+                               "\" is not Never, IfAvailable or Always");
   }
-  auto ctx = findNamed(root, "contexts", "context", contextName);
-  if (!ctx) return ctx.error();
-  if (ctx->value == nullptr) return Error{contextSource + ": no such context in contexts"};
+  out.apiVersion = e.apiVersion;
+  out.command = e.command;
+  out.args = e.args;
+  out.env = e.env;
+  out.installHint = e.installHint;
+  out.provideClusterInfo = e.provideClusterInfo;
+  out.user = userName;
+  return out;
+}
+
+Result<void> interpretUser(const kubeconfig::User& u, const std::string& name, ClusterConfig& c) {
+  if (u.authProvider)
+    return at(u.origin, u.origin.at("auth-provider") +
+                            ": auth-provider plugins are not supported (kubectl itself removed "
+                            "the gcp and azure ones): use an exec credential plugin instead, "
+                            "such as gke-gcloud-auth-plugin (GKE) or kubelogin (Azure, OIDC)");
+  if (!u.username.empty() || !u.password.empty())
+    return at(u.origin, u.origin.path +
+                            ": basic authentication (username/password) is not supported: use a "
+                            "token (token, tokenFile), a client certificate or an exec "
+                            "credential plugin");
+  struct Pair {
+    const char* file;
+    const char* data;
+    const std::string& fileValue;
+    const std::optional<std::string>& dataValue;
+    std::string* fileOut;
+    std::string* dataOut;
+  };
+  for (const Pair& p : {Pair{"client-certificate", "client-certificate-data", u.clientCertFile,
+                             u.clientCertData, &c.clientCertFile, &c.clientCertData},
+                        Pair{"client-key", "client-key-data", u.clientKeyFile, u.clientKeyData,
+                             &c.clientKeyFile, &c.clientKeyData}}) {
+    if (!p.fileValue.empty() && p.dataValue)
+      return at(u.origin, u.origin.path + ": " + p.file + " and " + p.data + " are both set");
+    if (!p.fileValue.empty()) {
+      if (auto ok = readable(p.fileValue); !ok)
+        return at(u.origin, u.origin.at(p.file) + ": " + ok.error().message);
+    }
+    *p.fileOut = p.fileValue;
+    *p.dataOut = p.dataValue.value_or("");
+  }
+  bool hasCert = !c.clientCertData.empty() || !c.clientCertFile.empty();
+  bool hasKey = !c.clientKeyData.empty() || !c.clientKeyFile.empty();
+  if (hasCert != hasKey)
+    return at(u.origin,
+              u.origin.path + ": a client certificate needs both the certificate and its key");
+  c.token = u.token;
+  c.tokenFile = u.tokenFile;
+  if (!c.tokenFile.empty()) {
+    if (auto ok = readable(c.tokenFile); !ok)
+      return at(u.origin, u.origin.at("tokenFile") + ": " + ok.error().message);
+  }
+  if (u.exec) {
+    auto exec = interpretExec(*u.exec, u, name);
+    if (!exec) return exec.error();
+    // As client-go: a token or a client certificate given with the plugin wins over it.
+    if (c.token.empty() && c.tokenFile.empty() && !hasCert) c.exec = std::move(*exec);
+  }
+  c.impersonateUser = u.impersonate;
+  c.impersonateUid = u.impersonateUid;
+  c.impersonateGroups = u.impersonateGroups;
+  c.impersonateExtra = u.impersonateExtra;
+  return {};
+}
+
+// The chosen context of a (merged) kubeconfig, validated as kubectl validates it.
+Result<ClusterConfig> interpret(const kubeconfig::Config& config, const std::string& label,
+                                const std::optional<std::string>& context) {
+  std::string contextName = context ? *context : config.currentContext;
+  std::string contextSource = (context ? "context \"" : "current-context \"") + contextName + "\"";
+  if (contextName.empty())
+    return Error{"kubeconfig " + label + ": current-context is not set (and no context given)"};
+  auto ctx = config.contexts.find(contextName);
+  if (ctx == config.contexts.end())
+    return Error{"kubeconfig " + label + ": " + contextSource + ": no such context in contexts"};
+  const kubeconfig::Context& x = ctx->second;
+  if (x.cluster.empty()) return at(x.origin, x.origin.at("cluster") + ": not set");
+  auto cl = config.clusters.find(x.cluster);
+  if (cl == config.clusters.end())
+    return at(x.origin,
+              x.origin.at("cluster") + ": cluster \"" + x.cluster + "\" is not in clusters");
+  const kubeconfig::Cluster& k = cl->second;
 
   ClusterConfig c;
-  auto clusterName = optString(*ctx, "cluster");
-  if (!clusterName) return clusterName.error();
-  auto userName = optString(*ctx, "user");
-  if (!userName) return userName.error();
-  auto ns = optString(*ctx, "namespace");
-  if (!ns) return ns.error();
-  c.namespaceName = ns->empty() ? "default" : *ns;
-  if (clusterName->empty()) return Error{ctx->path + ".cluster: not set"};
-
-  std::string dir = ".";
-  if (auto slash = path.rfind('/'); slash != std::string::npos)
-    dir = slash == 0 ? std::string("/") : path.substr(0, slash);
-  if (dir == "/") dir = "";
-
-  auto cluster = findNamed(root, "clusters", "cluster", *clusterName);
-  if (!cluster) return cluster.error();
-  if (cluster->value == nullptr)
-    return Error{ctx->path + ".cluster: cluster \"" + *clusterName + "\" is not in clusters"};
-  auto server = optString(*cluster, "server");
-  if (!server) return server.error();
-  if (server->empty()) return Error{cluster->path + ".server: not set"};
-  if (auto problem = parseServer(*server, c)) return Error{cluster->path + ".server: " + *problem};
-  auto caFile = optString(*cluster, "certificate-authority");
-  if (!caFile) return caFile.error();
-  auto caData = optString(*cluster, "certificate-authority-data");
-  if (!caData) return caData.error();
-  if (!caFile->empty() && !caData->empty())
-    return Error{cluster->path +
-                 ": certificate-authority and certificate-authority-data are both set"};
-  if (!caData->empty()) {
-    auto decoded = decodeBase64(*caData);
-    if (!decoded) return decoded.error().withContext(cluster->path + ".certificate-authority-data");
-    c.caData = std::move(*decoded);
+  c.namespaceName = x.namespaceName.empty() ? "default" : x.namespaceName;
+  if (k.server.empty()) return at(k.origin, k.origin.at("server") + ": not set");
+  if (!k.caFile.empty() && k.caData)
+    return at(k.origin, k.origin.path +
+                            ": certificate-authority and certificate-authority-data are both set");
+  if (!k.caFile.empty()) {
+    if (auto ok = readable(k.caFile); !ok)
+      return at(k.origin, k.origin.at("certificate-authority") + ": " + ok.error().message);
   }
-  c.caFile = resolveAgainst(dir, *caFile);
-  auto insecure = optBool(*cluster, "insecure-skip-tls-verify");
-  if (!insecure) return insecure.error();
-  c.insecureSkipTlsVerify = *insecure;
-  if (c.insecureSkipTlsVerify && (!c.caData.empty() || !c.caFile.empty()))
-    return Error{cluster->path +
-                 ": insecure-skip-tls-verify with a certificate authority is not allowed"};
-  auto serverName = optString(*cluster, "tls-server-name");
-  if (!serverName) return serverName.error();
-  c.tlsServerName = *serverName;
-  if (cluster->value->contains("proxy-url"))
-    return Error{cluster->path + ".proxy-url: proxies are not supported"};
-
-  if (!userName->empty()) {
-    auto user = findNamed(root, "users", "user", *userName);
-    if (!user) return user.error();
-    if (user->value == nullptr)
-      return Error{ctx->path + ".user: user \"" + *userName + "\" is not in users"};
-    if (user->value->contains("exec"))
-      return Error{user->path + ".exec: exec credential plugins are not supported"};
-    if (user->value->contains("auth-provider"))
-      return Error{user->path + ".auth-provider: auth-provider plugins are not supported"};
-    if (user->value->contains("username") || user->value->contains("password"))
-      return Error{user->path + ": basic authentication (username/password) is not supported"};
-    auto token = optString(*user, "token");
-    if (!token) return token.error();
-    c.token = *token;
-    auto tokenFile = optString(*user, "tokenFile");
-    if (!tokenFile) return tokenFile.error();
-    c.tokenFile = resolveAgainst(dir, *tokenFile);
-    struct Pair {
-      const char* file;
-      const char* data;
-      std::string* fileOut;
-      std::string* dataOut;
-    };
-    for (const Pair& p :
-         {Pair{"client-certificate", "client-certificate-data", &c.clientCertFile,
-               &c.clientCertData},
-          Pair{"client-key", "client-key-data", &c.clientKeyFile, &c.clientKeyData}}) {
-      auto file = optString(*user, p.file);
-      if (!file) return file.error();
-      auto data = optString(*user, p.data);
-      if (!data) return data.error();
-      if (!file->empty() && !data->empty())
-        return Error{user->path + ": " + p.file + " and " + p.data + " are both set"};
-      if (!data->empty()) {
-        auto decoded = decodeBase64(*data);
-        if (!decoded) return decoded.error().withContext(user->path + "." + p.data);
-        *p.dataOut = std::move(*decoded);
-      }
-      *p.fileOut = resolveAgainst(dir, *file);
-    }
-    bool hasCert = !c.clientCertData.empty() || !c.clientCertFile.empty();
-    bool hasKey = !c.clientKeyData.empty() || !c.clientKeyFile.empty();
-    if (hasCert != hasKey)
-      return Error{user->path + ": a client certificate needs both the certificate and its key"};
+  c.caFile = k.caFile;
+  c.caData = k.caData.value_or("");
+  c.insecureSkipTlsVerify = k.insecureSkipTlsVerify;
+  if (c.insecureSkipTlsVerify && (k.caData || !c.caFile.empty()))
+    return at(
+        k.origin,
+        k.origin.path + ": insecure-skip-tls-verify with a certificate authority is not allowed");
+  c.tlsServerName = k.tlsServerName;
+  c.disableCompression = k.disableCompression;
+  if (!k.proxyUrl.empty()) {
+    if (auto problem = parseProxy(k.proxyUrl, c))
+      return at(k.origin, k.origin.at("proxy-url") + ": " + *problem);
   }
-  c.description = "kubeconfig " + path + ", context " + contextName + " (" + serverUrl(c) + ")";
+  if (!x.user.empty()) {
+    auto user = config.users.find(x.user);
+    if (user == config.users.end())
+      return at(x.origin, x.origin.at("user") + ": user \"" + x.user + "\" is not in users");
+    if (auto ok = interpretUser(user->second, x.user, c); !ok) return ok.error();
+  }
+  bool defaultTls = k.caData || !c.caFile.empty() || c.insecureSkipTlsVerify ||
+                    !c.clientCertFile.empty() || !c.clientCertData.empty();
+  c.server = k.server;
+  if (auto problem = parseServer(k.server, defaultTls, c))
+    return at(k.origin, k.origin.at("server") + ": " + *problem);
+  if (c.exec && k.execExtension) c.exec->clusterExtension = k.execExtension->dump();
+  c.description = "kubeconfig " + label + ", context " + contextName + " (" + serverUrl(c) + ")";
   return c;
+}
+
+std::string join(const std::vector<std::string>& files) {
+  std::string out;
+  for (const auto& f : files) out += (out.empty() ? "" : ":") + f;
+  return out;
 }
 
 }  // namespace
@@ -335,96 +352,63 @@ Result<ClusterConfig> inClusterConfig(const std::string& serviceAccountDir,
   auto ns = readFile(serviceAccountDir + "/namespace");
   c.namespaceName = ns ? trimTrailingSpace(*ns) : std::string();
   if (c.namespaceName.empty()) c.namespaceName = "default";
+  c.server = "https://" + hostForUrl(host) + ":" + port;
   c.description = "in-cluster service account (" + serverUrl(c) + ")";
   return c;
 }
 
 Result<ClusterConfig> loadKubeconfig(const std::string& path,
                                      const std::optional<std::string>& context) {
-  std::string label = "kubeconfig " + path;
-  auto text = readFile(path);
-  if (!text) {
-    int e = text.error().sysErrno != 0 ? text.error().sysErrno : EIO;
-    return Error{label + ": " + std::strerror(e), e};
-  }
-  Json root;
-  std::size_t first = text->find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && (*text)[first] == '{') {
-    policy::Diagnostics diagnostics;
-    auto parsed = policy::parseJsonText(*text, diagnostics);
-    if (!parsed) return Error{label + ": " + diagnostics.joined()};
-    root = std::move(*parsed);
-  } else {
-    // kubectl's subset, as before yaml-cpp read it: a kubeconfig written otherwise was
-    // written by hand, and a refusal with its line is clearer than a surprise.
-    YamlOptions options;
-    options.kubectlSubset = true;
-    options.untypedScalars = true;
-    auto parsed = readYamlDocuments(*text, options);
-    if (!parsed) return parsed.error().withContext(label);
-    root = parsed->empty() ? Json::object() : std::move(parsed->front());
-  }
-  auto config = interpretKubeconfig(root, path, context);
-  if (!config) return config.error().withContext(label);
-  return config;
+  auto config = kubeconfig::readFile(path);
+  if (!config) return config.error().withContext("kubeconfig " + path);
+  return interpret(*config, path, context);
 }
 
-Result<ClusterConfig> resolveClusterConfig(const std::optional<std::string>& kubeconfigFlag) {
-  if (kubeconfigFlag && !kubeconfigFlag->empty()) return loadKubeconfig(*kubeconfigFlag);
-  if (const char* env = std::getenv("KUBECONFIG"); env != nullptr) {
-    std::string_view list(env);
-    while (!list.empty()) {
-      std::size_t colon = list.find(':');
-      std::string_view first = list.substr(0, colon);
-      if (!first.empty()) return loadKubeconfig(std::string(first));
-      if (colon == std::string_view::npos) break;
-      list.remove_prefix(colon + 1);
+std::optional<Result<ClusterConfig>> loadKubeconfigList(const std::vector<std::string>& paths,
+                                                        const std::optional<std::string>& context) {
+  std::optional<kubeconfig::Config> merged;
+  for (const std::string& path : paths) {
+    if (path.empty()) continue;
+    auto config = kubeconfig::readFile(path);
+    if (!config) {
+      if (config.error().sysErrno == ENOENT) continue;  // as kubectl: skipped
+      return Result<ClusterConfig>(config.error().withContext("kubeconfig " + path));
     }
+    if (!merged)
+      merged = std::move(*config);
+    else
+      kubeconfig::mergeInto(*merged, std::move(*config));
   }
-  return inClusterConfig();
+  if (!merged) return std::nullopt;
+  return interpret(*merged, join(merged->files), context);
 }
 
-TokenSource::TokenSource(const ClusterConfig& config)
-    : fixed_(config.token), file_(config.tokenFile), token_(config.token) {}
-
-const std::string& TokenSource::token() {
-  if (file_.empty()) return token_;
-  auto now = std::chrono::steady_clock::now();
-  if (!force_ && now - lastCheck_ < std::chrono::seconds(1)) return token_;
-  lastCheck_ = now;
-  bool forced = force_;
-  force_ = false;
-  struct stat st {};
-  if (::stat(file_.c_str(), &st) != 0) {
-    int e = errno;
-    problem_ = "token file " + file_ + ": " + std::strerror(e);
-    return token_;
+Result<ClusterConfig> resolveClusterConfig(const std::optional<std::string>& kubeconfigFlag,
+                                           const ResolveOptions& options) {
+  auto env = [&](const char* name) -> std::string {
+    const char* v = options.getEnv ? options.getEnv(name) : std::getenv(name);
+    return v == nullptr ? std::string() : std::string(v);
+  };
+  if (kubeconfigFlag && !kubeconfigFlag->empty())
+    return loadKubeconfig(*kubeconfigFlag, options.context);
+  std::string looked;
+  if (std::string list = env("KUBECONFIG"); !list.empty()) {
+    std::vector<std::string> paths;
+    std::stringstream in(list);
+    for (std::string path; std::getline(in, path, ':');) paths.push_back(path);
+    if (auto config = loadKubeconfigList(paths, options.context)) return std::move(*config);
+    looked = "no file of $KUBECONFIG (" + list + ") exists";
+  } else if (std::string home = env("HOME"); !home.empty()) {
+    const std::string path = home + "/.kube/config";
+    if (auto config = loadKubeconfigList({path}, options.context)) return std::move(*config);
+    looked = "no --kubeconfig, $KUBECONFIG is not set and " + path + " does not exist";
+  } else {
+    looked = "no --kubeconfig, and neither $KUBECONFIG nor $HOME is set";
   }
-  std::int64_t mtime =
-      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (!forced && problem_.empty() && static_cast<std::uint64_t>(st.st_ino) == inode_ &&
-      static_cast<std::int64_t>(st.st_size) == size_ && mtime == mtimeNanos_)
-    return token_;
-  auto text = readFile(file_);
-  if (!text) {
-    problem_ = "token file " + text.error().message;
-    return token_;
-  }
-  std::string fresh = trimTrailingSpace(std::move(*text));
-  if (fresh.empty()) {
-    problem_ = "token file " + file_ + " is empty";
-    return token_;
-  }
-  token_ = std::move(fresh);
-  problem_.clear();
-  inode_ = static_cast<std::uint64_t>(st.st_ino);
-  size_ = static_cast<std::int64_t>(st.st_size);
-  mtimeNanos_ = mtime;
-  return token_;
-}
-
-void TokenSource::invalidate() {
-  force_ = true;
+  if (!options.inClusterFallback) return Error{"no kubeconfig: " + looked};
+  auto inCluster = inClusterConfig(options.serviceAccountDir, options.getEnv);
+  if (!inCluster) return inCluster.error().withContext("no kubeconfig (" + looked + ")");
+  return inCluster;
 }
 
 }  // namespace nodewarden::kube

@@ -14,27 +14,41 @@
 
 namespace nodewarden::kube {
 
+// How plain (unquoted, untagged) scalars other than mapping keys become JSON values.
+enum class YamlScalars {
+  // YAML 1.2's core schema: true/false, null, ~, integers and floats.
+  Core,
+  // As go-yaml v2 resolves them, which kubectl's kubeconfig loader uses (YAML 1.1): also y,
+  // yes, on, n, no, off (in three casings) as booleans; integers with 0x, 0o, 0b or a leading
+  // 0 (octal) and underscores. Timestamps stay text, as go-yaml leaves them for untyped values.
+  GoYaml,
+};
+
 struct YamlOptions {
-  // Only the block style kubectl writes for kubeconfigs (go-yaml's): flow collections other
-  // than {} and [], block scalars, multi-line scalars, tags, tabs in indentation and several
-  // documents are refused, each with its line. Without it, all of YAML 1.2 but anchors and
-  // aliases (always refused: an alias expands into a copy, so ten lines can make gigabytes).
-  bool kubectlSubset = false;
-  // Plain scalars other than true/false/null stay strings (every kubeconfig value is a
-  // string or a bool, and `token: 12345` is a string there). Without it, integers and floats
-  // of YAML 1.2's core schema become JSON numbers.
-  bool untypedScalars = false;
+  YamlScalars scalars = YamlScalars::Core;
   // Members whose value is a map of strings (Kubernetes' map[string]string: labels,
   // annotations, nodeSelector): their plain scalars stay strings, as sigs.k8s.io/yaml keeps
   // them when it decodes into the Go type (`version: 1.10` is "1.10", not 1.1).
   std::vector<std::string> stringMapMembers;
   // Collections nested deeper than this are refused, so no input can exhaust the stack.
   std::size_t maxDepth = 100;
+  // Anchors and aliases: refused (the default), or expanded — an alias is a copy of its
+  // anchored node, with at most `maxAliasValues` values copied in all, so ten lines cannot make
+  // gigabytes — with go-yaml's merge keys (`<<: *base`: the mapping's members set in order,
+  // later ones replacing earlier ones).
+  bool aliases = false;
+  std::size_t maxAliasValues = 100000;
+  // A key given twice in a mapping: refused (the default), or the last one wins, as go-yaml
+  // decodes into a map.
+  bool lastDuplicateKeyWins = false;
+  // Read the first document only and stop (what follows is not parsed), as go-yaml's Unmarshal.
+  bool firstDocumentOnly = false;
 };
 
 // Every document of `text` (none for an empty text). Errors are "line N: what" (1-based), or
-// "line N: <yaml-cpp's message>" for syntax errors. Mapping keys must be scalars and unique.
-// Never throws.
+// "line N: <yaml-cpp's message>" for syntax errors ("line N: tabs are not allowed for
+// indentation" when a tab in the indentation is the likely cause). Mapping keys must be
+// scalars. Tags other than the core ones (!!str, !!int, …) are refused. Never throws.
 Result<std::vector<policy::Json>> readYamlDocuments(std::string_view text,
                                                     const YamlOptions& options);
 

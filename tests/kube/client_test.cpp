@@ -542,19 +542,10 @@ TEST_CASE("client: destroying the Client cancels everything without callbacks") 
   CHECK(calls <= 1);
 }
 
-TEST_CASE("client: queryEscape and findJsonString") {
-  using nodewarden::kube::findJsonString;
+TEST_CASE("client: queryEscape") {
   using nodewarden::kube::queryEscape;
   CHECK(queryEscape("spec.nodeName=node-1") == "spec.nodeName%3Dnode-1");
   CHECK(queryEscape("a b&c/d~_-") == "a+b%26c%2Fd~_-");
-  std::string list = R"({"kind":"PodList","items":[{"metadata":{"resourceVersion":"1"}}],
-                         "metadata":{"continue":"ab\u003d","resourceVersion":"42"}})";
-  CHECK(findJsonString(list, {"metadata", "resourceVersion"}) == "42");
-  CHECK(findJsonString(list, {"metadata", "continue"}) == "ab=");
-  CHECK(findJsonString(list, {"kind"}) == "PodList");
-  CHECK_FALSE(findJsonString(list, {"metadata", "name"}));
-  CHECK_FALSE(findJsonString(list, {"items"}));
-  CHECK_FALSE(findJsonString(R"({"a":[1,2,}, "kind":"x"})", {"kind"}));
 }
 
 TEST_CASE("validUtf8: what dump() accepts, and a watch event type that is not UTF-8 is a bad event") {

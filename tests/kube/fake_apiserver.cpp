@@ -478,6 +478,18 @@ net::awaitable<bool> handshake(beast::ssl_stream<beast::tcp_stream>& stream) {
   co_return !ec;
 }
 
+// Whether the client presented a certificate the server verified (clientCaPem).
+bool certified(beast::tcp_stream&) {
+  return false;
+}
+
+bool certified(beast::ssl_stream<beast::tcp_stream>& stream) {
+  X509* peer = SSL_get1_peer_certificate(stream.native_handle());
+  if (peer == nullptr) return false;
+  X509_free(peer);
+  return SSL_get_verify_result(stream.native_handle()) == X509_V_OK;
+}
+
 template <class Stream>
 struct Connection {
   template <class... Args>
@@ -533,7 +545,7 @@ struct FakeApiServer::Impl {
   void watchPeer(std::shared_ptr<Connection<Stream>> conn, std::shared_ptr<Watcher> watcher);
   bool openAcceptor();
   void closeEverything();
-  Outcome handle(const http::request<http::string_body>& request);
+  Outcome handle(const http::request<http::string_body>& request, bool clientCertificate);
   Outcome route(const std::string& method, const std::string& path, const std::string& query,
                 const std::string& contentType, const std::string& body);
   Outcome listOrWatch(Kind kind, const std::string& ns, const std::string& query);
@@ -586,6 +598,11 @@ FakeApiServer::Impl::Impl(FakeApiServerOptions options)
                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
     tls_->use_certificate_chain(net::buffer(options_.certPem));
     tls_->use_private_key(net::buffer(options_.keyPem), ssl::context::pem);
+    if (!options_.clientCaPem.empty()) {
+      // Asked for, not required: token clients connect as before.
+      tls_->set_verify_mode(ssl::verify_peer);
+      tls_->add_certificate_authority(net::buffer(options_.clientCaPem));
+    }
   }
   if (!openAcceptor()) throw std::runtime_error("fake apiserver: cannot listen on 127.0.0.1");
   port_ = acceptor_.local_endpoint().port();
@@ -712,6 +729,7 @@ net::awaitable<void> FakeApiServer::Impl::serve(std::shared_ptr<Connection<Strea
   beast::tcp_stream& lowest = *lowestLayer;
   lowest.expires_after(std::chrono::seconds(10));
   bool open = co_await handshake(conn->stream);
+  const bool clientCertificate = open && certified(conn->stream);
   while (open) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(16 * 1024 * 1024);
@@ -720,7 +738,7 @@ net::awaitable<void> FakeApiServer::Impl::serve(std::shared_ptr<Connection<Strea
         co_await http::async_read(conn->stream, conn->buffer, parser, kAwait);
     if (readError) break;
     http::request<http::string_body> request = parser.release();
-    Outcome outcome = handle(request);
+    Outcome outcome = handle(request, clientCertificate);
     std::chrono::milliseconds delay{0};
     {
       std::lock_guard lock(mutex_);
@@ -933,8 +951,10 @@ std::optional<Json> FakeApiServer::Impl::get(Kind kind, const std::string& key) 
 
 // ---------------------------------------------------------------- requests
 
-Outcome FakeApiServer::Impl::handle(const http::request<http::string_body>& request) {
+Outcome FakeApiServer::Impl::handle(const http::request<http::string_body>& request,
+                                    bool clientCertificate) {
   RecordedRequest record;
+  record.clientCertificate = clientCertificate;
   record.method = std::string(request.method_string());
   std::string target(request.target());
   auto question = target.find('?');
@@ -955,13 +975,22 @@ Outcome FakeApiServer::Impl::handle(const http::request<http::string_body>& requ
     std::lock_guard lock(mutex_);
     failWith = faults_.failWith;
   }
-  if (!token.empty() && record.authorization != "Bearer " + token) {
+  if (!token.empty() && !clientCertificate && record.authorization != "Bearer " + token) {
     outcome.reply = failure(401, "Unauthorized", "Unauthorized");
   } else if (failWith != 0) {
     outcome.reply = failure(failWith, failWith >= 500 ? "InternalError" : "BadRequest",
                             "injected fault");
   } else {
-    outcome = route(record.method, record.path, record.query, record.contentType, record.body);
+    // The real API server takes `timeout` on every request (kubectl --request-timeout sends it).
+    std::string query;
+    for (std::size_t at = 0; at <= record.query.size();) {
+      std::size_t end = std::min(record.query.find('&', at), record.query.size());
+      std::string param = record.query.substr(at, end - at);
+      if (!param.empty() && param.rfind("timeout=", 0) != 0)
+        query += (query.empty() ? "" : "&") + param;
+      at = end + 1;
+    }
+    outcome = route(record.method, record.path, query, record.contentType, record.body);
   }
   record.status = outcome.reply.status;
   {

@@ -52,6 +52,9 @@ struct FakeApiServerOptions {
   bool tls = false;
   std::string certPem, keyPem;       // the serving certificate when tls (see makeTestCertificate)
   std::string token = "test-token";  // "" accepts requests without a token
+  // With tls: client certificates signed by this CA (PEM) authenticate a request in place of
+  // the token (the API server's --client-ca-file).
+  std::string clientCaPem;
   std::chrono::milliseconds bookmarkEvery{1000};
   // The oldest resourceVersion a watch may start from; older ones get 410 Gone (HTTP 410
   // before the stream when `goneAsHttpStatus`, else an in-stream ERROR event with code 410).
@@ -78,6 +81,7 @@ struct RecordedRequest {
   std::string authorization;
   std::string body;
   unsigned status = 0;  // what the server answered
+  bool clientCertificate = false;  // the connection presented a certificate clientCaPem verified
 };
 
 class FakeApiServer {

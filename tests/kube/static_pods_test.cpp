@@ -1,8 +1,8 @@
 // kube/static_pods and kube/yaml: the kubelet's manifest directory read as its file source
 // reads it, and the YAML reader under it (full YAML for manifests, limits for any input).
-#include "tests/support/temp_dir.h"
 #include "kube/static_pods.h"
 #include "kube/yaml.h"
+#include "tests/support/temp_dir.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -21,7 +21,6 @@ using nodewarden::policy::Json;
 using nodewarden::testing::TempDir;
 
 namespace {
-
 
 // What kubeadm writes for etcd, trimmed.
 const char* const kEtcdYaml = R"(apiVersion: v1
@@ -134,9 +133,9 @@ TEST_CASE("static pods: a directory read as the kubelet reads it") {
             "apiVersion: v1\nkind: Pod\nmetadata:\n  name: first\n---\n"
             "apiVersion: v1\nkind: Pod\nmetadata:\n  name: second\n");
   dir.write("broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n");
-  dir.write(".hidden.yaml", kEtcdYaml);               // dotfiles: ignored
-  dir.write("nested/inner.yaml", kEtcdYaml);          // subdirectories: not entered
-  dir.write("apiserver.yaml.bak", kNginxJson);        // any extension: the kubelet reads it
+  dir.write(".hidden.yaml", kEtcdYaml);         // dotfiles: ignored
+  dir.write("nested/inner.yaml", kEtcdYaml);    // subdirectories: not entered
+  dir.write("apiserver.yaml.bak", kNginxJson);  // any extension: the kubelet reads it
   fs::create_symlink(dir.path / "web.json", dir.path / "link.json");  // followed
 
   auto result = readStaticPods(dir.path.string(), "n1");
@@ -189,12 +188,67 @@ TEST_CASE("yaml: scalars typed by YAML 1.2's core schema unless asked to stay te
   CHECK(d["block"] == "two\nlines\n");
   CHECK(d["flow"] == Json::parse(R"({"a": [1, 2]})"));
 
-  YamlOptions text;
-  text.untypedScalars = true;
-  auto untyped = readYamlDocuments("token: 12345\nok: true\n", text);
-  REQUIRE(untyped.ok());
-  CHECK(untyped->front()["token"] == "12345");
-  CHECK(untyped->front()["ok"] == true);
+  // kubectl's reader (go-yaml v2): YAML 1.1 booleans and integers; timestamps stay text.
+  YamlOptions go;
+  go.scalars = nodewarden::kube::YamlScalars::GoYaml;
+  auto v2 = readYamlDocuments(
+      "a: yes\nb: Off\nc: y\nd: 0777\ne: 0x1F\nf: 1_000\ng: 0b101\nh: 08\n"
+      "i: 2024-05-01\nj: .5\nk: 12345\nl: \"yes\"\nm: -0o17\n",
+      go);
+  REQUIRE_MESSAGE(v2.ok(), v2.error().message);
+  const Json& g = v2->front();
+  CHECK(g["a"] == true);
+  CHECK(g["b"] == false);
+  CHECK(g["c"] == true);
+  CHECK(g["d"] == 511);
+  CHECK(g["e"] == 31);
+  CHECK(g["f"] == 1000);
+  CHECK(g["g"] == 5);
+  CHECK(g["h"] == 8.0);  // not octal: go-yaml's float pattern takes it
+  CHECK(g["i"] == "2024-05-01");
+  CHECK(g["j"] == 0.5);
+  CHECK(g["k"] == 12345);
+  CHECK(g["l"] == "yes");
+  CHECK(g["m"] == -15);
+}
+
+TEST_CASE("yaml: aliases when asked for, bounded; merge keys; the last duplicate; one document") {
+  YamlOptions options;
+  options.aliases = true;
+  options.lastDuplicateKeyWins = true;
+  options.firstDocumentOnly = true;
+  auto docs = readYamlDocuments(
+      "base: &b {x: 1, y: 2}\nlist: &l [1, 2]\ncopy: *l\n"
+      "merged:\n  x: 0\n  <<: *b\n  z: 3\n"
+      "many:\n  <<: [{p: 1}, {p: 2, q: 2}]\n"
+      "k: first\nk: last\n---\n[unclosed\n",
+      options);
+  REQUIRE_MESSAGE(docs.ok(), docs.error().message);
+  REQUIRE(docs->size() == 1);
+  const Json& d = docs->front();
+  CHECK(d["copy"] == Json::parse("[1, 2]"));
+  // go-yaml v2 sets a merge's members in order: they replace the x given before it.
+  CHECK(d["merged"] == Json::parse(R"({"x": 1, "y": 2, "z": 3})"));
+  CHECK(d["many"] == Json::parse(R"({"p": 1, "q": 2})"));  // the first mapping wins
+  CHECK(d["k"] == "last");
+  // "Billion laughs": each alias copies, and the copies are counted.
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    std::string prev(1, static_cast<char>(c - 1));
+    laughs += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" +
+              prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
+              ", *" + prev + "]\n";
+  }
+  auto bomb = readYamlDocuments(laughs, options);
+  REQUIRE_FALSE(bomb.ok());
+  CHECK(bomb.error().message.ends_with("aliases expand to more than 100000 values"));
+  auto recursive = readYamlDocuments("a: &a [1, *a]\n", options);
+  REQUIRE_FALSE(recursive.ok());
+  CHECK(recursive.error().message == "line 1: an alias inside the node it names");
+  auto badMerge = readYamlDocuments("a: {<<: 5}\n", options);
+  REQUIRE_FALSE(badMerge.ok());
+  CHECK(badMerge.error().message ==
+        "line 1: a merge key (<<) needs a mapping or a list of mappings");
 }
 
 TEST_CASE("yaml: any input gives a value or an error, never a crash or a huge value") {
@@ -226,9 +280,7 @@ TEST_CASE("yaml: any input gives a value or an error, never a crash or a huge va
     auto docs = readYamlDocuments(junk, options);  // either way, no exception
     CHECK((docs.ok() || !docs.error().message.empty()));
   }
-  YamlOptions subset;
-  subset.kubectlSubset = true;
-  auto bom = readYamlDocuments("\xEF\xBB\xBFkind: Config\nname: \"x\"\n", subset);
+  auto bom = readYamlDocuments("\xEF\xBB\xBFkind: Config\nname: \"x\"\n", options);
   REQUIRE_MESSAGE(bom.ok(), bom.error().message);
   CHECK(bom->front()["name"] == "x");
   auto empty = readYamlDocuments("", options);
