@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstring>
 #include <exception>
+#include <list>
 #include <optional>
 #include <type_traits>
 #include <unordered_set>
@@ -83,14 +84,22 @@ std::string sanitizedHeaderValue(std::string_view value) {
   return out;
 }
 
-const std::string& busyResponse() {
-  static const std::string response = [] {
-    const std::string body = jsonError("too many connections");
-    return "HTTP/1.1 503 Service Unavailable\r\nServer: nodewarden\r\n"
-           "Content-Type: application/json\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-  }();
-  return response;
+std::string busyResponse(std::string_view message) {
+  const std::string body = jsonError(message);
+  return "HTTP/1.1 503 Service Unavailable\r\nServer: nodewarden\r\n"
+         "Content-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// A connection refused for lack of room: one non-blocking write of a canned 503 into the
+// socket's send buffer (plain HTTP only: plain text would be garbage to a TLS client), then
+// close. Never waits on the peer, so a flood costs nothing but the accept.
+void refuseBusy(tcp::socket& socket, bool tls, const std::string& answer) {
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  if (!ec && !tls) socket.write_some(asio::buffer(answer), ec);
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  socket.close(ec);
 }
 
 bool isHttpParseError(const beast::error_code& ec) {
@@ -229,15 +238,18 @@ namespace detail {
 using SslContext = asio::ssl::context;
 using SslStream = beast::ssl_stream<beast::tcp_stream>;
 
-// What stop() needs of every kind of session.
+// What the server's pools and stop() need of every kind of session.
 class SessionBase {
  public:
   virtual ~SessionBase() = default;
   // Outstanding operations complete with operation_aborted and drop their owner.
   virtual void close() = 0;
   // Since when the connection waits for the client (handshake, request header, keep-alive
-  // idle); nullopt while a request is being read, handled or answered.
+  // idle), and its place in the server's queue of waiters; nullopt while a request is in
+  // progress, and once the connection was closed for another.
   std::optional<std::chrono::steady_clock::time_point> waitingSince;
+  std::list<SessionBase*>::iterator waitingEntry;
+  bool holdsSlot = false;  // a request in progress: counted against maxConnections
 };
 
 // The loaded certificate pair and what it was loaded from.
@@ -256,8 +268,12 @@ struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   Result<void> listenOn(const tcp::endpoint& endpoint, const std::string& where);
   void accept();
   void onAccept(beast::error_code ec, tcp::socket socket);
-  void refuse(tcp::socket& socket);
-  bool reclaimSlot();
+  bool reclaimWaiter();
+  // The two pools ("Connections are counted in two pools" in http_server.h).
+  void startWaiting(SessionBase& session);
+  void stopWaiting(SessionBase& session);
+  bool takeSlot(SessionBase& session);
+  void releaseSlot(SessionBase& session);
   Result<bool> loadTls(bool reportFailure);
   void maybeReloadTls();
   bool tlsConfigured() const { return !options.tlsCertFile.empty() || !options.tlsKeyFile.empty(); }
@@ -275,6 +291,10 @@ struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   tcp::acceptor acceptor;
   asio::steady_timer retryTimer;
   std::unordered_set<SessionBase*> sessions;  // every live Session, registered by itself
+  // The waiting connections, longest waiter first (a connection joins at the back when it
+  // starts to wait, so the order is that of waitingSince).
+  std::list<SessionBase*> waiting;
+  std::size_t slotsHeld = 0;  // requests in progress
   TlsState tls;
   std::uint16_t port = 0;
   bool started = false;
@@ -298,12 +318,16 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
         server_(std::move(server)) {
     server_->sessions.insert(this);
   }
-  ~Session() override { server_->sessions.erase(this); }
+  ~Session() override {
+    server_->stopWaiting(*this);
+    server_->releaseSlot(*this);
+    server_->sessions.erase(this);
+  }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   void run() {
-    waitingSince = std::chrono::steady_clock::now();
+    server_->startWaiting(*this);
     if constexpr (kTls) {
       lowest().expires_after(server_->options.timeout);
       stream_.async_handshake(asio::ssl::stream_base::server,
@@ -343,7 +367,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void readRequest() {
-    if (!waitingSince) waitingSince = std::chrono::steady_clock::now();
+    // Between keep-alive requests the connection waits again, and its slot is free.
+    server_->releaseSlot(*this);
+    server_->startWaiting(*this);
     parser_.emplace();
     parser_->body_limit(static_cast<std::uint64_t>(server_->options.bodyLimit));
     parser_->header_limit(kHeaderLimit);
@@ -357,7 +383,12 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   // already failed the header read, so it is answered 413 without a go-ahead.
   void onHeader(beast::error_code ec, std::size_t bytes) {
     if (ec || server_->stopped) return onRead(ec, bytes);
-    waitingSince.reset();
+    server_->stopWaiting(*this);
+    if (!server_->takeSlot(*this)) {
+      // Every slot holds a request in progress, none of which is cut for this one.
+      refuseBusy(lowest().socket(), kTls, busyResponse("too many requests in progress"));
+      return;
+    }
     const auto& header = parser_->get();
     if (auto framing = transferEncodingProblem(header)) {
       // RFC 9112 §6.3: the body's length cannot be known, so nothing after the header can be
@@ -647,9 +678,9 @@ void HttpServerState::onAccept(beast::error_code ec, tcp::socket socket) {
     return;
   }
   setCloseOnExec(socket);
-  if (sessions.size() >= std::max<std::size_t>(options.maxConnections, 1) &&
-      !reclaimSlot()) {
-    refuse(socket);
+  if (waiting.size() >= std::max<std::size_t>(options.maxWaiting, 1) && !reclaimWaiter()) {
+    static const std::string answer = busyResponse("too many connections");
+    refuseBusy(socket, tls.context != nullptr, answer);
   } else {
     try {
       if (tls.context) {
@@ -667,33 +698,43 @@ void HttpServerState::onAccept(beast::error_code ec, tcp::socket socket) {
   accept();
 }
 
-// At the cap: closes the connection that has waited longest for its client, if it has waited
-// reclaimAfter or more. Its session ends once its cancelled operation completes, so the count
-// is over the cap by one for a moment.
-bool HttpServerState::reclaimSlot() {
-  SessionBase* oldest = nullptr;
-  for (SessionBase* session : sessions) {
-    if (session->waitingSince && (oldest == nullptr || *session->waitingSince < *oldest->waitingSince))
-      oldest = session;
-  }
-  if (oldest == nullptr ||
-      std::chrono::steady_clock::now() - *oldest->waitingSince < options.reclaimAfter) {
+// maxWaiting connections wait: closes the one that has waited longest for its client, if it
+// has waited reclaimAfter or more. Its session ends once its cancelled operation completes.
+bool HttpServerState::reclaimWaiter() {
+  if (waiting.empty()) return false;
+  SessionBase* oldest = waiting.front();
+  if (std::chrono::steady_clock::now() - *oldest->waitingSince < options.reclaimAfter) {
     return false;
   }
-  oldest->waitingSince.reset();  // closed once
+  stopWaiting(*oldest);  // closed once
   oldest->close();
   return true;
 }
 
-// Beyond maxConnections: one non-blocking write of a canned 503 into the empty send buffer,
-// then close. Never waits on the peer, so a flood costs nothing but the accept. A TLS port
-// closes without a word: plain text would be garbage to its clients.
-void HttpServerState::refuse(tcp::socket& socket) {
-  beast::error_code ec;
-  socket.non_blocking(true, ec);
-  if (!ec && !tls.context) socket.write_some(asio::buffer(busyResponse()), ec);
-  socket.shutdown(tcp::socket::shutdown_send, ec);
-  socket.close(ec);
+void HttpServerState::startWaiting(SessionBase& session) {
+  if (session.waitingSince) return;
+  session.waitingSince = std::chrono::steady_clock::now();
+  session.waitingEntry = waiting.insert(waiting.end(), &session);
+}
+
+void HttpServerState::stopWaiting(SessionBase& session) {
+  if (!session.waitingSince) return;
+  waiting.erase(session.waitingEntry);
+  session.waitingSince.reset();
+}
+
+bool HttpServerState::takeSlot(SessionBase& session) {
+  if (session.holdsSlot) return true;
+  if (slotsHeld >= std::max<std::size_t>(options.maxConnections, 1)) return false;
+  ++slotsHeld;
+  session.holdsSlot = true;
+  return true;
+}
+
+void HttpServerState::releaseSlot(SessionBase& session) {
+  if (!session.holdsSlot) return;
+  --slotsHeld;
+  session.holdsSlot = false;
 }
 
 Result<bool> HttpServerState::loadTls(bool reportFailure) {
