@@ -43,10 +43,11 @@
 // handshake runs under the same per-operation deadline; a failed handshake (plain HTTP,
 // garbage, an old protocol version) just closes the connection. Connections refused (beyond
 // maxWaiting, or a request beyond maxConnections) are closed without an answer (a plain-text
-// 503 would be garbage to a TLS client). The certificate pair can be replaced while running (cert-manager rotates the
-// Secret's files in place): reloadTls(), and an automatic re-read when a connection arrives at
-// most every tlsReloadInterval. New connections use the new pair, open ones keep theirs; a
-// new pair that does not load keeps the old one and is reported through onProblem.
+// 503 would be garbage to a TLS client). The certificate pair (loaded and reloaded by
+// server/tls.h) can be replaced while running (cert-manager rotates the Secret's files in
+// place): reloadTls(), and an automatic re-read when a connection arrives at most every
+// tlsReloadInterval. New connections use the new pair, open ones keep theirs; a new pair
+// that does not load keeps the old one and is reported through onProblem.
 // Beast stays out of this header (pimpl): include it anywhere cheaply.
 #pragma once
 
