@@ -1,20 +1,17 @@
 #include "server/http_server.h"
 #include "server/log.h"
+#include "server/tls.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <exception>
+#include <list>
 #include <optional>
 #include <type_traits>
 #include <unordered_set>
@@ -83,143 +80,26 @@ std::string sanitizedHeaderValue(std::string_view value) {
   return out;
 }
 
-const std::string& busyResponse() {
-  static const std::string response = [] {
-    const std::string body = jsonError("too many connections");
-    return "HTTP/1.1 503 Service Unavailable\r\nServer: nodewarden\r\n"
-           "Content-Type: application/json\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-  }();
-  return response;
+std::string busyResponse(std::string_view message) {
+  const std::string body = jsonError(message);
+  return "HTTP/1.1 503 Service Unavailable\r\nServer: nodewarden\r\n"
+         "Content-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// A connection refused for lack of room: one non-blocking write of a canned 503 into the
+// socket's send buffer (plain HTTP only: plain text would be garbage to a TLS client), then
+// close. Never waits on the peer, so a flood costs nothing but the accept.
+void refuseBusy(tcp::socket& socket, bool tls, const std::string& answer) {
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  if (!ec && !tls) socket.write_some(asio::buffer(answer), ec);
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  socket.close(ec);
 }
 
 bool isHttpParseError(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category();
-}
-
-// A certificate or key file, whole; `what` ("TLS certificate") and the path start every error.
-Result<std::string> readPemFile(const std::string& path, std::string_view what) {
-  constexpr std::size_t kMaxPem = std::size_t{1} << 20;
-  const std::string where = std::string(what) + " " + path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    return Error{where + ": reading: " + std::strerror(err), err};
-  }
-  std::string content;
-  char chunk[8192];
-  for (;;) {
-    const ssize_t got = ::read(fd, chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int err = errno;
-      ::close(fd);
-      return Error{where + ": reading: " + std::strerror(err), err};
-    }
-    if (got == 0) break;
-    content.append(chunk, static_cast<std::size_t>(got));
-    if (content.size() > kMaxPem) {
-      ::close(fd);
-      return Error{where + ": larger than 1 MiB, not a PEM file"};
-    }
-  }
-  ::close(fd);
-  if (content.find("-----BEGIN") == std::string::npos) {
-    return Error{where + ": no PEM block (-----BEGIN ...) in the file"};
-  }
-  return content;
-}
-
-// The first OpenSSL reason of `ec`, or its message.
-std::string sslReason(const beast::error_code& ec) {
-  std::string out = ec.message();
-  return out.empty() ? std::string("unknown OpenSSL error") : out;
-}
-
-// A server context for TLS 1.2+ with the pair; errors name the file at fault.
-Result<std::shared_ptr<asio::ssl::context>> makeTlsContext(const std::string& certFile,
-                                                           const std::string& certPem,
-                                                           const std::string& keyFile,
-                                                           const std::string& keyPem,
-                                                           const std::string& caFile,
-                                                           const std::string& caPem) {
-  std::shared_ptr<asio::ssl::context> context;
-  try {
-    context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
-  } catch (const std::exception& e) {
-    return Error{std::string("creating a TLS context: ") + e.what()};
-  }
-  SSL_CTX* native = context->native_handle();
-  beast::error_code ec;
-  context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                           asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                           asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use,
-                       ec);
-  if (ec || SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1) {
-    ::ERR_clear_error();
-    return Error{"creating a TLS context: cannot require TLS 1.2"};
-  }
-  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  // An encrypted key must fail, not prompt on a terminal (OpenSSL's default callback).
-  context->set_password_callback(
-      [](std::size_t, asio::ssl::context::password_purpose) { return std::string(); }, ec);
-  context->use_certificate_chain(asio::buffer(certPem), ec);
-  if (ec) {
-    ::ERR_clear_error();
-    return Error{"TLS certificate " + certFile + ": not a usable PEM certificate (" +
-                 sslReason(ec) + ")"};
-  }
-  // Checked here rather than left to use_private_key, whose mismatch error
-  // ("key values mismatch") does not say which files are meant.
-  {
-    BIO* bio = BIO_new_mem_buf(keyPem.data(), static_cast<int>(keyPem.size()));
-    EVP_PKEY* key = bio == nullptr
-                        ? nullptr
-                        : PEM_read_bio_PrivateKey(
-                              bio, nullptr, [](char*, int, int, void*) { return 0; }, nullptr);
-    if (bio != nullptr) BIO_free(bio);
-    if (key == nullptr) {
-      ::ERR_clear_error();
-      return Error{"TLS key " + keyFile + ": not a usable unencrypted PEM private key"};
-    }
-    X509* leaf = SSL_CTX_get0_certificate(native);
-    const bool matches = leaf != nullptr && X509_check_private_key(leaf, key) == 1;
-    EVP_PKEY_free(key);
-    ::ERR_clear_error();
-    if (!matches) {
-      return Error{"TLS key " + keyFile + " does not match the certificate " + certFile};
-    }
-  }
-  context->use_private_key(asio::buffer(keyPem), asio::ssl::context::pem, ec);
-  if (ec || SSL_CTX_check_private_key(native) != 1) {
-    ::ERR_clear_error();
-    return Error{"TLS key " + keyFile + ": not a usable unencrypted PEM private key (" +
-                 (ec ? sslReason(ec) : std::string("rejected by OpenSSL")) + ")"};
-  }
-  if (!caFile.empty()) {
-    // Every certificate of the bundle is trusted for client authentication.
-    BIO* bio = BIO_new_mem_buf(caPem.data(), static_cast<int>(caPem.size()));
-    int loaded = 0;
-    X509_STORE* store = SSL_CTX_get_cert_store(native);
-    STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
-    while (bio != nullptr) {
-      X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-      if (cert == nullptr) break;
-      if (X509_STORE_add_cert(store, cert) == 1) ++loaded;
-      if (names != nullptr) sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(cert)));
-      X509_free(cert);
-    }
-    if (bio != nullptr) BIO_free(bio);
-    ::ERR_clear_error();
-    if (loaded == 0) {
-      if (names != nullptr) sk_X509_NAME_pop_free(names, X509_NAME_free);
-      return Error{"TLS client CA " + caFile + ": no usable PEM certificate in it"};
-    }
-    if (names != nullptr) SSL_CTX_set_client_CA_list(native, names);
-    // Ask for a certificate, fail the handshake on a bad one, accept none (probes).
-    SSL_CTX_set_verify(native, SSL_VERIFY_PEER, nullptr);
-  }
-  return context;
 }
 
 }  // namespace
@@ -229,37 +109,38 @@ namespace detail {
 using SslContext = asio::ssl::context;
 using SslStream = beast::ssl_stream<beast::tcp_stream>;
 
-// What stop() needs of every kind of session.
+// What the server's pools and stop() need of every kind of session.
 class SessionBase {
  public:
   virtual ~SessionBase() = default;
   // Outstanding operations complete with operation_aborted and drop their owner.
   virtual void close() = 0;
   // Since when the connection waits for the client (handshake, request header, keep-alive
-  // idle); nullopt while a request is being read, handled or answered.
+  // idle), and its place in the server's queue of waiters; nullopt while a request is in
+  // progress, and once the connection was closed for another.
   std::optional<std::chrono::steady_clock::time_point> waitingSince;
-};
-
-// The loaded certificate pair and what it was loaded from.
-struct TlsState {
-  std::shared_ptr<SslContext> context;  // new sessions take a reference
-  std::string certPem, keyPem, caPem;   // the files' content when loaded
-  // The last content that failed to load (reported once).
-  std::optional<std::pair<std::string, std::string>> failed;
-  std::chrono::steady_clock::time_point lastCheck{};
+  std::list<SessionBase*>::iterator waitingEntry;
+  bool holdsSlot = false;  // a request in progress: counted against maxConnections
 };
 
 struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   HttpServerState(asio::io_context& context, HttpServerOptions opts, HttpHandler h)
-      : options(std::move(opts)), handler(std::move(h)), acceptor(context), retryTimer(context) {}
+      : options(std::move(opts)),
+        handler(std::move(h)),
+        acceptor(context),
+        retryTimer(context),
+        tls({options.tlsCertFile, options.tlsKeyFile, options.tlsClientCaFile},
+            [this](const std::string& problem) { report(problem); }) {}
 
   Result<void> listenOn(const tcp::endpoint& endpoint, const std::string& where);
   void accept();
   void onAccept(beast::error_code ec, tcp::socket socket);
-  void refuse(tcp::socket& socket);
-  bool reclaimSlot();
-  Result<bool> loadTls(bool reportFailure);
-  void maybeReloadTls();
+  bool reclaimWaiter();
+  // The two pools ("Connections are counted in two pools" in http_server.h).
+  void startWaiting(SessionBase& session);
+  void stopWaiting(SessionBase& session);
+  bool takeSlot(SessionBase& session);
+  void releaseSlot(SessionBase& session);
   bool tlsConfigured() const { return !options.tlsCertFile.empty() || !options.tlsKeyFile.empty(); }
   void report(const std::string& problem) {
     if (!options.onProblem) return;
@@ -275,7 +156,11 @@ struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   tcp::acceptor acceptor;
   asio::steady_timer retryTimer;
   std::unordered_set<SessionBase*> sessions;  // every live Session, registered by itself
-  TlsState tls;
+  // The waiting connections, longest waiter first (a connection joins at the back when it
+  // starts to wait, so the order is that of waitingSince).
+  std::list<SessionBase*> waiting;
+  std::size_t slotsHeld = 0;  // requests in progress
+  TlsPair tls;  // the HTTPS certificate pair (server/tls.h); its context is null for plain HTTP
   std::uint16_t port = 0;
   bool started = false;
   bool stopped = false;
@@ -298,12 +183,16 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
         server_(std::move(server)) {
     server_->sessions.insert(this);
   }
-  ~Session() override { server_->sessions.erase(this); }
+  ~Session() override {
+    server_->stopWaiting(*this);
+    server_->releaseSlot(*this);
+    server_->sessions.erase(this);
+  }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   void run() {
-    waitingSince = std::chrono::steady_clock::now();
+    server_->startWaiting(*this);
     if constexpr (kTls) {
       lowest().expires_after(server_->options.timeout);
       stream_.async_handshake(asio::ssl::stream_base::server,
@@ -343,7 +232,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void readRequest() {
-    if (!waitingSince) waitingSince = std::chrono::steady_clock::now();
+    // Between keep-alive requests the connection waits again, and its slot is free.
+    server_->releaseSlot(*this);
+    server_->startWaiting(*this);
     parser_.emplace();
     parser_->body_limit(static_cast<std::uint64_t>(server_->options.bodyLimit));
     parser_->header_limit(kHeaderLimit);
@@ -357,7 +248,12 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   // already failed the header read, so it is answered 413 without a go-ahead.
   void onHeader(beast::error_code ec, std::size_t bytes) {
     if (ec || server_->stopped) return onRead(ec, bytes);
-    waitingSince.reset();
+    server_->stopWaiting(*this);
+    if (!server_->takeSlot(*this)) {
+      // Every slot holds a request in progress, none of which is cut for this one.
+      refuseBusy(lowest().socket(), kTls, busyResponse("too many requests in progress"));
+      return;
+    }
     const auto& header = parser_->get();
     if (auto framing = transferEncodingProblem(header)) {
       // RFC 9112 §6.3: the body's length cannot be known, so nothing after the header can be
@@ -647,14 +543,14 @@ void HttpServerState::onAccept(beast::error_code ec, tcp::socket socket) {
     return;
   }
   setCloseOnExec(socket);
-  if (sessions.size() >= std::max<std::size_t>(options.maxConnections, 1) &&
-      !reclaimSlot()) {
-    refuse(socket);
+  if (waiting.size() >= std::max<std::size_t>(options.maxWaiting, 1) && !reclaimWaiter()) {
+    static const std::string answer = busyResponse("too many connections");
+    refuseBusy(socket, tls.context() != nullptr, answer);
   } else {
     try {
-      if (tls.context) {
-        maybeReloadTls();
-        std::make_shared<Session<SslStream>>(std::move(socket), shared_from_this(), tls.context)
+      if (tls.context()) {
+        if (options.tlsAutoReload) tls.reloadIfDue(options.tlsReloadInterval);
+        std::make_shared<Session<SslStream>>(std::move(socket), shared_from_this(), tls.context())
             ->run();
       } else {
         std::make_shared<Session<beast::tcp_stream>>(std::move(socket), shared_from_this(), nullptr)
@@ -667,78 +563,43 @@ void HttpServerState::onAccept(beast::error_code ec, tcp::socket socket) {
   accept();
 }
 
-// At the cap: closes the connection that has waited longest for its client, if it has waited
-// reclaimAfter or more. Its session ends once its cancelled operation completes, so the count
-// is over the cap by one for a moment.
-bool HttpServerState::reclaimSlot() {
-  SessionBase* oldest = nullptr;
-  for (SessionBase* session : sessions) {
-    if (session->waitingSince && (oldest == nullptr || *session->waitingSince < *oldest->waitingSince))
-      oldest = session;
-  }
-  if (oldest == nullptr ||
-      std::chrono::steady_clock::now() - *oldest->waitingSince < options.reclaimAfter) {
+// maxWaiting connections wait: closes the one that has waited longest for its client, if it
+// has waited reclaimAfter or more. Its session ends once its cancelled operation completes.
+bool HttpServerState::reclaimWaiter() {
+  if (waiting.empty()) return false;
+  SessionBase* oldest = waiting.front();
+  if (std::chrono::steady_clock::now() - *oldest->waitingSince < options.reclaimAfter) {
     return false;
   }
-  oldest->waitingSince.reset();  // closed once
+  stopWaiting(*oldest);  // closed once
   oldest->close();
   return true;
 }
 
-// Beyond maxConnections: one non-blocking write of a canned 503 into the empty send buffer,
-// then close. Never waits on the peer, so a flood costs nothing but the accept. A TLS port
-// closes without a word: plain text would be garbage to its clients.
-void HttpServerState::refuse(tcp::socket& socket) {
-  beast::error_code ec;
-  socket.non_blocking(true, ec);
-  if (!ec && !tls.context) socket.write_some(asio::buffer(busyResponse()), ec);
-  socket.shutdown(tcp::socket::shutdown_send, ec);
-  socket.close(ec);
+void HttpServerState::startWaiting(SessionBase& session) {
+  if (session.waitingSince) return;
+  session.waitingSince = std::chrono::steady_clock::now();
+  session.waitingEntry = waiting.insert(waiting.end(), &session);
 }
 
-Result<bool> HttpServerState::loadTls(bool reportFailure) {
-  tls.lastCheck = std::chrono::steady_clock::now();
-  auto cert = readPemFile(options.tlsCertFile, "TLS certificate");
-  auto key = cert ? readPemFile(options.tlsKeyFile, "TLS key") : Result<std::string>(cert.error());
-  Result<std::string> ca = std::string();
-  if (cert && key && !options.tlsClientCaFile.empty()) {
-    ca = readPemFile(options.tlsClientCaFile, "TLS client CA");
-    if (!ca) key = ca.error();
-  }
-  Result<std::shared_ptr<SslContext>> context = Error{""};
-  if (cert && key) {
-    if (tls.context && *cert == tls.certPem && *key == tls.keyPem && *ca == tls.caPem) {
-      return false;
-    }
-    // The same bad content again: reported already.
-    if (reportFailure && tls.failed && *cert == tls.failed->first && *key == tls.failed->second) {
-      return Error{"TLS certificate " + options.tlsCertFile + " and key " + options.tlsKeyFile +
-                   ": still the pair that failed to load"};
-    }
-    context = makeTlsContext(options.tlsCertFile, *cert, options.tlsKeyFile, *key,
-                             options.tlsClientCaFile, *ca);
-  }
-  Error failure = !cert ? cert.error() : !key ? key.error() : !context ? context.error() : Error{};
-  if (!cert || !key || !context) {
-    if (reportFailure) {
-      // A half-written rotation is re-tried when the files change again.
-      tls.failed.emplace(cert ? *cert : std::string(), key ? *key : std::string());
-      report(failure.message + (tls.context ? " (keeping the previous certificate)" : ""));
-    }
-    return failure;
-  }
-  tls.context = std::move(context).value();
-  tls.certPem = std::move(cert).value();
-  tls.keyPem = std::move(key).value();
-  tls.caPem = std::move(ca).value();
-  tls.failed.reset();
+void HttpServerState::stopWaiting(SessionBase& session) {
+  if (!session.waitingSince) return;
+  waiting.erase(session.waitingEntry);
+  session.waitingSince.reset();
+}
+
+bool HttpServerState::takeSlot(SessionBase& session) {
+  if (session.holdsSlot) return true;
+  if (slotsHeld >= std::max<std::size_t>(options.maxConnections, 1)) return false;
+  ++slotsHeld;
+  session.holdsSlot = true;
   return true;
 }
 
-void HttpServerState::maybeReloadTls() {
-  if (!options.tlsAutoReload) return;
-  if (std::chrono::steady_clock::now() - tls.lastCheck < options.tlsReloadInterval) return;
-  (void)loadTls(/*reportFailure=*/true);
+void HttpServerState::releaseSlot(SessionBase& session) {
+  if (!session.holdsSlot) return;
+  --slotsHeld;
+  session.holdsSlot = false;
 }
 
 }  // namespace detail
@@ -764,7 +625,7 @@ Result<void> HttpServer::start() {
           "listening on " + where + ": TLS needs both a certificate file and a key file (" +
           (s.options.tlsCertFile.empty() ? "the certificate" : "the key") + " file is not set)"};
     }
-    auto loaded = s.loadTls(/*reportFailure=*/false);
+    auto loaded = s.tls.load(/*reportFailure=*/false);
     if (!loaded) return loaded.error().withContext("listening on " + where);
   }
 
@@ -801,8 +662,8 @@ Result<void> HttpServer::start() {
 Result<bool> HttpServer::reloadTls() {
   detail::HttpServerState& s = *state_;
   if (!s.tlsConfigured()) return Error{"reloading TLS: the server does not use TLS"};
-  if (!s.tls.context) return Error{"reloading TLS: start() has not loaded a certificate yet"};
-  return s.loadTls(/*reportFailure=*/true);
+  if (!s.tls.context()) return Error{"reloading TLS: start() has not loaded a certificate yet"};
+  return s.tls.load(/*reportFailure=*/true);
 }
 
 std::uint16_t HttpServer::port() const {

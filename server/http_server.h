@@ -13,27 +13,41 @@
 //   - Every read and write has a deadline (`timeout`): a client idle or trickling past it is
 //     disconnected.
 //   - A handler that throws is answered 500 with a JSON body; the server keeps serving.
-//   - At most maxConnections connections are open. A new connection beyond that takes the
-//     slot of the connection that has waited longest for a request (its TLS handshake or
-//     request header not yet complete, or idle between keep-alive requests) if that one has
-//     waited reclaimAfter or more (default 0: always); otherwise it is answered 503 (best
-//     effort, without reading it) and closed at once. Slow clients that keep reconnecting
-//     therefore cannot hold every slot: a probe that sends its request at once is read before
-//     maxConnections newer connections arrive, and served (a liveness probe starved into 503
-//     would have the kubelet restart the agent). A connection with a request in progress is
-//     never closed for another. Measured: bench_soak part 1 (1,000 reconnecting slow clients,
-//     thousands of connections a second); with a 250 ms minimum wait 93 % of probes got 503.
+//   - Connections are counted in two pools, so that clients that never finish a request
+//     cannot take the place of one that does (a liveness probe starved into 503 would have
+//     the kubelet restart the agent):
+//       * A slot (at most maxConnections, the agent's 64) is held only by a request in
+//         progress: from the moment its header is complete until its answer is written (body
+//         read, handler, answer). A request in progress is never closed for another. A
+//         request whose header completes while every slot is held is answered 503 (best
+//         effort, without reading further) and closed.
+//       * Waiting connections (TLS handshake or request header not yet complete, or idle
+//         between keep-alive requests) hold no slot; at most maxWaiting (1,024) wait at once.
+//         A new connection beyond that takes the place of the one that has waited longest, if
+//         that one has waited reclaimAfter or more (default 0: always); otherwise it is
+//         answered 503 (best effort, without reading it) and closed at once.
+//     So a probe that sends its request is read and served whatever slow clients do with
+//     their headers: while fewer than maxWaiting connections wait at once (however fast they
+//     reconnect), no waiting connection is ever closed for another, and its complete header
+//     then needs only a slot, which slow headers never hold. Beyond maxWaiting waiting
+//     connections the longest waiter gives way (a minimum wait there, as the old 250 ms, is
+//     what reconnecting clients beat: bench_soak found 93 % of probes refused). What is left
+//     to chance is a flood of more than maxWaiting connections at once (bench_probe_flood
+//     prints how probes fare under one), and clients that complete headers but send their
+//     bodies or read their answers slowly: they hold slots, each bounded by `timeout`.
+//     At most maxConnections + maxWaiting connections are open at once.
 //   - After an error answer the server half-closes and discards what the client still sends
 //     (bounded in bytes and time) so that the answer is not lost to a TCP reset.
 //
 // TLS (tlsCertFile and tlsKeyFile set): the port speaks HTTPS only, TLS 1.2 or newer. The
 // handshake runs under the same per-operation deadline; a failed handshake (plain HTTP,
-// garbage, an old protocol version) just closes the connection. Connections beyond
-// maxConnections are closed without an answer (a plain-text 503 would be garbage to a TLS
-// client). The certificate pair can be replaced while running (cert-manager rotates the
-// Secret's files in place): reloadTls(), and an automatic re-read when a connection arrives at
-// most every tlsReloadInterval. New connections use the new pair, open ones keep theirs; a
-// new pair that does not load keeps the old one and is reported through onProblem.
+// garbage, an old protocol version) just closes the connection. Connections refused (beyond
+// maxWaiting, or a request beyond maxConnections) are closed without an answer (a plain-text
+// 503 would be garbage to a TLS client). The certificate pair (loaded and reloaded by
+// server/tls.h) can be replaced while running (cert-manager rotates the Secret's files in
+// place): reloadTls(), and an automatic re-read when a connection arrives at most every
+// tlsReloadInterval. New connections use the new pair, open ones keep theirs; a new pair
+// that does not load keeps the old one and is reported through onProblem.
 // Beast stays out of this header (pimpl): include it anywhere cheaply.
 #pragma once
 
@@ -82,8 +96,10 @@ struct HttpServerOptions {
   std::uint16_t port = 10290;                // 0: any free port, see HttpServer::port()
   std::size_t bodyLimit = 1 << 20;           // larger request bodies are answered 413
   std::chrono::milliseconds timeout{10000};  // per read/write, including keep-alive idle time
-  std::size_t maxConnections = 64;           // open connections at once, at least 1
-  std::chrono::milliseconds reclaimAfter{0};  // see "At most maxConnections" above
+  // See "Connections are counted in two pools" above; each at least 1.
+  std::size_t maxConnections = 64;            // requests in progress at once (slots)
+  std::size_t maxWaiting = 1024;              // connections waiting for a request header
+  std::chrono::milliseconds reclaimAfter{0};  // how long a waiter is safe from a newcomer
   // Optional: told (on the loop thread) about server-side problems worth a log line: accept
   // failures, handler exceptions, a rotated TLS pair that does not load. Peer misbehaviour
   // (garbage, timeouts, failed handshakes) is not reported.
