@@ -1,0 +1,139 @@
+// `nodewarden explain … --kubeconfig` against the real API server (CONTRACT §1): the same
+// objects, read through the API (the stats through the node proxy, answered by a stand-in
+// kubelet), give byte for byte the output `--snapshot` gives over what `kubectl get … -o
+// json` printed of them — for eviction, admission and preemption, as JSON and as a table.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/cluster/cluster_env.h"
+
+using nodewarden::cluster::Cluster;
+using nodewarden::cluster::ClusterOptions;
+using nodewarden::cluster::Json;
+using nodewarden::cluster::Run;
+
+namespace {
+
+Json readJson(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), path);
+  return Json::parse(in);
+}
+
+std::string example(const std::string& name) {
+  return std::string(NODEWARDEN_SOURCE_ROOT) + "/examples/" + name;
+}
+
+Run runNodewarden(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {NODEWARDEN_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return nodewarden::cluster::run(argv);
+}
+
+// `explain ARGS` over the cluster (--kubeconfig) and over the kubectl snapshot of it
+// (--snapshot), as JSON and as a table: each pair the same, byte for byte.
+void checkSameAnswers(const Cluster& cluster, const std::string& snapshotFile,
+                      const std::vector<std::string>& args, const char* what) {
+  for (const std::string format : {"json", "table"}) {
+    CAPTURE(what);
+    CAPTURE(format);
+    std::vector<std::string> live = {"explain"}, file = {"explain"};
+    live.insert(live.end(), args.begin(), args.end());
+    file.insert(file.end(), args.begin(), args.end());
+    live.insert(live.end(), {"--kubeconfig", cluster.kubeconfig(), "-o", format});
+    file.insert(file.end(), {"--snapshot", snapshotFile, "-o", format});
+    const Run fromCluster = runNodewarden(live);
+    const Run fromFile = runNodewarden(file);
+    REQUIRE_MESSAGE(fromFile.status == 0, fromFile.err);
+    REQUIRE_MESSAGE(fromCluster.status == 0, fromCluster.err);
+    CHECK(fromCluster.out == fromFile.out);
+    if (format == "json") CHECK(Json::accept(fromCluster.out));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("explain --kubeconfig answers as --snapshot over kubectl's view of the real cluster") {
+  // node-1 of examples/current and both nodes of the preemption example have a stand-in
+  // kubelet; only node-1 has stats (the others' proxy answers 404, on both paths alike).
+  ClusterOptions options;
+  options.kubelets = {"node-1", "node-2"};
+  Cluster cluster(options);
+  nodewarden::testing::TempDir files("nw-explain-live");
+
+  // examples/current: memory pressure on node-1 (stats through the node proxy), an
+  // in-place resize, pod-level resources.
+  const auto uids = nodewarden::cluster::loadSnapshot(cluster, readJson(example("current/snapshot.json")));
+  const std::string snapshotFile =
+      files.write("kubectl-snapshot.json", nodewarden::cluster::kubectlSnapshot(cluster).dump(2));
+
+  checkSameAnswers(cluster, snapshotFile, {"eviction", "--node", "node-1"}, "eviction");
+  // The answer is about the stats the stand-in served through the API server: pressure,
+  // and a victim.
+  const Run eviction = runNodewarden({"explain", "eviction", "--kubeconfig", cluster.kubeconfig(),
+                                   "--node", "node-1", "-o", "json"});
+  const Json verdict = Json::parse(eviction.out);
+  REQUIRE_MESSAGE(!verdict["evict"].empty(), eviction.out);
+  // And it is the example's own answer: nothing the example states was lost on the way
+  // through the real API server (the in-place resize's allocated resources included).
+  const Run fromExample = runNodewarden({"explain", "eviction", "--snapshot",
+                                         example("current/snapshot.json"), "-o", "json"});
+  CHECK(eviction.out == fromExample.out);
+  const std::string requests = cluster.kubeletRequests("node-1");
+  CHECK_MESSAGE(requests.find("GET /stats/summary kube-apiserver-kubelet-client") != std::string::npos,
+                requests);
+
+  checkSameAnswers(cluster, snapshotFile,
+                   {"admission", "--node", "node-1", "--pod", example("current/besteffort-pod.json")},
+                   "admission, BestEffort pod");
+  checkSameAnswers(cluster, snapshotFile,
+                   {"admission", "--node", "node-1", "--pod", example("current/pod-level-pod.json")},
+                   "admission, pod-level resources");
+
+  // --save-snapshot keeps what was read: the same answer again from the file.
+  const Run saved = runNodewarden({"explain", "eviction", "--kubeconfig", cluster.kubeconfig(),
+                                "--node", "node-1", "--save-snapshot", files.path / "saved.json",
+                                "-o", "json"});
+  REQUIRE_MESSAGE(saved.status == 0, saved.err);
+  const Run again = runNodewarden({"explain", "eviction", "--snapshot", files.path / "saved.json",
+                                "--node", "node-1", "-o", "json"});
+  CHECK(again.out == saved.out);
+  CHECK(saved.out == eviction.out);
+  CHECK(uids.size() == 3);
+}
+
+TEST_CASE("explain preemption --kubeconfig: budgets as the real disruption controller computed them") {
+  ClusterOptions options;
+  options.kubelets = {"node-1", "node-2"};
+  Cluster cluster(options);
+  nodewarden::testing::TempDir files("nw-explain-live");
+
+  // Two budgets over bare pods (minAvailable): their status comes from the real
+  // disruption controller, not from the example file.
+  nodewarden::cluster::loadSnapshot(cluster, readJson(example("preemption/pdb-green-not-blue.json")));
+  const Json snapshot = nodewarden::cluster::kubectlSnapshot(cluster);
+  for (const auto& pdb : snapshot["podDisruptionBudgets"]["items"]) {
+    CAPTURE(pdb["metadata"]["name"]);
+    CHECK(pdb["status"]["currentHealthy"] == 3);
+    CHECK(pdb["status"]["expectedPods"] == 3);
+    CHECK(pdb["status"]["disruptionsAllowed"] == (pdb["metadata"]["name"] == "green" ? 1 : 0));
+  }
+  const std::string snapshotFile = files.write("kubectl-snapshot.json", snapshot.dump(2));
+  checkSameAnswers(cluster, snapshotFile,
+                   {"preemption", "--pod", example("preemption/pdb-green-not-blue-pod.json")},
+                   "preemption");
+  // The budgets' status the real controller computed is the one the example states, so the
+  // answer is the example's own: green-1 on node-2 (green allows one disruption, blue none).
+  const Run preemption = runNodewarden({"explain", "preemption", "--kubeconfig", cluster.kubeconfig(),
+                                        "--pod", example("preemption/pdb-green-not-blue-pod.json"),
+                                        "-o", "json"});
+  const Run fromExample = runNodewarden({"explain", "preemption", "--snapshot",
+                                         example("preemption/pdb-green-not-blue.json"), "--pod",
+                                         example("preemption/pdb-green-not-blue-pod.json"), "-o", "json"});
+  REQUIRE_MESSAGE(preemption.status == 0, preemption.err);
+  CHECK(preemption.out == fromExample.out);
+  CHECK(Json::parse(preemption.out)["victims"] == Json::array({"shop/green-1"}));
+}
