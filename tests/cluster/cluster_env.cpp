@@ -201,7 +201,8 @@ Cluster::Cluster(const ClusterOptions& options) {
     skip("the lane talks to the cluster with kubectl, and there is none on the PATH or at "
          "/usr/bin/kubectl");
   }
-  std::vector<std::string> argv = {NW_CONTROL_PLANE, "up", "--dir", dir_.path.string() + "/run",
+  const char* launcher = std::getenv("NW_CONTROL_PLANE");
+  std::vector<std::string> argv = {launcher != nullptr && *launcher != '\0' ? launcher : NW_CONTROL_PLANE, "up", "--dir", dir_.path.string() + "/run",
                                    "--timeout", std::to_string(options.readyTimeoutSeconds) + "s",
                                    "--remove-dir-if-orphaned"};
   if (!options.kubelets.empty()) {

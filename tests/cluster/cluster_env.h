@@ -7,7 +7,8 @@
 //   cluster.create(nodeJson);                              // kubectl create -f -
 //
 // The constructor runs `nw-control-plane up --dir DIR` (tests/cluster/build-control-plane.sh
-// builds it; tests/upstream/internal/cluster starts the components) and reads the one JSON
+// builds it into the build directory; $NW_CONTROL_PLANE names another;
+// tests/upstream/internal/cluster starts the components) and reads the one JSON
 // line it prints when everything is ready; the destructor sends SIGTERM and waits. The
 // launcher also dies with the test process (PR_SET_PDEATHSIG), and its components with it,
 // so a test killed by a timeout leaves nothing running. Every cluster has its own

@@ -107,6 +107,17 @@ TEST_CASE("the lane's control plane is the real one, and its scheduler binds pod
       120);
   REQUIRE_MESSAGE(untainted, node.dump(2) << cluster.logTail("kube-controller-manager"));
   CHECK(node["status"]["allocatable"]["cpu"] == "2");
+  // The node's Lease, renewed by the launcher as a kubelet renews it.
+  Json lease;
+  REQUIRE(cluster.waitUntil(
+      [&] {
+        const auto got = cluster.kubectl("get lease lane-node -n kube-node-lease -o json");
+        if (got.status == 0) lease = Json::parse(got.out);
+        return got.status == 0;
+      },
+      30));
+  CHECK(lease["spec"]["holderIdentity"] == "lane-node");
+  CHECK(lease["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]);
 
   // A pod that fits: the real scheduler binds it and says so in an Event of its own.
   cluster.create(podObject("fits", "500m"));

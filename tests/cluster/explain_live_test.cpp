@@ -103,6 +103,56 @@ TEST_CASE("explain --kubeconfig answers as --snapshot over kubectl's view of the
   CHECK(again.out == saved.out);
   CHECK(saved.out == eviction.out);
   CHECK(uids.size() == 3);
+
+  // A user with a ServiceAccount token (the TokenRequest API, as `kubectl create token`):
+  // each right RBAC refuses is named in kubectl's words, and the rights explain needs —
+  // list on nodes, pods, priorityclasses, poddisruptionbudgets; get on nodes/proxy — are
+  // enough for the same answer as the cluster admin's.
+  cluster.kubectlJson("create serviceaccount explainer -n default -o json");
+  const Run token = cluster.kubectl("create token explainer -n default");
+  REQUIRE_MESSAGE(token.status == 0, token.err);
+  const std::string tokenKubeconfig = files.write(
+      "token.kubeconfig",
+      "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority: " +
+          cluster.info()["caFile"].get<std::string>() + "\n    server: " + cluster.server() +
+          "\n  name: lane\ncontexts:\n- context:\n    cluster: lane\n    user: explainer\n"
+          "  name: lane\ncurrent-context: lane\nusers:\n- name: explainer\n  user:\n    token: " +
+          token.out.substr(0, token.out.find('\n')) + "\n");
+  const std::vector<std::string> asExplainer = {"explain", "eviction", "--kubeconfig", tokenKubeconfig,
+                                                "--node", "node-1", "-o", "json"};
+  const Run refused = runNodewarden(asExplainer);
+  CHECK(refused.status == 1);
+  CHECK_MESSAGE(refused.err.find("403") != std::string::npos, refused.err);
+  CHECK_MESSAGE(refused.err.find("nodewarden needs list on nodes; check with: kubectl auth can-i list nodes") !=
+                    std::string::npos,
+                refused.err);
+  CHECK(refused.out.empty());
+  cluster.kubectlJson("create clusterrole explain-lists --verb=list "
+                      "--resource=nodes,pods,priorityclasses.scheduling.k8s.io,poddisruptionbudgets.policy -o json");
+  cluster.kubectlJson("create clusterrolebinding explainer-lists --clusterrole=explain-lists "
+                      "--serviceaccount=default:explainer -o json");
+  // RBAC changes reach the authorizer through its informer: wait until they have.
+  Run listsOnly;
+  REQUIRE(cluster.waitUntil(
+      [&] {
+        listsOnly = runNodewarden(asExplainer);
+        return listsOnly.status == 0;
+      },
+      60));
+  // Without nodes/proxy the stats are missing, said so, and the answer changes.
+  CHECK_MESSAGE(listsOnly.err.find("nodewarden needs get on nodes/proxy") != std::string::npos, listsOnly.err);
+  CHECK(listsOnly.out != eviction.out);
+  cluster.kubectlJson("create clusterrole explain-proxy --verb=get --resource=nodes/proxy -o json");
+  cluster.kubectlJson("create clusterrolebinding explainer-proxy --clusterrole=explain-proxy "
+                      "--serviceaccount=default:explainer -o json");
+  Run allowed;
+  REQUIRE(cluster.waitUntil(
+      [&] {
+        allowed = runNodewarden(asExplainer);
+        return allowed.status == 0 && allowed.err.empty();
+      },
+      60));
+  CHECK(allowed.out == eviction.out);
 }
 
 TEST_CASE("explain preemption --kubeconfig: budgets as the real disruption controller computed them") {

@@ -28,7 +28,8 @@ import (
 // Options say what to start; the zero value of every field but Dir is a sensible default.
 type Options struct {
 	// Binary is the nw-control-plane binary whose subcommands are the components (default:
-	// the running executable).
+	// $NW_CONTROL_PLANE, else the running executable; a `go test` using this package sets
+	// one of them).
 	Binary string
 	// Dir holds everything of the run: pki/, logs/, etcd/, kubelets/, the kubeconfigs and
 	// cluster.json. Created if missing; never removed here.
@@ -97,6 +98,9 @@ func Start(options Options) (*Cluster, error) {
 	begin := time.Now()
 	if options.Dir == "" {
 		return nil, errors.New("cluster: Options.Dir is required")
+	}
+	if options.Binary == "" {
+		options.Binary = os.Getenv("NW_CONTROL_PLANE")
 	}
 	if options.Binary == "" {
 		self, err := os.Executable()
