@@ -327,6 +327,39 @@ Json Cluster::create(const Json& object) const {
   return kubectlJson("create -o json -f -", object.dump());
 }
 
+Json Cluster::createAll(const Json& objects) const {
+  if (objects.empty()) return Json::array();
+  const Json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}};
+  const Run created = kubectl("create -o json -f -", list.dump());
+  if (created.status != 0) {
+    throw std::runtime_error("kubectl create of " + std::to_string(objects.size()) +
+                             " objects failed (" + std::to_string(created.status) + "): " + created.err);
+  }
+  // kubectl prints each object created as a JSON document of its own, in the order given.
+  Json stored = Json::array();
+  std::istringstream documents(created.out);
+  while (documents >> std::ws && documents.peek() != std::char_traits<char>::eof()) {
+    Json document;
+    documents >> document;
+    stored.push_back(std::move(document));
+  }
+  if (stored.size() != objects.size()) {
+    throw std::runtime_error("kubectl create printed " + std::to_string(stored.size()) +
+                             " objects for " + std::to_string(objects.size()));
+  }
+  return stored;
+}
+
+void Cluster::replaceStatuses(const Json& objects) const {
+  if (objects.empty()) return;
+  const Json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}};
+  const Run replaced = kubectl("replace --subresource=status -o name -f -", list.dump());
+  if (replaced.status != 0) {
+    throw std::runtime_error("kubectl replace --subresource=status of " + std::to_string(objects.size()) +
+                             " objects failed (" + std::to_string(replaced.status) + "): " + replaced.err);
+  }
+}
+
 Json Cluster::replaceStatus(const std::string& path, const Json& status) const {
   // A controller may write the object between the read and the write (the node-lifecycle
   // controller taints new Nodes): a conflict is read again and retried, as clients do.
@@ -457,10 +490,6 @@ Json kubeletPodStatus(const Json& pod, const Json& stored) {
   return status;
 }
 
-std::string podPath(const std::string& ns, const std::string& name) {
-  return "/api/v1/namespaces/" + ns + "/pods/" + name;
-}
-
 }  // namespace
 
 std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Json& snapshot) {
@@ -510,12 +539,25 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
                     {"value", value}});
   }
 
+  // Nodes, then pods, each in one `kubectl create` of a List and one `kubectl replace
+  // --subresource=status` of their statuses: a kubectl run per object would take minutes
+  // for a cluster of hundreds of pods on a busy machine. The status replace is
+  // unconditional (no resourceVersion: Nodes and Pods allow it), so a controller's write in
+  // between (the node-lifecycle controller's taint) is no conflict; the status subresource
+  // keeps the spec the server has.
   const std::string now = nowRfc3339();
+  Json nodeObjects = Json::array();
   for (const auto& node : nodes) {
-    const std::string name = node["metadata"]["name"];
     Json object = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", creatableMetadata(node)}};
     if (node.contains("spec")) object["spec"] = node["spec"];
-    cluster.create(object);
+    nodeObjects.push_back(object);
+  }
+  const Json storedNodes = cluster.createAll(nodeObjects);
+  Json nodeStatuses = Json::array();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const Json& node = nodes[i];
+    Json object = storedNodes.at(i);
+    const std::string name = object["metadata"]["name"];
     Json status = node.value("status", Json::object());
     Json conditions = status.value("conditions", Json::array());
     for (auto& c : conditions) {
@@ -528,10 +570,13 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
                                          {{"type", "Hostname"}, {"address", name}}});
       status["daemonEndpoints"] = {{"kubeletEndpoint", {{"Port", cluster.kubeletPort(name)}}}};
     }
-    cluster.replaceStatus("/api/v1/nodes/" + name, status);
+    object["metadata"].erase("resourceVersion");
+    object["status"] = status;
+    nodeStatuses.push_back(object);
   }
+  cluster.replaceStatuses(nodeStatuses);
 
-  std::map<std::string, std::string> uids;
+  Json podObjects = Json::array();
   for (const auto& pod : pods) {
     Json object = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", creatableMetadata(pod)}};
     Json spec = pod.value("spec", Json::object());
@@ -548,11 +593,20 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
       spec.erase("priority");
     }
     object["spec"] = spec;
-    const Json stored = cluster.create(object);
-    const std::string ns = stored["metadata"]["namespace"], name = stored["metadata"]["name"];
-    uids[ns + "/" + name] = stored["metadata"]["uid"];
-    cluster.replaceStatus(podPath(ns, name), kubeletPodStatus(pod, stored));
+    podObjects.push_back(object);
   }
+  const Json storedPods = cluster.createAll(podObjects);
+  std::map<std::string, std::string> uids;
+  Json podStatuses = Json::array();
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    Json object = storedPods.at(i);
+    const std::string ns = object["metadata"]["namespace"], name = object["metadata"]["name"];
+    uids[ns + "/" + name] = object["metadata"]["uid"];
+    object["status"] = kubeletPodStatus(pods[i], object);
+    object["metadata"].erase("resourceVersion");
+    podStatuses.push_back(object);
+  }
+  cluster.replaceStatuses(podStatuses);
 
   for (const auto& pdb : budgets) {
     cluster.create({{"apiVersion", "policy/v1"},

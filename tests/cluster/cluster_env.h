@@ -109,6 +109,13 @@ class Cluster {
   Json kubectlJson(const std::string& args, const std::string& input = "") const;
   // kubectl create -f - of `object`; returns the object as the server stored it.
   Json create(const Json& object) const;
+  // kubectl create -f - of a List of `objects` (one kubectl run); returns them as stored,
+  // in the same order.
+  Json createAll(const Json& objects) const;
+  // kubectl replace --subresource=status -f - of a List of whole objects: each object's
+  // status replaced through its status subresource (the server keeps its spec). Without
+  // metadata.resourceVersion the replace is unconditional.
+  void replaceStatuses(const Json& objects) const;
   // Replaces the `status` of the object at `path` (e.g. /api/v1/nodes/NAME) through its
   // status subresource, as a kubelet reports it; returns the stored object.
   Json replaceStatus(const std::string& path, const Json& status) const;
