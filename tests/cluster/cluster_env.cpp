@@ -352,11 +352,20 @@ Json Cluster::createAll(const Json& objects) const {
 
 void Cluster::replaceStatuses(const Json& objects) const {
   if (objects.empty()) return;
-  const Json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}};
-  const Run replaced = kubectl("replace --subresource=status -o name -f -", list.dump());
-  if (replaced.status != 0) {
-    throw std::runtime_error("kubectl replace --subresource=status of " + std::to_string(objects.size()) +
-                             " objects failed (" + std::to_string(replaced.status) + "): " + replaced.err);
+  // Without a resourceVersion, kubectl replace reads each object's current one first; a
+  // controller's write between that read and the replace (the node-lifecycle controller
+  // tainting a new Node) is a conflict: replacing the same statuses again is harmless, and
+  // is retried as clients do.
+  Json items = objects;
+  for (auto& item : items) item["metadata"].erase("resourceVersion");
+  const Json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+  for (int attempt = 1;; ++attempt) {
+    const Run replaced = kubectl("replace --subresource=status -o name -f -", list.dump());
+    if (replaced.status == 0) return;
+    if (attempt == 10 || replaced.err.find("Conflict") == std::string::npos) {
+      throw std::runtime_error("kubectl replace --subresource=status of " + std::to_string(objects.size()) +
+                               " objects failed (" + std::to_string(replaced.status) + "): " + replaced.err);
+    }
   }
 }
 
@@ -541,10 +550,8 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
 
   // Nodes, then pods, each in one `kubectl create` of a List and one `kubectl replace
   // --subresource=status` of their statuses: a kubectl run per object would take minutes
-  // for a cluster of hundreds of pods on a busy machine. The status replace is
-  // unconditional (no resourceVersion: Nodes and Pods allow it), so a controller's write in
-  // between (the node-lifecycle controller's taint) is no conflict; the status subresource
-  // keeps the spec the server has.
+  // for a cluster of hundreds of pods on a busy machine. The status subresource keeps the
+  // spec the server has.
   const std::string now = nowRfc3339();
   Json nodeObjects = Json::array();
   for (const auto& node : nodes) {
@@ -570,7 +577,6 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
                                          {{"type", "Hostname"}, {"address", name}}});
       status["daemonEndpoints"] = {{"kubeletEndpoint", {{"Port", cluster.kubeletPort(name)}}}};
     }
-    object["metadata"].erase("resourceVersion");
     object["status"] = status;
     nodeStatuses.push_back(object);
   }
@@ -603,7 +609,6 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
     const std::string ns = object["metadata"]["namespace"], name = object["metadata"]["name"];
     uids[ns + "/" + name] = object["metadata"]["uid"];
     object["status"] = kubeletPodStatus(pods[i], object);
-    object["metadata"].erase("resourceVersion");
     podStatuses.push_back(object);
   }
   cluster.replaceStatuses(podStatuses);

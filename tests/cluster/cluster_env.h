@@ -113,8 +113,8 @@ class Cluster {
   // in the same order.
   Json createAll(const Json& objects) const;
   // kubectl replace --subresource=status -f - of a List of whole objects: each object's
-  // status replaced through its status subresource (the server keeps its spec). Without
-  // metadata.resourceVersion the replace is unconditional.
+  // status replaced through its status subresource (the server keeps its spec); retried
+  // while a controller's write in between makes it a conflict.
   void replaceStatuses(const Json& objects) const;
   // Replaces the `status` of the object at `path` (e.g. /api/v1/nodes/NAME) through its
   // status subresource, as a kubelet reports it; returns the stored object.
