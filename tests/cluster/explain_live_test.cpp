@@ -23,6 +23,13 @@ Json readJson(const std::string& path) {
   return Json::parse(in);
 }
 
+std::string slurpFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 std::string example(const std::string& name) {
   return std::string(NODEWARDEN_SOURCE_ROOT) + "/examples/" + name;
 }
@@ -118,6 +125,16 @@ TEST_CASE("explain --kubeconfig answers as --snapshot over kubectl's view of the
           "\n  name: lane\ncontexts:\n- context:\n    cluster: lane\n    user: explainer\n"
           "  name: lane\ncurrent-context: lane\nusers:\n- name: explainer\n  user:\n    token: " +
           token.out.substr(0, token.out.find('\n')) + "\n");
+  // A token the server does not know: refused as kubectl is refused, and not blamed on RBAC.
+  std::string wrongToken = slurpFile(tokenKubeconfig);
+  wrongToken.replace(wrongToken.find("token: ") + 7, std::string::npos, "not-a-token\n");
+  const Run unknown = runNodewarden({"explain", "eviction", "--kubeconfig",
+                                     files.write("wrong-token.kubeconfig", wrongToken), "--node", "node-1"});
+  CHECK(unknown.status == 1);
+  CHECK_MESSAGE(unknown.err.find("401 Unauthorized") != std::string::npos, unknown.err);
+  CHECK_MESSAGE(unknown.err.find("did not accept the kubeconfig's credentials") != std::string::npos,
+                unknown.err);
+  CHECK(unknown.err.find("auth can-i") == std::string::npos);
   const std::vector<std::string> asExplainer = {"explain", "eviction", "--kubeconfig", tokenKubeconfig,
                                                 "--node", "node-1", "-o", "json"};
   const Run refused = runNodewarden(asExplainer);
