@@ -14,12 +14,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
-#include <ctime>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -152,7 +152,8 @@ Run run(const std::vector<std::string>& argv, const std::string& input,
   const int out = ::memfd_create("stdout", MFD_CLOEXEC);
   const int err = ::memfd_create("stderr", MFD_CLOEXEC);
   if (in < 0 || out < 0 || err < 0) throw std::runtime_error("memfd_create failed");
-  if (!input.empty() && ::write(in, input.data(), input.size()) != static_cast<ssize_t>(input.size())) {
+  if (!input.empty() &&
+      ::write(in, input.data(), input.size()) != static_cast<ssize_t>(input.size())) {
     throw std::runtime_error("writing a child's stdin failed");
   }
   ::lseek(in, 0, SEEK_SET);
@@ -198,13 +199,19 @@ Run run(const std::vector<std::string>& argv, const std::string& input,
 
 Cluster::Cluster(const ClusterOptions& options) {
   if (kubectlPath().empty()) {
-    skip("the lane talks to the cluster with kubectl, and there is none on the PATH or at "
-         "/usr/bin/kubectl");
+    skip(
+        "the lane talks to the cluster with kubectl, and there is none on the PATH or at "
+        "/usr/bin/kubectl");
   }
   const char* launcher = std::getenv("NW_CONTROL_PLANE");
-  std::vector<std::string> argv = {launcher != nullptr && *launcher != '\0' ? launcher : NW_CONTROL_PLANE, "up", "--dir", dir_.path.string() + "/run",
-                                   "--timeout", std::to_string(options.readyTimeoutSeconds) + "s",
-                                   "--remove-dir-if-orphaned"};
+  std::vector<std::string> argv = {
+      launcher != nullptr && *launcher != '\0' ? launcher : NW_CONTROL_PLANE,
+      "up",
+      "--dir",
+      dir_.path.string() + "/run",
+      "--timeout",
+      std::to_string(options.readyTimeoutSeconds) + "s",
+      "--remove-dir-if-orphaned"};
   if (!options.kubelets.empty()) {
     argv.push_back("--kubelet-address");
     argv.push_back(enterPrivateNetwork());
@@ -216,7 +223,8 @@ Cluster::Cluster(const ClusterOptions& options) {
   if (!options.nodeLeases) argv.push_back("--no-node-leases");
   for (const auto& a : options.apiserverArgs) argv.push_back("--apiserver-arg=" + a);
   for (const auto& a : options.schedulerArgs) argv.push_back("--scheduler-arg=" + a);
-  for (const auto& a : options.controllerManagerArgs) argv.push_back("--controller-manager-arg=" + a);
+  for (const auto& a : options.controllerManagerArgs)
+    argv.push_back("--controller-manager-arg=" + a);
 
   const std::string logPath = dir_.path.string() + "/launcher.log";
   int ready[2];
@@ -247,7 +255,8 @@ Cluster::Cluster(const ClusterOptions& options) {
   const auto deadline = Clock::now() + std::chrono::seconds(options.readyTimeoutSeconds + 60);
   bool eof = false;
   while (line.find('\n') == std::string::npos && !eof) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
     pollfd fd{ready[0], POLLIN, 0};
     const int n = ::poll(&fd, 1, static_cast<int>(std::min<long>(left.count(), 1000)));
@@ -265,10 +274,10 @@ Cluster::Cluster(const ClusterOptions& options) {
     launcher_ = -1;
     const std::string log = slurp(logPath);
     if (eof && WIFEXITED(status) && WEXITSTATUS(status) == 77) skip(lastLines(log, 5));
-    throw std::runtime_error(std::string("nw-control-plane up ") +
-                             (eof ? "ended before the control plane was ready"
-                                  : "was not ready in time") +
-                             "; end of its log:\n" + lastLines(log, 60));
+    throw std::runtime_error(
+        std::string("nw-control-plane up ") +
+        (eof ? "ended before the control plane was ready" : "was not ready in time") +
+        "; end of its log:\n" + lastLines(log, 60));
   }
   info_ = Json::parse(line.substr(0, line.find('\n')));
 }
@@ -279,8 +288,8 @@ Cluster::~Cluster() {
   waitBounded(launcher_, Clock::now() + std::chrono::seconds(60));
   if (std::getenv("NW_CLUSTER_KEEP") != nullptr) {
     std::error_code ignored;
-    const auto kept = std::filesystem::temp_directory_path() /
-                      ("nw-cluster-kept-" + std::to_string(::getpid()));
+    const auto kept =
+        std::filesystem::temp_directory_path() / ("nw-cluster-kept-" + std::to_string(::getpid()));
     std::filesystem::rename(dir_.path, kept, ignored);
     std::fprintf(stderr, "NW_CLUSTER_KEEP: the run's directory is %s\n", kept.c_str());
     std::filesystem::create_directory(dir_.path, ignored);
@@ -333,7 +342,8 @@ Json Cluster::createAll(const Json& objects) const {
   const Run created = kubectl("create -o json -f -", list.dump());
   if (created.status != 0) {
     throw std::runtime_error("kubectl create of " + std::to_string(objects.size()) +
-                             " objects failed (" + std::to_string(created.status) + "): " + created.err);
+                             " objects failed (" + std::to_string(created.status) +
+                             "): " + created.err);
   }
   // kubectl prints each object created as a JSON document of its own, in the order given.
   Json stored = Json::array();
@@ -363,8 +373,9 @@ void Cluster::replaceStatuses(const Json& objects) const {
     const Run replaced = kubectl("replace --subresource=status -o name -f -", list.dump());
     if (replaced.status == 0) return;
     if (attempt == 10 || replaced.err.find("Conflict") == std::string::npos) {
-      throw std::runtime_error("kubectl replace --subresource=status of " + std::to_string(objects.size()) +
-                               " objects failed (" + std::to_string(replaced.status) + "): " + replaced.err);
+      throw std::runtime_error("kubectl replace --subresource=status of " +
+                               std::to_string(objects.size()) + " objects failed (" +
+                               std::to_string(replaced.status) + "): " + replaced.err);
     }
   }
 }
@@ -439,7 +450,9 @@ Json containerStatus(const Json& container, const Json& given, const std::string
     status["ready"] = false;
     status["started"] = false;
     status["state"] = {{"terminated",
-                        {{"exitCode", 0}, {"reason", "Completed"}, {"startedAt", startedAt},
+                        {{"exitCode", 0},
+                         {"reason", "Completed"},
+                         {"startedAt", startedAt},
                          {"finishedAt", startedAt}}}};
   } else {
     status["ready"] = true;
@@ -469,8 +482,8 @@ Json kubeletPodStatus(const Json& pod, const Json& stored) {
   if (!status.contains("startTime")) status["startTime"] = now;
   const std::string started = status["startTime"];
   Json conditions = status.value("conditions", Json::array());
-  for (const char* type : {"PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
-                           "PodScheduled"}) {
+  for (const char* type :
+       {"PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"}) {
     bool present = false;
     for (const auto& c : conditions) present = present || c.value("type", "") == type;
     if (!present) {
@@ -515,7 +528,9 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
     if (cluster.kubectl("get namespace " + ns).status != 0) {
       cluster.create({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
     }
-    if (!cluster.waitUntil([&] { return cluster.kubectl("get serviceaccount default -n " + ns).status == 0; }, 120)) {
+    if (!cluster.waitUntil(
+            [&] { return cluster.kubectl("get serviceaccount default -n " + ns).status == 0; },
+            120)) {
       throw std::runtime_error("namespace " + ns + ": no default ServiceAccount after 120 s");
     }
   }
@@ -573,8 +588,9 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
     }
     status["conditions"] = conditions;
     if (cluster.info()["kubelets"].contains(name)) {
-      status["addresses"] = Json::array({{{"type", "InternalIP"}, {"address", cluster.kubeletAddress(name)}},
-                                         {{"type", "Hostname"}, {"address", name}}});
+      status["addresses"] =
+          Json::array({{{"type", "InternalIP"}, {"address", cluster.kubeletAddress(name)}},
+                       {{"type", "Hostname"}, {"address", name}}});
       status["daemonEndpoints"] = {{"kubeletEndpoint", {{"Port", cluster.kubeletPort(name)}}}};
     }
     object["status"] = status;
@@ -594,7 +610,8 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
     }
     if (spec.contains("priority")) {
       if (!spec.contains("priorityClassName")) {
-        spec["priorityClassName"] = "nw-priority-" + std::to_string(spec["priority"].get<std::int64_t>());
+        spec["priorityClassName"] =
+            "nw-priority-" + std::to_string(spec["priority"].get<std::int64_t>());
       }
       spec.erase("priority");
     }
@@ -625,12 +642,13 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
       if (!cluster.info()["kubelets"].contains(node)) continue;
       Json served = summary;
       for (auto& pod : served["pods"]) {
-        const std::string key = pod["podRef"].value("namespace", "") + "/" +
-                                pod["podRef"].value("name", "");
+        const std::string key =
+            pod["podRef"].value("namespace", "") + "/" + pod["podRef"].value("name", "");
         if (uids.contains(key)) pod["podRef"]["uid"] = uids[key];
       }
       std::filesystem::create_directories(cluster.kubeletRoot(node) + "/stats");
-      std::ofstream(cluster.kubeletRoot(node) + "/stats/summary", std::ios::trunc) << served.dump(2);
+      std::ofstream(cluster.kubeletRoot(node) + "/stats/summary", std::ios::trunc)
+          << served.dump(2);
     }
   }
 
@@ -648,7 +666,8 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
         last = cluster.kubectlJson("get pdb -A -o json");
         for (const auto& pdb : last["items"]) {
           const Json status = pdb.value("status", Json::object());
-          if (status.value("observedGeneration", 0) < pdb["metadata"].value("generation", 1)) return false;
+          if (status.value("observedGeneration", 0) < pdb["metadata"].value("generation", 1))
+            return false;
         }
         return true;
       },

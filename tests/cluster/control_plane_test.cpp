@@ -27,8 +27,8 @@ Json nodeObject(const std::string& name) {
 }
 
 Json nodeStatus(const std::string& now) {
-  const Json resources = {{"cpu", "2"}, {"memory", "4Gi"}, {"pods", "110"},
-                          {"ephemeral-storage", "20Gi"}};
+  const Json resources = {
+      {"cpu", "2"}, {"memory", "4Gi"}, {"pods", "110"}, {"ephemeral-storage", "20Gi"}};
   Json conditions = Json::array();
   for (const auto& [type, status, reason] :
        {std::tuple{"MemoryPressure", "False", "KubeletHasSufficientMemory"},
@@ -138,7 +138,8 @@ TEST_CASE("the lane's control plane is the real one, and its scheduler binds pod
   const bool recorded = cluster.waitUntil(
       [&] {
         events = cluster.kubectlJson(
-            "get events -n default --field-selector involvedObject.name=fits,reason=Scheduled -o json");
+            "get events -n default --field-selector involvedObject.name=fits,reason=Scheduled -o "
+            "json");
         return !events["items"].empty();
       },
       60);

@@ -73,7 +73,8 @@ TEST_CASE("explain --kubeconfig answers as --snapshot over kubectl's view of the
 
   // examples/current: memory pressure on node-1 (stats through the node proxy), an
   // in-place resize, pod-level resources.
-  const auto uids = nodewarden::cluster::loadSnapshot(cluster, readJson(example("current/snapshot.json")));
+  const auto uids =
+      nodewarden::cluster::loadSnapshot(cluster, readJson(example("current/snapshot.json")));
   const std::string snapshotFile =
       files.write("kubectl-snapshot.json", nodewarden::cluster::kubectlSnapshot(cluster).dump(2));
 
@@ -81,32 +82,35 @@ TEST_CASE("explain --kubeconfig answers as --snapshot over kubectl's view of the
   // The answer is about the stats the stand-in served through the API server: pressure,
   // and a victim.
   const Run eviction = runNodewarden({"explain", "eviction", "--kubeconfig", cluster.kubeconfig(),
-                                   "--node", "node-1", "-o", "json"});
+                                      "--node", "node-1", "-o", "json"});
   const Json verdict = Json::parse(eviction.out);
   REQUIRE_MESSAGE(!verdict["evict"].empty(), eviction.out);
   // And it is the example's own answer: nothing the example states was lost on the way
   // through the real API server (the in-place resize's allocated resources included).
-  const Run fromExample = runNodewarden({"explain", "eviction", "--snapshot",
-                                         example("current/snapshot.json"), "-o", "json"});
+  const Run fromExample = runNodewarden(
+      {"explain", "eviction", "--snapshot", example("current/snapshot.json"), "-o", "json"});
   CHECK(eviction.out == fromExample.out);
   const std::string requests = cluster.kubeletRequests("node-1");
-  CHECK_MESSAGE(requests.find("GET /stats/summary kube-apiserver-kubelet-client") != std::string::npos,
-                requests);
+  CHECK_MESSAGE(
+      requests.find("GET /stats/summary kube-apiserver-kubelet-client") != std::string::npos,
+      requests);
 
-  checkSameAnswers(cluster, snapshotFile,
-                   {"admission", "--node", "node-1", "--pod", example("current/besteffort-pod.json")},
-                   "admission, BestEffort pod");
-  checkSameAnswers(cluster, snapshotFile,
-                   {"admission", "--node", "node-1", "--pod", example("current/pod-level-pod.json")},
-                   "admission, pod-level resources");
+  checkSameAnswers(
+      cluster, snapshotFile,
+      {"admission", "--node", "node-1", "--pod", example("current/besteffort-pod.json")},
+      "admission, BestEffort pod");
+  checkSameAnswers(
+      cluster, snapshotFile,
+      {"admission", "--node", "node-1", "--pod", example("current/pod-level-pod.json")},
+      "admission, pod-level resources");
 
   // --save-snapshot keeps what was read: the same answer again from the file.
-  const Run saved = runNodewarden({"explain", "eviction", "--kubeconfig", cluster.kubeconfig(),
-                                "--node", "node-1", "--save-snapshot", files.path / "saved.json",
-                                "-o", "json"});
+  const Run saved =
+      runNodewarden({"explain", "eviction", "--kubeconfig", cluster.kubeconfig(), "--node",
+                     "node-1", "--save-snapshot", files.path / "saved.json", "-o", "json"});
   REQUIRE_MESSAGE(saved.status == 0, saved.err);
   const Run again = runNodewarden({"explain", "eviction", "--snapshot", files.path / "saved.json",
-                                "--node", "node-1", "-o", "json"});
+                                   "--node", "node-1", "-o", "json"});
   CHECK(again.out == saved.out);
   CHECK(saved.out == eviction.out);
   CHECK(uids.size() == 3);
@@ -128,26 +132,32 @@ TEST_CASE("explain --kubeconfig answers as --snapshot over kubectl's view of the
   // A token the server does not know: refused as kubectl is refused, and not blamed on RBAC.
   std::string wrongToken = slurpFile(tokenKubeconfig);
   wrongToken.replace(wrongToken.find("token: ") + 7, std::string::npos, "not-a-token\n");
-  const Run unknown = runNodewarden({"explain", "eviction", "--kubeconfig",
-                                     files.write("wrong-token.kubeconfig", wrongToken), "--node", "node-1"});
+  const Run unknown =
+      runNodewarden({"explain", "eviction", "--kubeconfig",
+                     files.write("wrong-token.kubeconfig", wrongToken), "--node", "node-1"});
   CHECK(unknown.status == 1);
   CHECK_MESSAGE(unknown.err.find("401 Unauthorized") != std::string::npos, unknown.err);
-  CHECK_MESSAGE(unknown.err.find("did not accept the kubeconfig's credentials") != std::string::npos,
-                unknown.err);
+  CHECK_MESSAGE(
+      unknown.err.find("did not accept the kubeconfig's credentials") != std::string::npos,
+      unknown.err);
   CHECK(unknown.err.find("auth can-i") == std::string::npos);
-  const std::vector<std::string> asExplainer = {"explain", "eviction", "--kubeconfig", tokenKubeconfig,
-                                                "--node", "node-1", "-o", "json"};
+  const std::vector<std::string> asExplainer = {
+      "explain", "eviction", "--kubeconfig", tokenKubeconfig, "--node", "node-1", "-o", "json"};
   const Run refused = runNodewarden(asExplainer);
   CHECK(refused.status == 1);
   CHECK_MESSAGE(refused.err.find("403") != std::string::npos, refused.err);
-  CHECK_MESSAGE(refused.err.find("nodewarden needs list on nodes; check with: kubectl auth can-i list nodes") !=
+  CHECK_MESSAGE(refused.err.find(
+                    "nodewarden needs list on nodes; check with: kubectl auth can-i list nodes") !=
                     std::string::npos,
                 refused.err);
   CHECK(refused.out.empty());
-  cluster.kubectlJson("create clusterrole explain-lists --verb=list "
-                      "--resource=nodes,pods,priorityclasses.scheduling.k8s.io,poddisruptionbudgets.policy -o json");
-  cluster.kubectlJson("create clusterrolebinding explainer-lists --clusterrole=explain-lists "
-                      "--serviceaccount=default:explainer -o json");
+  cluster.kubectlJson(
+      "create clusterrole explain-lists --verb=list "
+      "--resource=nodes,pods,priorityclasses.scheduling.k8s.io,poddisruptionbudgets.policy -o "
+      "json");
+  cluster.kubectlJson(
+      "create clusterrolebinding explainer-lists --clusterrole=explain-lists "
+      "--serviceaccount=default:explainer -o json");
   // RBAC changes reach the authorizer through its informer: wait until they have.
   Run listsOnly;
   REQUIRE(cluster.waitUntil(
@@ -157,11 +167,13 @@ TEST_CASE("explain --kubeconfig answers as --snapshot over kubectl's view of the
       },
       60));
   // Without nodes/proxy the stats are missing, said so, and the answer changes.
-  CHECK_MESSAGE(listsOnly.err.find("nodewarden needs get on nodes/proxy") != std::string::npos, listsOnly.err);
+  CHECK_MESSAGE(listsOnly.err.find("nodewarden needs get on nodes/proxy") != std::string::npos,
+                listsOnly.err);
   CHECK(listsOnly.out != eviction.out);
   cluster.kubectlJson("create clusterrole explain-proxy --verb=get --resource=nodes/proxy -o json");
-  cluster.kubectlJson("create clusterrolebinding explainer-proxy --clusterrole=explain-proxy "
-                      "--serviceaccount=default:explainer -o json");
+  cluster.kubectlJson(
+      "create clusterrolebinding explainer-proxy --clusterrole=explain-proxy "
+      "--serviceaccount=default:explainer -o json");
   Run allowed;
   REQUIRE(cluster.waitUntil(
       [&] {
@@ -172,7 +184,8 @@ TEST_CASE("explain --kubeconfig answers as --snapshot over kubectl's view of the
   CHECK(allowed.out == eviction.out);
 }
 
-TEST_CASE("explain preemption --kubeconfig: budgets as the real disruption controller computed them") {
+TEST_CASE(
+    "explain preemption --kubeconfig: budgets as the real disruption controller computed them") {
   ClusterOptions options;
   options.kubelets = {"node-1", "node-2"};
   Cluster cluster(options);
@@ -180,7 +193,8 @@ TEST_CASE("explain preemption --kubeconfig: budgets as the real disruption contr
 
   // Two budgets over bare pods (minAvailable): their status comes from the real
   // disruption controller, not from the example file.
-  nodewarden::cluster::loadSnapshot(cluster, readJson(example("preemption/pdb-green-not-blue.json")));
+  nodewarden::cluster::loadSnapshot(cluster,
+                                    readJson(example("preemption/pdb-green-not-blue.json")));
   const Json snapshot = nodewarden::cluster::kubectlSnapshot(cluster);
   for (const auto& pdb : snapshot["podDisruptionBudgets"]["items"]) {
     CAPTURE(pdb["metadata"]["name"]);
@@ -194,12 +208,12 @@ TEST_CASE("explain preemption --kubeconfig: budgets as the real disruption contr
                    "preemption");
   // The budgets' status the real controller computed is the one the example states, so the
   // answer is the example's own: green-1 on node-2 (green allows one disruption, blue none).
-  const Run preemption = runNodewarden({"explain", "preemption", "--kubeconfig", cluster.kubeconfig(),
-                                        "--pod", example("preemption/pdb-green-not-blue-pod.json"),
-                                        "-o", "json"});
-  const Run fromExample = runNodewarden({"explain", "preemption", "--snapshot",
-                                         example("preemption/pdb-green-not-blue.json"), "--pod",
-                                         example("preemption/pdb-green-not-blue-pod.json"), "-o", "json"});
+  const Run preemption =
+      runNodewarden({"explain", "preemption", "--kubeconfig", cluster.kubeconfig(), "--pod",
+                     example("preemption/pdb-green-not-blue-pod.json"), "-o", "json"});
+  const Run fromExample = runNodewarden(
+      {"explain", "preemption", "--snapshot", example("preemption/pdb-green-not-blue.json"),
+       "--pod", example("preemption/pdb-green-not-blue-pod.json"), "-o", "json"});
   REQUIRE_MESSAGE(preemption.status == 0, preemption.err);
   CHECK(preemption.out == fromExample.out);
   CHECK(Json::parse(preemption.out)["victims"] == Json::array({"shop/green-1"}));

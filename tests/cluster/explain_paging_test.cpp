@@ -37,10 +37,11 @@ TEST_CASE("explain --kubeconfig reads every page of a real list (more than 500 p
   REQUIRE(kubectlView["pods"]["items"].size() == kExtra + 3);
   const std::string snapshotFile = files.write("kubectl-snapshot.json", kubectlView.dump());
 
-  const Run live = nodewarden::cluster::run({NODEWARDEN_BINARY, "explain", "eviction", "--kubeconfig",
-                                             cluster.kubeconfig(), "--node", "node-1", "-o", "json"});
-  const Run file = nodewarden::cluster::run(
-      {NODEWARDEN_BINARY, "explain", "eviction", "--snapshot", snapshotFile, "--node", "node-1", "-o", "json"});
+  const Run live =
+      nodewarden::cluster::run({NODEWARDEN_BINARY, "explain", "eviction", "--kubeconfig",
+                                cluster.kubeconfig(), "--node", "node-1", "-o", "json"});
+  const Run file = nodewarden::cluster::run({NODEWARDEN_BINARY, "explain", "eviction", "--snapshot",
+                                             snapshotFile, "--node", "node-1", "-o", "json"});
   REQUIRE_MESSAGE(live.status == 0, live.err);
   REQUIRE_MESSAGE(file.status == 0, file.err);
   CHECK(live.out == file.out);

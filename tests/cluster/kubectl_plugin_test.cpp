@@ -51,7 +51,8 @@ TEST_CASE("kubectl nodewarden explain answers over $KUBECONFIG's real cluster as
       {"HOME", files.path.string()}};
   const std::string kubectl = nodewarden::cluster::kubectlPath();
   const Run list = nodewarden::cluster::run({kubectl, "plugin", "list"}, "", env);
-  CHECK_MESSAGE(list.out.find(bin + "/kubectl-nodewarden") != std::string::npos, list.out << list.err);
+  CHECK_MESSAGE(list.out.find(bin + "/kubectl-nodewarden") != std::string::npos,
+                list.out << list.err);
 
   const std::string besteffort = example("current/besteffort-pod.json");
   const std::vector<std::vector<std::string>> commands = {
@@ -78,12 +79,14 @@ TEST_CASE("kubectl nodewarden explain answers over $KUBECONFIG's real cluster as
   }
   // The stats came through the API server's node proxy, from the stand-in kubelet.
   const std::string requests = cluster.kubeletRequests("node-1");
-  CHECK_MESSAGE(requests.find("GET /stats/summary kube-apiserver-kubelet-client") != std::string::npos,
-                requests);
+  CHECK_MESSAGE(
+      requests.find("GET /stats/summary kube-apiserver-kubelet-client") != std::string::npos,
+      requests);
 
   // kubectl's own --context, as a plugin takes it (the launcher's context is nodewarden-test).
   const Run context = nodewarden::cluster::run(
-      {kubectl, "nodewarden", "explain", "eviction", "--context", "nodewarden-test", "-o", "json"}, "", env);
+      {kubectl, "nodewarden", "explain", "eviction", "--context", "nodewarden-test", "-o", "json"},
+      "", env);
   REQUIRE_MESSAGE(context.status == 0, context.err);
   const Run fromFile = nodewarden::cluster::run(
       {NODEWARDEN_BINARY, "explain", "eviction", "--snapshot", snapshotFile, "-o", "json"});
