@@ -203,18 +203,20 @@ Cluster::Cluster(const ClusterOptions& options) {
         "the lane talks to the cluster with kubectl, and there is none on the PATH or at "
         "/usr/bin/kubectl");
   }
+  const std::string privateAddress = options.kubelets.empty() ? "" : enterPrivateNetwork();
+  dir_.emplace("nw-cluster");
   const char* launcher = std::getenv("NW_CONTROL_PLANE");
   std::vector<std::string> argv = {
       launcher != nullptr && *launcher != '\0' ? launcher : NW_CONTROL_PLANE,
       "up",
       "--dir",
-      dir_.path.string() + "/run",
+      dir_->path.string() + "/run",
       "--timeout",
       std::to_string(options.readyTimeoutSeconds) + "s",
       "--remove-dir-if-orphaned"};
   if (!options.kubelets.empty()) {
     argv.push_back("--kubelet-address");
-    argv.push_back(enterPrivateNetwork());
+    argv.push_back(privateAddress);
     for (const auto& node : options.kubelets) {
       argv.push_back("--kubelet");
       argv.push_back(node);
@@ -226,7 +228,7 @@ Cluster::Cluster(const ClusterOptions& options) {
   for (const auto& a : options.controllerManagerArgs)
     argv.push_back("--controller-manager-arg=" + a);
 
-  const std::string logPath = dir_.path.string() + "/launcher.log";
+  const std::string logPath = dir_->path.string() + "/launcher.log";
   int ready[2];
   if (::pipe2(ready, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   std::vector<char*> args;
@@ -273,7 +275,10 @@ Cluster::Cluster(const ClusterOptions& options) {
     const int status = waitBounded(launcher_, Clock::now() + std::chrono::seconds(60));
     launcher_ = -1;
     const std::string log = slurp(logPath);
-    if (eof && WIFEXITED(status) && WEXITSTATUS(status) == 77) skip(lastLines(log, 5));
+    if (eof && WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+      dir_.reset();
+      skip(lastLines(log, 5));
+    }
     throw std::runtime_error(
         std::string("nw-control-plane up ") +
         (eof ? "ended before the control plane was ready" : "was not ready in time") +
@@ -290,9 +295,9 @@ Cluster::~Cluster() {
     std::error_code ignored;
     const auto kept =
         std::filesystem::temp_directory_path() / ("nw-cluster-kept-" + std::to_string(::getpid()));
-    std::filesystem::rename(dir_.path, kept, ignored);
+    std::filesystem::rename(dir_->path, kept, ignored);
     std::fprintf(stderr, "NW_CLUSTER_KEEP: the run's directory is %s\n", kept.c_str());
-    std::filesystem::create_directory(dir_.path, ignored);
+    std::filesystem::create_directory(dir_->path, ignored);
   }
 }
 

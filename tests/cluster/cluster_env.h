@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,7 +125,9 @@ class Cluster {
   bool waitUntil(const std::function<bool()>& condition, int timeoutSeconds) const;
 
  private:
-  testing::TempDir dir_{"nw-cluster"};
+  // Made once the checks that may skip the test have passed: a skip exits at once and
+  // would leave it behind.
+  std::optional<testing::TempDir> dir_;
   pid_t launcher_ = -1;
   Json info_;
 };
