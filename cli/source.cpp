@@ -26,7 +26,14 @@ Result<policy::Json> getJson(boost::asio::io_context& io, kube::Client& client,
   io.restart();
   io.run();
   if (!answer) return Error{"GET " + target + ": no answer"};
-  if (answer->status == 401 || answer->status == 403) {
+  if (answer->status == 401) {
+    // Authentication, not RBAC: no right would help (kubectl auth can-i is refused too).
+    return Error{"GET " + target + ": " + answer->describe() +
+                 " (the cluster did not accept the kubeconfig's credentials: renew the user's "
+                 "token or certificate; kubectl with the same kubeconfig says \"You must be "
+                 "logged in to the server\")"};
+  }
+  if (answer->status == 403) {
     // RBAC: say which right is missing, in kubectl's words.
     const bool proxy = target.find("/proxy/") != std::string::npos;
     std::string resource = target.substr(0, target.find('?'));
