@@ -100,7 +100,7 @@ std::map<Signal, std::pair<std::string, std::string>> signalMap(const Json& root
 }
 
 // A threshold: a positive quantity or a percentage in [0%, 100%]. Returns nothing for an
-// error (reported) and a zero value for a disabled threshold (0% or 100%).
+// error (reported) and a zero value for a disabled threshold ("0%" or "100%").
 std::optional<ThresholdValue> parseThresholdValue(const std::string& text, const std::string& path,
                                                   Diagnostics& diagnostics) {
   ThresholdValue value;
@@ -115,7 +115,9 @@ std::optional<ThresholdValue> parseThresholdValue(const std::string& text, const
       diagnostics.add(path, "must be between 0% and 100%, got " + quote(text));
       return std::nullopt;
     }
-    if (*number == 0 || *number == 100) return ThresholdValue{};  // disabled, as the kubelet
+    // Disabled: exactly "0%" or "100%" as written, as the kubelet's parseThresholdStatement
+    // ignores them; "100.0%" is a threshold at the whole capacity there, and here.
+    if (text == "0%" || text == "100%") return ThresholdValue{};
     value.percentage = static_cast<float>(*number) / 100.0f;
     return value;
   }

@@ -281,7 +281,7 @@ TEST_CASE(
   // rootfs + logs: 100Mi + 99Mi and 90Mi + 11Mi; neither pod has volumes.
   NodeFixture node(pods, {diskStats(pods[0], 199 * kMi), diskStats(pods[1], 101 * kMi)});
 
-  const Ranking ranking = rankDiskPressure(node.view(), kubeletRanking(), /*inodes=*/false);
+  const Ranking ranking = rankDiskPressure(node.view(), kubeletRanking(), Signal::NodeFsAvailable);
   CHECK(ranking.resource == "ephemeral-storage");
   CHECK(names(ranking) == "exceeds-requests, below-requests");
 }
@@ -301,7 +301,7 @@ TEST_CASE("kubelet: TestOrderedByPriority - lower priority first") {
 
   CHECK(names(rankMemoryPressure(view, pol)) == "low-priority, medium-priority, high-priority");
   CHECK(names(rankPidPressure(view, pol)) == "low-priority, medium-priority, high-priority");
-  CHECK(names(rankDiskPressure(view, pol, false)) ==
+  CHECK(names(rankDiskPressure(view, pol, Signal::NodeFsAvailable)) ==
         "low-priority, medium-priority, high-priority");
 }
 
@@ -408,7 +408,7 @@ TEST_CASE(
                          });
 
   // Expected [pod1, pod3, pod2, pod4, pod5, pod6].
-  CHECK(names(rankDiskPressure(node.view(), kubeletRanking(), false)) ==
+  CHECK(names(rankDiskPressure(node.view(), kubeletRanking(), Signal::NodeFsAvailable)) ==
         "best-effort-high, burstable-high, best-effort-low, burstable-low, guaranteed-high, "
         "guaranteed-low");
 }
@@ -435,7 +435,7 @@ TEST_CASE(
   for (std::size_t i = 0; i < pods.size(); ++i) stats.push_back(diskStats(pods[i], used[i]));
   NodeFixture node(pods, stats);
 
-  CHECK(names(rankDiskPressure(node.view(), kubeletRanking(), false)) ==
+  CHECK(names(rankDiskPressure(node.view(), kubeletRanking(), Signal::NodeFsAvailable)) ==
         "above-requests-low-priority-high-usage, above-requests-low-priority-low-usage, "
         "above-requests-high-priority-high-usage, above-requests-high-priority-low-usage, "
         "below-requests-low-priority-high-usage, below-requests-low-priority-low-usage, "
@@ -473,7 +473,7 @@ TEST_CASE("kubelet: TestOrderedbyInodes - inode usage, largest first (snapshot J
   REQUIRE_MESSAGE(snap.has_value(), diagnostics.joined());
   const NodeView view = makeNodeView(*snap, "test");
 
-  const Ranking ranking = rankDiskPressure(view, kubeletRanking(), /*inodes=*/true);
+  const Ranking ranking = rankDiskPressure(view, kubeletRanking(), Signal::NodeFsInodesFree);
   CHECK(ranking.resource == "inodes");
   CHECK(names(ranking) == "high, medium, low");
   REQUIRE(ranking.pods.size() == 3);
@@ -492,7 +492,7 @@ TEST_CASE("kubelet: TestOrderedByPriorityInodes - priority, then inode usage") {
   NodeFixture node(pods, {inodeStats(pods[0], 150000), inodeStats(pods[1], 350000),
                           inodeStats(pods[2], 100000), inodeStats(pods[3], 400000)});
 
-  CHECK(names(rankDiskPressure(node.view(), kubeletRanking(), true)) ==
+  CHECK(names(rankDiskPressure(node.view(), kubeletRanking(), Signal::NodeFsInodesFree)) ==
         "low-priority-high-usage, low-priority-low-usage, high-priority-high-usage, "
         "high-priority-low-usage");
 }
@@ -522,8 +522,8 @@ TEST_CASE("kubelet: ties left open by the kubelet's unstable sort break by pod k
   const std::string expected = "ns1/pod1, ns1/zeta, ns2/pod1";
   CHECK(keys(rankMemoryPressure(view, pol)) == expected);
   CHECK(keys(rankPidPressure(view, pol)) == expected);
-  CHECK(keys(rankDiskPressure(view, pol, false)) == expected);
-  CHECK(keys(rankDiskPressure(view, pol, true)) == expected);
+  CHECK(keys(rankDiskPressure(view, pol, Signal::NodeFsAvailable)) == expected);
+  CHECK(keys(rankDiskPressure(view, pol, Signal::NodeFsInodesFree)) == expected);
 }
 
 // =============================================================================================
@@ -842,6 +842,9 @@ TEST_CASE(
     ContainerStats c;
     c.name = pod.name;
     c.rootfsUsedBytes = rootfs;
+    // newPodDiskStats (helpers_test.go) sets the logs too; the kubelet writes a container's
+    // usage only when it has both (evictionMessage).
+    c.logsUsedBytes = 0;
     s.containers.push_back(c);
     return s;
   };
