@@ -1629,3 +1629,131 @@ TEST_CASE("kubelet: TestMakeSignalObservations - available and capacity per sign
     CHECK(*view.podStats[i]->memoryWorkingSetBytes == kGi);
   }
 }
+
+// =============================================================================================
+// Found by the kubelet judge (tests/judges/): the eviction manager of k8s.io/kubernetes v1.37.2
+// run on generated cases. Each has a kept case under tests/judges/cases/.
+
+TEST_CASE("judge: a pod in the summary without a memory or process figure uses 0 of it") {
+  // memoryUsage and processUsage (helpers.go) count a missing figure as 0; only a pod absent
+  // from the summary ranks first ("prioritize evicting the pod for which no stats were found").
+  std::vector<Pod> pods = {
+      makePod("no-figures", 0, resources({{"memory", "100Mi"}})),
+      makePod("over", 0, resources({{"memory", "100Mi"}})),
+      makePod("absent", 0),
+  };
+  PodStats none = statsOf(pods[0]);  // in the summary, no memory and no process_stats
+  PodStats over = memoryStats(pods[1], 200 * kMi);
+  over.processCount = 5;
+  NodeFixture node(pods, {none, over});
+  for (const Policy& pol : {kubeletRanking(), Policy{}}) {
+    CAPTURE(int(pol.ranking));
+    const Ranking memory = rankMemoryPressure(node.view(), pol);
+    CHECK(names(memory) == "absent, over, no-figures");
+    REQUIRE(memory.pods.size() == 3);
+    CHECK(memory.pods[2].hasUsage);
+    CHECK(memory.pods[2].usage == 0);
+    CHECK(names(rankPidPressure(node.view(), pol)) == "absent, over, no-figures");
+  }
+}
+
+namespace {
+
+// A pod with one container of rootfs/logs figures and a disk emptyDir "scratch".
+PodStats diskDetail(const Pod& pod, std::uint64_t rootfs, std::uint64_t logs,
+                    std::uint64_t volume, std::uint64_t inodes) {
+  PodStats s = statsOf(pod);
+  ContainerStats c;
+  c.name = pod.name;
+  c.rootfsUsedBytes = rootfs;
+  c.logsUsedBytes = logs;
+  c.rootfsInodesUsed = inodes;
+  c.logsInodesUsed = 1;
+  s.containers.push_back(c);
+  s.volumes.push_back(VolumeStats{"scratch", volume, 10});
+  s.volumes.push_back(VolumeStats{"not-local", 999 * kGi, 999999});  // a volume no spec names
+  // What the summary's pod total says; ranking does not read it when the detail is there.
+  s.ephemeralStorageUsedBytes = rootfs + logs + volume + 4096;
+  s.ephemeralStorageInodesUsed = inodes + 11;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("judge: disk usage is the kubelet's podDiskUsage for the signal and the layout") {
+  // Judge case tests/judges/cases/eviction-dedicated-imagefs.json. One filesystem: writable
+  // layers + logs + local volumes for every disk signal; a dedicated image filesystem:
+  // logs + local volumes for nodefs.*, writable layers for imagefs.* (buildSignalToRankFunc).
+  std::vector<Pod> pods = {makePod("big-rootfs", 0), makePod("big-logs", 0),
+                           makePod("big-volume", 0)};
+  for (Pod& p : pods) p.localVolumes = {"scratch"};
+  NodeFixture node(pods, {diskDetail(pods[0], 900 * kMi, 1 * kMi, 1 * kMi, 9000),
+                          diskDetail(pods[1], 10 * kMi, 300 * kMi, 1 * kMi, 100),
+                          diskDetail(pods[2], 10 * kMi, 1 * kMi, 500 * kMi, 50)});
+  Summary& sum = node.summary();
+  setNodeFs(sum, 10 * kGi);
+  sum.node.imageFs = sum.node.nodeFs;  // one filesystem, reported twice
+  const Policy pol = kubeletRanking();
+  CHECK(names(rankDiskPressure(node.view(), pol, Signal::NodeFsAvailable)) ==
+        "big-rootfs, big-volume, big-logs");
+  CHECK(names(rankDiskPressure(node.view(), pol, Signal::ImageFsAvailable)) ==
+        "big-rootfs, big-volume, big-logs");
+  const Ranking one = rankDiskPressure(node.view(), pol, Signal::NodeFsAvailable);
+  CHECK(one.pods[0].usage == std::int64_t(902 * kMi));
+
+  sum.node.imageFs->capacityBytes = 50 * kGi;  // another device
+  CHECK(names(rankDiskPressure(node.view(), pol, Signal::NodeFsAvailable)) ==
+        "big-volume, big-logs, big-rootfs");
+  CHECK(names(rankDiskPressure(node.view(), pol, Signal::ImageFsAvailable)) ==
+        "big-rootfs, big-logs, big-volume");
+  CHECK(rankDiskPressure(node.view(), pol, Signal::ImageFsAvailable).pods[0].usage ==
+        std::int64_t(900 * kMi));
+  CHECK(names(rankDiskPressure(node.view(), pol, Signal::ImageFsInodesFree)) ==
+        "big-rootfs, big-logs, big-volume");
+}
+
+TEST_CASE("judge: inodes exceed a request of 0; the ephemeral-storage request still subtracts") {
+  // exceedDiskRequests compares the inodes used with the pod's "inodes" request, which no pod
+  // has; disk() subtracts the ephemeral-storage request from them (judge case
+  // tests/judges/cases/eviction-inodes-exceed-a-zero-request.json).
+  std::vector<Pod> pods = {
+      makePod("requests-storage", 10, resources({{"ephemeral-storage", "136M"}})),
+      makePod("uses-no-inodes", 0),
+      makePod("requests-nothing", 10),
+  };
+  NodeFixture node(pods, {inodeStats(pods[0], 30000), inodeStats(pods[1], 0),
+                          inodeStats(pods[2], 2000)});
+  const Ranking r = rankDiskPressure(node.view(), kubeletRanking(), Signal::NodeFsInodesFree);
+  // The two using inodes exceed and go before the one using none, whatever the priorities;
+  // between them, the larger inodes - request: 2000 - 0 before 30000 - 136000000.
+  CHECK(names(r) == "requests-nothing, requests-storage, uses-no-inodes");
+}
+
+TEST_CASE("judge: a container's disk usage is in the message only with both of its figures") {
+  // evictionMessage (helpers.go) writes a container's ephemeral-storage usage only when it
+  // has both rootfs and logs figures.
+  std::vector<Pod> pods = {makePod("rootfs-only", 0), makePod("both", 0)};
+  PodStats a = statsOf(pods[0]);
+  ContainerStats ca;
+  ca.name = "rootfs-only";
+  ca.rootfsUsedBytes = 700 * kMi;
+  a.containers.push_back(ca);
+  PodStats b = diskDetail(pods[1], 600 * kMi, 0, 0, 10);
+  NodeFixture node(pods, {a, b});
+  Simulation sim{node,
+                 parsePolicyOrFail(R"({"evictionHard": {"nodefs.available": "3Gi"},
+                                       "evictionMaxPodsPerCycle": 2, "ranking": "kubelet"})"),
+                 {}};
+  node.summary().node.nodeFs.availableBytes = bytesOf("1.5Gi");
+  node.summary().node.nodeFs.capacityBytes = 10 * kGi;
+  EvictionDecision d = sim.step(Duration(0));
+  REQUIRE(d.evict.size() == 2);
+  CHECK(d.evict[0].pod->name == "rootfs-only");
+  CHECK(d.evict[0].message ==
+        "The node was low on resource: ephemeral-storage. Threshold quantity: 3Gi, available: "
+        "1536Mi. ");
+  CHECK(d.evict[1].message ==
+        "The node was low on resource: ephemeral-storage. Threshold quantity: 3Gi, available: "
+        "1536Mi. Container both was using 600Mi, request is 0, has larger consumption of "
+        "ephemeral-storage. ");
+}
