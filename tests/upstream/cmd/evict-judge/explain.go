@@ -33,6 +33,8 @@ type batch struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
+	// broken: the process stopped answering (it is started again for the next case).
+	broken bool
 }
 
 func startBatch(bin string) (*batch, error) {
@@ -59,11 +61,13 @@ func (b *batch) ask(args []string) (exit int, stdout, stderr string, err error) 
 		return 0, "", "", err
 	}
 	if _, err := b.in.Write(append(line, '\n')); err != nil {
+		b.broken = true
 		return 0, "", "", fmt.Errorf("nodewarden explain --batch: %w", err)
 	}
 	reply, err := b.out.ReadBytes('\n')
 	if err != nil {
-		return 0, "", "", fmt.Errorf("nodewarden explain --batch: no answer: %w", err)
+		b.broken = true
+		return 0, "", "", fmt.Errorf("nodewarden explain --batch %s: no answer: %w", string(line), err)
 	}
 	var r struct {
 		Exit   int    `json:"exit"`

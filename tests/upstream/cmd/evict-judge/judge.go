@@ -56,7 +56,9 @@ import (
 //     from the same requests and usages), gives the same signals and conditions, and evicts
 //     the first evictable pod of that order for the threshold the kubelet acted on; with one
 //     threshold acting, the shortest prefix covering threshold + minimum reclaim − available.
-//   - policy: the kubelet's parser and `check-policy` accept or refuse the policy together.
+//   - policy: the kubelet's parser and `check-policy` refuse a policy together; one the
+//     kubelet takes and nodewarden refuses on purpose (a soft threshold with a 0s grace
+//     period, a negative evictionMaxPodGracePeriod) is refused naming the key.
 
 // report is the verdict on one case.
 type report struct {
@@ -107,6 +109,16 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 		}
 		r.check("policy", !ok, "the kubelet refuses the policy (%v) but check-policy accepts it", kerr)
 		_ = msg
+		return r
+	}
+	if why := refusedByNodewarden(policy); why != "" {
+		// Documented (docs/upstream.md): the kubelet takes it, nodewarden refuses it.
+		ok, msg, err := nw.checkPolicy(policy)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		r.check("policy", !ok && strings.Contains(msg, why), "the policy has %s: check-policy should refuse it naming %q, it says %q", why, why, msg)
 		return r
 	}
 	var gmin, gmax time.Duration
@@ -501,4 +513,20 @@ func subset(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// refusedByNodewarden names what in a policy the kubelet takes and nodewarden refuses on
+// purpose (docs/upstream.md), as check-policy's message names it; "" when nothing.
+func refusedByNodewarden(p scenario.Policy) string {
+	if p.EvictionMaxPodGracePeriod != nil && *p.EvictionMaxPodGracePeriod < 0 {
+		return "evictionMaxPodGracePeriod"
+	}
+	for sig, grace := range p.EvictionSoftGracePeriod {
+		if text, soft := p.EvictionSoft[sig]; soft && text != "0%" && text != "100%" {
+			if d, err := time.ParseDuration(grace); err == nil && d == 0 {
+				return "evictionSoftGracePeriod"
+			}
+		}
+	}
+	return ""
 }

@@ -132,10 +132,20 @@ func main() {
 					fmt.Fprintf(os.Stderr, "evict-judge: %v\n", err)
 					os.Exit(2)
 				}
-				defer b.close()
 			}
 			for i := range next {
 				reports[i] = judgeOne(items[i], *bin, b, filepath.Join(tmp, fmt.Sprint(i)), *out)
+				if b != nil && b.broken {
+					b.close()
+					var err error
+					if b, err = startBatch(*bin); err != nil {
+						fmt.Fprintf(os.Stderr, "evict-judge: %v\n", err)
+						os.Exit(2)
+					}
+				}
+			}
+			if b != nil {
+				b.close()
 			}
 		}()
 	}
@@ -272,7 +282,7 @@ func summarize(reports []*report, items []work, seed uint64, cases int, took tim
 	}
 	fmt.Printf("evict-judge: %d cases, %s; %d questions to nodewarden; %.1f s\n", len(reports), strings.Join(desc, ", "), runs, took.Seconds())
 	kinds := []struct{ kind, what string }{
-		{"policy", "policies both parsers refuse"},
+		{"policy", "policies refused by both parsers, or by nodewarden alone where documented"},
 		{"eviction", "kubelet cycles: the pod killed (or none), its grace period and message"},
 		{"ranking", "kubelet rankings: the whole order"},
 		{"conditions", "node conditions after a cycle"},

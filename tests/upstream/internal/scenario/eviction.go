@@ -596,7 +596,7 @@ func (g *Gen) evictionPolicy(obs map[evictionapi.Signal]Observation, reclaim fun
 					p.EvictionSoft, p.EvictionSoftGracePeriod = map[string]string{}, map[string]string{}
 				}
 				p.EvictionSoft[string(sig)] = text
-				p.EvictionSoftGracePeriod[string(sig)] = Pick(g.R, "20s", "30s", "1m", "90s", "2m", "5m")
+				p.EvictionSoftGracePeriod[string(sig)] = Pick(g.R, "20s", "30s", "1m", "90s", "2m", "5m", "1m30s")
 			}
 		}
 		if (p.EvictionHard[string(sig)] != "" || p.EvictionSoft[string(sig)] != "") && g.R.Chance(0.3) {
@@ -604,6 +604,18 @@ func (g *Gen) evictionPolicy(obs map[evictionapi.Signal]Observation, reclaim fun
 				p.EvictionMinimumReclaim = map[string]string{}
 			}
 			p.EvictionMinimumReclaim[string(sig)] = g.minReclaimText(sig, o)
+		}
+	}
+	if g.R.Chance(0.02) {
+		// What the kubelet takes and nodewarden refuses (docs/upstream.md): a soft threshold
+		// whose grace period is 0 (a hard one, to the kubelet), a negative maximum grace period.
+		if len(p.EvictionSoft) > 0 && g.R.Chance(0.5) {
+			for sig := range p.EvictionSoft {
+				p.EvictionSoftGracePeriod[sig] = "0s"
+				break
+			}
+		} else {
+			p.EvictionMaxPodGracePeriod = ptrTo(int64(-1))
 		}
 	}
 	return p
@@ -677,8 +689,7 @@ func (g *Gen) thresholdText(sig evictionapi.Signal, o Observation, reclaimable i
 			text = strconv.FormatInt(target, 10)
 		}
 	case bytes:
-		q := g.MemoryQuantity(target)
-		text = q.String()
+		text = g.quantityText(target)
 	case g.R.Chance(0.3) && target >= 1000:
 		text = strconv.FormatInt(target/1000, 10) + "k"
 	default:
@@ -703,8 +714,29 @@ func (g *Gen) minReclaimText(sig evictionapi.Signal, o Observation) string {
 	case evictionapi.SignalPIDAvailable, evictionapi.SignalNodeFsInodesFree, evictionapi.SignalImageFsInodesFree:
 		return strconv.FormatInt(amount, 10)
 	}
-	q := g.MemoryQuantity(amount)
-	return q.String()
+	return g.quantityText(amount)
+}
+
+// quantityText writes a number of bytes as people write it, canonical or not ("1.5Gi",
+// "1536Mi", "0.5G", "500000k", "15e8"): the kubelet prints its canonical form in messages.
+func (g *Gen) quantityText(bytes int64) string {
+	switch g.R.Intn(8) {
+	case 0:
+		return strconv.FormatFloat(float64(bytes)/float64(Gi), 'f', 1+g.R.Intn(2), 64) + "Gi"
+	case 1:
+		return strconv.FormatFloat(float64(bytes)/1e9, 'f', 1+g.R.Intn(3), 64) + "G"
+	case 2:
+		return strconv.FormatInt(bytes/1000, 10) + "k"
+	case 3:
+		mantissa := bytes / 100000000
+		if mantissa == 0 {
+			mantissa = 1
+		}
+		return strconv.FormatInt(mantissa, 10) + "e8"
+	default:
+		q := g.MemoryQuantity(bytes)
+		return q.String()
+	}
 }
 
 // parseThresholdValue reads a threshold as the kubelet does (parseThresholdStatement).
