@@ -102,13 +102,12 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 	policy := c.Judge.Policy
 	cfg, kerr := scenario.KubeletConfig(policy)
 	if kerr != nil {
-		ok, msg, err := nw.checkPolicy(policy)
+		ok, _, err := nw.checkPolicy(policy)
 		if err != nil {
 			r.err = err
 			return r
 		}
 		r.check("policy", !ok, "the kubelet refuses the policy (%v) but check-policy accepts it", kerr)
-		_ = msg
 		return r
 	}
 	if why := refusedByNodewarden(policy); why != "" {
@@ -145,7 +144,6 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 	state := c.Clone()
 	t := scenario.Epoch
 	first := true
-	var firstKubeletMode *evictionOut
 	phases := []bool{false}
 	if gmax > 0 {
 		phases = append(phases, true)
@@ -206,7 +204,6 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 			representable := first || !anyOf(prevEligible, minReclaim)
 			out := r.compareCycle(nw, snapJSON, policy, res, soft, representable, first, tag)
 			if first && out != nil {
-				firstKubeletMode = out
 				r.comparePriority(nw, snap, snapJSON, policy, cfg, out, tag)
 				r.compareAdmissions(nw, k, snap, node, policy, res.conditions, false, tag, 2)
 			}
@@ -234,7 +231,6 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 		}
 		t = t.Add(10 * time.Second)
 	}
-	_ = firstKubeletMode
 	// Relief: half the transition period after the last cycle, the conditions the kubelet
 	// holds, published in the Node object as its status setters would.
 	if !stopped {

@@ -2,6 +2,23 @@
 // classes, disruption budgets and kubelet stats, stored as the API server would store them,
 // for judges that run upstream's own code and nodewarden on the same inputs. Every case is
 // a pure function of its seed, so a disagreement reproduces from one number.
+//
+// The building blocks serve every judge:
+//   - Gen (objects.go): Node (capacity, allocatable, labels, taints), PriorityClasses (ties,
+//     negative values, a global default, preemptionPolicy Never, the built-in classes),
+//     PodDisruptionBudgets (overlapping selectors), RawPod (QoS class asked for; container,
+//     init-container, sidecar and pod-level requests and limits; overhead; critical pods;
+//     tolerations; node selectors), and the states a pod can be in: Running (with in-place
+//     resizes: Deferred, Infeasible, InProgress), Nominated, Terminating;
+//   - CreatePod (apiserver.go): what the API server does to a pod it creates (defaults, the
+//     Priority admission plugin, PrepareForCreate, validation);
+//   - Case (casefile.go): a nodewarden snapshot plus the judge's member, read and written
+//     as one file;
+//   - kubeletview.go and steps.go: what one node's kubelet is given (its active pods in
+//     their allocated state, its eviction configuration) and what an eviction changes.
+//
+// Eviction (eviction.go) composes them into the eviction judge's cases; a scheduler judge
+// composes the same blocks over several nodes.
 package scenario
 
 import (
