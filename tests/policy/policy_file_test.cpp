@@ -120,6 +120,21 @@ TEST_CASE("policy: only the strings 0% and 100% disable; 100.00% is the whole ca
   CHECK(find(p, Signal::MemoryAvailable, true) != nullptr);
 }
 
+TEST_CASE("policy: a percentage is rounded to float32 before its range is checked") {
+  // parsePercentage: strconv.ParseFloat(s, 32) / 100 in float32; 100.000001 rounds to 100.
+  Policy p = parseOk(R"({"evictionHard": {"memory.available": "100.000001%",
+                                          "nodefs.available": "0.0000001%"},
+                         "evictionMinimumReclaim": {"memory.available": "100.0000001%"}})");
+  const Threshold* mem = find(p, Signal::MemoryAvailable, true);
+  REQUIRE(mem != nullptr);
+  CHECK(mem->value.percentage == 1.0f);
+  CHECK(mem->minReclaim.percentage == 1.0f);
+  const Threshold* fs = find(p, Signal::NodeFsAvailable, true);
+  REQUIRE(fs != nullptr);
+  CHECK(fs->value.percentage == 1e-7f / 100.0f);
+  CHECK(errorsOf(R"({"evictionHard": {"memory.available": "100.00001%"}})").size() == 1);
+}
+
 TEST_CASE("policy: percentages resolve like the kubelet's float32 arithmetic") {
   Policy p = parseOk(R"({"evictionHard": {"memory.available": "10.5%"},
                          "evictionMinimumReclaim": {"memory.available": "5%"}})");
