@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +59,8 @@ import (
 //     threshold acting, the shortest prefix covering threshold + minimum reclaim − available.
 //   - policy: the kubelet's parser and `check-policy` refuse a policy together; one the
 //     kubelet takes and nodewarden refuses on purpose (a soft threshold with a 0s grace
-//     period, a negative evictionMaxPodGracePeriod) is refused naming the key.
+//     period, a minimum reclaim over 100%, a negative evictionMaxPodGracePeriod) is refused
+//     naming the key.
 
 // report is the verdict on one case.
 type report struct {
@@ -207,6 +209,15 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 				r.comparePriority(nw, snap, snapJSON, policy, cfg, out, tag)
 				r.compareAdmissions(nw, k, snap, node, policy, res.conditions, false, tag, 2)
 			}
+			if r.err != nil {
+				if first && strings.Contains(r.err.Error(), ".policy.json: ") {
+					// explain refused the policy the kubelet's parser took.
+					msg := r.err.Error()
+					r.err = nil
+					r.check("policy", false, "the kubelet takes the policy; nodewarden refuses it: %s", msg)
+				}
+				return r // the first error says it all
+			}
 			first = false
 			prevEligible = res.eligible
 			if len(res.kills) == 0 {
@@ -228,6 +239,9 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 		}
 		if len(kills) > 0 {
 			r.comparePrefix(nw, phaseStart, policy, kills, soft, phase)
+		}
+		if r.err != nil {
+			return r
 		}
 		t = t.Add(10 * time.Second)
 	}
@@ -516,6 +530,13 @@ func subset(a, b []string) bool {
 func refusedByNodewarden(p scenario.Policy) string {
 	if p.EvictionMaxPodGracePeriod != nil && *p.EvictionMaxPodGracePeriod < 0 {
 		return "evictionMaxPodGracePeriod"
+	}
+	for _, text := range p.EvictionMinimumReclaim {
+		if strings.HasSuffix(text, "%") {
+			if f, err := strconv.ParseFloat(strings.TrimSuffix(text, "%"), 32); err == nil && float32(f)/100 > 1 {
+				return "evictionMinimumReclaim"
+			}
+		}
 	}
 	for sig, grace := range p.EvictionSoftGracePeriod {
 		if text, soft := p.EvictionSoft[sig]; soft && text != "0%" && text != "100%" {

@@ -608,13 +608,20 @@ func (g *Gen) evictionPolicy(obs map[evictionapi.Signal]Observation, reclaim fun
 	}
 	if g.R.Chance(0.02) {
 		// What the kubelet takes and nodewarden refuses (docs/upstream.md): a soft threshold
-		// whose grace period is 0 (a hard one, to the kubelet), a negative maximum grace period.
-		if len(p.EvictionSoft) > 0 && g.R.Chance(0.5) {
+		// whose grace period is 0 (a hard one, to the kubelet), a minimum reclaim over 100%, a
+		// negative maximum grace period.
+		switch {
+		case len(p.EvictionSoft) > 0 && g.R.Chance(0.4):
 			for sig := range p.EvictionSoft {
 				p.EvictionSoftGracePeriod[sig] = "0s"
 				break
 			}
-		} else {
+		case g.R.Chance(0.5):
+			if p.EvictionMinimumReclaim == nil {
+				p.EvictionMinimumReclaim = map[string]string{}
+			}
+			p.EvictionMinimumReclaim[string(evictionapi.SignalMemoryAvailable)] = Pick(g.R, "150%", "100.5%")
+		default:
 			p.EvictionMaxPodGracePeriod = ptrTo(int64(-1))
 		}
 	}
@@ -682,9 +689,15 @@ func (g *Gen) thresholdText(sig evictionapi.Signal, o Observation, reclaimable i
 	}
 	var text string
 	switch {
+	case g.R.Chance(0.03):
+		// Percentages at the edges of float32, which the kubelet parses them into
+		// (parsePercentage: strconv.ParseFloat(s, 32)): just over 100%, just over 0%, digits
+		// beyond float32's precision.
+		text = Pick(g.R, "100.000001%", "100.0000001%", "99.99999999%", "0.0000001%", "0.00000001%",
+			"12.3456789012%", "33.33333333333%", "1e1%", "+5%")
 	case g.R.Chance(0.3) && o.Capacity > 0:
 		pct := float64(target) / float64(o.Capacity) * 100
-		text = strconv.FormatFloat(pct, 'f', g.R.Intn(3), 64) + "%"
+		text = strconv.FormatFloat(pct, 'f', Pick(g.R, 0, 1, 2, 2, 7), 64) + "%"
 		if text == "0%" || text == "100%" || pct <= 0 || pct >= 100 {
 			text = strconv.FormatInt(target, 10)
 		}
