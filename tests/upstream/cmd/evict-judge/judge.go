@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	evictionapi "k8s.io/kubernetes/pkg/kubelet/eviction/api"
 	kubelettypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -74,6 +75,8 @@ type report struct {
 	runs     int
 	// seen counts what the kubelet did, to say what the comparisons covered.
 	seen map[string]int
+	// stored: the case's pods as the API server stores them (Case.Stored).
+	stored map[types.UID]*v1.Pod
 }
 
 func (r *report) check(kind string, ok bool, format string, args ...interface{}) bool {
@@ -136,6 +139,12 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 			minReclaim[t.Signal] = true
 		}
 	}
+	stored, err := c.Stored()
+	if err != nil {
+		r.err = fmt.Errorf("the API server would not store the case's pods: %w", err)
+		return r
+	}
+	r.stored = stored
 	k, err := startKubelet(cfg, c.Judge.DedicatedImageFs, node, scenario.Epoch)
 	if err != nil {
 		r.err = err
@@ -186,7 +195,7 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 				r.err = err
 				return r
 			}
-			res, err := k.cycle(t, state.KubeletPods(node), state.Stats[node])
+			res, err := k.cycle(t, state.KubeletPods(node, stored), state.Stats[node])
 			if err != nil {
 				r.err = err
 				return r
@@ -254,7 +263,7 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 		}
 		t = t.Add(wait)
 		state.Stamp(t)
-		res, err := k.cycle(t, state.KubeletPods(node), state.Stats[node])
+		res, err := k.cycle(t, state.KubeletPods(node, stored), state.Stats[node])
 		if err != nil {
 			r.err = err
 			return r
@@ -436,7 +445,7 @@ func (r *report) compareAdmissions(nw *nodewarden, k *kubelet, snap *scenario.Ca
 		r.err = err
 		return
 	}
-	others := snap.KubeletPods(node)
+	others := snap.KubeletPods(node, r.stored)
 	incoming := snap.Judge.Incoming
 	// Which ones: a choice fixed by the seed, so runs repeat.
 	order := make([]int, len(incoming))
@@ -450,7 +459,7 @@ func (r *report) compareAdmissions(nw *nodewarden, k *kubelet, snap *scenario.Ca
 	}
 	for _, i := range order {
 		pod := incoming[i].DeepCopy()
-		verdict := k.admitPod(pod, others)
+		verdict := k.admitPod(scenario.AsStored(pod, r.stored), others)
 		out, args, err := nw.explainAdmission(fmt.Sprintf("%s-admit-%s", tag, pod.Name), snapJSON, node, pod, policy)
 		if err != nil {
 			r.err = err

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	evictionapi "k8s.io/kubernetes/pkg/kubelet/eviction/api"
@@ -36,7 +37,7 @@ type ranked struct {
 // request, larger first, a zero request infinitely over (memory, ephemeral storage), or the
 // larger count (pids, inodes); then the larger usage; then the pod key. Pods that may not be
 // evicted last, in that order.
-func documentedRanking(c *scenario.Case, node string, signal evictionapi.Signal) []ranked {
+func documentedRanking(c *scenario.Case, stored map[types.UID]*v1.Pod, node string, signal evictionapi.Signal) []ranked {
 	resourceName := resourceOf(string(signal))
 	stats := map[string]*statsapi.PodStats{}
 	if s := c.Stats[node]; s != nil {
@@ -46,10 +47,10 @@ func documentedRanking(c *scenario.Case, node string, signal evictionapi.Signal)
 	}
 	var out []ranked
 	for i := range c.Pods {
-		p := &c.Pods[i]
-		if !scenario.KubeletActive(p, node) {
+		if !scenario.KubeletActive(&c.Pods[i], node) {
 			continue
 		}
+		p := scenario.AsStored(&c.Pods[i], stored)
 		r := ranked{key: scenario.PodKey(p), pod: p}
 		if p.Spec.Priority != nil {
 			r.priority = *p.Spec.Priority
@@ -176,7 +177,7 @@ func (r *report) comparePriority(nw *nodewarden, snap *scenario.Case, snapJSON [
 		signal := map[string]evictionapi.Signal{"memory": evictionapi.SignalMemoryAvailable,
 			"pids": evictionapi.SignalPIDAvailable, "ephemeral-storage": disk}[resourceName]
 		var want []string
-		for _, p := range documentedRanking(snap, node, signal) {
+		for _, p := range documentedRanking(snap, r.stored, node, signal) {
 			want = append(want, p.key)
 		}
 		if !equalStrings(got, want) {
@@ -194,7 +195,7 @@ func (r *report) comparePriority(nw *nodewarden, snap *scenario.Case, snapJSON [
 	default:
 		k, e := kubeletMode.Evict[0], one.Evict[0]
 		want := ""
-		for _, p := range documentedRanking(snap, node, evictionapi.Signal(k.Signal)) {
+		for _, p := range documentedRanking(snap, r.stored, node, evictionapi.Signal(k.Signal)) {
 			if p.evictable {
 				want = p.key
 				break
@@ -235,7 +236,7 @@ func (r *report) comparePriority(nw *nodewarden, snap *scenario.Case, snapJSON [
 	}
 	need.Sub(need, big.NewInt(sig.available))
 	var want, got []string
-	for _, p := range documentedRanking(snap, node, evictionapi.Signal(acting[0])) {
+	for _, p := range documentedRanking(snap, r.stored, node, evictionapi.Signal(acting[0])) {
 		if need.Sign() <= 0 {
 			break
 		}

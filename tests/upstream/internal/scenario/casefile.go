@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
@@ -45,6 +46,10 @@ type Judge struct {
 	DedicatedImageFs bool `json:"dedicatedImageFs,omitempty"`
 	// Incoming are pods bound to the node, to admit after each step.
 	Incoming []v1.Pod `json:"incoming,omitempty"`
+	// HandWritten: the pods of the snapshot are as a person writes them (no defaults of the
+	// API server, no spec.priority, no status.qosClass); the kubelet is given them as the API
+	// server stores them (Stored).
+	HandWritten bool `json:"handWritten,omitempty"`
 }
 
 // Policy is nodewarden's policy file (docs/reference.md §4.1). A nil map is a key left out;
@@ -172,4 +177,62 @@ func PodKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 func SplitKey(key string) (string, string) {
 	ns, name, _ := strings.Cut(key, "/")
 	return ns, name
+}
+
+// Stored returns every pod of the case (incoming ones included) as the API server stores and
+// serves it, by UID: the case's own objects, or, for a hand-written case, each put through
+// CreatePod; either way through JSON, as a kubelet reads them (a quantity's format is the
+// one its text gives: "211500000" is DecimalSI there, whatever the value was built with).
+func (c *Case) Stored() (map[types.UID]*v1.Pod, error) {
+	out := map[types.UID]*v1.Pod{}
+	all := append(append([]v1.Pod{}, c.Pods...), c.Judge.Incoming...)
+	for i := range all {
+		p := &all[i]
+		if !c.Judge.HandWritten {
+			served, err := viaJSON(p)
+			if err != nil {
+				return nil, err
+			}
+			out[p.UID] = served
+			continue
+		}
+		raw := p.DeepCopy()
+		raw.DeletionTimestamp, raw.DeletionGracePeriodSeconds = nil, nil
+		stored, err := CreatePod(raw, c.PriorityClasses)
+		if err != nil {
+			return nil, err
+		}
+		stored.DeletionTimestamp, stored.DeletionGracePeriodSeconds = p.DeletionTimestamp, p.DeletionGracePeriodSeconds
+		served, err := viaJSON(stored)
+		if err != nil {
+			return nil, err
+		}
+		out[p.UID] = served
+	}
+	return out, nil
+}
+
+func viaJSON(p *v1.Pod) (*v1.Pod, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	var out v1.Pod
+	return &out, json.Unmarshal(data, &out)
+}
+
+// AsStored returns `pod` as the API server stores it: its stored object with the pod's
+// current status (the stored QoS class kept).
+func AsStored(pod *v1.Pod, stored map[types.UID]*v1.Pod) *v1.Pod {
+	s, ok := stored[pod.UID]
+	if !ok {
+		return pod
+	}
+	out := s.DeepCopy()
+	qos := out.Status.QOSClass
+	out.Status = *pod.Status.DeepCopy()
+	if qos != "" {
+		out.Status.QOSClass = qos
+	}
+	return out
 }

@@ -143,6 +143,9 @@ func Eviction(seed uint64) (*Case, error) {
 		}
 		c.Judge.Incoming = append(c.Judge.Incoming, *pod)
 	}
+	if g.R.Chance(0.15) {
+		g.handWrite(c)
+	}
 	return c, nil
 }
 
@@ -164,11 +167,40 @@ func (g *Gen) createPod(o PodOptions, classes []schedulingv1.PriorityClass, volu
 		}
 		pod, err := CreatePod(raw, classes)
 		if err == nil {
+			g.raw[pod.UID] = raw
 			return pod, nil
 		}
 		last = err
 	}
 	return nil, fmt.Errorf("seed %d: no pod the API server accepts: %w", g.Seed, last)
+}
+
+// handWrite turns the case into one written by hand: each pod's spec as its author wrote it
+// (before the API server's defaults and the Priority plugin), no status.qosClass. Pods in the
+// middle of a resize keep their stored spec (the resize changed it).
+func (g *Gen) handWrite(c *Case) {
+	c.Judge.HandWritten = true
+	write := func(p *v1.Pod) {
+		raw, ok := g.raw[p.UID]
+		if !ok {
+			return
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == v1.PodResizePending || cond.Type == v1.PodResizeInProgress {
+				return
+			}
+		}
+		nodeName := p.Spec.NodeName
+		p.Spec = *raw.Spec.DeepCopy()
+		p.Spec.NodeName = nodeName
+		p.Status.QOSClass = ""
+	}
+	for i := range c.Pods {
+		write(&c.Pods[i])
+	}
+	for i := range c.Judge.Incoming {
+		write(&c.Judge.Incoming[i])
+	}
 }
 
 // volumes gives a pod local volumes: emptyDir on disk (counted in its disk usage by the

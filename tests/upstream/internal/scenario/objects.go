@@ -30,10 +30,13 @@ type Gen struct {
 	R    *Rand
 	Seed uint64
 	uids int
+	raw  map[types.UID]*v1.Pod // each created pod as it was written
 }
 
 // NewGen starts the generator of `seed`.
-func NewGen(seed uint64) *Gen { return &Gen{R: NewRand(seed), Seed: seed} }
+func NewGen(seed uint64) *Gen {
+	return &Gen{R: NewRand(seed), Seed: seed, raw: map[types.UID]*v1.Pod{}}
+}
 
 // UID returns a new pod UID, unique within the scenario and across seeds.
 func (g *Gen) UID() types.UID {
@@ -578,6 +581,11 @@ func (g *Gen) Running(pod *v1.Pod, resize Resize, reportAllocation bool) {
 // resources) keeping its QoS class: a Guaranteed container keeps requests equal to limits.
 func (g *Gen) resizeSpec(pod *v1.Pod) {
 	factor := Pick(g.R, 0.5, 0.75, 1.5, 2.0)
+	podLevel := pod.Spec.Resources != nil && (len(pod.Spec.Resources.Requests) > 0 || len(pod.Spec.Resources.Limits) > 0)
+	if podLevel && factor < 1 {
+		// Pod-level requests may not fall below the containers' (ValidatePodResize).
+		factor = 1 / factor
+	}
 	scale := func(list v1.ResourceList, name v1.ResourceName) {
 		if q, ok := list[name]; ok {
 			if name == v1.ResourceCPU {
@@ -587,7 +595,7 @@ func (g *Gen) resizeSpec(pod *v1.Pod) {
 			}
 		}
 	}
-	if pod.Spec.Resources != nil && (len(pod.Spec.Resources.Requests) > 0 || len(pod.Spec.Resources.Limits) > 0) {
+	if podLevel {
 		for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
 			scale(pod.Spec.Resources.Requests, name)
 			scale(pod.Spec.Resources.Limits, name)

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
@@ -156,13 +157,13 @@ func (c *Case) Stamp(at time.Time) {
 }
 
 // KubeletPods are the pods the judge hands the eviction manager for a cycle: the active pods
-// of the node (KubeletActive), in their allocated state (AllocatedPod), in the order of the
-// case.
-func (c *Case) KubeletPods(node string) []*v1.Pod {
+// of the node (KubeletActive), as the API server stores them (`stored`, from Stored), in
+// their allocated state (AllocatedPod), in the order of the case.
+func (c *Case) KubeletPods(node string, stored map[types.UID]*v1.Pod) []*v1.Pod {
 	var out []*v1.Pod
 	for i := range c.Pods {
 		if KubeletActive(&c.Pods[i], node) {
-			out = append(out, AllocatedPod(&c.Pods[i]))
+			out = append(out, AllocatedPod(AsStored(&c.Pods[i], stored)))
 		}
 	}
 	return out
