@@ -253,15 +253,77 @@ const Container* findContainer(const Pod& pod, std::string_view name) {
   return nullptr;
 }
 
+// A sum of quantities as resource.Quantity.Add makes it: the first one added gives the format,
+// and a later one replaces it while the sum is still zero.
+struct QuantitySum {
+  bool present = false;
+  Int128 nanos = 0;
+  QuantityFormat format = QuantityFormat::DecimalSI;
+  void add(const Quantity& q) {
+    if (!present || nanos == 0) format = q.format();
+    present = true;
+    nanos += q.nanoValue();
+  }
+  // maxResourceList: the larger one, as it is.
+  void max(const QuantitySum& other) {
+    if (other.present && (!present || other.nanos > nanos)) *this = other;
+  }
+};
+
+// The memory request the API server writes for a pod whose spec.resources names a memory
+// limit and no request (defaultPodLevelRequests in pkg/api/pod/util.go): the containers'
+// aggregate (AggregateContainerRequests, each container's request defaulted from its limit)
+// when one of them requests memory, else the limit itself; printed as the stored object's
+// JSON gives it back (the canonical text of that value in that format, read again).
+std::optional<Quantity> defaultedPodLevelMemoryRequest(const Pod& pod) {
+  auto requestOf = [](const Container& c) -> const Quantity* {
+    if (auto it = c.requests.find("memory"); it != c.requests.end()) return &it->second;
+    if (auto it = c.limits.find("memory"); it != c.limits.end()) return &it->second;
+    return nullptr;
+  };
+  QuantitySum total, sidecars, initPeak;
+  for (const auto& c : pod.containers) {
+    if (const Quantity* q = requestOf(c)) total.add(*q);
+  }
+  for (const auto& c : pod.initContainers) {
+    const Quantity* q = requestOf(c);
+    QuantitySum candidate;
+    if (c.sidecar) {
+      if (q != nullptr) {
+        total.add(*q);
+        sidecars.add(*q);
+      }
+      candidate = sidecars;
+    } else {
+      if (q != nullptr) candidate.add(*q);
+      if (sidecars.present) {
+        candidate.present = true;
+        if (candidate.nanos == 0) candidate.format = sidecars.format;
+        candidate.nanos += sidecars.nanos;
+      }
+    }
+    initPeak.max(candidate);
+  }
+  total.max(initPeak);
+  if (!total.present) {
+    auto limit = pod.podLevelLimits.find("memory");
+    if (limit == pod.podLevelLimits.end()) return std::nullopt;
+    return limit->second;
+  }
+  const std::int64_t bytes = std::int64_t((total.nanos + 999'999'999) / 1'000'000'000);
+  auto reread = Quantity::parse(Quantity::fromValue(bytes, total.format).toString());
+  if (!reread.ok()) return std::nullopt;
+  return reread.value();
+}
+
 // The pod-level memory request as the allocated pod states it, if it has one.
 std::optional<Quantity> podLevelMemoryRequest(const Pod& pod) {
   if (!hasPodLevelResources(pod)) return std::nullopt;
   const ResourceList& requests = pod.podLevelAllocated ? *pod.podLevelAllocated : pod.podLevelRequests;
   if (auto it = requests.find("memory"); it != requests.end()) return it->second;
   if (pod.podLevelAllocated || pod.podLevelLimits.count("memory") == 0) return std::nullopt;
-  // A limit alone, defaulted by the API server: the value eviction counts, less overhead.
-  return Quantity::fromValue(requestOf(pod, "memory") - amountOf(pod.overhead, "memory"),
-                             QuantityFormat::BinarySI);
+  // A limit alone (a snapshot written by hand): what the API server would have stored.
+  return defaultedPodLevelMemoryRequest(pod);
 }
 
 // The kubelet's evictionMessage: node, threshold, the pod against its pod-level memory
