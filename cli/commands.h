@@ -14,6 +14,9 @@
 namespace nodewarden::cli {
 
 int runExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `explain --batch FILE`: each line a JSON array of explain arguments, each answered with
+// one line {"exit", "stdout", "stderr"} (docs/reference.md §1.5).
+int runExplainBatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runExplainAdmission(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runExplainPreemption(const std::vector<std::string>& args, std::ostream& out,
                          std::ostream& err);

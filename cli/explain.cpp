@@ -218,10 +218,12 @@ std::string renderEvictionTable(const EvictionDecision& decision, const policy::
 
 int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   if (argv.empty() || argv[0] == "-h" || argv[0] == "--help") {
-    (argv.empty() ? err : out) << "usage: nodewarden explain eviction|admission|preemption ...\n\n"
+    (argv.empty() ? err : out) << "usage: nodewarden explain eviction|admission|preemption ...\n"
+                                  "       nodewarden explain --batch FILE  (see --batch --help)\n\n"
                                << kExplainUsage;
     return argv.empty() ? kExitUsage : kExitOk;
   }
+  if (argv[0] == "--batch") return runExplainBatch({argv.begin() + 1, argv.end()}, out, err);
   if (argv[0] == "admission") return runExplainAdmission({argv.begin() + 1, argv.end()}, out, err);
   if (argv[0] == "preemption") {
     return runExplainPreemption({argv.begin() + 1, argv.end()}, out, err);

@@ -31,6 +31,7 @@ const char* kUsage =
     "                        admit, reject, wait or preempt for a pod bound to a node\n"
     "  explain preemption --snapshot FILE --pod FILE [-o table|json]\n"
     "                        where the scheduler would place or preempt for a pending pod\n"
+    "  explain --batch FILE  many explain commands in one process, one JSON line each\n"
     "  check-policy FILE     validate an eviction policy file and print it with defaults\n"
     "  status [--agent URL] [--watch] [-o table|json]\n"
     "                        what a running agent sees and decides now\n"

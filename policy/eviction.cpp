@@ -21,16 +21,85 @@ std::int64_t satAdd(std::int64_t a, std::int64_t b) {
   return out;
 }
 
-std::optional<std::int64_t> diskUsage(const PodStats& stats) {
-  if (stats.ephemeralStorageUsedBytes) return std::int64_t(*stats.ephemeralStorageUsedBytes);
-  bool any = false;
-  std::int64_t sum = 0;
-  for (const auto& c : stats.containers) {
-    if (c.rootfsUsedBytes) sum = satAdd(sum, std::int64_t(*c.rootfsUsedBytes)), any = true;
-    if (c.logsUsedBytes) sum = satAdd(sum, std::int64_t(*c.logsUsedBytes)), any = true;
+// The image filesystem is another device than the node filesystem. The kubelet asks cAdvisor;
+// a summary says it by the figures: one filesystem is reported twice with the same size.
+bool dedicatedImageFs(const NodeStats* s) {
+  return s != nullptr && s->imageFs &&
+         (s->imageFs->capacityBytes != s->nodeFs.capacityBytes ||
+          s->imageFs->inodes != s->nodeFs.inodes);
+}
+
+// Which figures of a pod count toward a disk signal, as the kubelet's podDiskUsage measures
+// them for the rank function buildSignalToRankFunc gives the signal: on one filesystem the
+// containers' writable layers and logs and the pod's local volumes; with a dedicated image
+// filesystem the logs and local volumes for nodefs.*, the writable layers for imagefs.*.
+struct DiskMeasure {
+  bool rootfs = true;
+  bool logs = true;
+  bool volumes = true;
+  bool inodes = false;
+};
+
+DiskMeasure diskMeasure(Signal signal, bool dedicated) {
+  DiskMeasure m;
+  m.inodes = signal == Signal::NodeFsInodesFree || signal == Signal::ImageFsInodesFree;
+  if (dedicated) {
+    const bool image = signal == Signal::ImageFsAvailable || signal == Signal::ImageFsInodesFree;
+    m.rootfs = image;
+    m.logs = !image;
+    m.volumes = !image;
   }
-  if (!any) return std::nullopt;
+  return m;
+}
+
+// The summary has the pod's per-container or per-volume disk figures.
+bool hasDiskDetail(const PodStats& stats) {
+  if (!stats.volumes.empty()) return true;
+  return std::any_of(stats.containers.begin(), stats.containers.end(), [](const ContainerStats& c) {
+    return c.rootfsUsedBytes || c.logsUsedBytes || c.rootfsInodesUsed || c.logsInodesUsed;
+  });
+}
+
+bool hasDiskUsage(const PodStats& stats) {
+  return hasDiskDetail(stats) || stats.ephemeralStorageUsedBytes || stats.ephemeralStorageInodesUsed;
+}
+
+// A pod's usage of a disk signal's filesystem (bytes or inodes). A summary without the
+// per-container and per-volume figures (a snapshot written by hand) counts the pod's own
+// ephemeral-storage total.
+std::int64_t diskUsage(const Pod& pod, const PodStats& stats, DiskMeasure m) {
+  if (!hasDiskDetail(stats)) {
+    const auto& total = m.inodes ? stats.ephemeralStorageInodesUsed : stats.ephemeralStorageUsedBytes;
+    return total ? std::int64_t(*total) : 0;
+  }
+  std::int64_t sum = 0;
+  auto add = [&](const std::optional<std::uint64_t>& v) {
+    if (v) sum = satAdd(sum, std::int64_t(*v));
+  };
+  for (const auto& c : stats.containers) {
+    if (m.rootfs) add(m.inodes ? c.rootfsInodesUsed : c.rootfsUsedBytes);
+    if (m.logs) add(m.inodes ? c.logsInodesUsed : c.logsUsedBytes);
+  }
+  if (m.volumes) {
+    for (const auto& name : pod.localVolumes) {
+      auto v = std::find_if(stats.volumes.begin(), stats.volumes.end(),
+                            [&](const VolumeStats& vs) { return vs.name == name; });
+      if (v != stats.volumes.end()) add(m.inodes ? v->inodesUsed : v->usedBytes);
+    }
+  }
   return sum;
+}
+
+// What a pod uses of the resource a signal starves, as the kubelet measures it for that
+// signal: the working set, the process count, or its usage of the signal's filesystem. This
+// is also what evicting the pod gives back.
+std::int64_t usageFor(Signal signal, const Pod& pod, const PodStats& stats, bool dedicated) {
+  const std::string_view resource = starvedResource(signal);
+  if (resource == "memory") {
+    return stats.memoryWorkingSetBytes ? std::int64_t(*stats.memoryWorkingSetBytes) : 0;
+  }
+  if (resource == "pids") return stats.processCount ? std::int64_t(*stats.processCount) : 0;
+  return diskUsage(pod, stats, diskMeasure(signal, dedicated));
 }
 
 // Three-way comparisons; negative puts `a` first (evicted earlier).
@@ -47,6 +116,7 @@ int trueFirst(bool a, bool b) {
 struct SortRecord {
   std::int64_t usage;
   std::int64_t request;
+  std::int64_t exceedRequest;  // what "usage exceeds its request" compares with
   std::int32_t priority;
   std::uint32_t keyOrder;  // the pod key's position among the view's pods
   std::uint32_t index;     // into the view
@@ -80,7 +150,7 @@ bool rankedBefore(const SortRecord& a, const SortRecord& b, Style style) {
       if (!a.hasUsage || !b.hasUsage) {
         c = trueFirst(!a.hasUsage, !b.hasUsage);
       } else {
-        c = trueFirst(a.usage > a.request, b.usage > b.request);
+        c = trueFirst(a.usage > a.exceedRequest, b.usage > b.exceedRequest);
       }
       if (c == 0) c = cmpAsc(a.priority, b.priority);
       if (c == 0) c = trueFirst(!a.hasUsage, !b.hasUsage);
@@ -113,9 +183,15 @@ std::int64_t requestOf(const Pod& pod, const std::string& resource) {
   return it == pod.rankingRequests.end() ? 0 : it->second;
 }
 
+// Ranks the view's pods. A pod in the summary has usage data (the figure it lacks counts 0,
+// as the kubelet's memoryUsage, processUsage and podDiskUsage count it); a pod absent from the
+// summary has none. `requestResource` names the request subtracted from the usage (none:
+// 0); the "exceeds its request" test compares with it too unless `exceedsZero` (inodes,
+// which no pod requests: the kubelet's exceedDiskRequests compares with 0).
 template <typename Usage>
 Ranking buildRanking(const NodeView& view, const Policy& policy, std::string resource,
-                     const std::string& requestResource, Style style, Usage usageOf) {
+                     const std::string& requestResource, bool exceedsZero, Style style,
+                     Usage usageOf) {
   std::vector<SortRecord> records;
   records.reserve(view.pods.size());
   for (std::size_t i = 0; i < view.pods.size(); ++i) {
@@ -127,12 +203,11 @@ Ranking buildRanking(const NodeView& view, const Policy& policy, std::string res
     r.index = std::uint32_t(i);
     r.evictable = !pod.critical && pod.priority < policy.neverEvictPriority;
     if (const PodStats* stats = view.podStats[i]) {
-      if (auto u = usageOf(*stats)) {
-        r.hasUsage = true;
-        r.usage = *u;
-      }
+      r.hasUsage = true;
+      r.usage = usageOf(pod, *stats);
     }
     if (!requestResource.empty()) r.request = requestOf(pod, requestResource);
+    r.exceedRequest = exceedsZero ? 0 : r.request;
     records.push_back(r);
   }
   std::sort(records.begin(), records.end(), [style](const SortRecord& a, const SortRecord& b) {
@@ -178,15 +253,77 @@ const Container* findContainer(const Pod& pod, std::string_view name) {
   return nullptr;
 }
 
+// A sum of quantities as resource.Quantity.Add makes it: the first one added gives the format,
+// and a later one replaces it while the sum is still zero.
+struct QuantitySum {
+  bool present = false;
+  Int128 nanos = 0;
+  QuantityFormat format = QuantityFormat::DecimalSI;
+  void add(const Quantity& q) {
+    if (!present || nanos == 0) format = q.format();
+    present = true;
+    nanos += q.nanoValue();
+  }
+  // maxResourceList: the larger one, as it is.
+  void max(const QuantitySum& other) {
+    if (other.present && (!present || other.nanos > nanos)) *this = other;
+  }
+};
+
+// The memory request the API server writes for a pod whose spec.resources names a memory
+// limit and no request (defaultPodLevelRequests in pkg/api/pod/util.go): the containers'
+// aggregate (AggregateContainerRequests, each container's request defaulted from its limit)
+// when one of them requests memory, else the limit itself; printed as the stored object's
+// JSON gives it back (the canonical text of that value in that format, read again).
+std::optional<Quantity> defaultedPodLevelMemoryRequest(const Pod& pod) {
+  auto requestOf = [](const Container& c) -> const Quantity* {
+    if (auto it = c.requests.find("memory"); it != c.requests.end()) return &it->second;
+    if (auto it = c.limits.find("memory"); it != c.limits.end()) return &it->second;
+    return nullptr;
+  };
+  QuantitySum total, sidecars, initPeak;
+  for (const auto& c : pod.containers) {
+    if (const Quantity* q = requestOf(c)) total.add(*q);
+  }
+  for (const auto& c : pod.initContainers) {
+    const Quantity* q = requestOf(c);
+    QuantitySum candidate;
+    if (c.sidecar) {
+      if (q != nullptr) {
+        total.add(*q);
+        sidecars.add(*q);
+      }
+      candidate = sidecars;
+    } else {
+      if (q != nullptr) candidate.add(*q);
+      if (sidecars.present) {
+        candidate.present = true;
+        if (candidate.nanos == 0) candidate.format = sidecars.format;
+        candidate.nanos += sidecars.nanos;
+      }
+    }
+    initPeak.max(candidate);
+  }
+  total.max(initPeak);
+  if (!total.present) {
+    auto limit = pod.podLevelLimits.find("memory");
+    if (limit == pod.podLevelLimits.end()) return std::nullopt;
+    return limit->second;
+  }
+  const std::int64_t bytes = std::int64_t((total.nanos + 999'999'999) / 1'000'000'000);
+  auto reread = Quantity::parse(Quantity::fromValue(bytes, total.format).toString());
+  if (!reread.ok()) return std::nullopt;
+  return reread.value();
+}
+
 // The pod-level memory request as the allocated pod states it, if it has one.
 std::optional<Quantity> podLevelMemoryRequest(const Pod& pod) {
   if (!hasPodLevelResources(pod)) return std::nullopt;
   const ResourceList& requests = pod.podLevelAllocated ? *pod.podLevelAllocated : pod.podLevelRequests;
   if (auto it = requests.find("memory"); it != requests.end()) return it->second;
   if (pod.podLevelAllocated || pod.podLevelLimits.count("memory") == 0) return std::nullopt;
-  // A limit alone, defaulted by the API server: the value eviction counts, less overhead.
-  return Quantity::fromValue(requestOf(pod, "memory") - amountOf(pod.overhead, "memory"),
-                             QuantityFormat::BinarySI);
+  // A limit alone (a snapshot written by hand): what the API server would have stored.
+  return defaultedPodLevelMemoryRequest(pod);
 }
 
 // The kubelet's evictionMessage: node, threshold, the pod against its pod-level memory
@@ -214,8 +351,9 @@ std::string evictionMessage(const SignalStatus& status, const Pod& pod, const Po
     std::optional<std::int64_t> usage;
     if (resource == "memory") {
       if (cs.memoryWorkingSetBytes) usage = std::int64_t(*cs.memoryWorkingSetBytes);
-    } else if (cs.rootfsUsedBytes || cs.logsUsedBytes) {
-      usage = std::int64_t(cs.rootfsUsedBytes.value_or(0) + cs.logsUsedBytes.value_or(0));
+    } else if (cs.rootfsUsedBytes && cs.logsUsedBytes) {
+      // The kubelet writes a container's disk usage only when it has both figures.
+      usage = satAdd(std::int64_t(*cs.rootfsUsedBytes), std::int64_t(*cs.logsUsedBytes));
     }
     if (!usage) continue;
     const ResourceList& requests = spec->allocated ? *spec->allocated : spec->requests;
@@ -380,36 +518,34 @@ Ranking rankMemoryPressure(const NodeView& view, const Policy& policy) {
   Style style =
       policy.ranking == RankingMode::Kubelet ? Style::KubeletExceeds : Style::PriorityRatio;
   const bool withSwap = policy.memoryRankingCountsSwap;
-  return buildRanking(view, policy, "memory", "memory", style,
-                      [withSwap](const PodStats& s) -> std::optional<std::int64_t> {
-                        if (!s.memoryWorkingSetBytes) return std::nullopt;
-                        std::int64_t usage = std::int64_t(*s.memoryWorkingSetBytes);
+  return buildRanking(view, policy, "memory", "memory", false, style,
+                      [withSwap](const Pod&, const PodStats& s) -> std::int64_t {
+                        std::int64_t usage =
+                            s.memoryWorkingSetBytes ? std::int64_t(*s.memoryWorkingSetBytes) : 0;
                         if (withSwap && s.swapUsageBytes) usage += std::int64_t(*s.swapUsageBytes);
                         return usage;
                       });
 }
 
 Ranking rankPidPressure(const NodeView& view, const Policy& policy) {
-  return buildRanking(view, policy, "pids", "", Style::PriorityCount,
-                      [](const PodStats& s) -> std::optional<std::int64_t> {
-                        if (!s.processCount) return std::nullopt;
-                        return std::int64_t(*s.processCount);
+  return buildRanking(view, policy, "pids", "", false, Style::PriorityCount,
+                      [](const Pod&, const PodStats& s) -> std::int64_t {
+                        return s.processCount ? std::int64_t(*s.processCount) : 0;
                       });
 }
 
-Ranking rankDiskPressure(const NodeView& view, const Policy& policy, bool inodes) {
+Ranking rankDiskPressure(const NodeView& view, const Policy& policy, Signal signal) {
   const bool kubelet = policy.ranking == RankingMode::Kubelet;
-  if (inodes) {
-    // Inodes have no request; the kubelet still subtracts the ephemeral-storage request.
-    return buildRanking(view, policy, "inodes", kubelet ? "ephemeral-storage" : "",
-                        kubelet ? Style::KubeletExceeds : Style::PriorityCount,
-                        [](const PodStats& s) -> std::optional<std::int64_t> {
-                          if (!s.ephemeralStorageInodesUsed) return std::nullopt;
-                          return std::int64_t(*s.ephemeralStorageInodesUsed);
-                        });
+  const DiskMeasure m = diskMeasure(signal, dedicatedImageFs(view.stats));
+  auto usage = [m](const Pod& pod, const PodStats& s) { return diskUsage(pod, s, m); };
+  if (m.inodes) {
+    // No pod requests inodes: the kubelet's exceedDiskRequests compares the inodes used with
+    // 0, and its disk comparator subtracts the ephemeral-storage request (in bytes) from them.
+    return buildRanking(view, policy, "inodes", kubelet ? "ephemeral-storage" : "", true,
+                        kubelet ? Style::KubeletExceeds : Style::PriorityCount, usage);
   }
-  return buildRanking(view, policy, "ephemeral-storage", "ephemeral-storage",
-                      kubelet ? Style::KubeletExceeds : Style::PriorityRatio, diskUsage);
+  return buildRanking(view, policy, "ephemeral-storage", "ephemeral-storage", false,
+                      kubelet ? Style::KubeletExceeds : Style::PriorityRatio, usage);
 }
 
 namespace {
@@ -483,18 +619,25 @@ void rankPods(const NodeView& view, const Policy& policy, Rankings rankings,
   for (const auto* ps : view.podStats) {
     if (ps == nullptr) continue;
     anyProcesses |= ps->processCount.has_value();
-    anyDisk |= diskUsage(*ps).has_value();
+    anyDisk |= hasDiskUsage(*ps);
   }
   bool needPids = false, needDisk = false;
+  // The disk ranking shown measures for the first disk (bytes) threshold that acts, else for
+  // nodefs.available: with a dedicated image filesystem the two measure different figures.
+  std::optional<Signal> diskSignal;
   for (const auto& st : decision.signals) {
     if (!st.actionable) continue;
     needPids |= starvedResource(st.key.signal) == "pids";
-    needDisk |= starvedResource(st.key.signal) == "ephemeral-storage";
+    if (starvedResource(st.key.signal) == "ephemeral-storage") {
+      needDisk = true;
+      if (!diskSignal || st.key.signal < *diskSignal) diskSignal = st.key.signal;
+    }
   }
   const bool all = rankings == Rankings::All;
   if (anyProcesses && (all || needPids)) decision.pids = rankPidPressure(view, policy);
   if (anyDisk && (all || needDisk)) {
-    decision.ephemeralStorage = rankDiskPressure(view, policy, false);
+    decision.ephemeralStorageSignal = diskSignal.value_or(Signal::NodeFsAvailable);
+    decision.ephemeralStorage = rankDiskPressure(view, policy, decision.ephemeralStorageSignal);
   }
 }
 
@@ -520,13 +663,14 @@ std::vector<const SignalStatus*> actionableByUrgency(const std::vector<SignalSta
 std::vector<Eviction> planEvictions(const NodeView& view, const Policy& policy,
                                     const EvictionDecision& decision) {
   std::vector<Eviction> plan;
-  std::optional<Ranking> inodeRanking;
   std::set<const Pod*> chosen;
-  std::map<std::string, std::int64_t> freed;  // by ranking resource
-  std::map<const Pod*, std::map<std::string, std::int64_t>> usageByPod;
+  const bool dedicated = dedicatedImageFs(view.stats);
+  // What the pods chosen so far give back, for each signal.
+  std::map<Signal, std::int64_t> freed;
   // A ranking the decision does not show (no pod has that usage) is still built for the plan:
   // pods without usage data rank first and are evicted first, as the kubelet does.
-  std::optional<Ranking> pidRanking, diskRanking;
+  std::optional<Ranking> pidRanking;
+  std::map<Signal, Ranking> diskRankings;
   auto rankingFor = [&](Signal s) -> const Ranking* {
     std::string_view r = starvedResource(s);
     if (r == "memory") return &decision.memory;
@@ -535,40 +679,29 @@ std::vector<Eviction> planEvictions(const NodeView& view, const Policy& policy,
       if (!pidRanking) pidRanking = rankPidPressure(view, policy);
       return &*pidRanking;
     }
-    if (r == "ephemeral-storage") {
-      if (decision.ephemeralStorage) return &*decision.ephemeralStorage;
-      if (!diskRanking) diskRanking = rankDiskPressure(view, policy, false);
-      return &*diskRanking;
+    if (decision.ephemeralStorage && decision.ephemeralStorageSignal == s) {
+      return &*decision.ephemeralStorage;
     }
-    if (!inodeRanking) inodeRanking = rankDiskPressure(view, policy, true);
-    return &*inodeRanking;
+    auto it = diskRankings.find(s);
+    if (it == diskRankings.end()) it = diskRankings.emplace(s, rankDiskPressure(view, policy, s)).first;
+    return &it->second;
   };
-  auto recordUsage = [&](const RankedPod& r) {
-    // What evicting this pod frees, for every resource a later threshold may need.
-    auto& usage = usageByPod[r.pod];
-    if (r.stats == nullptr) return;
-    if (r.stats->memoryWorkingSetBytes)
-      usage["memory"] = std::int64_t(*r.stats->memoryWorkingSetBytes);
-    if (r.stats->processCount) usage["pids"] = std::int64_t(*r.stats->processCount);
-    if (auto d = diskUsage(*r.stats)) usage["ephemeral-storage"] = *d;
-    if (r.stats->ephemeralStorageInodesUsed) {
-      usage["inodes"] = std::int64_t(*r.stats->ephemeralStorageInodesUsed);
-    }
-    for (const auto& [resource, amount] : usage) freed[resource] = satAdd(freed[resource], amount);
+  auto usage = [&](Signal s, const RankedPod& r) -> std::int64_t {
+    return r.stats == nullptr ? 0 : usageFor(s, *r.pod, *r.stats, dedicated);
   };
   for (const SignalStatus* st : actionableByUrgency(decision.signals)) {
     if (int(plan.size()) >= policy.maxPodsPerCycle) break;
     const Ranking* ranking = rankingFor(st->key.signal);
     if (ranking == nullptr) continue;
-    const std::string resource(starvedResource(st->key.signal));
     // In 128 bits: every term may be as large as int64 allows.
-    Int128 need = Int128(st->threshold) + st->minReclaim - st->available - freed[resource];
+    Int128 need =
+        Int128(st->threshold) + st->minReclaim - st->available - freed[st->key.signal];
     for (const RankedPod& r : ranking->pods) {
       if (need <= 0 || int(plan.size()) >= policy.maxPodsPerCycle) break;
       if (!r.evictable || chosen.count(r.pod) != 0) continue;
       chosen.insert(r.pod);
-      recordUsage(r);
-      need -= r.hasUsage ? r.usage : 0;
+      for (Signal s : kAllSignals) freed[s] = satAdd(freed[s], usage(s, r));
+      need -= usage(st->key.signal, r);
       Eviction e;
       e.pod = r.pod;
       e.signal = st->key.signal;

@@ -111,6 +111,9 @@ struct EvictionDecision {
   Ranking memory;
   std::optional<Ranking> pids;
   std::optional<Ranking> ephemeralStorage;
+  // The disk signal the ephemeral-storage ranking measures for (with a dedicated image
+  // filesystem, nodefs.* and imagefs.* count different figures of a pod).
+  Signal ephemeralStorageSignal = Signal::NodeFsAvailable;
   std::vector<Eviction> evict;
 };
 
@@ -133,7 +136,9 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
 // The rankings on their own (docs/reference.md §4 "Ranking"), for any resource of the node.
 Ranking rankMemoryPressure(const NodeView& view, const Policy& policy);
 Ranking rankPidPressure(const NodeView& view, const Policy& policy);
-Ranking rankDiskPressure(const NodeView& view, const Policy& policy, bool inodes);
+// For a disk signal: its bytes or inodes, measured as the kubelet measures them for that
+// signal (podDiskUsage over the figures buildSignalToRankFunc gives it).
+Ranking rankDiskPressure(const NodeView& view, const Policy& policy, Signal signal);
 
 // docs/reference.md §5 step 2: the pressure conditions §4 derives for `nodeName` from the snapshot's
 // stats under `policy` (a threshold met, hard or soft, grace periods aside), added to its

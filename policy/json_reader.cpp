@@ -103,6 +103,12 @@ bool isRead(std::string_view key) {
       "requests",
       "limits",
       "restartPolicy",
+      "volumes",
+      "hostPath",
+      "gitRepo",
+      "configMap",
+      "emptyDir",
+      "medium",
       "unschedulable",
       "taints",
       // status
@@ -153,6 +159,7 @@ bool isRead(std::string_view key) {
       "inodesUsed",
       "rootfs",
       "logs",
+      "volume",
       "swap",
       "swapUsageBytes",
   };

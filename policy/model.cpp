@@ -377,6 +377,17 @@ std::optional<Pod> parsePod(const Json& json, const std::string& path, Diagnosti
   spec.forEach("initContainers", [&](const Json& item, const std::string& p) {
     pod.initContainers.push_back(parseContainer(item, p, diagnostics));
   });
+  spec.forEach("volumes", [&](const Json& item, const std::string& p) {
+    JsonObject v(item, p, diagnostics);
+    if (!v.valid()) return;
+    // The kubelet's localVolumeNames: hostPath, or IsLocalEphemeralVolume (gitRepo, an
+    // emptyDir with the default medium, configMap).
+    const JsonObject emptyDir = v.object("emptyDir");
+    const bool local = v.member("hostPath") != nullptr || v.member("gitRepo") != nullptr ||
+                       v.member("configMap") != nullptr ||
+                       (emptyDir.valid() && emptyDir.string("medium").value_or("").empty());
+    if (local) pod.localVolumes.push_back(v.requiredString("name"));
+  });
 
   JsonObject status = obj.object("status");
   pod.phase = status.string("phase").value_or("");
@@ -563,7 +574,16 @@ std::optional<Summary> parseSummary(const Json& json, const std::string& path,
       c.memoryWorkingSetBytes = cs.object("memory").unsignedInteger("workingSetBytes");
       c.rootfsUsedBytes = cs.object("rootfs").unsignedInteger("usedBytes");
       c.logsUsedBytes = cs.object("logs").unsignedInteger("usedBytes");
+      c.rootfsInodesUsed = cs.object("rootfs").unsignedInteger("inodesUsed");
+      c.logsInodesUsed = cs.object("logs").unsignedInteger("inodesUsed");
       stats.containers.push_back(std::move(c));
+    });
+    ps.forEach("volume", [&](const Json& vitem, const std::string& vp) {
+      JsonObject vs(vitem, vp, diagnostics);
+      if (!vs.valid()) return;
+      stats.volumes.push_back(VolumeStats{vs.string("name").value_or(""),
+                                          vs.unsignedInteger("usedBytes"),
+                                          vs.unsignedInteger("inodesUsed")});
     });
     summary.pods.push_back(std::move(stats));
   });

@@ -73,6 +73,9 @@ struct Pod {
   std::vector<Toleration> tolerations;
   std::int64_t terminationGracePeriodSeconds = 30;  // the API's default
   ResourceList overhead;
+  // The pod's local volumes as the kubelet's eviction counts them (localVolumeNames):
+  // spec.volumes[] that are hostPath, emptyDir on disk (no medium), configMap or gitRepo.
+  std::vector<std::string> localVolumes;
   // spec.resources (pod-level resources, Kubernetes 1.34+); a stanza that names nothing is empty.
   ResourceList podLevelRequests;
   ResourceList podLevelLimits;
@@ -200,6 +203,15 @@ struct ContainerStats {
   std::optional<std::uint64_t> memoryWorkingSetBytes;
   std::optional<std::uint64_t> rootfsUsedBytes;
   std::optional<std::uint64_t> logsUsedBytes;
+  std::optional<std::uint64_t> rootfsInodesUsed;
+  std::optional<std::uint64_t> logsInodesUsed;
+};
+
+// pods[].volume[]: one volume's usage.
+struct VolumeStats {
+  std::string name;
+  std::optional<std::uint64_t> usedBytes;
+  std::optional<std::uint64_t> inodesUsed;
 };
 
 struct PodStats {
@@ -213,6 +225,7 @@ struct PodStats {
   std::optional<std::uint64_t> ephemeralStorageInodesUsed;
   std::optional<std::uint64_t> swapUsageBytes;  // swap.swapUsageBytes (NodeSwap, cgroup v2)
   std::vector<ContainerStats> containers;
+  std::vector<VolumeStats> volumes;
 };
 
 struct NodeStats {

@@ -42,17 +42,19 @@ std::string quote(std::string_view s) {
   return Json(std::string(s)).dump();
 }
 
-// Parses "10.5%" into 10.5 the way Go's ParseFloat would accept the number part.
-std::optional<double> parsePercentNumber(std::string_view text) {
+// A percentage as the kubelet reads it (parsePercentage): the number before "%" rounded once
+// to the nearest float32 (strconv.ParseFloat(s, 32)), then divided by 100 in float32. The
+// fraction, not the number, is what the range checks compare: "100.000001%" is 1.0 there.
+std::optional<float> parsePercentFraction(std::string_view text) {
   if (text.size() < 2 || text.back() != '%') return std::nullopt;
   std::string_view number = text.substr(0, text.size() - 1);
   if (!number.empty() && number[0] == '+') number.remove_prefix(1);
-  double value = 0;
+  float value = 0;
   auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (ec != std::errc() || end != number.data() + number.size() || !std::isfinite(value)) {
     return std::nullopt;
   }
-  return value;
+  return value / 100.0f;
 }
 
 // The signal-keyed maps of the file: evictionHard, evictionSoft, ... Reports non-string values
@@ -100,23 +102,25 @@ std::map<Signal, std::pair<std::string, std::string>> signalMap(const Json& root
 }
 
 // A threshold: a positive quantity or a percentage in [0%, 100%]. Returns nothing for an
-// error (reported) and a zero value for a disabled threshold (0% or 100%).
+// error (reported) and a zero value for a disabled threshold ("0%" or "100%").
 std::optional<ThresholdValue> parseThresholdValue(const std::string& text, const std::string& path,
                                                   Diagnostics& diagnostics) {
   ThresholdValue value;
   value.text = text;
   if (!text.empty() && text.back() == '%') {
-    auto number = parsePercentNumber(text);
-    if (!number) {
+    auto fraction = parsePercentFraction(text);
+    if (!fraction) {
       diagnostics.add(path, "expected a quantity or a percentage, got " + quote(text));
       return std::nullopt;
     }
-    if (*number < 0 || *number > 100) {
+    if (*fraction < 0 || *fraction > 1) {
       diagnostics.add(path, "must be between 0% and 100%, got " + quote(text));
       return std::nullopt;
     }
-    if (*number == 0 || *number == 100) return ThresholdValue{};  // disabled, as the kubelet
-    value.percentage = static_cast<float>(*number) / 100.0f;
+    // Disabled: exactly "0%" or "100%" as written, as the kubelet's parseThresholdStatement
+    // ignores them; "100.0%" is a threshold at the whole capacity there, and here.
+    if (text == "0%" || text == "100%") return ThresholdValue{};
+    value.percentage = *fraction;
     return value;
   }
   auto q = Quantity::parse(text);
@@ -137,16 +141,16 @@ std::optional<ThresholdValue> parseMinReclaim(const std::string& text, const std
   ThresholdValue value;
   value.text = text;
   if (!text.empty() && text.back() == '%') {
-    auto number = parsePercentNumber(text);
-    if (!number) {
+    auto fraction = parsePercentFraction(text);
+    if (!fraction) {
       diagnostics.add(path, "expected a quantity or a percentage, got " + quote(text));
       return std::nullopt;
     }
-    if (*number <= 0 || *number > 100) {
+    if (*fraction <= 0 || *fraction > 1) {
       diagnostics.add(path, "must be a percentage above 0% and at most 100%, got " + quote(text));
       return std::nullopt;
     }
-    value.percentage = static_cast<float>(*number) / 100.0f;
+    value.percentage = *fraction;
     return value;
   }
   auto q = Quantity::parse(text);

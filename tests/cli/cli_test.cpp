@@ -498,3 +498,51 @@ TEST_CASE("overflow: a threshold plus reclaim beyond 2^63 is shown clamped, neve
   CHECK(check.err.find("\"8Ei\" is beyond 2^63-1 and counts as 9223372036854775807") !=
         std::string::npos);
 }
+
+TEST_CASE("explain --batch answers each line exactly as the command alone would") {
+  const std::vector<std::string> commands = {
+      R"(["eviction", "--snapshot", "examples/snapshot.json", "--policy", "examples/policy.json", "-o", "json"])",
+      R"(["eviction", "--snapshot", "examples/snapshot.json", "--policy", "examples/policy.json"])",
+      R"(["eviction", "--snapshot", "examples/snapshot.json", "-o", "json", "--assume-grace-elapsed"])",
+      R"(["eviction", "--snapshot", "no-such-file.json"])",
+      R"(["eviction", "--bogus"])",
+  };
+  const std::vector<std::string> alone = {
+      "explain eviction --snapshot examples/snapshot.json --policy examples/policy.json -o json",
+      "explain eviction --snapshot examples/snapshot.json --policy examples/policy.json",
+      "explain eviction --snapshot examples/snapshot.json -o json --assume-grace-elapsed",
+      "explain eviction --snapshot no-such-file.json",
+      "explain eviction --bogus",
+  };
+  std::string text;
+  for (const auto& c : commands) text += c + "\n\n";
+  text += "{\"not\": \"an array\"}\n";
+  text += R"(["eviction", "--snapshot", "-"])" "\n";
+  text += R"(["--batch", "x"])" "\n";
+  fs::path batch = write("batch.jsonl", text);
+  Run r = run("explain --batch " + quote(batch.string()));
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<Json> replies;
+  while (std::getline(lines, line)) replies.push_back(Json::parse(line));
+  REQUIRE(replies.size() == commands.size() + 3);
+  for (std::size_t i = 0; i < alone.size(); ++i) {
+    CAPTURE(alone[i]);
+    Run one = run(alone[i]);
+    CHECK(replies[i]["exit"] == one.status);
+    CHECK(replies[i]["stdout"] == one.out);
+    CHECK(replies[i]["stderr"] == one.err);
+  }
+  for (std::size_t i = commands.size(); i < replies.size(); ++i) {
+    CHECK(replies[i]["exit"] == 2);
+    CHECK(replies[i]["stdout"] == "");
+    CHECK(replies[i]["stderr"].get<std::string>().find("--batch") != std::string::npos);
+  }
+  // Standard input as the batch; an unreadable batch file is bad input.
+  Run piped = run("explain --batch -", batch.string());
+  CHECK(piped.status == 0);
+  CHECK(piped.out == r.out);
+  CHECK(run("explain --batch /no/such/batch").status == 1);
+  CHECK(run("explain --batch").status == 2);
+}

@@ -354,6 +354,7 @@ std::string dump(const Snapshot& s) {
       }
     }
     for (const auto& [r, v] : p.requests) o << " req " << r << "=" << v;
+    for (const auto& v : p.localVolumes) o << " localvol " << v;
     o << "\n";
   }
   for (const auto& c : s.priorityClasses) {
@@ -388,8 +389,9 @@ std::string dump(const Snapshot& s) {
         << opt(ps.ephemeralStorageUsedBytes) << opt(ps.ephemeralStorageInodesUsed);
       for (const auto& c : ps.containers) {
         o << " c " << c.name << opt(c.memoryWorkingSetBytes) << opt(c.rootfsUsedBytes)
-          << opt(c.logsUsedBytes);
+          << opt(c.logsUsedBytes) << opt(c.rootfsInodesUsed) << opt(c.logsInodesUsed);
       }
+      for (const auto& v : ps.volumes) o << " v " << v.name << opt(v.usedBytes) << opt(v.inodesUsed);
       o << "\n";
     }
   }
@@ -439,7 +441,9 @@ TEST_CASE("snapshot: skipping unread members while parsing loses nothing the mod
                 "nodeSelector": {"env": "prod", "volumes": "z"},
                 "tolerations": [{"key": "k", "operator": "Equal", "value": "v", "effect": "NoExecute", "tolerationSeconds": 30}],
                 "terminationGracePeriodSeconds": 12, "overhead": {"memory": "10Mi"},
-                "volumes": [{"name": "v"}],
+                "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "1Gi"}}, {"name": "w", "hostPath": {"path": "/x"}},
+                            {"name": "m", "emptyDir": {"medium": "Memory"}}, {"name": "s", "secret": {"secretName": "s"}},
+                            {"name": "g", "configMap": {"name": "cm"}}],
                 "containers": [{"name": "c1", "env": [{"name": "A"}], "ports": [{"containerPort": 1}],
                                 "resources": {"requests": {"cpu": "100m", "env": "1"}, "limits": {"memory": "1Gi"}}}],
                 "initContainers": [{"name": "i", "restartPolicy": "Always", "resources": {"requests": {"memory": "5Mi"}}}]},
@@ -459,8 +463,8 @@ TEST_CASE("snapshot: skipping unread members while parsing loses nothing the mod
                                 "memory": {"workingSetBytes": 13}, "cpu": {"usageNanoCores": 14},
                                 "process_stats": {"process_count": 15},
                                 "ephemeral-storage": {"usedBytes": 16, "inodesUsed": 17},
-                                "volume": [{"name": "v", "usedBytes": 1}], "network": {"rxBytes": 1},
+                                "volume": [{"name": "v", "usedBytes": 1, "inodesUsed": 2, "time": "x"}], "network": {"rxBytes": 1},
                                 "containers": [{"name": "c1", "memory": {"workingSetBytes": 18},
-                                                "rootfs": {"usedBytes": 19}, "logs": {"usedBytes": 20}}]}]}}
+                                                "rootfs": {"usedBytes": 19, "inodesUsed": 21}, "logs": {"usedBytes": 20, "inodesUsed": 22}}]}]}}
   })");
 }

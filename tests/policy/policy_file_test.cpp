@@ -109,6 +109,32 @@ TEST_CASE("policy: 0% and 100% disable a threshold") {
   CHECK(p.thresholds.empty());
 }
 
+TEST_CASE("policy: only the strings 0% and 100% disable; 100.00% is the whole capacity") {
+  // The kubelet's parseThresholdStatement ignores exactly "0%" and "100%" as written
+  // (judge case tests/judges/cases/eviction-threshold-100.00-percent.json).
+  Policy p = parseOk(R"({"evictionHard": {"pid.available": "100.00%", "memory.available": "100.0%"}})");
+  const Threshold* pid = find(p, Signal::PidAvailable, true);
+  REQUIRE(pid != nullptr);
+  CHECK(pid->value.percentage == 1.0f);
+  CHECK(pid->value.resolve(32768).value() == 32768);
+  CHECK(find(p, Signal::MemoryAvailable, true) != nullptr);
+}
+
+TEST_CASE("policy: a percentage is rounded to float32 before its range is checked") {
+  // parsePercentage: strconv.ParseFloat(s, 32) / 100 in float32; 100.000001 rounds to 100.
+  Policy p = parseOk(R"({"evictionHard": {"memory.available": "100.000001%",
+                                          "nodefs.available": "0.0000001%"},
+                         "evictionMinimumReclaim": {"memory.available": "100.0000001%"}})");
+  const Threshold* mem = find(p, Signal::MemoryAvailable, true);
+  REQUIRE(mem != nullptr);
+  CHECK(mem->value.percentage == 1.0f);
+  CHECK(mem->minReclaim.percentage == 1.0f);
+  const Threshold* fs = find(p, Signal::NodeFsAvailable, true);
+  REQUIRE(fs != nullptr);
+  CHECK(fs->value.percentage == 1e-7f / 100.0f);
+  CHECK(errorsOf(R"({"evictionHard": {"memory.available": "100.00001%"}})").size() == 1);
+}
+
 TEST_CASE("policy: percentages resolve like the kubelet's float32 arithmetic") {
   Policy p = parseOk(R"({"evictionHard": {"memory.available": "10.5%"},
                          "evictionMinimumReclaim": {"memory.available": "5%"}})");

@@ -421,6 +421,31 @@ TEST_CASE("EVT TestEvictonMessageWithResourceResize: the allocated request, and 
         "memory. ");
 }
 
+TEST_CASE("judge: a pod-level memory limit alone: the message names what the API server stores") {
+  // defaultPodLevelRequests (pkg/api/pod/util.go) fills the pod-level request with the
+  // containers' aggregate request when one requests memory (its format from the first
+  // quantity added), else with the limit; the kubelet prints the stored object's value.
+  // Judge cases tests/judges/cases/eviction-pod-level-limit-alone-*.json.
+  const std::string fromLimit =
+      messageFor({container("testcontainer", R"("cpu": "100m")"), "",
+                  R"("limits": {"memory": "545M"}, "requests": {"cpu": "536m"})"},
+                 "157286400", "157286400");
+  CHECK(fromLimit.find("Pod p was using 150Mi, request is 545M, ") != std::string::npos);
+  const std::string fromContainers =
+      messageFor({container("testcontainer", R"("memory": "31125000")"), "",
+                  R"("limits": {"memory": "249M"}, "requests": {"cpu": "2"})"},
+                 "157286400", "157286400");
+  CHECK(fromContainers.find("Pod p was using 150Mi, request is 31125k, ") != std::string::npos);
+  // A sidecar and a larger init container: the init peak, in its own format.
+  const std::string fromInit = messageFor(
+      {container("testcontainer", R"("memory": "100Mi")"),
+       container("sidecar", R"("memory": "28Mi")", "", true) + ", " +
+           container("init", R"("memory": "200M")"),
+       R"("limits": {"memory": "1Gi"})"},
+      "157286400", "157286400");
+  CHECK(fromInit.find("request is 229360128, ") != std::string::npos);  // 200M + 28Mi
+}
+
 TEST_CASE("bad input: malformed pod-level resources and resize status name their JSON path") {
   auto errors = snapshotErrors(R"({"pods": [)" +
                                podJson("p", {container("c", R"("cpu": "1")"), "", "",

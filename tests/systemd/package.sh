@@ -128,7 +128,7 @@ if command -v bash >/dev/null 2>&1; then
   expect "nodewarden agent --dry: --dry-run"
   expect "nodewarden agent --log-format : text json"
   expect "nodewarden agent --policy : FILES"
-  expect "nodewarden explain : eviction admission preemption"
+  expect "nodewarden explain : eviction admission preemption --batch"
   expect "nodewarden explain eviction -o : table json"
   expect "kubectl-nodewarden status --w: --watch"
 fi
