@@ -10,7 +10,7 @@
 // killer wins that race, at this period the agent does.
 //
 // No clock is read here: every call takes `now`, so tests drive it with made-up times and a
-// fake reader (STYLE.md point 3).
+// fake reader (docs/conventions.md §2).
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Finding the cgroup hierarchies below an injectable root (STYLE.md point 3).
+// Finding the cgroup hierarchies below an injectable root (docs/conventions.md §3).
 //
 // On a real root (/sys/fs/cgroup or a host mount of it, e.g. /host/sys/fs/cgroup) the mounts
 // come from libcgroup and are cross-checked against /proc/self/mountinfo; disagreements are

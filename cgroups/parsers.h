@@ -1,7 +1,7 @@
 // Pure parsers for the kernel's cgroup and /proc text formats. No I/O: each takes the file's
 // text and returns a value or an Error naming what was wrong. They never throw and never read
 // outside the given view; every number goes through std::from_chars with overflow checks.
-// These are the fuzz targets of cgroups/ (STYLE.md point 4).
+// These are the fuzz targets of cgroups/ (docs/conventions.md §4).
 #pragma once
 
 #include <sys/types.h>

@@ -1,6 +1,6 @@
 // The kubelet's pod cgroup layout and the PodCgroups index (pod UID → its cgroups).
 //
-// Layout (kubelet pkg/kubelet/cm, see ../shared/reference/kubernetes-integration.md §1):
+// Layout (the kubelet's pkg/kubelet/cm; docs/reference.md §1.3):
 //   cgroupfs driver: <kubepods>/pod<uid>, <kubepods>/burstable/pod<uid>,
 //                    <kubepods>/besteffort/pod<uid>
 //   systemd driver:  kubepods.slice/kubepods-pod<uid_>.slice,

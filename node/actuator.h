@@ -1,5 +1,6 @@
-// What the agent does to a pod it decided to evict, behind one small interface (STYLE.md
-// point 7): the cgroup killer, a dry run that only logs, and a recording fake for tests.
+// What the agent does to a pod it decided to evict, behind one small interface
+// (docs/conventions.md §7): the cgroup killer, a dry run that only logs, and a recording
+// fake for tests.
 //
 // Threading: everything runs on the agent's loop thread; evict() never blocks it.
 #pragma once
