@@ -95,4 +95,26 @@ Result<void> writeFileAtomically(const std::string& path, const std::string& tex
   return {};
 }
 
+Result<std::string> readTrimmedFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    return Error{path + ": " + std::strerror(err != 0 ? err : ENOENT), err};
+  }
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) return Error{path + ": read error"};
+  std::string text = out.str();
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
+                           text.back() == '\t'))
+    text.pop_back();
+  return text;
+}
+
+FileStamp FileStamp::of(const struct stat& st) {
+  return FileStamp{static_cast<std::uint64_t>(st.st_ino), static_cast<std::int64_t>(st.st_size),
+                   static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
+                       st.st_mtim.tv_nsec};
+}
+
 }  // namespace nodewarden

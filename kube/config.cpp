@@ -12,34 +12,14 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
+#include "base/files.h"
 #include "kube/kubeconfig.h"
 
 namespace nodewarden::kube {
 
 namespace {
-
-std::string trimTrailingSpace(std::string s) {
-  while (!s.empty() &&
-         (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
-    s.pop_back();
-  return s;
-}
-
-Result<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    int e = errno;
-    return Error{path + ": " + std::strerror(e != 0 ? e : ENOENT), e};
-  }
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad()) return Error{path + ": read error"};
-  return out.str();
-}
 
 std::string hostForUrl(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
@@ -340,17 +320,17 @@ Result<ClusterConfig> inClusterConfig(const std::string& serviceAccountDir,
   c.tls = true;
   c.tokenFile = serviceAccountDir + "/token";
   c.caFile = serviceAccountDir + "/ca.crt";
-  auto token = readFile(c.tokenFile);
+  auto token = readTrimmedFile(c.tokenFile);
   if (!token) return token.error().withContext("in-cluster service account");
-  if (trimTrailingSpace(*token).empty())
+  if (token->empty())
     return Error{"in-cluster service account: " + c.tokenFile + " is empty"};
   struct stat st {};
   if (::stat(c.caFile.c_str(), &st) != 0) {
     int e = errno;
     return Error{"in-cluster service account: " + c.caFile + ": " + std::strerror(e), e};
   }
-  auto ns = readFile(serviceAccountDir + "/namespace");
-  c.namespaceName = ns ? trimTrailingSpace(*ns) : std::string();
+  auto ns = readTrimmedFile(serviceAccountDir + "/namespace");
+  c.namespaceName = ns ? *ns : std::string();
   if (c.namespaceName.empty()) c.namespaceName = "default";
   c.server = "https://" + hostForUrl(host) + ":" + port;
   c.description = "in-cluster service account (" + serverUrl(c) + ")";

@@ -6,33 +6,8 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace nodewarden::kube {
-
-namespace {
-
-std::string trimTrailingSpace(std::string s) {
-  while (!s.empty() &&
-         (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
-    s.pop_back();
-  return s;
-}
-
-Result<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    int e = errno;
-    return Error{path + ": " + std::strerror(e != 0 ? e : ENOENT), e};
-  }
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad()) return Error{path + ": read error"};
-  return out.str();
-}
-
-}  // namespace
 
 TokenSource::TokenSource(const ClusterConfig& config)
     : fixed_(config.token), file_(config.tokenFile), token_(config.token) {}
@@ -50,26 +25,21 @@ const std::string& TokenSource::token() {
     problem_ = "token file " + file_ + ": " + std::strerror(e);
     return token_;
   }
-  std::int64_t mtime =
-      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (!forced && problem_.empty() && static_cast<std::uint64_t>(st.st_ino) == inode_ &&
-      static_cast<std::int64_t>(st.st_size) == size_ && mtime == mtimeNanos_)
-    return token_;
-  auto text = readFile(file_);
+  const FileStamp stamp = FileStamp::of(st);
+  if (!forced && problem_.empty() && stamp == stamp_) return token_;
+  auto text = readTrimmedFile(file_);
   if (!text) {
     problem_ = "token file " + text.error().message;
     return token_;
   }
-  std::string fresh = trimTrailingSpace(std::move(*text));
+  std::string fresh = std::move(*text);
   if (fresh.empty()) {
     problem_ = "token file " + file_ + " is empty";
     return token_;
   }
   token_ = std::move(fresh);
   problem_.clear();
-  inode_ = static_cast<std::uint64_t>(st.st_ino);
-  size_ = static_cast<std::int64_t>(st.st_size);
-  mtimeNanos_ = mtime;
+  stamp_ = stamp;
   return token_;
 }
 

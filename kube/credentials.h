@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/files.h"
 #include "kube/config.h"
 #include "kube/exec_plugin.h"
 
@@ -37,9 +38,7 @@ class TokenSource {
   std::string file_;
   std::string token_;
   std::string problem_;
-  std::uint64_t inode_ = 0;
-  std::int64_t size_ = -1;
-  std::int64_t mtimeNanos_ = 0;
+  FileStamp stamp_;
   std::chrono::steady_clock::time_point lastCheck_{};
   bool force_ = true;
 };
