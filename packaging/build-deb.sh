@@ -121,6 +121,9 @@ ln -s nodewarden.1.gz "$root/usr/share/man/man1/kubectl-nodewarden.1.gz"
 ln -s nodewarden "$root/usr/share/bash-completion/completions/kubectl-nodewarden"
 
 install -m 0644 "$SRC/README.md" "$root$docdir/README.md"
+# The manual the README links to, beside it as in the source (README.md → docs/…).
+install -d -m 0755 "$root$docdir/docs"
+install -m 0644 "$SRC"/docs/*.md "$SRC"/docs/*.svg "$root$docdir/docs/"
 cat >"$root$docdir/copyright" <<EOF
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: nodewarden

@@ -61,7 +61,7 @@ done
 for f in usr/bin/nodewarden etc/nodewarden/policy.json etc/default/nodewarden "$unit" \
          usr/share/man/man1/nodewarden.1.gz usr/share/bash-completion/completions/nodewarden \
          usr/share/doc/nodewarden/copyright usr/share/doc/nodewarden/changelog.Debian.gz \
-         usr/share/doc/nodewarden/README.md; do
+         usr/share/doc/nodewarden/README.md usr/share/doc/nodewarden/docs/reference.md; do
   [ -n "$f" ] && [ -f "$r/$f" ] || fail "no /$f in the package"
 done
 [ -d "$r/etc/nodewarden/pods.d" ] || fail "no /etc/nodewarden/pods.d"
