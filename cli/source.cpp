@@ -81,6 +81,9 @@ bool kubectlPlugin = false;
 void setKubectlPluginMode(bool on) {
   kubectlPlugin = on;
 }
+bool kubectlPluginMode() {
+  return kubectlPlugin;
+}
 
 Result<policy::Policy> loadPolicyOption(const Args& args, std::ostream& err) {
   const auto path = args.value("policy");

@@ -26,6 +26,7 @@ inline const std::set<std::string> kSourceOptions = {"snapshot", "kubeconfig", "
 // explain reads the cluster as kubectl would — $KUBECONFIG's files merged, else
 // ~/.kube/config (docs/reference.md §1.10). Set by main() from argv[0].
 void setKubectlPluginMode(bool on);
+bool kubectlPluginMode();
 
 struct SourceChoice {
   bool ambient = false;                   // no source given, as a kubectl plugin
