@@ -416,7 +416,8 @@ int runDemo(const std::vector<std::string>& argv) {
     cgroups::PodCgroups pods(*hierarchy, sandbox.kubepods());
     agent = std::make_unique<Agent>(
         io, options, policy, std::move(pods),
-        std::make_unique<StaticPodSource>(manifests.string(), options.nodeName), cgroupActuator());
+        std::make_unique<StaticPodSource>(manifests.string(), options.nodeName),
+        baseline ? node::dryRunActuator() : cgroupActuator());
     auto ok = agent->start();
     if (!ok) {
       std::cerr << "nodewarden demo: " << ok.error().message << "\n";

@@ -720,23 +720,26 @@ std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeV
 
 std::vector<std::pair<std::string, record::OomKill>> Recorder::readKernel(RingSample& sample) {
   std::vector<std::pair<std::string, record::OomKill>> kills;
-  // The pods' cgroup on cgroup v2 (hierarchical memory.events, PSI); else the node's PSI and
+  // The pods' cgroup on cgroup v2 (hierarchical memory.events); PSI from its cgroup2
+  // directory (hybrid hosts have one without the memory controller), else the node's; on v1,
   // /proc/vmstat's oom_kill.
-  const cgroups::CgroupDir* v2 = nullptr;
-  if (pods_.kubepodsMemory().valid() && pods_.kubepodsMemory().version() == cgroups::Version::V2) {
-    v2 = &pods_.kubepodsMemory();
-  } else if (pods_.kubepodsUnified() && pods_.kubepodsUnified()->valid()) {
-    v2 = &*pods_.kubepodsUnified();
-  }
+  const bool v2 = pods_.hierarchy().memoryVersion == cgroups::Version::V2 &&
+                  pods_.kubepodsMemory().valid();
+  const cgroups::CgroupDir* unified = v2 ? &pods_.kubepodsMemory()
+                                      : (pods_.kubepodsUnified() && pods_.kubepodsUnified()->valid())
+                                          ? &*pods_.kubepodsUnified()
+                                          : nullptr;
   std::optional<std::uint64_t> globalKills;
-  if (v2 != nullptr) {
-    if (auto text = v2->read(cgroups::CgroupDir::File::MemoryPressure, buffer_)) {
+  if (unified != nullptr) {
+    if (auto text = unified->read(cgroups::CgroupDir::File::MemoryPressure, buffer_)) {
       if (auto p = cgroups::parsePressure(*text)) {
         sample.pressure = record::Pressure{p->some.avg10, p->full ? p->full->avg10 : 0,
                                            p->some.totalMicros, p->full ? p->full->totalMicros : 0};
       }
     }
-    if (auto events = cgroups::readMemoryEvents(*v2, buffer_)) {
+  }
+  if (v2) {
+    if (auto events = cgroups::readMemoryEvents(pods_.kubepodsMemory(), buffer_)) {
       sample.events = record::MemoryEvents{events->high, events->max, events->oom, events->oomKill};
       globalKills = events->oomKill;
     }
@@ -756,7 +759,7 @@ std::vector<std::pair<std::string, record::OomKill>> Recorder::readKernel(RingSa
       }
     }
   }
-  if (v2 == nullptr) {
+  if (!v2) {
     if (!vmstat_) {
       auto fd = cgroups::openFileAt(AT_FDCWD, options_.procRoot + "/vmstat");
       if (fd) vmstat_ = std::move(fd).value();
@@ -785,11 +788,8 @@ std::vector<std::pair<std::string, record::OomKill>> Recorder::readKernel(RingSa
     if (known && !changed) continue;
     std::optional<std::uint64_t> count;
     std::optional<std::uint64_t> ooms;
-    const cgroups::CgroupDir* dir = pod->memory.version() == cgroups::Version::V2 ? &pod->memory
-                                    : pod->unified                                ? &*pod->unified
-                                                                                  : nullptr;
-    if (dir != nullptr && (dir == &pod->memory || v2 != nullptr)) {
-      if (auto events = cgroups::readMemoryEvents(*dir, buffer_)) {
+    if (pod->memory.version() == cgroups::Version::V2) {
+      if (auto events = cgroups::readMemoryEvents(pod->memory, buffer_)) {
         count = events->oomKill;
         ooms = events->oom;
       }
@@ -807,7 +807,7 @@ std::vector<std::pair<std::string, record::OomKill>> Recorder::readKernel(RingSa
     podKills_[uid] = *count;
     if (ooms) podOoms_[uid] = *ooms;
   }
-  if (globalDelta > attributed && v2 != nullptr) {
+  if (globalDelta > attributed && v2) {
     record::OomKill kill;
     kill.count = globalDelta - attributed;
     kill.limit = "node";
