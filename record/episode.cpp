@@ -18,6 +18,11 @@ constexpr std::size_t kSignalCount = std::size(policy::kAllSignals);
 // A frame larger than this is corrupt, whatever its CRC says (a sample of 10,000 pods is
 // about 100 KB).
 constexpr std::uint32_t kMaxFrame = 64u << 20;
+// Times stay within ±2^62 ns of the origin (146 years) and a pod's figures below 2^46 (64
+// TiB), so that differences and sums over a sample's pods never overflow.
+constexpr std::int64_t kMaxTime = std::int64_t(1) << 62;
+constexpr std::uint64_t kMaxPodFigure = std::uint64_t(1) << 46;
+constexpr std::size_t kMaxPods = 1 << 16;
 
 std::array<std::uint32_t, 256> makeCrcTable() {
   std::array<std::uint32_t, 256> table{};
@@ -481,21 +486,11 @@ std::string encodeEpisode(const Episode& episode) {
   std::string out = encoder.begin(episode);
   std::size_t nextPolicy = 0, nextOrder = 0, nextKill = 0, nextOutcome = 0;
   out += encoder.state(episode.state);
-  std::uint32_t podsWritten = 0;
-  auto writePods = [&](const Sample& sample) {
-    std::uint32_t highest = 0;
-    for (const PodFigures& p : sample.pods) highest = std::max(highest, p.pod + 1);
-    for (const PlannedEviction& e : sample.plan) highest = std::max(highest, e.pod + 1);
-    while (podsWritten < highest && podsWritten < episode.pods.size()) {
-      out += encoder.pod(podsWritten, episode.pods[podsWritten]);
-      ++podsWritten;
-    }
-  };
+  for (std::uint32_t i = 0; i < episode.pods.size(); ++i) out += encoder.pod(i, episode.pods[i]);
   for (std::size_t i = 0; i < episode.samples.size(); ++i) {
     while (nextPolicy < episode.policies.size() && episode.policies[nextPolicy].sample <= i) {
       out += encoder.policy(i, episode.policies[nextPolicy++].policy);
     }
-    writePods(episode.samples[i]);
     out += encoder.sample(episode.samples[i]);
     // Events belong after their sample.
     while (nextOrder < episode.orders.size() && episode.orders[nextOrder].sample <= i) {
@@ -676,6 +671,8 @@ class Decoder {
         JsonFields t{item, {}};
         s.firstObservedAt.push_back({*key, t.integer("t")});
         if (!t.problem.empty()) return Error{"STATE: firstObservedAt: " + t.problem};
+        const std::int64_t since = s.firstObservedAt.back().t;
+        if (since > kMaxTime || since < -kMaxTime) return Error{"STATE: a time beyond 2^62 ns"};
       }
     }
     if (json->contains("met") && (*json)["met"].is_array()) {
@@ -687,8 +684,13 @@ class Decoder {
     }
     if (json->contains("conditionLastObservedAt") && (*json)["conditionLastObservedAt"].is_object()) {
       for (const auto& [condition, value] : (*json)["conditionLastObservedAt"].items()) {
-        if (!value.is_number_integer()) return Error{"STATE: conditionLastObservedAt: expected integers"};
-        s.conditionLastObservedAt.emplace_back(condition, value.get<std::int64_t>());
+        if (!value.is_number_integer() ||
+            (value.is_number_unsigned() && value.get<std::uint64_t>() > std::uint64_t(kMaxTime))) {
+          return Error{"STATE: conditionLastObservedAt: expected integers"};
+        }
+        const std::int64_t t = value.get<std::int64_t>();
+        if (t > kMaxTime || t < -kMaxTime) return Error{"STATE: a time beyond 2^62 ns"};
+        s.conditionLastObservedAt.emplace_back(condition, t);
       }
     }
     return {};
@@ -699,7 +701,10 @@ class Decoder {
     ByteReader r(payload);
     Sample s;
     const Sample* prev = episode_.samples.empty() ? nullptr : &episode_.samples.back();
-    s.t = (prev ? prev->t : 0) + r.svarint();
+    const std::int64_t dt = r.svarint();
+    if (__builtin_add_overflow(prev ? prev->t : 0, dt, &s.t) || s.t > kMaxTime || s.t < -kMaxTime) {
+      return Error{"SAMPLE: a time beyond 2^62 ns"};
+    }
 
     const std::uint64_t mask = r.varint();
     if (mask >> (kEventsBit + 1)) return Error{"SAMPLE: unknown node figures in the mask"};
@@ -738,7 +743,7 @@ class Decoder {
       for (std::size_t i = 0; i < s.pods.size(); ++i) s.pods[i].pod = prev->pods[i].pod;
     } else if (listMode == 1) {
       const std::uint64_t count = r.varint();
-      if (count > r.remaining()) return Error{"SAMPLE: pod count beyond the frame"};
+      if (count > r.remaining() || count > kMaxPods) return Error{"SAMPLE: pod count beyond the frame"};
       s.pods.resize(count);
       std::int64_t last = 0;
       for (PodFigures& p : s.pods) {
@@ -784,6 +789,7 @@ class Decoder {
           }
           if (head & (1u << f)) fields[f] = r.delta(fields[f].value_or(0));
           else if (!fields[f]) return Error{"SAMPLE: a pod figure present without a value"};
+          if (*fields[f] >= kMaxPodFigure) return Error{"SAMPLE: a pod figure beyond 2^46"};
         }
         setPodFields(p, fields);
       }
@@ -878,6 +884,7 @@ class Decoder {
       Order o;
       o.sample = sampleIndex();
       o.t = f.integer("t");
+      if (o.t > kMaxTime || o.t < -kMaxTime) f.problem = "t: beyond 2^62 ns";
       o.pod = podIndex(false).value_or(0);
       o.signal = signalOf();
       o.hard = f.boolean("hard");
@@ -896,6 +903,7 @@ class Decoder {
       OomKill k;
       k.sample = sampleIndex();
       k.t = f.integer("t");
+      if (k.t > kMaxTime || k.t < -kMaxTime) f.problem = "t: beyond 2^62 ns";
       k.pod = podIndex(true);
       const std::int64_t count = f.integer("count", 1);
       k.count = count < 1 ? 1 : std::uint64_t(count);
@@ -905,6 +913,7 @@ class Decoder {
     } else if (kind == "outcome") {
       Outcome o;
       o.t = f.integer("t");
+      if (o.t > kMaxTime || o.t < -kMaxTime) f.problem = "t: beyond 2^62 ns";
       o.pod = podIndex(false).value_or(0);
       o.emptied = f.boolean("emptied");
       o.method = f.string("method");

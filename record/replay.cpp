@@ -11,6 +11,7 @@ namespace nodewarden::record {
 namespace {
 
 using policy::OrderedJson;
+using policy::Int128;
 using policy::Signal;
 
 constexpr std::int64_t kSecond = 1'000'000'000;
@@ -18,36 +19,40 @@ constexpr policy::TimePoint kOrigin = policy::TimePoint{} + std::chrono::hours(1
 
 policy::TimePoint at(std::int64_t t) { return kOrigin + std::chrono::nanoseconds(t); }
 
+// Figures come from files: every sum saturates instead of overflowing.
+std::int64_t clampTo64(Int128 v) {
+  if (v > Int128(std::numeric_limits<std::int64_t>::max())) return std::numeric_limits<std::int64_t>::max();
+  if (v < Int128(std::numeric_limits<std::int64_t>::min())) return std::numeric_limits<std::int64_t>::min();
+  return std::int64_t(v);
+}
+std::int64_t add(std::int64_t a, std::int64_t b) { return clampTo64(Int128(a) + b); }
+std::int64_t sub(std::int64_t a, std::int64_t b) { return clampTo64(Int128(a) - b); }
+std::int64_t bytes(std::uint64_t v) { return clampTo64(Int128(v)); }
+
 std::optional<std::int64_t> availableOf(const NodeFigures& node, Signal signal) {
   const auto& s = node.stats;
   if (signal == Signal::AllocatableMemoryAvailable) {
-    if (s.podsMemoryAvailableBytes) return std::int64_t(*s.podsMemoryAvailableBytes);
+    if (s.podsMemoryAvailableBytes) return bytes(*s.podsMemoryAvailableBytes);
     return std::nullopt;
   }
-  if (s.memoryAvailableBytes) return std::int64_t(*s.memoryAvailableBytes);
+  if (s.memoryAvailableBytes) return bytes(*s.memoryAvailableBytes);
   return std::nullopt;
 }
 
 std::int64_t capacityOf(const NodeFigures& node, Signal signal) {
   const auto& s = node.stats;
   if (signal == Signal::AllocatableMemoryAvailable) {
-    return std::int64_t(s.podsMemoryAvailableBytes.value_or(0) + s.podsMemoryWorkingSetBytes.value_or(0));
+    return clampTo64(Int128(s.podsMemoryAvailableBytes.value_or(0)) + s.podsMemoryWorkingSetBytes.value_or(0));
   }
-  return std::int64_t(s.memoryAvailableBytes.value_or(0) + s.memoryWorkingSetBytes.value_or(0));
+  return clampTo64(Int128(s.memoryAvailableBytes.value_or(0)) + s.memoryWorkingSetBytes.value_or(0));
 }
 
 // The node's figures with the pods' working set moved by `delta` bytes (positive: more used).
 NodeFigures moved(const NodeFigures& node, std::int64_t delta) {
   NodeFigures out = node;
   auto shift = [delta](std::optional<std::uint64_t>& available, std::optional<std::uint64_t>& used) {
-    if (available) {
-      const std::int64_t value = std::int64_t(*available) - delta;
-      available = std::uint64_t(std::max<std::int64_t>(0, value));
-    }
-    if (used) {
-      const std::int64_t value = std::int64_t(*used) + delta;
-      used = std::uint64_t(std::max<std::int64_t>(0, value));
-    }
+    if (available) available = std::uint64_t(std::max<std::int64_t>(0, sub(bytes(*available), delta)));
+    if (used) used = std::uint64_t(std::max<std::int64_t>(0, add(bytes(*used), delta)));
   };
   shift(out.stats.memoryAvailableBytes, out.stats.memoryWorkingSetBytes);
   shift(out.stats.podsMemoryAvailableBytes, out.stats.podsMemoryWorkingSetBytes);
@@ -69,7 +74,8 @@ int oomScoreAdj(const PodInfo& pod, std::int64_t nodeMemory) {
   if (pod.qos == policy::QosClass::Guaranteed) return -997;
   if (pod.qos == policy::QosClass::BestEffort) return 1000;
   if (nodeMemory <= 0) return 999;
-  std::int64_t adj = 1000 - (1000 * std::min(pod.memoryRequest, nodeMemory)) / nodeMemory;
+  const double share = double(std::clamp<std::int64_t>(pod.memoryRequest, 0, nodeMemory)) / double(nodeMemory);
+  std::int64_t adj = 1000 - std::int64_t(1000 * share);
   if (adj < 3) adj = 3;
   if (adj == 1000) adj = 999;
   return int(adj);
@@ -168,7 +174,7 @@ struct World {
   std::vector<PodFigures> pods;  // the simulated pods of the current sample
 };
 
-std::int64_t ws(const PodFigures& p) { return std::int64_t(p.workingSet.value_or(0)); }
+std::int64_t ws(const PodFigures& p) { return bytes(p.workingSet.value_or(0)); }
 
 // Updates the tracks from a recorded sample; returns the recorded pods' working set.
 std::int64_t follow(const Episode& episode, const Sample& sample, World& world) {
@@ -186,7 +192,7 @@ std::int64_t follow(const Episode& episode, const Sample& sample, World& world) 
     t.present = true;
     t.entry = p.pod;
     t.last = p;
-    recorded += ws(p);
+    recorded = add(recorded, ws(p));
   }
   return recorded;
 }
@@ -233,10 +239,10 @@ Simulation simulate(const Episode& episode, const policy::Policy* candidate, boo
         PodFigures p = t.last;
         p.pod = t.entry;
         p.candidate = !t.inFlight;
-        simulated += ws(p);
+        simulated = add(simulated, ws(p));
         world.pods.push_back(p);
       }
-      node = moved(sample.node, simulated - recorded);
+      node = moved(sample.node, sub(simulated, recorded));
     };
     NodeFigures node;
     compose(node);
@@ -274,7 +280,7 @@ Simulation simulate(const Episode& episode, const policy::Policy* candidate, boo
       sim.kills.push_back(KernelKill{sample.t, episode.pods[victim->entry].key()});
       compose(node);
     }
-    sim.used.push_back(capacityOf(node, limit) - availableOf(node, limit).value_or(0));
+    sim.used.push_back(sub(capacityOf(node, limit), availableOf(node, limit).value_or(0)));
     if (!usePolicy) continue;
     const policy::Policy& policy = candidate != nullptr ? *candidate : policyAt(episode, i);
     buildView(episode, node, world.pods, view);
@@ -292,7 +298,9 @@ Simulation simulate(const Episode& episode, const policy::Policy* candidate, boo
       if (t.inFlight || t.gone) continue;
       t.inFlight = true;
       t.signal = e.signal;
-      t.freeAt = sample.t + e.gracePeriodSeconds * kSecond + killLatency;
+      t.freeAt = add(add(sample.t, clampTo64(Int128(std::clamp<std::int64_t>(e.gracePeriodSeconds, 0,
+                                                                      1'000'000'000)) * kSecond)),
+                     killLatency);
       t.evictedAt = sample.t;
       ReplayedEviction order;
       order.sample = i;
@@ -303,7 +311,7 @@ Simulation simulate(const Episode& episode, const policy::Policy* candidate, boo
       order.hard = e.hard;
       order.gracePeriodSeconds = e.gracePeriodSeconds;
       order.usage = e.usage;
-      sim.evictedBytes += e.usage;
+      sim.evictedBytes = add(sim.evictedBytes, e.usage);
       sim.orders.push_back(std::move(order));
     }
     state = std::move(evaluated.next);
@@ -378,14 +386,14 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
   std::int64_t killLatency = 0;
   if (!elapsed.empty()) {
     std::nth_element(elapsed.begin(), elapsed.begin() + long(elapsed.size() / 2), elapsed.end());
-    killLatency = std::int64_t(elapsed[elapsed.size() / 2] * 1e6);
+    killLatency = std::int64_t(std::clamp(elapsed[elapsed.size() / 2], 0.0, 1e6) * 1e6);
   }
   bool acted = false;
   for (const Order& o : episode.orders) acted |= !o.dryRun;
 
   for (const Sample& s : episode.samples) {
     result.capacity.push_back(capacityOf(s.node, limit));
-    result.recordedUsed.push_back(capacityOf(s.node, limit) - availableOf(s.node, limit).value_or(0));
+    result.recordedUsed.push_back(sub(capacityOf(s.node, limit), availableOf(s.node, limit).value_or(0)));
   }
 
   // The kernel alone.
@@ -407,7 +415,7 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
   const policy::Policy* candidate = options.policy ? &*options.policy : nullptr;
   if (useRecording) {
     result.evictedBytes = 0;
-    for (const ReplayedEviction& e : result.decisions) result.evictedBytes += e.usage;
+    for (const ReplayedEviction& e : result.decisions) result.evictedBytes = add(result.evictedBytes, e.usage);
     result.killsLeft = result.recordedOomKills;
   } else {
     Simulation sim = simulate(episode, result.policyIsRecorded ? nullptr : candidate, true, limit,
@@ -442,17 +450,17 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
     std::int64_t all = 0;
     for (std::size_t k = 0; k < world.tracks.size(); ++k) {
       figures[k][i] = ws(world.tracks[k].last);
-      all += figures[k][i];
+      all = add(all, figures[k][i]);
     }
     // Not moved(): it floors at 0, and the shortfall below it matters here.
     const auto available = availableOf(sample.node, limit);
-    base[i] = available ? *available - (all - recorded) : 0;
+    base[i] = available ? sub(*available, sub(all, recorded)) : 0;
   }
   std::size_t tightest = 0;
   for (std::size_t i = 0; i < base.size(); ++i) {
     if (base[i] < base[tightest]) tightest = i;
   }
-  result.neededBytes = std::max<std::int64_t>(0, result.killLine + 1 - base[tightest]);
+  result.neededBytes = std::max<std::int64_t>(0, sub(add(result.killLine, 1), base[tightest]));
 
   // Perfect foresight, in the policy's ranking at the tightest moment.
   {
@@ -479,9 +487,9 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
       if (safe()) break;
       if (!r.evictable) continue;
       const std::size_t k = world.byUid.at(r.pod->uid);
-      for (std::size_t i = 0; i < margin.size(); ++i) margin[i] += figures[k][i];
+      for (std::size_t i = 0; i < margin.size(); ++i) margin[i] = add(margin[i], figures[k][i]);
       bound.pods.push_back(r.pod->key);
-      bound.evictedBytes += figures[k][tightest];
+      bound.evictedBytes = add(bound.evictedBytes, figures[k][tightest]);
     }
     bound.feasible = safe();
   }
@@ -495,7 +503,7 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
     result.referenceT = episode.samples[tightest].t;
   }
   if (!result.decisions.empty()) {
-    result.leadTimeMs = double(*result.referenceT - result.decisions.front().t) / 1e6;
+    result.leadTimeMs = double(sub(*result.referenceT, result.decisions.front().t)) / 1e6;
   }
   return result;
 }
