@@ -77,7 +77,7 @@ const char* kDefaultPolicy = R"({
 const char* kDemoUsage =
     "usage: nodewarden demo [--policy FILE] [--scenario FILE] [--baseline] [--report FILE]\n"
     "                       [--plot FILE.svg] [--kubelet-like] [--duration SECONDS] [--quiet]\n"
-    "                       [--state-dir DIR]\n"
+    "                       [--state-dir DIR] [--node NAME]\n"
     "\n"
     "As root: builds a sandbox node (a kubepods cgroup with the scenario's memory limit, in\n"
     "the kubelet's cgroupfs layout), starts each pod as a real process that allocates and\n"
@@ -96,6 +96,7 @@ const char* kDemoUsage =
     "  --plot FILE.svg    draw the run: each pod's and the node's memory every 100 ms, the\n"
     "                     threshold and the limit, every eviction and kernel OOM kill marked\n"
     "  --duration SECONDS override the scenario's duration\n"
+    "  --node NAME        the sandbox node's name in logs and records (default demo-node)\n"
     "  --state-dir DIR    where the flight recorder keeps the run's pressure episode and\n"
     "                     decisions (default /var/lib/nodewarden, as the agent's); the report\n"
     "                     names the episode file and replays it. With --baseline the agent\n"
@@ -260,7 +261,7 @@ int runDemoLoad(const std::vector<std::string>& argv) {
 }
 
 int runDemo(const std::vector<std::string>& argv) {
-  auto args = parseArgs(argv, {"policy", "scenario", "report", "duration", "plot", "state-dir"},
+  auto args = parseArgs(argv, {"policy", "scenario", "report", "duration", "plot", "state-dir", "node"},
                         {"baseline", "kubelet-like", "quiet", "help"});
   if (!args) {
     std::cerr << "nodewarden demo: " << args.error().message << "\n\n" << kDemoUsage;
@@ -402,7 +403,7 @@ int runDemo(const std::vector<std::string>& argv) {
   std::unique_ptr<Agent> agent;
   {  // --baseline: the agent only watches and records, as a dry run; the kernel decides.
     AgentOptions options;
-    options.nodeName = "demo-node";
+    options.nodeName = args->value("node").value_or("demo-node");
     options.scan.nodeFsPath = "";  // the demo is about memory
     options.notifications = !kubeletLike;
     options.systemdNotify = false;

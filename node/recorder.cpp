@@ -28,9 +28,33 @@ using record::PodInfo;
 
 // ---- what the ring holds ----
 
+// One pod in one ring sample, compact (72 bytes: a pod block of 110 pods is 8 KB).
 struct Recorder::PodSample {
   std::shared_ptr<const PodInfo> info;
-  record::PodFigures figures;  // figures.pod unused here
+  std::uint64_t values[6] = {};  // working set, usage, swap, processes, ephemeral, inodes
+  std::uint8_t present = 0;      // bit i: values[i] is a figure
+  bool candidate = true;
+
+  void set(const record::PodFigures& f) {
+    const std::optional<std::uint64_t>* fields[6] = {&f.workingSet, &f.usage, &f.swap,
+                                                     &f.processes, &f.ephemeralStorage, &f.inodes};
+    present = 0;
+    for (int i = 0; i < 6; ++i) {
+      values[i] = fields[i]->value_or(0);
+      if (fields[i]->has_value()) present |= std::uint8_t(1u << i);
+    }
+    candidate = f.candidate;
+  }
+  record::PodFigures figures() const {
+    record::PodFigures f;
+    std::optional<std::uint64_t>* fields[6] = {&f.workingSet, &f.usage, &f.swap,
+                                               &f.processes, &f.ephemeralStorage, &f.inodes};
+    for (int i = 0; i < 6; ++i) {
+      if (present & (1u << i)) *fields[i] = values[i];
+    }
+    f.candidate = candidate;
+    return f;
+  }
 };
 
 struct Recorder::PodBlock {
@@ -271,7 +295,7 @@ struct Recorder::Writer {
     s.pods.reserve(sample.pods ? sample.pods->pods.size() : 0);
     if (sample.pods) {
       for (const PodSample& p : sample.pods->pods) {
-        record::PodFigures figures = p.figures;
+        record::PodFigures figures = p.figures();
         figures.pod = indexOf(p.info);
         s.pods.push_back(figures);
       }
@@ -464,7 +488,7 @@ struct Recorder::Writer {
       problem("decision-store-failed", ok.error().message);
       return;
     }
-    ::fdatasync(segmentFd_);
+    segmentDirty_ = true;  // synced once the queue is empty: a burst costs one sync
     segmentBytes_ += line.size();
   }
 
@@ -514,6 +538,17 @@ struct Recorder::Writer {
       busy_ = true;
       lock.unlock();
       job();
+      if (segmentDirty_ && segmentFd_ >= 0) {
+        bool more = false;
+        {
+          std::lock_guard<std::mutex> peek(mutex_);
+          more = !queue_.empty();
+        }
+        if (!more) {
+          ::fdatasync(segmentFd_);
+          segmentDirty_ = false;
+        }
+      }
       lock.lock();
       busy_ = false;
       queuedBytes_ -= bytes;
@@ -545,6 +580,7 @@ struct Recorder::Writer {
   std::size_t samples_ = 0, orders_ = 0, kills_ = 0, bytes_ = 0;
   // The decision store and log.
   int segmentFd_ = -1;
+  bool segmentDirty_ = false;
   std::uint64_t segmentSeq_ = 1;
   std::size_t segmentBytes_ = 0;
   int logFd_ = -1;
@@ -697,7 +733,7 @@ std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeV
   for (const policy::Pod& pod : snapshot.pods) {
     PodSample sample;
     sample.info = infoFor(pod);
-    record::PodFigures& f = sample.figures;
+    record::PodFigures f;
     f.candidate = std::binary_search(chosen.begin(), chosen.end(), &pod);
     if (auto it = stats.find(pod.uid); it != stats.end()) {
       const policy::PodStats& s = *it->second;
@@ -708,6 +744,7 @@ std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeV
       f.ephemeralStorage = diskUsageOf(s);
       f.inodes = s.ephemeralStorageInodesUsed;
     }
+    sample.set(f);
     block->pods.push_back(std::move(sample));
   }
   block->bytes = sizeof(PodBlock) + block->pods.capacity() * sizeof(PodSample);
@@ -887,12 +924,15 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
   const bool met = std::any_of(decision.signals.begin(), decision.signals.end(),
                                [](const policy::SignalStatus& s) { return s.met; });
   const bool active = met || !pending_.empty() || !kills.empty() || !inFlight_.empty();
-  const bool canWrite = writer_ && !options_.stateDir.empty();
+  const std::size_t queued = writer_ ? writer_->queuedBytes() : 0;
+  if (open_ && queued > options_.maxQueueBytes) closeEpisode("cut", now);  // a stalled disk
+  const bool canWrite = writer_ && !options_.stateDir.empty() && queued <= options_.maxQueueBytes / 2;
   if (!open_ && active && canWrite) {
     openEpisode(!kills.empty() ? "oom-kill" : !pending_.empty() ? "eviction" : "threshold", now);
   } else if (open_) {
     std::shared_ptr<const RingSample> posted = sample;
-    writer_->post([w = writer_.get(), posted] { w->appendSample(*posted); }, sample->bytes);
+    writer_->post([w = writer_.get(), posted] { w->appendSample(*posted); },
+                  sample->bytes + (newBlock ? sample->pods->bytes : 0));
   }
   const std::optional<std::string> episode =
       open_ ? std::optional<std::string>(open_->name) : std::nullopt;
@@ -1004,7 +1044,7 @@ void Recorder::openEpisode(const std::string& reason, SteadyTime now) {
   header.header.prerollNanos = options_.preroll.count();
   header.header.reason = reason;
   std::size_t bytes = 0;
-  for (const auto& s : samples) bytes += s->bytes;
+  for (const auto& s : samples) bytes += s->bytes;  // the pod blocks are the ring's
   writer_->post([w = writer_.get(), header, samples] { w->openEpisode(header, samples); }, bytes);
   open_ = std::move(episode);
 }
@@ -1060,19 +1100,23 @@ void Recorder::decision(record::DecisionRecord r) {
 }
 
 void Recorder::keep(record::DecisionRecord r) {
-  const std::size_t bytes = record::storeLine(r).size();
-  records_.emplace_back(std::move(r), bytes);
-  recordBytes_ += bytes;
+  std::string line = record::storeLine(r);
+  line.shrink_to_fit();
+  recordBytes_ += line.capacity() + sizeof(std::string);
+  records_.push_back(std::move(line));
   while (recordBytes_ > options_.maxRecordBytes && records_.size() > 1) {
-    recordBytes_ -= records_.front().second;
+    recordBytes_ -= records_.front().capacity() + sizeof(std::string);
     records_.pop_front();
   }
 }
 
 std::vector<record::DecisionRecord> Recorder::decisionsFor(const std::string& pod) const {
   std::vector<record::DecisionRecord> out;
-  for (const auto& [r, bytes] : records_) {
-    if (r.pod == pod) out.push_back(r);
+  const std::string needle = "\"pod\":" + policy::Json(pod).dump() + ",";
+  for (const std::string& line : records_) {
+    if (line.find(needle) == std::string::npos) continue;
+    auto parsed = record::parseStoreFile(record::storeHeaderLine(options_.nodeName) + line);
+    if (parsed && parsed->size() == 1 && parsed->front().pod == pod) out.push_back(parsed->front());
   }
   std::stable_sort(out.begin(), out.end(), [](const record::DecisionRecord& a,
                                               const record::DecisionRecord& b) {

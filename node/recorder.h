@@ -67,6 +67,9 @@ struct RecorderOptions {
   std::size_t maxEpisodes = 100;            // files kept, oldest removed first
   std::size_t maxEpisodesBytes = 256u << 20;
   std::size_t maxRecordBytes = 1u << 20;    // the decision store, oldest segment removed first
+  // Files waiting for the writer beyond this (a stalled disk): the episode is cut, and no new
+  // one opens until the writer caught up.
+  std::size_t maxQueueBytes = 4u << 20;
   std::size_t segmentBytes = 256u << 10;
   std::string procRoot = "/proc";
 };
@@ -180,8 +183,9 @@ class Recorder {
   std::map<std::string, std::uint64_t> podKills_;  // UID → OOM kills counted so far
   std::map<std::string, std::uint64_t> podOoms_;   // UID → memory.events oom (v2)
 
-  // The records in memory (the newest, within maxRecordBytes), with their line sizes.
-  std::deque<std::pair<record::DecisionRecord, std::size_t>> records_;
+  // The records in memory as their store lines (the newest, within maxRecordBytes, as on
+  // disk); parsed when asked for.
+  std::deque<std::string> records_;
   std::size_t recordBytes_ = 0;
 
   // Wall clock against the steady clock, taken once.
