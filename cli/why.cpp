@@ -47,9 +47,11 @@ const char* kWhyUsage =
     "  -o, --output FORMAT  table (default) or json\n"
     "\n"
     "As `kubectl nodewarden why` (or with --kubeconfig) the cluster is asked: the pod's node if\n"
-    "the pod still exists, else every node, each through the API server's node proxy to the\n"
-    "agent's port (--agent-port, default 10290; the agent must listen beyond loopback, as the\n"
-    "DaemonSet does, and the caller needs get on nodes/proxy).\n"
+    "the pod still exists, else every node; on each, the agent through the API server's proxy\n"
+    "to its port (--agent-port, default 10290): the DaemonSet's agent pod (label\n"
+    "app.kubernetes.io/name=nodewarden, component agent) through the pod proxy, else an agent\n"
+    "on the host through the node proxy (it must then listen on the node's address). The\n"
+    "caller needs get on pods and pods/proxy (or nodes/proxy), list on nodes and pods.\n"
     "\n"
     "Exit status: 0 answered (with or without records), 1 no source could be read, or a record\n"
     "file is truncated or corrupt (named with its byte offset), 2 usage error.\n";
@@ -154,14 +156,38 @@ Result<std::vector<record::DecisionRecord>> fromCluster(const Args& args, const 
   std::vector<record::DecisionRecord> out;
   std::size_t answered = 0;
   std::string lastProblem;
+  const std::string query = "/proxy/v1/decisions?pod=" + kube::queryEscape(pod);
   for (const std::string& node : nodes) {
-    const std::string target = "/api/v1/nodes/" + node + ":" + port +
-                               "/proxy/v1/decisions?pod=" + kube::queryEscape(pod);
+    // The DaemonSet's agent listens on its pod's address: through the API server's pod proxy.
+    // An agent on the host (the systemd unit): through the node proxy to the node's address.
+    std::string target = "/api/v1/nodes/" + node + ":" + port + query;
+    const kube::ApiResponse onNode = apiGet(
+        io, client, "/api/v1/pods?fieldSelector=" + kube::queryEscape("spec.nodeName=" + node));
+    if (onNode.status == 200) {
+      policy::Json list = policy::Json::parse(onNode.body, nullptr, false);
+      if (list.is_object() && list.contains("items") && list["items"].is_array()) {
+        for (const auto& item : list["items"]) {
+          const policy::Json meta = item.value("metadata", policy::Json::object());
+          const policy::Json labels = meta.value("labels", policy::Json::object());
+          if (labels.value("app.kubernetes.io/name", std::string()) != "nodewarden" ||
+              labels.value("app.kubernetes.io/component", std::string()) != "agent" ||
+              item.value("status", policy::Json::object()).value("phase", std::string()) != "Running") {
+            continue;
+          }
+          target = "/api/v1/namespaces/" + meta.value("namespace", std::string()) + "/pods/" +
+                   meta.value("name", std::string()) + ":" + port + query;
+          break;
+        }
+      }
+    }
     const kube::ApiResponse answer = apiGet(io, client, target);
     if (answer.status != 200) {
       lastProblem = "node " + node + ": " + answer.describe();
       err << "warning: the agent of node " << node << " did not answer: " << answer.describe()
-          << (answer.status == 403 ? " (needs get on nodes/proxy)" : "") << "\n";
+          << (answer.status == 403 ? " (needs get on pods/proxy, or nodes/proxy for an agent "
+                                     "on the host)"
+                                   : "")
+          << "\n";
       continue;
     }
     ++answered;

@@ -250,6 +250,29 @@ TEST_CASE("record: kubectl nodewarden why answers for a pod evicted before the a
         });
       },
       1s));
+  // As the DaemonSet runs it: the agent is a pod of the node, reached through the pod proxy.
+  api.upsertPod({{"apiVersion", "v1"},
+                 {"kind", "Pod"},
+                 {"metadata",
+                  {{"name", "nodewarden-agent-x1"},
+                   {"namespace", "kube-system"},
+                   {"uid", makeUid()},
+                   {"labels",
+                    {{"app.kubernetes.io/name", "nodewarden"},
+                     {"app.kubernetes.io/component", "agent"}}}}},
+                 {"spec", {{"nodeName", "e2e-node"}, {"containers", Json::array()}}},
+                 {"status", {{"phase", "Running"}}}});
+  const Run viaPod = run(files, command, env);
+  REQUIRE_MESSAGE(viaPod.status == 0, viaPod.out << viaPod.err);
+  CHECK(Json::parse(viaPod.out)["records"].size() == 1);
+  CHECK(api.waitFor(
+      [&](const std::vector<RecordedRequest>& requests) {
+        return std::any_of(requests.begin(), requests.end(), [&](const RecordedRequest& r) {
+          return r.path == "/api/v1/namespaces/kube-system/pods/nodewarden-agent-x1:" + port +
+                               "/proxy/v1/decisions";
+        });
+      },
+      1s));
   CHECK(restarted.stop().has_value());
 }
 

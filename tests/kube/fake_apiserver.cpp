@@ -1064,15 +1064,19 @@ Outcome FakeApiServer::Impl::route(const std::string& method, const std::string&
   if (resource == nullptr || (!ns.empty() && !resource->namespaced)) {
     return {notFoundPath()};
   }
-  // The node proxy to another port of the node: /api/v1/nodes/NAME:PORT/proxy/PATH, as the
-  // real server proxies to the node's address; here every node is 127.0.0.1. GET only.
-  if (resource->kind == Kind::Node && parts.size() > next + 3 && parts[next + 2] == "proxy" &&
-      parts[next + 1].find(':') != std::string::npos) {
+  // The proxy to a port of a node or a pod: /api/v1/nodes/NAME:PORT/proxy/PATH and
+  // /api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH, as the real server proxies to the
+  // node's or the pod's address; here every node and pod is 127.0.0.1. GET only.
+  if ((resource->kind == Kind::Node || resource->kind == Kind::Pod) && parts.size() > next + 3 &&
+      parts[next + 2] == "proxy" && parts[next + 1].find(':') != std::string::npos) {
     const std::string& target = parts[next + 1];
-    const std::string nodeName = target.substr(0, target.find(':'));
+    const std::string objectName = target.substr(0, target.find(':'));
     const std::string port = target.substr(target.find(':') + 1);
     if (method != "GET") return {methodNotAllowed(method)};
-    if (!get(Kind::Node, nodeName)) return {notFound("nodes", nodeName)};
+    const bool node = resource->kind == Kind::Node;
+    if (!get(resource->kind, node ? objectName : ns + "/" + objectName)) {
+      return {notFound(node ? "nodes" : "pods", objectName)};
+    }
     std::string rest;
     for (std::size_t i = next + 3; i < parts.size(); ++i) rest += "/" + parts[i];
     return {proxyGet(port, rest + (query.empty() ? "" : "?" + query))};
