@@ -163,9 +163,9 @@ std::string renderReplay(const Loaded& loaded, const record::ReplayResult& r, do
   } else {
     out += "Lead time: none (no eviction)\n";
   }
-  out += "Evicted: " + humanBytes(r.evictedBytes) + " (needed: " + humanBytes(r.neededBytes) +
-         " below the kill line of " + std::string(policy::toString(r.limitSignal)) + " at " +
-         humanBytes(r.killLine) + ")\n";
+  out += "Evicted: " + humanBytes(r.evictedBytes) + "; needed by the policy at the tightest moment: " +
+         humanBytes(r.neededBytes) + " (" + std::string(policy::toString(r.limitSignal)) +
+         ", the kernel's line at " + humanBytes(r.killLine) + ")\n";
   std::string victims;
   for (const auto& k : r.kernelAlone.kills) victims += (victims.empty() ? "" : ", ") + (k.pod.empty() ? "?" : k.pod);
   out += "Bounds: kernel alone: " + std::to_string(r.kernelAlone.kills.size()) + " OOM kill(s)" +

@@ -460,7 +460,23 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
   for (std::size_t i = 0; i < base.size(); ++i) {
     if (base[i] < base[tightest]) tightest = i;
   }
-  result.neededBytes = std::max<std::int64_t>(0, sub(add(result.killLine, 1), base[tightest]));
+  // What the policy itself asks for at the tightest moment of the kernel alone: its highest
+  // threshold on the limit signal plus that threshold's minimum reclaim, less what was
+  // available (the kubelet's "threshold + minimum reclaim − available"); without a threshold
+  // there, what keeps the node above the kill line.
+  {
+    const policy::Policy& asked = candidate != nullptr ? *candidate : policyAt(episode, tightest);
+    const std::int64_t capacity = capacityOf(episode.samples[tightest].node, limit);
+    std::optional<std::int64_t> goal;
+    for (const policy::Threshold& t : asked.thresholds) {
+      if (t.signal != limit) continue;
+      const std::int64_t value = t.value.resolve(capacity).value();
+      const std::int64_t reclaim = t.minReclaim.isZero() ? 0 : t.minReclaim.resolve(capacity).value();
+      goal = std::max(goal.value_or(add(value, reclaim)), add(value, reclaim));
+    }
+    result.neededBytes =
+        std::max<std::int64_t>(0, sub(goal ? *goal : add(result.killLine, 1), base[tightest]));
+  }
 
   // Perfect foresight, in the policy's ranking at the tightest moment.
   {
@@ -508,6 +524,11 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
   return result;
 }
 
+namespace {
+// Seconds with millisecond precision, for output.
+double seconds(std::int64_t nanos) { return std::round(double(nanos) / 1e6) / 1e3; }
+}  // namespace
+
 OrderedJson replayJson(const ReplayResult& r, const Episode& episode, const std::string& file) {
   OrderedJson out;
   out["file"] = file;
@@ -522,7 +543,7 @@ OrderedJson replayJson(const ReplayResult& r, const Episode& episode, const std:
   }
   OrderedJson decisions = OrderedJson::array();
   for (const ReplayedEviction& e : r.decisions) {
-    decisions.push_back({{"t", double(e.t) / 1e9},
+    decisions.push_back({{"t", seconds(e.t)},
                          {"pod", e.pod},
                          {"signal", std::string(policy::toString(e.signal))},
                          {"action", "evict"}});
@@ -541,7 +562,7 @@ OrderedJson replayJson(const ReplayResult& r, const Episode& episode, const std:
   for (const KernelKill& k : r.kernelAlone.kills) alone["victims"].push_back(k.pod);
   alone["firstKillSeconds"] = r.kernelAlone.kills.empty()
                                   ? OrderedJson(nullptr)
-                                  : OrderedJson(double(r.kernelAlone.kills.front().t) / 1e9);
+                                  : OrderedJson(seconds(r.kernelAlone.kills.front().t));
   OrderedJson foresight;
   foresight["evictions"] = r.perfectForesight.pods.size();
   foresight["pods"] = r.perfectForesight.pods;
@@ -554,9 +575,8 @@ OrderedJson replayJson(const ReplayResult& r, const Episode& episode, const std:
   out["limitSignal"] = std::string(policy::toString(r.limitSignal));
   out["killLine"] = r.killLine;
   out["samples"] = episode.samples.size();
-  out["seconds"] = episode.samples.empty()
-                       ? 0.0
-                       : double(episode.samples.back().t - episode.samples.front().t) / 1e9;
+  out["seconds"] =
+      episode.samples.empty() ? 0.0 : seconds(sub(episode.samples.back().t, episode.samples.front().t));
   return out;
 }
 

@@ -97,6 +97,9 @@ struct ReplayResult {
   std::optional<double> leadTimeMs;
   std::optional<std::int64_t> referenceT;  // the kill (or tightest moment) lead time counts to
   std::int64_t evictedBytes = 0;
+  // At the kernel alone's tightest moment: the policy's highest threshold on the limit signal
+  // plus its minimum reclaim, less what was available (what its plan sets out to free); with
+  // no threshold there, what keeps the node above the kill line.
   std::int64_t neededBytes = 0;
   KernelAloneBound kernelAlone;
   PerfectForesightBound perfectForesight;
