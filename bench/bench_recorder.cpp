@@ -57,7 +57,8 @@ Node makeNode(int pods, bench::Random& random) {
   policy::Node n;
   n.name = "bench-node";
   n.capacity["memory"] = policy::Quantity::fromValue(16LL << 30, policy::QuantityFormat::BinarySI);
-  n.allocatable["memory"] = policy::Quantity::fromValue(8LL << 30, policy::QuantityFormat::BinarySI);
+  n.allocatable["memory"] =
+      policy::Quantity::fromValue(8LL << 30, policy::QuantityFormat::BinarySI);
   node.snapshot.nodes.push_back(n);
   policy::Summary& summary = node.snapshot.stats[n.name];
   std::uint64_t used = 0;
@@ -71,7 +72,8 @@ Node makeNode(int pods, bench::Random& random) {
     pod.priority = (i % 3) * 1000;
     pod.qos = i % 4 == 0 ? policy::QosClass::BestEffort : policy::QosClass::Burstable;
     pod.terminationGracePeriodSeconds = 30;
-    if (pod.qos != policy::QosClass::BestEffort) pod.rankingRequests["memory"] = std::int64_t(32 * kMi);
+    if (pod.qos != policy::QosClass::BestEffort)
+      pod.rankingRequests["memory"] = std::int64_t(32 * kMi);
     node.snapshot.pods.push_back(pod);
     policy::PodStats stats;
     stats.uid = pod.uid;
@@ -175,7 +177,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < iterations; ++i) {
       summary.node.memoryAvailableBytes = *summary.node.memoryAvailableBytes + std::uint64_t(i % 3);
       const policy::NodeView view = policy::makeNodeView(node.snapshot, "bench-node");
-      auto result = policy::evaluateEviction(view, node.policy, cycle.state, now, policy::Rankings::Needed);
+      auto result =
+          policy::evaluateEviction(view, node.policy, cycle.state, now, policy::Rankings::Needed);
       now += 1s;
       const double started = threadCpuNanos();
       recorder.cycle(view, node.snapshot, result.next, result.decision, node.policy, now);
@@ -186,7 +189,8 @@ int main(int argc, char** argv) {
       jitter(node, random);
       Node fresh = node;  // new storage, as buildSnapshot gives
       const policy::NodeView view = policy::makeNodeView(fresh.snapshot, "bench-node");
-      auto result = policy::evaluateEviction(view, fresh.policy, cycle.state, now, policy::Rankings::Needed);
+      auto result =
+          policy::evaluateEviction(view, fresh.policy, cycle.state, now, policy::Rankings::Needed);
       now += 1s;
       const double started = threadCpuNanos();
       recorder.cycle(view, fresh.snapshot, result.next, result.decision, fresh.policy, now);
@@ -217,7 +221,8 @@ int main(int argc, char** argv) {
         node.snapshot.stats["bench-node"].node.podsMemoryAvailableBytes = 200 * kMi;  // met
         Node fresh = node;
         const policy::NodeView view = policy::makeNodeView(fresh.snapshot, "bench-node");
-        auto result = policy::evaluateEviction(view, fresh.policy, cycle.state, now, policy::Rankings::Needed);
+        auto result = policy::evaluateEviction(view, fresh.policy, cycle.state, now,
+                                               policy::Rankings::Needed);
         cycle.state = result.next;
         now += 100ms;
         if (record) {
@@ -240,8 +245,9 @@ int main(int argc, char** argv) {
   std::printf("1. CPU time (medians of %d calls)\n", iterations);
   std::printf("   idle cycle (node figures only):        %8.1f us\n", idleNs / 1000);
   std::printf("   cycle after a full scan:               %8.1f us\n", fullNs / 1000);
-  std::printf("   an idle node (1 cycle/s, a full scan every 30 s): %.4f %% of a core (budget 0.05 %%)\n",
-              idleCpu);
+  std::printf(
+      "   an idle node (1 cycle/s, a full scan every 30 s): %.4f %% of a core (budget 0.05 %%)\n",
+      idleCpu);
   std::printf("   in an episode, per cycle: %.1f us on the loop, %.1f us with the writer thread\n",
               episodeLoopNs / 1000, episodeCpuNs / 1000);
   std::printf("   an episode at 10 cycles/s: %.3f %% of a core\n\n", episodeCpuNs * 10 / 1e9 * 100);
@@ -277,7 +283,8 @@ int main(int argc, char** argv) {
       r.threshold = 256 * kMi;
       r.rank = 1;
       r.action = "evict";
-      r.reason = "The node was low on resource: memory. Threshold quantity: 256Mi, available: 204800Ki. ";
+      r.reason =
+          "The node was low on resource: memory. Threshold quantity: 256Mi, available: 204800Ki. ";
       r.latencyMs = 3.2;
       recorder->decision(std::move(r));
     }
@@ -290,11 +297,13 @@ int main(int argc, char** argv) {
     const std::size_t own = recorder->memoryBytes();
     const std::size_t samples = recorder->ringSamples();
     const std::size_t heap = heapInUse() - heapBefore;
-    std::printf("2. Memory at %d pods, the ring full at 10 samples/s (%zu samples kept) and 6,000 "
-                "decision records offered\n",
-                pods, samples);
-    std::printf("   by the recorder's own account: %.2f MiB; heap growth: %.2f MiB (budget 4 MiB)\n\n",
-                double(own) / double(kMi), double(heap) / double(kMi));
+    std::printf(
+        "2. Memory at %d pods, the ring full at 10 samples/s (%zu samples kept) and 6,000 "
+        "decision records offered\n",
+        pods, samples);
+    std::printf(
+        "   by the recorder's own account: %.2f MiB; heap growth: %.2f MiB (budget 4 MiB)\n\n",
+        double(own) / double(kMi), double(heap) / double(kMi));
     recorder.reset();
   }
 
@@ -332,10 +341,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     const double span = double(episode->samples.back().t - episode->samples.front().t) / 1e9;
-    std::printf("3. Episode: %zu samples over %.1f s at %d samples/s, %d pods: %zu bytes, %.1f "
-                "bytes per pod-second (%.2f per pod-sample; every pod's figures moving)\n\n",
-                episode->samples.size(), span, perSecond, pods, bytes->size(),
-                double(bytes->size()) / (span * pods), double(bytes->size()) / (double(episode->samples.size()) * pods));
+    std::printf(
+        "3. Episode: %zu samples over %.1f s at %d samples/s, %d pods: %zu bytes, %.1f "
+        "bytes per pod-second (%.2f per pod-sample; every pod's figures moving)\n\n",
+        episode->samples.size(), span, perSecond, pods, bytes->size(),
+        double(bytes->size()) / (span * pods),
+        double(bytes->size()) / (double(episode->samples.size()) * pods));
     std::vector<double> decode, fidelity, counterfactual;
     record::ReplayOptions candidate;
     policy::Diagnostics diagnostics;
@@ -358,10 +369,11 @@ int main(int argc, char** argv) {
     const double d = bench::Samples::from(decode).median() / 1e6;
     const double f = bench::Samples::from(fidelity).median() / 1e6;
     const double c = bench::Samples::from(counterfactual).median() / 1e6;
-    std::printf("4. Replay of that episode (CPU time, medians): decode %.1f ms; fidelity with the recorded "
-                "policy %.1f ms = %.0fx real time (decode included: %.0fx); a candidate policy "
-                "(simulation and bounds) %.1f ms = %.0fx\n",
-                d, f, span * 1000 / f, span * 1000 / (f + d), c, span * 1000 / c);
+    std::printf(
+        "4. Replay of that episode (CPU time, medians): decode %.1f ms; fidelity with the recorded "
+        "policy %.1f ms = %.0fx real time (decode included: %.0fx); a candidate policy "
+        "(simulation and bounds) %.1f ms = %.0fx\n",
+        d, f, span * 1000 / f, span * 1000 / (f + d), c, span * 1000 / c);
   }
   std::error_code ec;
   fs::remove_all(dir, ec);

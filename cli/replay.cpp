@@ -116,15 +116,16 @@ std::string renderReplay(const Loaded& loaded, const record::ReplayResult& r, do
   out += "Policy: " + r.policyName + "\n";
   switch (r.fidelity) {
     case record::Fidelity::Identical:
-      out += "Fidelity: identical — the recorded inputs give the recorded decisions again (" +
-             std::to_string(e.samples.size()) + " samples, " +
-             std::to_string(std::count_if(e.samples.begin(), e.samples.end(),
-                                          [](const record::Sample& s) { return !s.plan.empty(); })) +
-             " with a plan)\n";
+      out +=
+          "Fidelity: identical — the recorded inputs give the recorded decisions again (" +
+          std::to_string(e.samples.size()) + " samples, " +
+          std::to_string(std::count_if(e.samples.begin(), e.samples.end(),
+                                       [](const record::Sample& s) { return !s.plan.empty(); })) +
+          " with a plan)\n";
       break;
     case record::Fidelity::Diverged:
-      out += "Fidelity: DIVERGED at sample " + std::to_string(r.divergence->sample) + " (t=" +
-             seconds(r.divergence->t) + "): recorded " + r.divergence->recorded.dump() +
+      out += "Fidelity: DIVERGED at sample " + std::to_string(r.divergence->sample) +
+             " (t=" + seconds(r.divergence->t) + "): recorded " + r.divergence->recorded.dump() +
              ", replayed " + r.divergence->replayed.dump() + "\n";
       break;
     case record::Fidelity::NotChecked:
@@ -156,18 +157,20 @@ std::string renderReplay(const Loaded& loaded, const record::ReplayResult& r, do
     std::snprintf(buffer, sizeof buffer, "%.1f s %s", std::abs(*r.leadTimeMs) / 1000.0,
                   *r.leadTimeMs >= 0 ? "before" : "AFTER");
     out += "Lead time: " + std::string(buffer) + " " +
-           (!e.oomKills.empty()                     ? "the recorded kernel OOM kill"
-            : !r.kernelAlone.kills.empty()          ? "the kernel alone's first OOM kill"
-                                                    : "the tightest moment") +
+           (!e.oomKills.empty()            ? "the recorded kernel OOM kill"
+            : !r.kernelAlone.kills.empty() ? "the kernel alone's first OOM kill"
+                                           : "the tightest moment") +
            " (t=" + seconds(*r.referenceT) + ")\n";
   } else {
     out += "Lead time: none (no eviction)\n";
   }
-  out += "Evicted: " + humanBytes(r.evictedBytes) + "; needed by the policy at the tightest moment: " +
-         humanBytes(r.neededBytes) + " (" + std::string(policy::toString(r.limitSignal)) +
-         ", the kernel's line at " + humanBytes(r.killLine) + ")\n";
+  out += "Evicted: " + humanBytes(r.evictedBytes) +
+         "; needed by the policy at the tightest moment: " + humanBytes(r.neededBytes) + " (" +
+         std::string(policy::toString(r.limitSignal)) + ", the kernel's line at " +
+         humanBytes(r.killLine) + ")\n";
   std::string victims;
-  for (const auto& k : r.kernelAlone.kills) victims += (victims.empty() ? "" : ", ") + (k.pod.empty() ? "?" : k.pod);
+  for (const auto& k : r.kernelAlone.kills)
+    victims += (victims.empty() ? "" : ", ") + (k.pod.empty() ? "?" : k.pod);
   out += "Bounds: kernel alone: " + std::to_string(r.kernelAlone.kills.size()) + " OOM kill(s)" +
          (victims.empty() ? "" : " (" + victims + ")") +
          (r.kernelAlone.fromRecording ? ", as recorded" : ", simulated") + "; perfect foresight: ";
@@ -177,7 +180,8 @@ std::string renderReplay(const Loaded& loaded, const record::ReplayResult& r, do
     std::string pods;
     for (const auto& p : r.perfectForesight.pods) pods += (pods.empty() ? "" : ", ") + p;
     out += std::to_string(r.perfectForesight.pods.size()) + " eviction(s)" +
-           (pods.empty() ? "" : " (" + pods + ", " + humanBytes(r.perfectForesight.evictedBytes) + ")") +
+           (pods.empty() ? ""
+                         : " (" + pods + ", " + humanBytes(r.perfectForesight.evictedBytes) + ")") +
            "\n";
   }
   char speed[160];
@@ -239,10 +243,12 @@ record::Plot replayPlot(const Loaded& loaded, const record::ReplayResult& r,
   }
   if (r.simulated) {
     for (const auto& d : r.decisions) {
-      plot.marks.push_back({double(d.t - t0) / 1e9, r.policyName + ": evict " + d.pod, false, true});
+      plot.marks.push_back(
+          {double(d.t - t0) / 1e9, r.policyName + ": evict " + d.pod, false, true});
     }
     for (const auto& k : r.simulatedKills) {
-      plot.marks.push_back({double(k.t - t0) / 1e9, r.policyName + ": OOM kill " + k.pod, false, true});
+      plot.marks.push_back(
+          {double(k.t - t0) / 1e9, r.policyName + ": OOM kill " + k.pod, false, true});
     }
   }
   return plot;
@@ -262,7 +268,8 @@ int runReplay(const std::vector<std::string>& argv, std::ostream& out, std::ostr
   }
   const std::string output = args->value("output").value_or("table");
   if (output != "table" && output != "json") {
-    err << "nodewarden replay: -o must be table or json, got \"" << output << "\"\n\n" << kReplayUsage;
+    err << "nodewarden replay: -o must be table or json, got \"" << output << "\"\n\n"
+        << kReplayUsage;
     return kExitUsage;
   }
   if (args->positional.empty()) {
@@ -301,7 +308,8 @@ int runReplay(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     const auto started = std::chrono::steady_clock::now();
     const record::ReplayResult result = record::replay(loaded->episode, options);
     const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
     policy::OrderedJson item = record::replayJson(result, loaded->episode, file);
     item["replayMs"] = std::round(ms * 1000) / 1000;
     json["episodes"].push_back(std::move(item));
@@ -344,8 +352,10 @@ policy::OrderedJson summarizeEpisodes(const std::vector<std::string>& files, std
     const auto started = std::chrono::steady_clock::now();
     const record::ReplayResult r = record::replay(e);
     const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    const double span = e.samples.empty() ? 0 : double(e.samples.back().t - e.samples.front().t) / 1e6;
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
+    const double span =
+        e.samples.empty() ? 0 : double(e.samples.back().t - e.samples.front().t) / 1e6;
     const double speedup = ms > 0 ? span / ms : 0;
     char head[256];
     std::snprintf(head, sizeof head, "%zu samples over %.1f s, %zu pods", e.samples.size(),
@@ -362,7 +372,8 @@ policy::OrderedJson summarizeEpisodes(const std::vector<std::string>& files, std
     if (r.simulated) {
       std::string pods;
       for (const auto& d : r.decisions) pods += (pods.empty() ? "" : ", ") + d.pod;
-      out << "  had the policy acted: " << (pods.empty() ? "no eviction" : "it would have evicted " + pods);
+      out << "  had the policy acted: "
+          << (pods.empty() ? "no eviction" : "it would have evicted " + pods);
       if (r.prevented) {
         out << "; the kernel's OOM kill " << (*r.prevented ? "prevented" : "NOT prevented");
       }
@@ -379,7 +390,8 @@ policy::OrderedJson summarizeEpisodes(const std::vector<std::string>& files, std
     item["decisions"] = decisions;
     item["simulated"] = r.simulated;
     item["kernelOomKills"] = r.recordedOomKills;
-    item["prevented"] = r.prevented ? policy::OrderedJson(*r.prevented) : policy::OrderedJson(nullptr);
+    item["prevented"] =
+        r.prevented ? policy::OrderedJson(*r.prevented) : policy::OrderedJson(nullptr);
     item["speedup"] = std::round(speedup);
     all.push_back(item);
   }
@@ -450,10 +462,11 @@ int runTune(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   auto row = [&](const record::TuneSetting& s, const std::string& mark) {
     char lead[32] = "-";
     if (s.minLeadTimeMs) std::snprintf(lead, sizeof lead, "%.1f s", *s.minLeadTimeMs / 1000.0);
-    rows.push_back({mark, s.threshold,
-                    s.grace == policy::Duration(0) ? "hard" : "soft " + policy::formatGoDuration(s.grace),
-                    std::to_string(s.oomKillsLeft), std::to_string(s.evictions),
-                    std::to_string(s.falseAlarms), lead});
+    rows.push_back(
+        {mark, s.threshold,
+         s.grace == policy::Duration(0) ? "hard" : "soft " + policy::formatGoDuration(s.grace),
+         std::to_string(s.oomKillsLeft), std::to_string(s.evictions), std::to_string(s.falseAlarms),
+         lead});
   };
   for (std::size_t i = 0; i < result.settings.size(); ++i) {
     row(result.settings[i], result.recommended && *result.recommended == i ? "*" : "");
@@ -471,8 +484,9 @@ int runTune(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   const record::TuneSetting& best = result.settings[*result.recommended];
   out << "\nRecommended (*): " << best.label << ": no kernel OOM kill left, " << best.evictions
       << " eviction(s), " << best.falseAlarms << " false alarm(s)"
-      << (best.evictions <= result.kubeletDefault.evictions ? ", no more evictions than the kubelet's default"
-                                                            : "")
+      << (best.evictions <= result.kubeletDefault.evictions
+              ? ", no more evictions than the kubelet's default"
+              : "")
       << ". As a policy file:\n\n"
       << policy::policyToJson(best.policy).dump(2) << "\n";
   return kExitOk;

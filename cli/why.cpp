@@ -64,7 +64,8 @@ Result<std::vector<record::DecisionRecord>> fromStateDir(const std::string& dir,
   const std::string decisions = dir + "/decisions";
   std::error_code ec;
   if (!fs::is_directory(decisions, ec)) {
-    return Error{"--state-dir " + dir + ": no decisions/ directory (is it the agent's state directory?)"};
+    return Error{"--state-dir " + dir +
+                 ": no decisions/ directory (is it the agent's state directory?)"};
   }
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(decisions, ec)) {
@@ -86,18 +87,21 @@ Result<std::vector<record::DecisionRecord>> fromStateDir(const std::string& dir,
   return out;
 }
 
-Result<std::vector<record::DecisionRecord>> fromAgent(const std::string& url, const std::string& pod) {
+Result<std::vector<record::DecisionRecord>> fromAgent(const std::string& url,
+                                                      const std::string& pod) {
   auto endpoint = parseAgentUrl(url);
   if (!endpoint) return endpoint.error();
   auto body = get(*endpoint, "/v1/decisions?pod=" + kube::queryEscape(pod), url);
   if (!body) return body.error();
   auto records = record::parseWhyJson(*body);
-  if (!records) return records.error().withContext("the agent at " + url + " answered /v1/decisions");
+  if (!records)
+    return records.error().withContext("the agent at " + url + " answered /v1/decisions");
   return records;
 }
 
 // One GET through the API server, run to its end.
-kube::ApiResponse apiGet(boost::asio::io_context& io, kube::Client& client, const std::string& target) {
+kube::ApiResponse apiGet(boost::asio::io_context& io, kube::Client& client,
+                         const std::string& target) {
   kube::ApiResponse answer;
   bool done = false;
   client.request("GET", target, "", "", [&](kube::ApiResponse response) {
@@ -171,7 +175,8 @@ Result<std::vector<record::DecisionRecord>> fromCluster(const Args& args, const 
           const policy::Json labels = meta.value("labels", policy::Json::object());
           if (labels.value("app.kubernetes.io/name", std::string()) != "nodewarden" ||
               labels.value("app.kubernetes.io/component", std::string()) != "agent" ||
-              item.value("status", policy::Json::object()).value("phase", std::string()) != "Running") {
+              item.value("status", policy::Json::object()).value("phase", std::string()) !=
+                  "Running") {
             continue;
           }
           target = "/api/v1/namespaces/" + meta.value("namespace", std::string()) + "/pods/" +
@@ -225,8 +230,15 @@ std::string render(const std::string& pod, const std::vector<record::DecisionRec
              (r.observed ? humanBytes(*r.observed) : std::string("?")) + " available, threshold " +
              (r.threshold ? humanBytes(*r.threshold) : std::string("?")) + "\n";
     }
-    if (r.rank) out += "  ranking: " + std::to_string(*r.rank) + (*r.rank == 1 ? "st" : *r.rank == 2 ? "nd" : *r.rank == 3 ? "rd" : "th") + " to go\n";
-    if (r.gracePeriodSeconds) out += "  grace period: " + std::to_string(*r.gracePeriodSeconds) + " s\n";
+    if (r.rank)
+      out += "  ranking: " + std::to_string(*r.rank) +
+             (*r.rank == 1   ? "st"
+              : *r.rank == 2 ? "nd"
+              : *r.rank == 3 ? "rd"
+                             : "th") +
+             " to go\n";
+    if (r.gracePeriodSeconds)
+      out += "  grace period: " + std::to_string(*r.gracePeriodSeconds) + " s\n";
     if (r.latencyMs) {
       char latency[64];
       std::snprintf(latency, sizeof latency, "%.1f ms", *r.latencyMs);
@@ -242,10 +254,9 @@ std::string render(const std::string& pod, const std::vector<record::DecisionRec
 }  // namespace
 
 int runWhy(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  auto args = parseArgs(argv,
-                        {"namespace", "agent", "state-dir", "output", "agent-port", "kubeconfig",
-                         "context"},
-                        {"help"});
+  auto args = parseArgs(
+      argv, {"namespace", "agent", "state-dir", "output", "agent-port", "kubeconfig", "context"},
+      {"help"});
   if (!args) {
     err << "nodewarden why: " << args.error().message << "\n\n" << kWhyUsage;
     return kExitUsage;

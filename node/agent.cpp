@@ -174,7 +174,7 @@ void Agent::stop() {
   followUpTimer_.cancel();
   detectors_.stop();
   if (http_) http_->stop();
-  if (recorder_) recorder_->stop();
+  if (recorder_) recorder_->stop(std::chrono::seconds(1));
   notifySystemd("STOPPING=1");
 }
 

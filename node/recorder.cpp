@@ -36,8 +36,8 @@ struct Recorder::PodSample {
   bool candidate = true;
 
   void set(const record::PodFigures& f) {
-    const std::optional<std::uint64_t>* fields[6] = {&f.workingSet, &f.usage, &f.swap,
-                                                     &f.processes, &f.ephemeralStorage, &f.inodes};
+    const std::optional<std::uint64_t>* fields[6] = {
+        &f.workingSet, &f.usage, &f.swap, &f.processes, &f.ephemeralStorage, &f.inodes};
     present = 0;
     for (int i = 0; i < 6; ++i) {
       values[i] = fields[i]->value_or(0);
@@ -47,8 +47,8 @@ struct Recorder::PodSample {
   }
   record::PodFigures figures() const {
     record::PodFigures f;
-    std::optional<std::uint64_t>* fields[6] = {&f.workingSet, &f.usage, &f.swap,
-                                               &f.processes, &f.ephemeralStorage, &f.inodes};
+    std::optional<std::uint64_t>* fields[6] = {&f.workingSet,       &f.usage, &f.swap, &f.processes,
+                                               &f.ephemeralStorage, &f.inodes};
     for (int i = 0; i < 6; ++i) {
       if (present & (1u << i)) *fields[i] = values[i];
     }
@@ -206,7 +206,8 @@ std::optional<std::uint64_t> v1PodKills(const cgroups::PodCgroup& pod, std::stri
   }
   while (dirent* entry = ::readdir(listing)) {
     if (entry->d_type != DT_DIR || entry->d_name[0] == '.') continue;
-    auto text = cgroups::readFileAt(pod.memory.fd(), std::string(entry->d_name) + "/memory.oom_control");
+    auto text =
+        cgroups::readFileAt(pod.memory.fd(), std::string(entry->d_name) + "/memory.oom_control");
     if (!text) continue;
     if (auto control = cgroups::parseOomControl(*text); control && control->oomKill) {
       total += *control->oomKill;
@@ -265,11 +266,13 @@ struct Recorder::Writer {
     SteadyTime origin{};
   };
 
-  void openEpisode(const Header& header, const std::vector<std::shared_ptr<const RingSample>>& samples) {
+  void openEpisode(const Header& header,
+                   const std::vector<std::shared_ptr<const RingSample>>& samples) {
     abandonEpisode();
     base_ = header;
     part_ = 1;
-    start(header.name, header.header, header.origin, samples.empty() ? nullptr : samples.front().get());
+    start(header.name, header.header, header.origin,
+          samples.empty() ? nullptr : samples.front().get());
     for (const auto& sample : samples) appendSample(*sample);
   }
 
@@ -309,8 +312,8 @@ struct Recorder::Writer {
     write(encoder_.sample(s));
     ++samples_;
     lastT_ = sample.t;
-    if (fd_ >= 0 && (bytes_ >= options_.maxEpisodeBytes ||
-                     sample.t - origin_ >= options_.maxEpisode)) {
+    if (fd_ >= 0 &&
+        (bytes_ >= options_.maxEpisodeBytes || sample.t - origin_ >= options_.maxEpisode)) {
       finish("cut", sample.t);
       continuation_ = true;
     }
@@ -381,8 +384,9 @@ struct Recorder::Writer {
       return;
     }
     record::Episode h = header;
-    h.originWallMicros = header.originWallMicros +
-                         std::chrono::duration_cast<std::chrono::microseconds>(origin - base_.origin).count();
+    h.originWallMicros =
+        header.originWallMicros +
+        std::chrono::duration_cast<std::chrono::microseconds>(origin - base_.origin).count();
     write(encoder_.begin(h));
     write(encoder_.state(first ? initialStateOf(first->before, origin) : record::InitialState{}));
   }
@@ -512,7 +516,8 @@ struct Recorder::Writer {
       if (options_.decisionLog == "-") {
         logFd_ = STDOUT_FILENO;
       } else {
-        logFd_ = ::open(options_.decisionLog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        logFd_ =
+            ::open(options_.decisionLog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
         if (logFd_ < 0) {
           problem("decision-log-failed",
                   "cannot open " + options_.decisionLog + ": " + std::strerror(errno));
@@ -600,7 +605,9 @@ Recorder::Recorder(RecorderOptions options, const cgroups::PodCgroups& pods, con
                   .count();
 }
 
-Recorder::~Recorder() { stop(std::chrono::seconds(2)); }
+Recorder::~Recorder() {
+  stop(std::chrono::seconds(2));
+}
 
 std::int64_t Recorder::wallMicros(SteadyTime t) const {
   return wallBase_ + std::chrono::duration_cast<std::chrono::microseconds>(t - steadyBase_).count();
@@ -615,8 +622,9 @@ Result<void> Recorder::open() {
     fs::create_directories(options_.stateDir + "/episodes", ec);
     if (!ec) fs::create_directories(options_.stateDir + "/decisions", ec);
     if (ec) {
-      result = Error{"cannot create " + options_.stateDir + "/episodes and /decisions: " +
-                     ec.message() + " (recording in memory only: no episodes, no durable records)"};
+      result =
+          Error{"cannot create " + options_.stateDir + "/episodes and /decisions: " + ec.message() +
+                " (recording in memory only: no episodes, no durable records)"};
       options_.stateDir.clear();
     }
   }
@@ -653,8 +661,9 @@ Result<void> Recorder::open() {
           server::logEvent(server::LogLevel::Warn, "decision-store-corrupt",
                            {{"file", path},
                             {"error", records.error().message},
-                            {"effect", "set aside as " + name + ".corrupt; the records before "
-                                       "the damage are kept"}});
+                            {"effect", "set aside as " + name +
+                                           ".corrupt; the records before "
+                                           "the damage are kept"}});
         }
         continue;
       }
@@ -700,7 +709,7 @@ std::shared_ptr<const PodInfo> Recorder::infoFor(const policy::Pod& pod) {
 }
 
 std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeView& candidates,
-                                                            const policy::Snapshot& snapshot) {
+                                                             const policy::Snapshot& snapshot) {
   // The agent rebuilds its snapshot only on a full scan, into new storage while the old one
   // is alive: unchanged storage means unchanged pods and figures.
   const policy::Summary* summary = nullptr;
@@ -719,7 +728,8 @@ std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeV
   }
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
-  const bool sameSnapshot = lastBlock_ && podsData == lastPodsData_ && statsData == lastStatsData_ &&
+  const bool sameSnapshot = lastBlock_ && podsData == lastPodsData_ &&
+                            statsData == lastStatsData_ &&
                             lastBlock_->pods.size() == snapshot.pods.size();
   if (sameSnapshot && chosen == lastCandidates_) return lastBlock_;
 
@@ -760,12 +770,12 @@ std::vector<std::pair<std::string, record::OomKill>> Recorder::readKernel(RingSa
   // The pods' cgroup on cgroup v2 (hierarchical memory.events); PSI from its cgroup2
   // directory (hybrid hosts have one without the memory controller), else the node's; on v1,
   // /proc/vmstat's oom_kill.
-  const bool v2 = pods_.hierarchy().memoryVersion == cgroups::Version::V2 &&
-                  pods_.kubepodsMemory().valid();
-  const cgroups::CgroupDir* unified = v2 ? &pods_.kubepodsMemory()
-                                      : (pods_.kubepodsUnified() && pods_.kubepodsUnified()->valid())
-                                          ? &*pods_.kubepodsUnified()
-                                          : nullptr;
+  const bool v2 =
+      pods_.hierarchy().memoryVersion == cgroups::Version::V2 && pods_.kubepodsMemory().valid();
+  const cgroups::CgroupDir* unified =
+      v2                                                              ? &pods_.kubepodsMemory()
+      : (pods_.kubepodsUnified() && pods_.kubepodsUnified()->valid()) ? &*pods_.kubepodsUnified()
+                                                                      : nullptr;
   std::optional<std::uint64_t> globalKills;
   if (unified != nullptr) {
     if (auto text = unified->read(cgroups::CgroupDir::File::MemoryPressure, buffer_)) {
@@ -790,8 +800,9 @@ std::vector<std::pair<std::string, record::OomKill>> Recorder::readKernel(RingSa
       char text[512];
       if (auto n = cgroups::preadWhole(systemPressure_.get(), text, sizeof text)) {
         if (auto p = cgroups::parsePressure(std::string_view(text, *n))) {
-          sample.pressure = record::Pressure{p->some.avg10, p->full ? p->full->avg10 : 0,
-                                             p->some.totalMicros, p->full ? p->full->totalMicros : 0};
+          sample.pressure =
+              record::Pressure{p->some.avg10, p->full ? p->full->avg10 : 0, p->some.totalMicros,
+                               p->full ? p->full->totalMicros : 0};
         }
       }
     }
@@ -891,10 +902,9 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
   sample->pods = podBlock(candidates, snapshot);
   const auto kills = readKernel(*sample);
   for (const policy::SignalStatus& status : decision.signals) {
-    sample->signals.push_back(record::SignalObservation{status.key.signal, status.key.hard,
-                                                        status.available, status.capacity,
-                                                        status.threshold, status.met,
-                                                        status.actionable});
+    sample->signals.push_back(record::SignalObservation{
+        status.key.signal, status.key.hard, status.available, status.capacity, status.threshold,
+        status.met, status.actionable});
   }
   for (const policy::Eviction& e : decision.evict) {
     RingSample::Planned planned;
@@ -915,7 +925,8 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
                   sample->signals.capacity() * sizeof(record::SignalObservation) +
                   sample->plan.capacity() * sizeof(RingSample::Planned) +
                   (sample->before.firstObservedAt.size() + sample->before.met.size() +
-                   sample->before.conditionLastObservedAt.size()) * 64;
+                   sample->before.conditionLastObservedAt.size()) *
+                      64;
   const bool newBlock = ring_.empty() || ring_.back()->pods != sample->pods;
   ring_.push_back(sample);
   ringBytes_ += sample->bytes + (newBlock ? sample->pods->bytes : 0);
@@ -926,7 +937,8 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
   const bool active = met || !pending_.empty() || !kills.empty() || !inFlight_.empty();
   const std::size_t queued = writer_ ? writer_->queuedBytes() : 0;
   if (open_ && queued > options_.maxQueueBytes) closeEpisode("cut", now);  // a stalled disk
-  const bool canWrite = writer_ && !options_.stateDir.empty() && queued <= options_.maxQueueBytes / 2;
+  const bool canWrite =
+      writer_ && !options_.stateDir.empty() && queued <= options_.maxQueueBytes / 2;
   if (!open_ && active && canWrite) {
     openEpisode(!kills.empty() ? "oom-kill" : !pending_.empty() ? "eviction" : "threshold", now);
   } else if (open_) {
@@ -954,9 +966,9 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
       order.latencyMs = p.record.latencyMs;
       order.dryRun = p.record.dryRun;
       order.message = p.record.message;
-      writer_->post([w = writer_.get(), order, info = it->second, t = p.record.signalledAt] {
-        w->order(order, info, t);
-      }, 512);
+      writer_->post([w = writer_.get(), order, info = it->second,
+                     t = p.record.signalledAt] { w->order(order, info, t); },
+                    512);
     }
     record::DecisionRecord r;
     r.time = wallMicros(p.record.signalledAt);
@@ -971,8 +983,7 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     r.action = p.record.dryRun ? "evict-dry-run" : "evict";
     r.reason = p.record.message;
     r.message = std::string(p.record.hard ? "hard" : "soft") + " threshold; working set " +
-                std::to_string(p.usage) + " bytes, request " + std::to_string(p.request) +
-                " bytes";
+                std::to_string(p.usage) + " bytes, request " + std::to_string(p.request) + " bytes";
     r.latencyMs = p.record.latencyMs;
     r.gracePeriodSeconds = p.record.gracePeriodSeconds;
     r.episode = episode;
@@ -996,10 +1007,9 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     r.action = "oom-kill";
     const std::string processes =
         std::to_string(kill.count) + (kill.count == 1 ? " process" : " processes");
-    r.reason = uid.empty()
-                   ? "the kernel's OOM killer killed " + processes +
-                         " below the pods' cgroup (its pod cgroup was already gone)"
-                   : "the kernel's OOM killer killed " + processes + " of this pod";
+    r.reason = uid.empty() ? "the kernel's OOM killer killed " + processes +
+                                 " below the pods' cgroup (its pod cgroup was already gone)"
+                           : "the kernel's OOM killer killed " + processes + " of this pod";
     if (kill.limit == "pod") r.reason += ": its own memory limit (or a container's) was reached";
     if (kill.limit == "node") r.reason += ": the memory limit above it (the node's) was reached";
     r.message = "a container's main process or a child process; memory.events oom_kill";
@@ -1037,9 +1047,9 @@ void Recorder::openEpisode(const std::string& reason, SteadyTime now) {
   header.header.nodewardenVersion = options_.nodewardenVersion;
   header.header.originWallMicros = wallMicros(episode.origin);
   const auto& h = pods_.hierarchy();
-  header.header.cgroups = h.mode == cgroups::Mode::Unified ? "v2"
+  header.header.cgroups = h.mode == cgroups::Mode::Unified  ? "v2"
                           : h.mode == cgroups::Mode::Hybrid ? "hybrid"
-                                                             : "v1";
+                                                            : "v1";
   header.header.dryRun = options_.dryRun;
   header.header.prerollNanos = options_.preroll.count();
   header.header.reason = reason;
@@ -1085,16 +1095,16 @@ void Recorder::outcome(const EvictionRecord& record) {
   o.emptied = record.outcome->emptied;
   o.method = record.outcome->method;
   o.elapsedMs = double(record.outcome->elapsed.count()) / 1000.0;
-  writer_->post([w = writer_.get(), o, info = it->second, t = clock_.now()] { w->outcome(o, info, t); },
-                256);
+  writer_->post(
+      [w = writer_.get(), o, info = it->second, t = clock_.now()] { w->outcome(o, info, t); }, 256);
 }
 
 void Recorder::decision(record::DecisionRecord r) {
   if (r.node.empty()) r.node = options_.nodeName;
   if (writer_ && !stopped_) {
-    writer_->post([w = writer_.get(), line = record::storeLine(r), log = record::logLine(r)] {
-      w->store(line, log);
-    }, 1024);
+    writer_->post([w = writer_.get(), line = record::storeLine(r),
+                   log = record::logLine(r)] { w->store(line, log); },
+                  1024);
   }
   keep(std::move(r));
 }
@@ -1118,10 +1128,10 @@ std::vector<record::DecisionRecord> Recorder::decisionsFor(const std::string& po
     auto parsed = record::parseStoreFile(record::storeHeaderLine(options_.nodeName) + line);
     if (parsed && parsed->size() == 1 && parsed->front().pod == pod) out.push_back(parsed->front());
   }
-  std::stable_sort(out.begin(), out.end(), [](const record::DecisionRecord& a,
-                                              const record::DecisionRecord& b) {
-    return a.time < b.time;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const record::DecisionRecord& a, const record::DecisionRecord& b) {
+                     return a.time < b.time;
+                   });
   return out;
 }
 
@@ -1131,8 +1141,13 @@ void Recorder::stop(std::chrono::milliseconds wait) {
   stopped_ = true;
   if (writer_) {
     if (!writer_->drain(wait)) {
+      // A stalled disk: the writer goes on (and is joined when the recorder is destroyed),
+      // but the loop does not wait for it any longer.
       server::logEvent(server::LogLevel::Warn, "recorder-stop",
-                       {{"effect", "files still being written were left unfinished"}});
+                       {{"effect",
+                         "files are still being written; they finish when the agent "
+                         "exits"}});
+      return;
     }
     written_ = writer_->finished();
     writer_.reset();

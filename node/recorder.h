@@ -66,7 +66,7 @@ struct RecorderOptions {
   std::size_t maxEpisodeBytes = 16u << 20;  // one file; a longer episode continues in another
   std::size_t maxEpisodes = 100;            // files kept, oldest removed first
   std::size_t maxEpisodesBytes = 256u << 20;
-  std::size_t maxRecordBytes = 1u << 20;    // the decision store, oldest segment removed first
+  std::size_t maxRecordBytes = 1u << 20;  // the decision store, oldest segment removed first
   // Files waiting for the writer beyond this (a stalled disk): the episode is cut, and no new
   // one opens until the writer caught up.
   std::size_t maxQueueBytes = 4u << 20;
@@ -105,7 +105,8 @@ class Recorder {
   std::vector<record::DecisionRecord> decisionsFor(const std::string& pod) const;
 
   // Ends the episode under way ("stopped") and waits (≤ `wait`) until everything posted is
-  // on disk. The recorder records nothing afterwards.
+  // on disk; what is not by then is finished when the recorder is destroyed. The recorder
+  // records nothing afterwards.
   void stop(std::chrono::milliseconds wait = std::chrono::seconds(5));
 
   // Episode files this recorder finished (full paths), oldest first.

@@ -77,9 +77,12 @@ Result<Json> checkLine(std::string_view line) {
   std::uint32_t expected = 0;
   for (char c : hex) {
     expected <<= 4;
-    if (c >= '0' && c <= '9') expected |= std::uint32_t(c - '0');
-    else if (c >= 'a' && c <= 'f') expected |= std::uint32_t(c - 'a' + 10);
-    else return Error{"a crc32 that is not 8 hex digits"};
+    if (c >= '0' && c <= '9')
+      expected |= std::uint32_t(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      expected |= std::uint32_t(c - 'a' + 10);
+    else
+      return Error{"a crc32 that is not 8 hex digits"};
   }
   if (crc32(line.substr(0, at)) != expected) return Error{"CRC mismatch (corrupt)"};
   Json json = Json::parse(line, nullptr, /*allow_exceptions=*/false);
@@ -113,10 +116,14 @@ std::optional<std::int64_t> optionalInteger(const Json& json, const char* key,
 
 std::string_view toString(DecisionKind kind) {
   switch (kind) {
-    case DecisionKind::Eviction: return "eviction";
-    case DecisionKind::Admission: return "admission";
-    case DecisionKind::Preemption: return "preemption";
-    case DecisionKind::KernelOomKill: return "kernel-oom-kill";
+    case DecisionKind::Eviction:
+      return "eviction";
+    case DecisionKind::Admission:
+      return "admission";
+    case DecisionKind::Preemption:
+      return "preemption";
+    case DecisionKind::KernelOomKill:
+      return "kernel-oom-kill";
   }
   return "eviction";
 }
@@ -152,9 +159,13 @@ std::string formatRfc3339(policy::WallMicros micros) {
   return buffer;
 }
 
-OrderedJson recordJson(const DecisionRecord& record) { return recordObject(record, false); }
+OrderedJson recordJson(const DecisionRecord& record) {
+  return recordObject(record, false);
+}
 
-std::string logLine(const DecisionRecord& record) { return recordObject(record, true).dump(); }
+std::string logLine(const DecisionRecord& record) {
+  return recordObject(record, true).dump();
+}
 
 std::string storeLine(const DecisionRecord& record) {
   OrderedJson object;
@@ -180,8 +191,7 @@ std::vector<DecisionRecord> admissionRecords(policy::WallMicros time, const std:
                                              const std::string& pod, const std::string& uid,
                                              const std::string& verdict, const std::string& reason,
                                              const std::string& message,
-                                             const std::vector<std::string>& victims,
-                                             bool dryRun) {
+                                             const std::vector<std::string>& victims, bool dryRun) {
   std::vector<DecisionRecord> out;
   DecisionRecord r;
   r.time = time;
@@ -235,8 +245,10 @@ Result<DecisionRecord> recordFromJson(const Json& json) {
   r.reason = optionalString(json, "reason", problem).value_or("");
   r.message = optionalString(json, "message", problem).value_or("");
   if (auto it = json.find("latencyMs"); it != json.end() && !it->is_null()) {
-    if (!it->is_number()) problem = "latencyMs: expected a number";
-    else r.latencyMs = it->get<double>();
+    if (!it->is_number())
+      problem = "latencyMs: expected a number";
+    else
+      r.latencyMs = it->get<double>();
   }
   r.gracePeriodSeconds = optionalInteger(json, "gracePeriodSeconds", problem);
   r.episode = optionalString(json, "episode", problem);
@@ -295,7 +307,8 @@ Result<std::vector<DecisionRecord>> parseWhyJson(std::string_view text) {
   }
   std::vector<DecisionRecord> out;
   const std::string pod = json.value("pod", std::string());
-  const std::string uid = json.contains("uid") && json["uid"].is_string() ? json["uid"].get<std::string>() : "";
+  const std::string uid =
+      json.contains("uid") && json["uid"].is_string() ? json["uid"].get<std::string>() : "";
   for (std::size_t i = 0; i < json["records"].size(); ++i) {
     auto record = recordFromJson(json["records"][i]);
     if (!record) return Error{"records[" + std::to_string(i) + "]: " + record.error().message};

@@ -68,8 +68,7 @@ std::vector<DecisionRecord> admissionRecords(policy::WallMicros time, const std:
                                              const std::string& pod, const std::string& uid,
                                              const std::string& verdict, const std::string& reason,
                                              const std::string& message,
-                                             const std::vector<std::string>& victims,
-                                             bool dryRun);
+                                             const std::vector<std::string>& victims, bool dryRun);
 
 // A record from its JSON (any of the three shapes above; node/pod/uid optional).
 Result<DecisionRecord> recordFromJson(const policy::Json& json);

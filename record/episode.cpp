@@ -49,16 +49,20 @@ std::string jsonFrame(FrameType type, const OrderedJson& json) {
   return frame(type, json.dump());
 }
 
-std::uint8_t signalCode(Signal signal) { return std::uint8_t(signal); }
+std::uint8_t signalCode(Signal signal) {
+  return std::uint8_t(signal);
+}
 std::optional<Signal> signalFromCode(unsigned code) {
   if (code >= kSignalCount) return std::nullopt;
   return policy::kAllSignals[code];
 }
 
-const char* qosText(policy::QosClass qos) { return policy::qosClassName(qos); }
+const char* qosText(policy::QosClass qos) {
+  return policy::qosClassName(qos);
+}
 std::optional<policy::QosClass> qosFromText(const std::string& text) {
-  for (policy::QosClass qos : {policy::QosClass::Guaranteed, policy::QosClass::Burstable,
-                               policy::QosClass::BestEffort}) {
+  for (policy::QosClass qos :
+       {policy::QosClass::Guaranteed, policy::QosClass::Burstable, policy::QosClass::BestEffort}) {
     if (text == policy::qosClassName(qos)) return qos;
   }
   return std::nullopt;
@@ -148,7 +152,9 @@ std::uint8_t presenceOf(const std::array<std::optional<std::uint64_t>, kPodField
   return mask;
 }
 
-std::int64_t hundredths(double value) { return std::llround(value * 100.0); }
+std::int64_t hundredths(double value) {
+  return std::llround(value * 100.0);
+}
 
 OrderedJson keyJson(const policy::ThresholdKey& key) {
   return {{"signal", std::string(policy::toString(key.signal))},
@@ -331,7 +337,8 @@ std::string EpisodeEncoder::sample(const Sample& s) {
     w.delta(s.pressure->fullTotalMicros, prev.fullTotalMicros);
   }
   if (s.events) {
-    const MemoryEvents prev = (havePrevious_ && previous_.events) ? *previous_.events : MemoryEvents{};
+    const MemoryEvents prev =
+        (havePrevious_ && previous_.events) ? *previous_.events : MemoryEvents{};
     w.delta(s.events->high, prev.high);
     w.delta(s.events->max, prev.max);
     w.delta(s.events->oom, prev.oom);
@@ -512,8 +519,8 @@ std::string encodeEpisode(const Episode& episode) {
     const Outcome& o = episode.outcomes[nextOutcome++];
     if (o.pod < episode.pods.size()) out += encoder.outcome(o, episode.pods[o.pod]);
   }
-  out += encoder.end(episode.endReason, episode.endT, episode.samples.size(),
-                     episode.orders.size(), episode.oomKills.size());
+  out += encoder.end(episode.endReason, episode.endT, episode.samples.size(), episode.orders.size(),
+                     episode.oomKills.size());
   return out;
 }
 
@@ -544,8 +551,10 @@ class Decoder {
       ByteReader r(bytes_.substr(offset, 5));
       const std::uint8_t type = r.u8();
       const std::uint32_t length = r.u32();
-      if (length > kMaxFrame) return at(offset, "frame length " + std::to_string(length) + " is too large");
-      if (bytes_.size() - offset - 9 < length) return at(offset, "truncated frame (the file is torn)");
+      if (length > kMaxFrame)
+        return at(offset, "frame length " + std::to_string(length) + " is too large");
+      if (bytes_.size() - offset - 9 < length)
+        return at(offset, "truncated frame (the file is torn)");
       const std::string_view whole = bytes_.substr(offset, 5 + length);
       ByteReader crcReader(bytes_.substr(offset + 5 + length, 4));
       if (crc32(whole) != crcReader.u32()) return at(offset, "frame CRC mismatch (corrupt)");
@@ -560,11 +569,21 @@ class Decoder {
           headerSeen = true;
           done = header(payload);
           break;
-        case FrameType::Policy: done = policyFrame(payload); break;
-        case FrameType::Pod: done = pod(payload); break;
-        case FrameType::State: done = state(payload); break;
-        case FrameType::Sample: done = sample(payload); break;
-        case FrameType::Event: done = event(payload); break;
+        case FrameType::Policy:
+          done = policyFrame(payload);
+          break;
+        case FrameType::Pod:
+          done = pod(payload);
+          break;
+        case FrameType::State:
+          done = state(payload);
+          break;
+        case FrameType::Sample:
+          done = sample(payload);
+          break;
+        case FrameType::Event:
+          done = event(payload);
+          break;
         case FrameType::End:
           done = end(payload);
           ended = true;
@@ -594,7 +613,8 @@ class Decoder {
     auto json = parse(payload);
     if (!json) return Error{"HEADER: not a JSON object"};
     JsonFields f{*json, {}};
-    if (f.string("format") != "nodewarden-episode") return Error{"HEADER: format is not nodewarden-episode"};
+    if (f.string("format") != "nodewarden-episode")
+      return Error{"HEADER: format is not nodewarden-episode"};
     episode_.node = f.string("node");
     episode_.nodewardenVersion = f.string("nodewarden");
     episode_.originWallMicros = f.integer("originWallMicros");
@@ -682,7 +702,8 @@ class Decoder {
         s.met.push_back(*key);
       }
     }
-    if (json->contains("conditionLastObservedAt") && (*json)["conditionLastObservedAt"].is_object()) {
+    if (json->contains("conditionLastObservedAt") &&
+        (*json)["conditionLastObservedAt"].is_object()) {
       for (const auto& [condition, value] : (*json)["conditionLastObservedAt"].items()) {
         if (!value.is_number_integer() ||
             (value.is_number_unsigned() && value.get<std::uint64_t>() > std::uint64_t(kMaxTime))) {
@@ -743,7 +764,8 @@ class Decoder {
       for (std::size_t i = 0; i < s.pods.size(); ++i) s.pods[i].pod = prev->pods[i].pod;
     } else if (listMode == 1) {
       const std::uint64_t count = r.varint();
-      if (count > r.remaining() || count > kMaxPods) return Error{"SAMPLE: pod count beyond the frame"};
+      if (count > r.remaining() || count > kMaxPods)
+        return Error{"SAMPLE: pod count beyond the frame"};
       s.pods.resize(count);
       std::int64_t last = 0;
       for (PodFigures& p : s.pods) {
@@ -787,8 +809,10 @@ class Decoder {
             fields[f].reset();
             continue;
           }
-          if (head & (1u << f)) fields[f] = r.delta(fields[f].value_or(0));
-          else if (!fields[f]) return Error{"SAMPLE: a pod figure present without a value"};
+          if (head & (1u << f))
+            fields[f] = r.delta(fields[f].value_or(0));
+          else if (!fields[f])
+            return Error{"SAMPLE: a pod figure present without a value"};
           if (*fields[f] >= kMaxPodFigure) return Error{"SAMPLE: a pod figure beyond 2^46"};
         }
         setPodFields(p, fields);
@@ -959,8 +983,8 @@ std::size_t sampleAt(const Episode& episode, std::int64_t t) {
   return std::size_t(it - episode.samples.begin());
 }
 
-void buildView(const Episode& episode, const NodeFigures& node,
-               const std::vector<PodFigures>& pods, SampleView& out) {
+void buildView(const Episode& episode, const NodeFigures& node, const std::vector<PodFigures>& pods,
+               SampleView& out) {
   if (out.episode != &episode || out.pods.size() != episode.pods.size()) {
     // One Pod object per pod entry, ranked by key once (ties by entry): what the agent's pods
     // carry from resolvePods, so rankings end their ties the same way.

@@ -194,7 +194,7 @@ struct Episode {
   std::string cgroups;                // "v1", "v2", "hybrid"
   bool dryRun = false;                // the agent only logged its decisions
   std::int64_t prerollNanos = 0;
-  std::string reason;                 // what opened it: "threshold", "eviction", "oom-kill"
+  std::string reason;  // what opened it: "threshold", "eviction", "oom-kill"
   // POLICY, POD, STATE, SAMPLE, EVENT.
   std::vector<PolicyChange> policies;  // the first at sample 0
   std::vector<PodInfo> pods;
@@ -259,8 +259,8 @@ struct SampleView {
 };
 void buildView(const Episode& episode, const Sample& sample, SampleView& out);
 // The same from figures of one's own (a counterfactual's).
-void buildView(const Episode& episode, const NodeFigures& node,
-               const std::vector<PodFigures>& pods, SampleView& out);
+void buildView(const Episode& episode, const NodeFigures& node, const std::vector<PodFigures>& pods,
+               SampleView& out);
 
 // The EvictionState at the episode's first sample, on a time line where the origin is
 // `origin`.

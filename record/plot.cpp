@@ -17,11 +17,20 @@ std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -77,9 +86,8 @@ std::string renderPlotSvg(const Plot& plot) {
   }
   svg += "<text x=\"" + number(kLeft + plotWidth / 2) + "\" y=\"" + number(kHeight - 12) +
          "\" text-anchor=\"middle\">seconds</text>\n";
-  svg += "<text x=\"16\" y=\"" + number(kTop + plotHeight / 2) +
-         "\" transform=\"rotate(-90 16 " + number(kTop + plotHeight / 2) +
-         ")\" text-anchor=\"middle\">memory (MiB)</text>\n";
+  svg += "<text x=\"16\" y=\"" + number(kTop + plotHeight / 2) + "\" transform=\"rotate(-90 16 " +
+         number(kTop + plotHeight / 2) + ")\" text-anchor=\"middle\">memory (MiB)</text>\n";
   svg += "<rect x=\"" + number(kLeft) + "\" y=\"" + number(kTop) + "\" width=\"" +
          number(plotWidth) + "\" height=\"" + number(plotHeight) +
          "\" fill=\"none\" stroke=\"#999\"/>\n";
@@ -91,7 +99,8 @@ std::string renderPlotSvg(const Plot& plot) {
            number(kLeft + 6) + "\" y=\"" + number(y(mib) - 5) + "\" fill=\"" + color + "\">" +
            escape(label) + "</text>\n";
   };
-  if (plot.limitMiB > 0) hline(plot.limitMiB, "#d62728", "6 3", "limit " + number(plot.limitMiB) + " MiB");
+  if (plot.limitMiB > 0)
+    hline(plot.limitMiB, "#d62728", "6 3", "limit " + number(plot.limitMiB) + " MiB");
   if (plot.thresholdMiB >= 0) hline(plot.thresholdMiB, "#ff7f0e", "2 3", plot.thresholdLabel);
   // One polyline per run of samples (a pod that is gone leaves a gap).
   int legend = 0;
@@ -104,8 +113,8 @@ std::string renderPlotSvg(const Plot& plot) {
       if (points.empty()) return;
       svg += "<polyline fill=\"none\" stroke=\"" + color + "\" stroke-width=\"" +
              (node ? "2.5" : "1.8") + "\"" +
-             (s.dashed ? std::string(" stroke-dasharray=\"7 4\"") : std::string()) +
-             " points=\"" + points + "\"/>\n";
+             (s.dashed ? std::string(" stroke-dasharray=\"7 4\"") : std::string()) + " points=\"" +
+             points + "\"/>\n";
       points.clear();
     };
     for (std::size_t k = 0; k < s.mib.size() && k < plot.seconds.size(); ++k) {
@@ -120,10 +129,9 @@ std::string renderPlotSvg(const Plot& plot) {
     svg += "<line x1=\"" + number(kLeft + plotWidth + 6) + "\" y1=\"" + number(ly) + "\" x2=\"" +
            number(kLeft + plotWidth + 26) + "\" y2=\"" + number(ly) + "\" stroke=\"" + color +
            "\" stroke-width=\"2.5\"" +
-           (s.dashed ? std::string(" stroke-dasharray=\"7 4\"") : std::string()) +
-           "/><text x=\"" + number(kLeft + plotWidth + 30) + "\" y=\"" + number(ly + 4) +
-           "\">" + escape(s.name == "node" ? std::string("all pods (kubepods)") : s.name) +
-           "</text>\n";
+           (s.dashed ? std::string(" stroke-dasharray=\"7 4\"") : std::string()) + "/><text x=\"" +
+           number(kLeft + plotWidth + 30) + "\" y=\"" + number(ly + 4) + "\">" +
+           escape(s.name == "node" ? std::string("all pods (kubepods)") : s.name) + "</text>\n";
   }
   // Evictions and kernel OOM kills.
   int row = 0;
@@ -134,9 +142,9 @@ std::string renderPlotSvg(const Plot& plot) {
            "\" y2=\"" + number(kTop + plotHeight) + "\" stroke=\"" + color +
            "\" stroke-width=\"1.5\"" +
            (mark.counterfactual ? std::string(" stroke-dasharray=\"4 3\"") : std::string()) +
-           "/><text x=\"" + number(mx - 4) + "\" y=\"" +
-           number(kTop + 14 + 14 * (row++ % 4)) + "\" text-anchor=\"end\" fill=\"" + color +
-           "\">" + escape(mark.label) + " (" + number(mark.seconds) + " s)</text>\n";
+           "/><text x=\"" + number(mx - 4) + "\" y=\"" + number(kTop + 14 + 14 * (row++ % 4)) +
+           "\" text-anchor=\"end\" fill=\"" + color + "\">" + escape(mark.label) + " (" +
+           number(mark.seconds) + " s)</text>\n";
   }
   svg += "</svg>\n";
   return svg;

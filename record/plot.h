@@ -11,9 +11,9 @@
 namespace nodewarden::record {
 
 struct PlotSeries {
-  std::string name;             // "prod/api", or "node" for the kubepods total
-  std::vector<double> mib;      // one value per sample; negative: not running (a gap)
-  bool dashed = false;          // a counterfactual line
+  std::string name;         // "prod/api", or "node" for the kubepods total
+  std::vector<double> mib;  // one value per sample; negative: not running (a gap)
+  bool dashed = false;      // a counterfactual line
 };
 
 struct PlotMark {
@@ -27,9 +27,9 @@ struct Plot {
   std::string title;            // "nodewarden agent" or "baseline: no agent"
   std::vector<double> seconds;  // sample times, ascending
   std::vector<PlotSeries> series;
-  double limitMiB = 0;          // the kubepods limit
-  double thresholdMiB = -1;     // where the hard (or soft) memory threshold is met; <0: none
-  std::string thresholdLabel;   // "allocatableMemory.available < 64Mi"
+  double limitMiB = 0;         // the kubepods limit
+  double thresholdMiB = -1;    // where the hard (or soft) memory threshold is met; <0: none
+  std::string thresholdLabel;  // "allocatableMemory.available < 64Mi"
   std::vector<PlotMark> marks;
 };
 

@@ -10,24 +10,34 @@
 namespace nodewarden::record {
 namespace {
 
-using policy::OrderedJson;
 using policy::Int128;
+using policy::OrderedJson;
 using policy::Signal;
 
 constexpr std::int64_t kSecond = 1'000'000'000;
 constexpr policy::TimePoint kOrigin = policy::TimePoint{} + std::chrono::hours(1);
 
-policy::TimePoint at(std::int64_t t) { return kOrigin + std::chrono::nanoseconds(t); }
+policy::TimePoint at(std::int64_t t) {
+  return kOrigin + std::chrono::nanoseconds(t);
+}
 
 // Figures come from files: every sum saturates instead of overflowing.
 std::int64_t clampTo64(Int128 v) {
-  if (v > Int128(std::numeric_limits<std::int64_t>::max())) return std::numeric_limits<std::int64_t>::max();
-  if (v < Int128(std::numeric_limits<std::int64_t>::min())) return std::numeric_limits<std::int64_t>::min();
+  if (v > Int128(std::numeric_limits<std::int64_t>::max()))
+    return std::numeric_limits<std::int64_t>::max();
+  if (v < Int128(std::numeric_limits<std::int64_t>::min()))
+    return std::numeric_limits<std::int64_t>::min();
   return std::int64_t(v);
 }
-std::int64_t add(std::int64_t a, std::int64_t b) { return clampTo64(Int128(a) + b); }
-std::int64_t sub(std::int64_t a, std::int64_t b) { return clampTo64(Int128(a) - b); }
-std::int64_t bytes(std::uint64_t v) { return clampTo64(Int128(v)); }
+std::int64_t add(std::int64_t a, std::int64_t b) {
+  return clampTo64(Int128(a) + b);
+}
+std::int64_t sub(std::int64_t a, std::int64_t b) {
+  return clampTo64(Int128(a) - b);
+}
+std::int64_t bytes(std::uint64_t v) {
+  return clampTo64(Int128(v));
+}
 
 std::optional<std::int64_t> availableOf(const NodeFigures& node, Signal signal) {
   const auto& s = node.stats;
@@ -42,16 +52,20 @@ std::optional<std::int64_t> availableOf(const NodeFigures& node, Signal signal) 
 std::int64_t capacityOf(const NodeFigures& node, Signal signal) {
   const auto& s = node.stats;
   if (signal == Signal::AllocatableMemoryAvailable) {
-    return clampTo64(Int128(s.podsMemoryAvailableBytes.value_or(0)) + s.podsMemoryWorkingSetBytes.value_or(0));
+    return clampTo64(Int128(s.podsMemoryAvailableBytes.value_or(0)) +
+                     s.podsMemoryWorkingSetBytes.value_or(0));
   }
-  return clampTo64(Int128(s.memoryAvailableBytes.value_or(0)) + s.memoryWorkingSetBytes.value_or(0));
+  return clampTo64(Int128(s.memoryAvailableBytes.value_or(0)) +
+                   s.memoryWorkingSetBytes.value_or(0));
 }
 
 // The node's figures with the pods' working set moved by `delta` bytes (positive: more used).
 NodeFigures moved(const NodeFigures& node, std::int64_t delta) {
   NodeFigures out = node;
-  auto shift = [delta](std::optional<std::uint64_t>& available, std::optional<std::uint64_t>& used) {
-    if (available) available = std::uint64_t(std::max<std::int64_t>(0, sub(bytes(*available), delta)));
+  auto shift = [delta](std::optional<std::uint64_t>& available,
+                       std::optional<std::uint64_t>& used) {
+    if (available)
+      available = std::uint64_t(std::max<std::int64_t>(0, sub(bytes(*available), delta)));
     if (used) used = std::uint64_t(std::max<std::int64_t>(0, add(bytes(*used), delta)));
   };
   shift(out.stats.memoryAvailableBytes, out.stats.memoryWorkingSetBytes);
@@ -74,7 +88,8 @@ int oomScoreAdj(const PodInfo& pod, std::int64_t nodeMemory) {
   if (pod.qos == policy::QosClass::Guaranteed) return -997;
   if (pod.qos == policy::QosClass::BestEffort) return 1000;
   if (nodeMemory <= 0) return 999;
-  const double share = double(std::clamp<std::int64_t>(pod.memoryRequest, 0, nodeMemory)) / double(nodeMemory);
+  const double share =
+      double(std::clamp<std::int64_t>(pod.memoryRequest, 0, nodeMemory)) / double(nodeMemory);
   std::int64_t adj = 1000 - std::int64_t(1000 * share);
   if (adj < 3) adj = 3;
   if (adj == 1000) adj = 999;
@@ -160,8 +175,8 @@ struct Track {
   std::string uid;
   std::uint32_t entry = 0;  // its latest pod entry
   PodFigures last;
-  bool present = false;     // in the current recorded sample
-  bool gone = false;        // removed by the simulation (evicted and freed, or killed)
+  bool present = false;  // in the current recorded sample
+  bool gone = false;     // removed by the simulation (evicted and freed, or killed)
   bool inFlight = false;
   Signal signal = Signal::MemoryAvailable;
   std::int64_t freeAt = 0;
@@ -174,7 +189,9 @@ struct World {
   std::vector<PodFigures> pods;  // the simulated pods of the current sample
 };
 
-std::int64_t ws(const PodFigures& p) { return bytes(p.workingSet.value_or(0)); }
+std::int64_t ws(const PodFigures& p) {
+  return bytes(p.workingSet.value_or(0));
+}
 
 // Updates the tracks from a recorded sample; returns the recorded pods' working set.
 std::int64_t follow(const Episode& episode, const Sample& sample, World& world) {
@@ -219,9 +236,9 @@ Simulation simulate(const Episode& episode, const policy::Policy* candidate, boo
   SampleView view;
   policy::EvictionState state = initialState(episode, kOrigin);
   std::set<std::string> usedVictims;
-  const std::int64_t nodeMemory = episode.samples.empty()
-                                      ? 0
-                                      : capacityOf(episode.samples.front().node, Signal::MemoryAvailable);
+  const std::int64_t nodeMemory =
+      episode.samples.empty() ? 0
+                              : capacityOf(episode.samples.front().node, Signal::MemoryAvailable);
   for (std::size_t i = 0; i < episode.samples.size(); ++i) {
     const Sample& sample = episode.samples[i];
     const std::int64_t recorded = follow(episode, sample, world);
@@ -298,9 +315,11 @@ Simulation simulate(const Episode& episode, const policy::Policy* candidate, boo
       if (t.inFlight || t.gone) continue;
       t.inFlight = true;
       t.signal = e.signal;
-      t.freeAt = add(add(sample.t, clampTo64(Int128(std::clamp<std::int64_t>(e.gracePeriodSeconds, 0,
-                                                                      1'000'000'000)) * kSecond)),
-                     killLatency);
+      t.freeAt = add(
+          add(sample.t,
+              clampTo64(Int128(std::clamp<std::int64_t>(e.gracePeriodSeconds, 0, 1'000'000'000)) *
+                        kSecond)),
+          killLatency);
       t.evictedAt = sample.t;
       ReplayedEviction order;
       order.sample = i;
@@ -323,9 +342,12 @@ Simulation simulate(const Episode& episode, const policy::Policy* candidate, boo
 
 std::string_view toString(Fidelity fidelity) {
   switch (fidelity) {
-    case Fidelity::Identical: return "identical";
-    case Fidelity::Diverged: return "diverged";
-    case Fidelity::NotChecked: return "not-checked";
+    case Fidelity::Identical:
+      return "identical";
+    case Fidelity::Diverged:
+      return "diverged";
+    case Fidelity::NotChecked:
+      return "not-checked";
   }
   return "not-checked";
 }
@@ -333,7 +355,8 @@ std::string_view toString(Fidelity fidelity) {
 Signal limitSignalOf(const Episode& episode) {
   std::optional<std::int64_t> node, pods;
   for (const Sample& s : episode.samples) {
-    if (auto a = availableOf(s.node, Signal::MemoryAvailable)) node = std::min(node.value_or(*a), *a);
+    if (auto a = availableOf(s.node, Signal::MemoryAvailable))
+      node = std::min(node.value_or(*a), *a);
     if (auto a = availableOf(s.node, Signal::AllocatableMemoryAvailable)) {
       pods = std::min(pods.value_or(*a), *a);
     }
@@ -374,7 +397,8 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
     if (k.limit == "pod") continue;
     const std::size_t last = k.sample == 0 ? 0 : k.sample - 1;
     for (std::size_t s = 0; s <= last && s < episode.samples.size(); ++s) {
-      if (auto a = availableOf(episode.samples[s].node, limit)) line = std::min(line.value_or(*a), *a);
+      if (auto a = availableOf(episode.samples[s].node, limit))
+        line = std::min(line.value_or(*a), *a);
     }
   }
   result.killLine = line.value_or(0);
@@ -393,7 +417,8 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
 
   for (const Sample& s : episode.samples) {
     result.capacity.push_back(capacityOf(s.node, limit));
-    result.recordedUsed.push_back(sub(capacityOf(s.node, limit), availableOf(s.node, limit).value_or(0)));
+    result.recordedUsed.push_back(
+        sub(capacityOf(s.node, limit), availableOf(s.node, limit).value_or(0)));
   }
 
   // The kernel alone.
@@ -415,7 +440,8 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
   const policy::Policy* candidate = options.policy ? &*options.policy : nullptr;
   if (useRecording) {
     result.evictedBytes = 0;
-    for (const ReplayedEviction& e : result.decisions) result.evictedBytes = add(result.evictedBytes, e.usage);
+    for (const ReplayedEviction& e : result.decisions)
+      result.evictedBytes = add(result.evictedBytes, e.usage);
     result.killsLeft = result.recordedOomKills;
   } else {
     Simulation sim = simulate(episode, result.policyIsRecorded ? nullptr : candidate, true, limit,
@@ -471,7 +497,8 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
     for (const policy::Threshold& t : asked.thresholds) {
       if (t.signal != limit) continue;
       const std::int64_t value = t.value.resolve(capacity).value();
-      const std::int64_t reclaim = t.minReclaim.isZero() ? 0 : t.minReclaim.resolve(capacity).value();
+      const std::int64_t reclaim =
+          t.minReclaim.isZero() ? 0 : t.minReclaim.resolve(capacity).value();
       goal = std::max(goal.value_or(add(value, reclaim)), add(value, reclaim));
     }
     result.neededBytes =
@@ -526,7 +553,9 @@ ReplayResult replay(const Episode& episode, const ReplayOptions& options) {
 
 namespace {
 // Seconds with millisecond precision, for output.
-double seconds(std::int64_t nanos) { return std::round(double(nanos) / 1e6) / 1e3; }
+double seconds(std::int64_t nanos) {
+  return std::round(double(nanos) / 1e6) / 1e3;
+}
 }  // namespace
 
 OrderedJson replayJson(const ReplayResult& r, const Episode& episode, const std::string& file) {
@@ -549,10 +578,11 @@ OrderedJson replayJson(const ReplayResult& r, const Episode& episode, const std:
                          {"action", "evict"}});
   }
   out["decisions"] = std::move(decisions);
-  out["kernelOomKills"] = {{"recorded", r.recordedOomKills},
-                           {"prevented", r.prevented ? OrderedJson(*r.prevented) : OrderedJson(nullptr)}};
-  out["leadTimeMs"] = r.leadTimeMs ? OrderedJson(std::round(*r.leadTimeMs * 10) / 10)
-                                   : OrderedJson(nullptr);
+  out["kernelOomKills"] = {
+      {"recorded", r.recordedOomKills},
+      {"prevented", r.prevented ? OrderedJson(*r.prevented) : OrderedJson(nullptr)}};
+  out["leadTimeMs"] =
+      r.leadTimeMs ? OrderedJson(std::round(*r.leadTimeMs * 10) / 10) : OrderedJson(nullptr);
   out["evictedBytes"] = r.evictedBytes;
   out["neededBytes"] = r.neededBytes;
   OrderedJson alone;
@@ -575,8 +605,9 @@ OrderedJson replayJson(const ReplayResult& r, const Episode& episode, const std:
   out["limitSignal"] = std::string(policy::toString(r.limitSignal));
   out["killLine"] = r.killLine;
   out["samples"] = episode.samples.size();
-  out["seconds"] =
-      episode.samples.empty() ? 0.0 : seconds(sub(episode.samples.back().t, episode.samples.front().t));
+  out["seconds"] = episode.samples.empty()
+                       ? 0.0
+                       : seconds(sub(episode.samples.back().t, episode.samples.front().t));
   return out;
 }
 

@@ -89,7 +89,7 @@ struct ReplayResult {
   bool simulated = false;  // decisions come from the simulation, not the recording
   std::size_t recordedOomKills = 0;
   std::vector<KernelKill> simulatedKills;  // the simulation's kernel OOM kills
-  std::optional<bool> prevented;  // recorded kills > 0: none left in the simulation
+  std::optional<bool> prevented;           // recorded kills > 0: none left in the simulation
   // Kernel OOM kills left under the policy: the simulation's, plus each recorded kill at a
   // pod's own limit whose pod the policy did not evict first (the recorded ones when the
   // recording itself is the answer).

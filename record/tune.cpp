@@ -14,8 +14,8 @@ using policy::Signal;
 constexpr std::int64_t kMi = 1024 * 1024;
 
 // Round thresholds, in MiB, an operator would write.
-constexpr std::int64_t kGrid[] = {16,   32,   48,   64,   96,   100,   128,   160,   200,  256,
-                                  300,  384,  500,  512,  640,  750,   1024,  1536,  2048, 3072,
+constexpr std::int64_t kGrid[] = {16,   32,   48,   64,    96,    100,   128,   160,  200,  256,
+                                  300,  384,  500,  512,   640,   750,   1024,  1536, 2048, 3072,
                                   4096, 6144, 8192, 12288, 16384, 24576, 32768, 65536};
 constexpr int kGraceSeconds[] = {5, 10, 30};
 
@@ -61,7 +61,8 @@ void score(TuneSetting& setting, const std::vector<const Episode*>& episodes) {
     setting.evictions += r.decisions.size();
     if (!r.decisions.empty() && r.kernelAlone.kills.empty()) ++setting.falseAlarms;
     if (r.leadTimeMs && (!r.kernelAlone.kills.empty() || r.recordedOomKills > 0)) {
-      setting.minLeadTimeMs = std::min(setting.minLeadTimeMs.value_or(*r.leadTimeMs), *r.leadTimeMs);
+      setting.minLeadTimeMs =
+          std::min(setting.minLeadTimeMs.value_or(*r.leadTimeMs), *r.leadTimeMs);
     }
   }
 }
@@ -76,8 +77,8 @@ OrderedJson settingJson(const TuneSetting& s) {
   out["oomKillsLeft"] = s.oomKillsLeft;
   out["evictions"] = s.evictions;
   out["falseAlarms"] = s.falseAlarms;
-  out["minLeadTimeMs"] = s.minLeadTimeMs ? OrderedJson(std::round(*s.minLeadTimeMs * 10) / 10)
-                                         : OrderedJson(nullptr);
+  out["minLeadTimeMs"] =
+      s.minLeadTimeMs ? OrderedJson(std::round(*s.minLeadTimeMs * 10) / 10) : OrderedJson(nullptr);
   return out;
 }
 
@@ -113,10 +114,11 @@ TuneResult tune(const std::vector<const Episode*>& episodes, const TuneOptions& 
   for (const Episode* e : episodes) {
     for (const Sample& s : e->samples) {
       const auto& n = s.node.stats;
-      const std::int64_t c =
-          result.signal == Signal::AllocatableMemoryAvailable
-              ? std::int64_t(n.podsMemoryAvailableBytes.value_or(0) + n.podsMemoryWorkingSetBytes.value_or(0))
-              : std::int64_t(n.memoryAvailableBytes.value_or(0) + n.memoryWorkingSetBytes.value_or(0));
+      const std::int64_t c = result.signal == Signal::AllocatableMemoryAvailable
+                                 ? std::int64_t(n.podsMemoryAvailableBytes.value_or(0) +
+                                                n.podsMemoryWorkingSetBytes.value_or(0))
+                                 : std::int64_t(n.memoryAvailableBytes.value_or(0) +
+                                                n.memoryWorkingSetBytes.value_or(0));
       capacity = std::max(capacity, c);
     }
   }
@@ -130,9 +132,9 @@ TuneResult tune(const std::vector<const Episode*>& episodes, const TuneOptions& 
       s.thresholdBytes = bytes;
       s.threshold = quantityText(bytes);
       s.grace = grace;
-      s.label = s.threshold + (grace == policy::Duration(0)
-                                   ? " hard"
-                                   : " soft " + policy::formatGoDuration(grace));
+      s.label =
+          s.threshold +
+          (grace == policy::Duration(0) ? " hard" : " soft " + policy::formatGoDuration(grace));
       s.policy = withThreshold(base, result.signal, bytes, grace, minReclaim);
       score(s, episodes);
       result.settings.push_back(std::move(s));

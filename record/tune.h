@@ -25,10 +25,10 @@ struct TuneOptions {
 };
 
 struct TuneSetting {
-  std::string label;        // "64Mi hard", "128Mi soft 10s", "kubelet default …"
-  policy::Policy policy;    // the whole policy file this setting stands for
+  std::string label;      // "64Mi hard", "128Mi soft 10s", "kubelet default …"
+  policy::Policy policy;  // the whole policy file this setting stands for
   std::int64_t thresholdBytes = 0;
-  std::string threshold;    // as a quantity ("64Mi")
+  std::string threshold;      // as a quantity ("64Mi")
   policy::Duration grace{0};  // 0: hard
   std::size_t oomKillsLeft = 0;
   std::size_t evictions = 0;
@@ -41,8 +41,8 @@ struct TuneResult {
   policy::Signal signal = policy::Signal::MemoryAvailable;
   std::size_t episodes = 0;
   std::size_t recordedOomKills = 0;
-  std::vector<TuneSetting> settings;  // by threshold, hard first, then soft by grace
-  TuneSetting kubeletDefault;         // <signal> < 100Mi, hard, one pod per cycle
+  std::vector<TuneSetting> settings;       // by threshold, hard first, then soft by grace
+  TuneSetting kubeletDefault;              // <signal> < 100Mi, hard, one pod per cycle
   std::optional<std::size_t> recommended;  // index into settings
 };
 

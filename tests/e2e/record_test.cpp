@@ -89,8 +89,9 @@ TEST_CASE("record: a real pressure episode is recorded and replayed to the ident
   config.policyFile = files.file("policy.json");
   config.manifestsDir = node.manifests.path();
   config.kubepods = node.sandbox.kubepods();
-  config.extraArgs = {"--state-dir",      stateDir,     "--record-preroll", "5s",
-                      "--record-settle",  "2s",         "--decision-log",  files.file("decisions.jsonl")};
+  config.extraArgs = {
+      "--state-dir",     stateDir, "--record-preroll", "5s",
+      "--record-settle", "2s",     "--decision-log",   files.file("decisions.jsonl")};
   AgentProcess agent(config);
 
   const std::size_t mark = agent.lines().size();
@@ -132,7 +133,8 @@ TEST_CASE("record: a real pressure episode is recorded and replayed to the ident
   REQUIRE_MESSAGE(again.status == 0, again.err);
   CHECK(Json::parse(again.out)["episodes"][0]["fidelity"] == "identical");
   // The table and the plot.
-  const Run table = run(files, {NODEWARDEN_BINARY, "replay", episode, "--plot", files.file("r.svg")});
+  const Run table =
+      run(files, {NODEWARDEN_BINARY, "replay", episode, "--plot", files.file("r.svg")});
   REQUIRE_MESSAGE(table.status == 0, table.err);
   CHECK(table.out.find("Fidelity: identical") != std::string::npos);
   CHECK(slurp(files.file("r.svg")).find(node.first.key()) != std::string::npos);
@@ -142,7 +144,8 @@ TEST_CASE("record: a real pressure episode is recorded and replayed to the ident
   writeFile(files.file("torn.nwep"), bytes.substr(0, bytes.size() * 2 / 3));
   const Run torn = run(files, {NODEWARDEN_BINARY, "replay", files.file("torn.nwep")});
   CHECK(torn.status == 1);
-  CHECK_MESSAGE(torn.err.find(files.file("torn.nwep") + ": offset ") != std::string::npos, torn.err);
+  CHECK_MESSAGE(torn.err.find(files.file("torn.nwep") + ": offset ") != std::string::npos,
+                torn.err);
   std::string flipped = bytes;
   flipped[bytes.size() / 2] ^= 0x20;
   writeFile(files.file("corrupt.nwep"), flipped);
@@ -152,8 +155,8 @@ TEST_CASE("record: a real pressure episode is recorded and replayed to the ident
                 corrupt.err);
 
   // why, from the state directory: the eviction with what was measured and its episode.
-  const Run why = run(files, {NODEWARDEN_BINARY, "why", node.first.name, "-n", "e2e",
-                              "--state-dir", stateDir, "-o", "json"});
+  const Run why = run(files, {NODEWARDEN_BINARY, "why", node.first.name, "-n", "e2e", "--state-dir",
+                              stateDir, "-o", "json"});
   REQUIRE_MESSAGE(why.status == 0, why.err);
   const Json answer = Json::parse(why.out);
   CHECK(answer["pod"] == node.first.key());
@@ -168,8 +171,8 @@ TEST_CASE("record: a real pressure episode is recorded and replayed to the ident
   CHECK(r["episode"] == fs::path(episode).filename().string());
   CHECK(r["latencyMs"].get<double>() >= 0);
   // The agent serves the same.
-  const HttpReply served =
-      httpRequest(agent.port(), "GET", "/v1/decisions?pod=" + node.second.ns + "%2F" + node.second.name);
+  const HttpReply served = httpRequest(
+      agent.port(), "GET", "/v1/decisions?pod=" + node.second.ns + "%2F" + node.second.name);
   REQUIRE(served.status == 200);
   CHECK(Json::parse(served.body)["records"][0]["rank"] == 2);
   // --decision-log: one JSON line per decision, with node, pod and uid.
@@ -231,10 +234,17 @@ TEST_CASE("record: kubectl nodewarden why answers for a pod evicted before the a
   // itself, which is what kubectl runs.
   const bool kubectl = std::system("command -v kubectl > /dev/null 2>&1") == 0;
   const std::vector<std::string> command =
-      kubectl ? std::vector<std::string>{"kubectl", "nodewarden", "why", "first", "-n", "e2e",
-                                         "--agent-port", port, "-o", "json"}
-              : std::vector<std::string>{files.file("bin/kubectl-nodewarden"), "why", "first", "-n",
-                                         "e2e", "--agent-port", port, "-o", "json"};
+      kubectl ? std::vector<std::string>{"kubectl", "nodewarden",   "why", "first", "-n",
+                                         "e2e",     "--agent-port", port,  "-o",    "json"}
+              : std::vector<std::string>{files.file("bin/kubectl-nodewarden"),
+                                         "why",
+                                         "first",
+                                         "-n",
+                                         "e2e",
+                                         "--agent-port",
+                                         port,
+                                         "-o",
+                                         "json"};
   if (!kubectl) MESSAGE("no kubectl on the PATH: running kubectl-nodewarden as kubectl would");
   const Run plugin = run(files, command, env);
   REQUIRE_MESSAGE(plugin.status == 0, plugin.out << plugin.err);
@@ -251,17 +261,17 @@ TEST_CASE("record: kubectl nodewarden why answers for a pod evicted before the a
       },
       1s));
   // As the DaemonSet runs it: the agent is a pod of the node, reached through the pod proxy.
-  api.upsertPod({{"apiVersion", "v1"},
-                 {"kind", "Pod"},
-                 {"metadata",
-                  {{"name", "nodewarden-agent-x1"},
-                   {"namespace", "kube-system"},
-                   {"uid", makeUid()},
-                   {"labels",
-                    {{"app.kubernetes.io/name", "nodewarden"},
-                     {"app.kubernetes.io/component", "agent"}}}}},
-                 {"spec", {{"nodeName", "e2e-node"}, {"containers", Json::array()}}},
-                 {"status", {{"phase", "Running"}}}});
+  api.upsertPod(
+      {{"apiVersion", "v1"},
+       {"kind", "Pod"},
+       {"metadata",
+        {{"name", "nodewarden-agent-x1"},
+         {"namespace", "kube-system"},
+         {"uid", makeUid()},
+         {"labels",
+          {{"app.kubernetes.io/name", "nodewarden"}, {"app.kubernetes.io/component", "agent"}}}}},
+       {"spec", {{"nodeName", "e2e-node"}, {"containers", Json::array()}}},
+       {"status", {{"phase", "Running"}}}});
   const Run viaPod = run(files, command, env);
   REQUIRE_MESSAGE(viaPod.status == 0, viaPod.out << viaPod.err);
   CHECK(Json::parse(viaPod.out)["records"].size() == 1);
@@ -281,13 +291,15 @@ TEST_CASE("record: a kernel OOM kill inside a pod becomes a record and opens an 
   TempDir manifests;
   TempDir files;
   writeFile(files.file("policy.json"), kPolicy);
-  PodSpec leaky = PodSpec("e2e", "leaky").withPriority(0).request("memory", "32Mi").limit("memory", "64Mi");
+  PodSpec leaky =
+      PodSpec("e2e", "leaky").withPriority(0).request("memory", "32Mi").limit("memory", "64Mi");
   const std::string cgroup = addPod(sandbox, &manifests, leaky);
   // The pod's own limit, as the kubelet sets it; no swap escape on v1.
   const bool v1 = hierarchy().memoryVersion == cgroups::Version::V1;
   REQUIRE(bool(sandbox.writeMemoryFile(cgroup, v1 ? "memory.limit_in_bytes" : "memory.max",
                                        std::to_string(64 * kMiB))));
-  if (v1) (void)sandbox.writeMemoryFile(cgroup, "memory.memsw.limit_in_bytes", std::to_string(64 * kMiB));
+  if (v1)
+    (void)sandbox.writeMemoryFile(cgroup, "memory.memsw.limit_in_bytes", std::to_string(64 * kMiB));
   if (!v1) (void)sandbox.writeMemoryFile(cgroup, "memory.swap.max", "0");
   const std::string stateDir = files.file("state");
   AgentConfig config;
@@ -311,7 +323,8 @@ TEST_CASE("record: a kernel OOM kill inside a pod becomes a record and opens an 
   sandbox.reap();
   const auto recorded = agent.waitForEvent("episode-recorded", 30s);
   REQUIRE_MESSAGE(recorded.has_value(), agent.logText());
-  const Run why = run(files, {NODEWARDEN_BINARY, "why", "e2e/leaky", "--state-dir", stateDir, "-o", "json"});
+  const Run why =
+      run(files, {NODEWARDEN_BINARY, "why", "e2e/leaky", "--state-dir", stateDir, "-o", "json"});
   REQUIRE_MESSAGE(why.status == 0, why.err);
   const Json answer = Json::parse(why.out);
   REQUIRE_MESSAGE(answer["records"].size() >= 1, why.out);
@@ -320,7 +333,8 @@ TEST_CASE("record: a kernel OOM kill inside a pod becomes a record and opens an 
   CHECK(r["action"] == "oom-kill");
   CHECK(r["episode"] == fs::path(recorded->field("file")).filename().string());
   if (!v1) CHECK(r["reason"].get<std::string>().find("its own memory limit") != std::string::npos);
-  const Run replay = run(files, {NODEWARDEN_BINARY, "replay", recorded->field("file"), "-o", "json"});
+  const Run replay =
+      run(files, {NODEWARDEN_BINARY, "replay", recorded->field("file"), "-o", "json"});
   REQUIRE_MESSAGE(replay.status == 0, replay.err);
   const Json item = Json::parse(replay.out)["episodes"][0];
   CHECK(item["fidelity"] == "identical");
