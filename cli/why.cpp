@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 const char* kWhyUsage =
     "usage: nodewarden why POD [-n NAMESPACE] [--agent URL | --state-dir DIR] [-o table|json]\n"
     "       kubectl nodewarden why POD [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
-    "                                  [--agent-port PORT]\n"
+    "                                  [--agent-port PORT] [-o table|json]\n"
     "\n"
     "Why did my pod die? Every decision the node took about the pod — an eviction (what was\n"
     "measured, the threshold, its rank, the latency, the episode file that holds the inputs),\n"
@@ -46,7 +46,8 @@ const char* kWhyUsage =
     "  --state-dir DIR      read the agent's records from its state directory\n"
     "  -o, --output FORMAT  table (default) or json\n"
     "\n"
-    "As `kubectl nodewarden why` (or with --kubeconfig) the cluster is asked: the pod's node if\n"
+    "As `kubectl nodewarden why` (or with --kubeconfig) the cluster is asked, found as kubectl\n"
+    "finds it (--kubeconfig, else $KUBECONFIG, else ~/.kube/config; --context): the pod's node if\n"
     "the pod still exists, else every node; on each, the agent through the API server's proxy\n"
     "to its port (--agent-port, default 10290): the DaemonSet's agent pod (label\n"
     "app.kubernetes.io/name=nodewarden, component agent) through the pod proxy, else an agent\n"
@@ -115,22 +116,15 @@ kube::ApiResponse apiGet(boost::asio::io_context& io, kube::Client& client,
 }
 
 // The pod's node if the pod still exists, else every node; each node's agent through the API
-// server's node proxy.
-Result<std::vector<record::DecisionRecord>> fromCluster(const Args& args, const std::string& pod,
-                                                        std::ostream& err) {
-  auto chosen = chooseSource(args);
-  Result<kube::ClusterConfig> config = Error{""};
-  if (chosen && chosen->kubeconfig) {
-    config = kube::loadKubeconfig(*chosen->kubeconfig, chosen->context);
-  } else {
-    config = kube::resolveClusterConfig(args.value("kubeconfig"));
-  }
+// server's pod proxy (the DaemonSet's agent) or node proxy (an agent on the host). The
+// cluster is found as kubectl finds it (docs/reference.md §1.10), never in-cluster.
+Result<std::vector<record::DecisionRecord>> fromCluster(const SourceChoice& source,
+                                                        const std::string& port,
+                                                        const std::string& pod, std::ostream& err) {
+  auto config = clusterOf(source);
   if (!config) return config.error();
-  const std::string port = args.value("agent-port").value_or("10290");
   boost::asio::io_context io;
-  kube::ClientOptions options;
-  options.userAgent = "nodewarden-why";
-  kube::Client client(io, *config, options);
+  kube::Client client(io, *config, interactiveClientOptions(source, "nodewarden-why"));
   const std::string ns = pod.substr(0, pod.find('/'));
   const std::string name = pod.substr(pod.find('/') + 1);
   std::vector<std::string> nodes;
@@ -143,11 +137,13 @@ Result<std::vector<record::DecisionRecord>> fromCluster(const Args& args, const 
       if (!node.empty()) nodes.push_back(node);
     }
   } else if (found.status != 404) {
-    return Error{"GET pod " + pod + ": " + found.describe()};
+    return Error{"GET pod " + pod + ": " + found.describe()}.withContext(source.name);
   }
   if (nodes.empty()) {
     const kube::ApiResponse list = apiGet(io, client, "/api/v1/nodes");
-    if (list.status != 200) return Error{"GET /api/v1/nodes: " + list.describe()};
+    if (list.status != 200) {
+      return Error{"GET /api/v1/nodes: " + list.describe()}.withContext(source.name);
+    }
     policy::Json json = policy::Json::parse(list.body, nullptr, false);
     if (json.is_object() && json.contains("items") && json["items"].is_array()) {
       for (const auto& node : json["items"]) {
@@ -208,7 +204,8 @@ Result<std::vector<record::DecisionRecord>> fromCluster(const Args& args, const 
   }
   if (answered == 0) {
     return Error{nodes.empty() ? "the cluster has no nodes"
-                               : "no agent answered (" + lastProblem + ")"};
+                               : "no agent answered (" + lastProblem + ")"}
+        .withContext(source.name);
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.time < b.time; });
   return out;
@@ -293,14 +290,31 @@ int runWhy(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     return kExitUsage;
   }
   const bool cluster = !agent && !stateDir && (kubectlPluginMode() || args->value("kubeconfig"));
+  if (!cluster) {
+    // The cluster's options without the cluster: say so rather than ignore them.
+    for (const char* option : {"kubeconfig", "context", "agent-port"}) {
+      if (!args->value(option)) continue;
+      err << "nodewarden why: --" << option
+          << (agent || stateDir ? " asks the cluster: not with --agent or --state-dir"
+                                : " goes with --kubeconfig (or kubectl nodewarden why)")
+          << "\n\n"
+          << kWhyUsage;
+      return kExitUsage;
+    }
+  }
   Result<std::vector<record::DecisionRecord>> records = Error{""};
   std::string from;
   if (stateDir) {
     from = *stateDir;
     records = fromStateDir(*stateDir, pod);
   } else if (cluster) {
-    from = "the agents of the cluster";
-    records = fromCluster(*args, pod, err);
+    auto source = chooseSource(*args);  // as explain: --kubeconfig, or kubectl's resolution
+    if (!source) {
+      err << "nodewarden why: " << source.error().message << "\n\n" << kWhyUsage;
+      return kExitUsage;
+    }
+    from = "the agents of " + source->name;
+    records = fromCluster(*source, args->value("agent-port").value_or("10290"), pod, err);
   } else {
     from = agent.value_or(kDefaultAgent);
     records = fromAgent(from, pod);

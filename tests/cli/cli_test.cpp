@@ -662,3 +662,79 @@ TEST_CASE("replay, tune, why: usage errors are exit 2") {
   CHECK(run("replay --help").status == 0);
   CHECK(run("replay /nonexistent.nwep").status == 1);
 }
+
+// `kubectl nodewarden why` finds the cluster exactly as `explain` does (docs/reference.md
+// §1.10, §8.4): $KUBECONFIG's files merged, else ~/.kube/config, --context over
+// current-context, never the in-cluster service account. Each kubeconfig's user is an exec
+// plugin that leaves a mark, so the test sees which context was chosen without a server.
+TEST_CASE("why as kubectl nodewarden: the cluster found as kubectl finds it, never in-cluster") {
+  const fs::path dir = scratch() / "why-plugin";
+  fs::create_directories(dir / "bin");
+  fs::create_directories(dir / "home");
+  fs::create_symlink(kBinary, dir / "bin" / "kubectl-nodewarden");
+  auto kubeconfig = [&](const std::string& file, const std::string& context, bool current) {
+    const std::string mark = (dir / (context + ".used")).string();
+    const std::string credential =
+        R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",)"
+        R"("status":{"token":"t"}})";
+    return write("why-plugin/" + file,
+                 std::string(current ? "current-context: " + context + "\n" : "") +
+                     "clusters: [{name: " + context +
+                     ", cluster: {server: 'http://127.0.0.1:1'}}]\n"
+                     "contexts: [{name: " +
+                     context + ", context: {cluster: " + context + ", user: " + context +
+                     "}}]\n"
+                     "users:\n- name: " +
+                     context +
+                     "\n  user:\n    exec:\n"
+                     "      apiVersion: client.authentication.k8s.io/v1\n"
+                     "      command: /bin/sh\n"
+                     "      args: ['-c', 'touch " +
+                     mark + "; echo ''" + credential +
+                     "''']\n"
+                     "      interactiveMode: Never\n");
+  };
+  auto plugin = [&](const std::string& env, const std::string& args) {
+    static int n = 0;
+    const fs::path out = dir / ("out" + std::to_string(++n));
+    const fs::path err = dir / ("err" + std::to_string(n));
+    const std::string command = "env -u KUBECONFIG HOME=" + quote((dir / "home").string()) + " " +
+                                env + " " + quote((dir / "bin/kubectl-nodewarden").string()) + " " +
+                                args + " </dev/null >" + quote(out.string()) + " 2>" +
+                                quote(err.string());
+    const int raw = std::system(command.c_str());
+    return Run{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
+  };
+  // Nothing to read: an error saying where it looked, with no in-cluster attempt after it.
+  Run none = plugin("", "why web -n shop");
+  CHECK(none.status == 1);
+  CHECK(none.err.find("nodewarden why: no kubeconfig: ") != std::string::npos);
+  CHECK(none.err.find((dir / "home/.kube/config").string()) != std::string::npos);
+  CHECK(none.err.find("service account") == std::string::npos);
+  // ~/.kube/config when $KUBECONFIG is not set.
+  fs::create_directories(dir / "home/.kube");
+  fs::copy_file(kubeconfig("home.yaml", "home", true), dir / "home/.kube/config");
+  Run home = plugin("", "why web -n shop");
+  CHECK(home.status == 1);  // nothing listens at 127.0.0.1:1
+  CHECK(fs::exists(dir / "home.used"));
+  CHECK(home.err.find("~/.kube/config") != std::string::npos);
+  // $KUBECONFIG's files merged, over ~/.kube/config; --context picks the second file's.
+  const fs::path a = kubeconfig("a.yaml", "first", true);
+  const fs::path b = kubeconfig("b.yaml", "second", false);
+  const std::string list = "KUBECONFIG=" + quote(a.string() + ":" + b.string());
+  Run second = plugin(list, "why web -n shop --context second");
+  CHECK(second.status == 1);
+  CHECK(fs::exists(dir / "second.used"));
+  CHECK_FALSE(fs::exists(dir / "first.used"));
+  CHECK(second.err.find("(context second)") != std::string::npos);
+  Run current = plugin(list, "why web -n shop");
+  CHECK(current.status == 1);
+  CHECK(fs::exists(dir / "first.used"));
+  Run missing = plugin(list, "why web -n shop --context nosuch");
+  CHECK(missing.status == 1);
+  CHECK(missing.err.find("nosuch") != std::string::npos);
+  // The plain binary: the cluster's options without the cluster are a usage error.
+  CHECK(run("why web --context second").status == 2);
+  CHECK(run("why web --agent-port 1").status == 2);
+  CHECK(run("why web --state-dir x --kubeconfig " + quote(a.string())).status == 2);
+}
