@@ -317,6 +317,7 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
     };
     if (auto memory = readWorkingSet(pod->memory, buffer)) {
       stats.memoryWorkingSetBytes = memory->workingSet;
+      stats.memoryUsageBytes = memory->usage;
     } else {
       note(memory.error());
     }

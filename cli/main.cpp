@@ -35,6 +35,13 @@ const char* kUsage =
     "  check-policy FILE     validate an eviction policy file and print it with defaults\n"
     "  status [--agent URL] [--watch] [-o table|json]\n"
     "                        what a running agent sees and decides now\n"
+    "  replay EPISODE... [--policy FILE] [-o table|json] [--plot FILE.svg]\n"
+    "                        a recorded pressure episode through the decision code: the same\n"
+    "                        decisions again, or what another policy would have done\n"
+    "  tune --episodes DIR [--signal NAME] [-o table|json]\n"
+    "                        the threshold that would have prevented every recorded OOM kill\n"
+    "  why POD [-n NS] [--agent URL | --state-dir DIR] [-o table|json]\n"
+    "                        why did my pod die: the node's decisions about it\n"
     "  version               print the version\n"
     "\n"
     "Run 'nodewarden COMMAND --help' for a command's options.\n"
@@ -71,6 +78,9 @@ int main(int argc, char** argv) {
   if (command == "demo-load") return nodewarden::demo::runDemoLoad(rest);
   if (command == "check-policy") return runCheckPolicy(rest, std::cout, std::cerr);
   if (command == "status") return runStatus(rest, std::cout, std::cerr);
+  if (command == "replay") return runReplay(rest, std::cout, std::cerr);
+  if (command == "tune") return runTune(rest, std::cout, std::cerr);
+  if (command == "why") return runWhy(rest, std::cout, std::cerr);
   std::cerr << "nodewarden: unknown command \"" << command << "\"\n\n" << kUsage;
   return kExitUsage;
 }

@@ -81,6 +81,9 @@ bool kubectlPlugin = false;
 void setKubectlPluginMode(bool on) {
   kubectlPlugin = on;
 }
+bool kubectlPluginMode() {
+  return kubectlPlugin;
+}
 
 Result<policy::Policy> loadPolicyOption(const Args& args, std::ostream& err) {
   const auto path = args.value("policy");
@@ -129,21 +132,29 @@ Result<SourceChoice> chooseSource(const Args& args) {
   return source;
 }
 
-Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& err) {
-  if (source.snapshot) return policy::loadSnapshot(*source.snapshot);
+Result<kube::ClusterConfig> clusterOf(const SourceChoice& source) {
   kube::ResolveOptions resolve;
   resolve.context = source.context;
   resolve.inClusterFallback = false;  // for the daemons only
-  auto config = kube::resolveClusterConfig(source.kubeconfig, resolve);
-  if (!config) return config.error();
-  boost::asio::io_context io;
+  return kube::resolveClusterConfig(source.kubeconfig, resolve);
+}
+
+kube::ClientOptions interactiveClientOptions(const SourceChoice& source, std::string userAgent) {
   kube::ClientOptions options;
-  options.userAgent = "nodewarden-explain";
+  options.userAgent = std::move(userAgent);
   // An exec credential plugin may ask the person at the terminal (a browser login), unless
   // standard input carries a pod or a snapshot.
   options.terminal = ::isatty(STDIN_FILENO) == 1 && !source.stdinUsed;
   if (options.terminal) options.execTimeout = std::chrono::minutes(10);
-  kube::Client client(io, *config, options);
+  return options;
+}
+
+Result<policy::Snapshot> loadSource(const SourceChoice& source, std::ostream& err) {
+  if (source.snapshot) return policy::loadSnapshot(*source.snapshot);
+  auto config = clusterOf(source);
+  if (!config) return config.error();
+  boost::asio::io_context io;
+  kube::Client client(io, *config, interactiveClientOptions(source, "nodewarden-explain"));
   policy::Json snapshot = policy::Json::object();
   const std::pair<const char*, const char*> lists[] = {
       {"nodes", "/api/v1/nodes"},

@@ -9,6 +9,8 @@
 
 #include "base/args.h"
 #include "base/result.h"
+#include "kube/client.h"
+#include "kube/config.h"
 #include "policy/model.h"
 #include "policy/policy.h"
 
@@ -26,6 +28,7 @@ inline const std::set<std::string> kSourceOptions = {"snapshot", "kubeconfig", "
 // explain reads the cluster as kubectl would — $KUBECONFIG's files merged, else
 // ~/.kube/config (docs/reference.md §1.10). Set by main() from argv[0].
 void setKubectlPluginMode(bool on);
+bool kubectlPluginMode();
 
 struct SourceChoice {
   bool ambient = false;                   // no source given, as a kubectl plugin
@@ -40,6 +43,16 @@ struct SourceChoice {
 // Checks the combination (exactly one of --snapshot and --kubeconfig; --context and
 // --save-snapshot only with --kubeconfig). The error is a usage error.
 Result<SourceChoice> chooseSource(const Args& args);
+
+// The cluster a source names (--kubeconfig FILE, or as a kubectl plugin $KUBECONFIG, else
+// ~/.kube/config), found as kubectl finds it (docs/reference.md §1.10) and never through the
+// in-cluster service account, which is for the daemons; errors name where it looked.
+Result<kube::ClusterConfig> clusterOf(const SourceChoice& source);
+
+// The client options of a command a person runs: an exec credential plugin may ask at the
+// terminal (a browser login, up to 10 minutes) unless standard input carries a pod or a
+// snapshot.
+kube::ClientOptions interactiveClientOptions(const SourceChoice& source, std::string userAgent);
 
 // The snapshot of docs/reference.md §2, from the file or from the cluster: nodes, pods,
 // priority classes, disruption budgets and each node's kubelet summary (GET

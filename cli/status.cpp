@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/args.h"
+#include "cli/agent_client.h"
 #include "cli/commands.h"
 #include "policy/json_reader.h"
 #include "server/http_server.h"
@@ -38,74 +39,6 @@ const char* kStatusUsage =
     "\n"
     "Exit status: 0 shown, 1 the agent cannot be reached or answers with an error, 2 usage\n"
     "error.\n";
-
-struct Endpoint {
-  std::string host;
-  std::string port;
-  std::string base;  // a path prefix, without the trailing slash
-};
-
-// http://HOST[:PORT][/PREFIX]; the agent serves plain HTTP on loopback by default.
-Result<Endpoint> parseAgentUrl(const std::string& url) {
-  const std::string scheme = "http://";
-  if (url.starts_with("https://")) {
-    return Error{"--agent " + url +
-                 ": https is not supported by status; use the agent's plain loopback address"};
-  }
-  if (!url.starts_with(scheme)) {
-    return Error{"--agent " + url + ": expected http://HOST[:PORT], e.g. http://127.0.0.1:10290"};
-  }
-  std::string rest = url.substr(scheme.size());
-  Endpoint endpoint;
-  const std::size_t slash = rest.find('/');
-  if (slash != std::string::npos) {
-    endpoint.base = rest.substr(slash);
-    rest = rest.substr(0, slash);
-    while (!endpoint.base.empty() && endpoint.base.back() == '/') endpoint.base.pop_back();
-  }
-  auto address = server::parseListenAddress(rest.find(':') == std::string::npos ||
-                                                    (rest.starts_with('[') && rest.ends_with(']'))
-                                                ? rest + ":80"
-                                                : rest);
-  if (!address) return Error{"--agent " + url + ": " + address.error().message};
-  endpoint.host = address->first;
-  endpoint.port = std::to_string(address->second);
-  return endpoint;
-}
-
-// One GET with a 5 s deadline over connect, request and answer.
-Result<std::string> get(const Endpoint& endpoint, const std::string& target,
-                        const std::string& url) {
-  try {
-    asio::io_context io;
-    asio::ip::tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(5));
-    beast::error_code ec;
-    auto endpoints = resolver.resolve(endpoint.host, endpoint.port, ec);
-    if (ec) return Error{"cannot reach the agent at " + url + ": " + ec.message()};
-    stream.connect(endpoints, ec);
-    if (ec) return Error{"cannot reach the agent at " + url + ": " + ec.message()};
-    http::request<http::empty_body> request{http::verb::get, endpoint.base + target, 11};
-    request.set(http::field::host, endpoint.host);
-    request.set(http::field::user_agent, "nodewarden-status");
-    http::write(stream, request, ec);
-    if (ec) return Error{"the agent at " + url + ": sending the request: " + ec.message()};
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64u << 20);
-    http::read(stream, buffer, parser, ec);
-    if (ec) return Error{"the agent at " + url + ": reading the answer: " + ec.message()};
-    auto response = parser.release();
-    if (response.result_int() != 200) {
-      return Error{"the agent at " + url + " answered " + std::to_string(response.result_int()) +
-                   " to GET " + target + ": " + response.body()};
-    }
-    return std::move(response.body());
-  } catch (const std::exception& e) {
-    return Error{"the agent at " + url + ": " + e.what()};
-  }
-}
 
 std::string amount(const std::string& signal, const policy::Json& value) {
   if (!value.is_number()) return "-";

@@ -38,6 +38,7 @@ using namespace std::chrono_literals;
 using node::Agent;
 using node::AgentOptions;
 using node::EvictionRecord;
+using node::Recorder;
 using node::StaticPodSource;
 using node::cgroupActuator;
 constexpr std::int64_t kMiB = 1024 * 1024;
@@ -76,6 +77,7 @@ const char* kDefaultPolicy = R"({
 const char* kDemoUsage =
     "usage: nodewarden demo [--policy FILE] [--scenario FILE] [--baseline] [--report FILE]\n"
     "                       [--plot FILE.svg] [--kubelet-like] [--duration SECONDS] [--quiet]\n"
+    "                       [--state-dir DIR] [--node NAME]\n"
     "\n"
     "As root: builds a sandbox node (a kubepods cgroup with the scenario's memory limit, in\n"
     "the kubelet's cgroupfs layout), starts each pod as a real process that allocates and\n"
@@ -94,6 +96,11 @@ const char* kDemoUsage =
     "  --plot FILE.svg    draw the run: each pod's and the node's memory every 100 ms, the\n"
     "                     threshold and the limit, every eviction and kernel OOM kill marked\n"
     "  --duration SECONDS override the scenario's duration\n"
+    "  --node NAME        the sandbox node's name in logs and records (default demo-node)\n"
+    "  --state-dir DIR    where the flight recorder keeps the run's pressure episode and\n"
+    "                     decisions (default /var/lib/nodewarden, as the agent's); the report\n"
+    "                     names the episode file and replays it. With --baseline the agent\n"
+    "                     only watches and records (a dry run) while the kernel decides\n"
     "  --quiet            no live table, only the report\n";
 
 struct Load {
@@ -254,7 +261,7 @@ int runDemoLoad(const std::vector<std::string>& argv) {
 }
 
 int runDemo(const std::vector<std::string>& argv) {
-  auto args = parseArgs(argv, {"policy", "scenario", "report", "duration", "plot"},
+  auto args = parseArgs(argv, {"policy", "scenario", "report", "duration", "plot", "state-dir", "node"},
                         {"baseline", "kubelet-like", "quiet", "help"});
   if (!args) {
     std::cerr << "nodewarden demo: " << args.error().message << "\n\n" << kDemoUsage;
@@ -346,7 +353,7 @@ int runDemo(const std::vector<std::string>& argv) {
             << "  node: " << sandbox.hierarchy().memory << "/" << sandbox.kubepods()
             << " limited to " << mib(scenario->nodeMemory) << "; " << scenario->pods.size()
             << " pods; " << scenario->durationSeconds << " s; "
-            << (baseline      ? "NO agent (baseline: the kernel's OOM killer decides)"
+            << (baseline      ? "NO eviction (baseline: the agent only records; the kernel's OOM killer decides)"
                 : kubeletLike ? "agent with kubelet-like settings (10 s polling, 1 pod per cycle)"
                               : "agent with kernel notifications")
             << "\n";
@@ -394,16 +401,24 @@ int runDemo(const std::vector<std::string>& argv) {
   asio::io_context io;
   server::configureLogging(server::LogFormat::Text, quiet ? server::LogLevel::Error : server::LogLevel::Warn);
   std::unique_ptr<Agent> agent;
-  if (!baseline) {
+  {  // --baseline: the agent only watches and records, as a dry run; the kernel decides.
     AgentOptions options;
-    options.nodeName = "demo-node";
+    options.nodeName = args->value("node").value_or("demo-node");
     options.scan.nodeFsPath = "";  // the demo is about memory
     options.notifications = !kubeletLike;
     options.systemdNotify = false;
+    options.dryRun = baseline;
+    if (baseline) server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
+    node::RecorderOptions recorder;
+    recorder.nodeName = options.nodeName;
+    recorder.stateDir = args->value("state-dir").value_or("/var/lib/nodewarden");
+    recorder.dryRun = baseline;
+    options.recorder = recorder;
     cgroups::PodCgroups pods(*hierarchy, sandbox.kubepods());
     agent = std::make_unique<Agent>(
         io, options, policy, std::move(pods),
-        std::make_unique<StaticPodSource>(manifests.string(), options.nodeName), cgroupActuator());
+        std::make_unique<StaticPodSource>(manifests.string(), options.nodeName),
+        baseline ? node::dryRunActuator() : cgroupActuator());
     auto ok = agent->start();
     if (!ok) {
       std::cerr << "nodewarden demo: " << ok.error().message << "\n";
@@ -458,7 +473,7 @@ int runDemo(const std::vector<std::string>& argv) {
       }
     }
   };
-  if (agent) {
+  if (agent && !baseline) {
     agent->onEviction = [&](const EvictionRecord& record) {
       evictedUids[record.uid] = record.signal;
     };
@@ -588,7 +603,7 @@ int runDemo(const std::vector<std::string>& argv) {
             << ")\n";
   policy::OrderedJson report;
   report["evictions"] = policy::OrderedJson::array();
-  if (agent) {
+  if (agent && !baseline) {
     int n = 0;
     for (const EvictionRecord& record : agent->evictions()) {
       const double at = std::chrono::duration<double>(record.signalledAt - started).count();
@@ -621,6 +636,12 @@ int runDemo(const std::vector<std::string>& argv) {
   std::cout << "\n  survivors:";
   for (const auto& survivor : report["survivors"]) std::cout << " " << survivor.get<std::string>();
   std::cout << "\n";
+  // The flight recorder's episode, replayed (agent->stop() in finish() wrote it whole).
+  if (Recorder* recorder = agent ? agent->recorder() : nullptr) {
+    const std::vector<std::string> episodes = recorder->episodeFiles();
+    if (episodes.empty()) std::cout << "  episode: none recorded (" << recorder->stateDir() << ")\n";
+    report["episodes"] = cli::summarizeEpisodes(episodes, std::cout);
+  }
   if (plotPath) {
     plot.title = baseline      ? "baseline: no agent, the kernel's OOM killer decides"
                  : kubeletLike ? "kubelet-like agent (10 s polling, one pod per cycle)"
@@ -640,7 +661,7 @@ int runDemo(const std::vector<std::string>& argv) {
                               (t.hard() ? "" : " (soft)");
       }
     }
-    if (agent) {
+    if (agent && !baseline) {
       for (const EvictionRecord& record : agent->evictions()) {
         plot.marks.push_back(PlotMark{
             std::chrono::duration<double>(record.signalledAt - started).count(),

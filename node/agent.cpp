@@ -92,6 +92,7 @@ Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
       graceTimer_(io),
       followUpTimer_(io) {
   if (options_.journalPath) journal_.emplace(*options_.journalPath);
+  if (options_.recorder) recorder_ = std::make_unique<Recorder>(*options_.recorder, pods_, clock_);
 }
 
 Agent::~Agent() {
@@ -138,6 +139,11 @@ Result<void> Agent::start() {
                     {"interval_ms", static_cast<std::int64_t>(interval().count())},
                     {"listen", http_ ? options_.http->address + ":" + std::to_string(http_->port())
                                      : std::string("off")}});
+  if (recorder_) {
+    if (auto opened = recorder_->open(); !opened) {
+      server::logEvent(server::LogLevel::Warn, "recorder", {{"error", opened.error().message}});
+    }
+  }
   if (pods_.hierarchy().memoryVersion == cgroups::Version::V1) {
     // The kubelet's own words (CgroupV1MaintenanceModeWarning, since 1.31); from 1.35 the
     // kubelet refuses v1 unless failCgroupV1 is false. nodewarden keeps working on v1.
@@ -168,6 +174,7 @@ void Agent::stop() {
   followUpTimer_.cancel();
   detectors_.stop();
   if (http_) http_->stop();
+  if (recorder_) recorder_->stop(std::chrono::seconds(1));
   notifySystemd("STOPPING=1");
 }
 
@@ -367,6 +374,7 @@ void Agent::cycle(Trigger trigger) {
   publish(lastDecision_, scan, candidates);
   scheduleGraceTimer(lastDecision_, now);
   lastCycleAt_ = now;
+  if (recorder_) recorder_->cycle(candidateView(), snapshot_, state_, lastDecision_, policy_, now);
   if (onCycle) onCycle(lastDecision_);
 }
 
@@ -538,6 +546,7 @@ void Agent::evict(const policy::Eviction& eviction, const policy::EvictionDecisi
                     {"grace_seconds", eviction.gracePeriodSeconds},
                     {"latency_ms", stored.latencyMs},
                     {"reason", eviction.message}});
+  if (recorder_) recorder_->evicted(stored, eviction, decision);
   if (onEviction) onEviction(stored);
 }
 
@@ -589,6 +598,7 @@ void Agent::onOutcome(std::size_t record, const EvictionOutcome& outcome) {
     // the timer. A failure frees nothing; the next regular cycle goes on without that pod.
     if (outcome.emptied) requestCycle(Trigger::EvictionDone);
   }
+  if (recorder_) recorder_->outcome(tracker_.records()[record]);
   if (onEviction) onEviction(tracker_.records()[record]);
 }
 

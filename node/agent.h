@@ -37,6 +37,7 @@
 #include "node/eviction_journal.h"
 #include "node/eviction_tracker.h"
 #include "node/pod_source.h"
+#include "node/recorder.h"
 #include "node/trigger.h"
 #include "policy/eviction.h"
 #include "policy/policy.h"
@@ -72,6 +73,8 @@ struct AgentOptions {
   // What a `preempt` verdict at POST /v1/admission-review does (evict the victims, nominate
   // the pod): the API writer with --source kubernetes; null: verdicts only, nothing acts.
   webhook::AdmissionActions* admissionActions = nullptr;
+  // The flight recorder (recorder.h): episodes and decision records. nullopt: none.
+  std::optional<RecorderOptions> recorder;
 };
 
 // Makes the agent's actuator once the agent owns the pod index it acts on.
@@ -124,6 +127,7 @@ class Agent {
   const policy::Snapshot& snapshot() const { return snapshot_; }
   const std::vector<policy::Pod>& pendingPods() const { return source_->current().pending; }
   AgentMetrics& metrics() { return metrics_; }
+  Recorder* recorder() { return recorder_.get(); }
   const Clock& clock() const { return clock_; }
   std::uint16_t httpPort() const { return http_ ? http_->port() : 0; }
   bool ready() const { return ready_; }
@@ -211,6 +215,7 @@ class Agent {
   std::uint64_t cycles_ = 0;
   std::uint64_t fullScans_ = 0;
   SteadyTime lastCycleAt_{};
+  std::unique_ptr<Recorder> recorder_;  // after pods_, which it reads
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -1,6 +1,10 @@
 #include "node/routes.h"
 
 #include "node/agent.h"
+
+#include <chrono>
+#include <string_view>
+
 #include "policy/admission.h"
 #include "server/http_json.h"
 #include "server/log.h"
@@ -10,6 +14,32 @@
 namespace nodewarden::node {
 
 namespace {
+
+policy::WallMicros wallNow() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string percentDecode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    auto hex = [](char h) -> int {
+      if (h >= '0' && h <= '9') return h - '0';
+      if (h >= 'a' && h <= 'f') return h - 'a' + 10;
+      if (h >= 'A' && h <= 'F') return h - 'A' + 10;
+      return -1;
+    };
+    if (c == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out.push_back(char(hex(text[i + 1]) * 16 + hex(text[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(c == '+' ? ' ' : c);
+    }
+  }
+  return out;
+}
 
 server::Probe liveness(const Agent& agent) {
   server::Probe probe;
@@ -66,6 +96,15 @@ server::HttpResponse admitOne(Agent& agent, const server::HttpRequest& request) 
       policy::admitPod(*pod, *node, snapshot.podDisruptionBudgets, agent.policy());
   const std::string verdict(policy::verdictName(decision.verdict));
   agent.metrics().admissions.add({verdict, decision.reason});
+  if (Recorder* recorder = agent.recorder()) {
+    std::vector<std::string> victims;
+    for (const policy::Pod* victim : decision.victims) victims.push_back(victim->key);
+    for (record::DecisionRecord& r :
+         record::admissionRecords(wallNow(), decision.node, decision.pod, pod->uid, verdict,
+                                  decision.reason, decision.message, victims, false)) {
+      recorder->decision(std::move(r));
+    }
+  }
   server::logEvent(server::LogLevel::Info, "admission",
                    {{"pod", decision.pod},
                     {"verdict", verdict},
@@ -94,6 +133,14 @@ server::HttpResponse reviewBinding(Agent& agent, const server::HttpRequest& requ
     const char* verdict = webhook::reviewVerdictName(record.verdict);
     if (record.verdict != webhook::ReviewVerdict::FailedOpen) {
       agent.metrics().admissions.add({verdict, record.reason});
+      if (Recorder* flight = agent.recorder()) {
+        for (record::DecisionRecord& r :
+             record::admissionRecords(wallNow(), record.node, record.pod, "", verdict,
+                                      record.reason, record.message, record.victims,
+                                      record.dryRun)) {
+          flight->decision(std::move(r));
+        }
+      }
     }
     std::string victims;
     for (const auto& victim : record.victims) victims += (victims.empty() ? "" : ",") + victim;
@@ -112,6 +159,30 @@ server::HttpResponse reviewBinding(Agent& agent, const server::HttpRequest& requ
   return hook.handle(request);
 }
 
+// GET /v1/decisions?pod=NS/NAME: the pod's decision records (docs/reference.md §8).
+server::HttpResponse decisions(Agent& agent, const server::HttpRequest& request) {
+  if (!server::isRead(request)) return server::methodNotAllowed(request);
+  std::optional<std::string> pod;
+  const std::size_t question = request.target.find('?');
+  if (question != std::string::npos) {
+    std::string_view query = std::string_view(request.target).substr(question + 1);
+    while (!query.empty()) {
+      const std::size_t amp = query.find('&');
+      const std::string_view pair = query.substr(0, amp);
+      if (pair.starts_with("pod=")) pod = percentDecode(pair.substr(4));
+      if (amp == std::string_view::npos) break;
+      query.remove_prefix(amp + 1);
+    }
+  }
+  if (!pod || pod->find('/') == std::string::npos) {
+    return server::errorResponse(400, "GET /v1/decisions needs ?pod=NAMESPACE/NAME");
+  }
+  Recorder* recorder = agent.recorder();
+  const std::vector<record::DecisionRecord> records =
+      recorder != nullptr ? recorder->decisionsFor(*pod) : std::vector<record::DecisionRecord>{};
+  return server::jsonResponse(200, record::whyJson(*pod, records));
+}
+
 }  // namespace
 
 server::HttpResponse serveAgent(Agent& agent, const server::HttpRequest& request) {
@@ -126,6 +197,7 @@ server::HttpResponse serveAgent(Agent& agent, const server::HttpRequest& request
     if (!agent.ready()) return server::errorResponse(503, "no full scan yet");
     return server::jsonResponse(200, agent.stateJson());
   }
+  if (path == "/v1/decisions") return decisions(agent, request);
   if (path == "/v1/admit" || path == "/v1/admission-review") {
     if (auto refused = admissionDoor(agent, request, path)) return *refused;
     return path == "/v1/admit" ? admitOne(agent, request) : reviewBinding(agent, request);
@@ -133,9 +205,9 @@ server::HttpResponse serveAgent(Agent& agent, const server::HttpRequest& request
   return server::errorResponse(
       404, "no such path: " + path +
                (agent.options().admissionRoutes
-                    ? " (try /healthz, /readyz, /metrics, /v1/state, POST /v1/admit, POST "
-                      "/v1/admission-review)"
-                    : " (try /healthz, /readyz, /metrics, /v1/state)"));
+                    ? " (try /healthz, /readyz, /metrics, /v1/state, /v1/decisions, POST "
+                      "/v1/admit, POST /v1/admission-review)"
+                    : " (try /healthz, /readyz, /metrics, /v1/state, /v1/decisions)"));
 }
 
 }  // namespace nodewarden::node

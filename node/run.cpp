@@ -27,7 +27,9 @@ const char* kAgentUsage =
     "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "                        [--admission-routes] [--log-format text|json]\n"
     "                        [--static-pod-manifests DIR] [--pod-cache FILE]\n"
-    "                        [--eviction-journal FILE]\n"
+    "                        [--eviction-journal FILE] [--state-dir DIR]\n"
+    "                        [--decision-log FILE|-] [--record-preroll DURATION]\n"
+    "                        [--record-settle DURATION]\n"
     "\n"
     "Watches this node's pod cgroups and evicts pods, in the policy's order, before the\n"
     "kernel's OOM killer has to act. Runs until SIGTERM or SIGINT; SIGHUP reloads the policy\n"
@@ -62,13 +64,24 @@ const char* kAgentUsage =
     "                         in the middle of one finishes it, at the kill time first given,\n"
     "                         and chooses no second victim meanwhile (default: none; the\n"
     "                         DaemonSet uses /var/lib/nodewarden/evictions.json).\n"
+    "  --state-dir DIR        the flight recorder's files (default /var/lib/nodewarden): each\n"
+    "                         pressure episode under DIR/episodes/ (replay it with 'nodewarden\n"
+    "                         replay'), each decision under DIR/decisions/ ('nodewarden why'),\n"
+    "                         both bounded, oldest removed first. '' keeps them in memory only.\n"
+    "  --decision-log FILE|-  every decision also as a JSON line to FILE (appended) or, with\n"
+    "                         '-', to standard output: for the OpenTelemetry Collector, Loki or\n"
+    "                         Vector.\n"
+    "  --record-preroll DURATION\n"
+    "                         how much of what came before an episode it keeps (default 30s)\n"
+    "  --record-settle DURATION\n"
+    "                         how long the node stays calm before an episode ends (default 10s)\n"
     "  --manifests DIR        for --source static: one Pod object per *.json file, matched to\n"
     "                         cgroups by metadata.uid; re-read when files change.\n"
     "  --cgroup-root DIR      where the cgroup hierarchies are mounted (default /sys/fs/cgroup;\n"
     "                         /host/sys/fs/cgroup in a DaemonSet).\n"
     "  --kubepods-cgroup PATH the pods' parent cgroup below each hierarchy root. Default:\n"
     "                         kubepods.slice or kubepods, whichever exists.\n"
-    "  --listen ADDR:PORT     HTTP: /healthz /readyz /metrics /v1/state, and with\n"
+    "  --listen ADDR:PORT     HTTP: /healthz /readyz /metrics /v1/state /v1/decisions, and with\n"
     "                         --admission-routes POST /v1/admit and /v1/admission-review\n"
     "                         (default 127.0.0.1:10290; 'off' disables it; a DaemonSet listens\n"
     "                         on 0.0.0.0 for the kubelet's probes).\n"
@@ -91,6 +104,7 @@ const char* kAgentUsage =
     "Exit status: 0 after SIGTERM/SIGINT, 1 bad input or start failure, 2 usage error.\n";
 
 constexpr std::chrono::seconds kInitialSyncWait{10};
+constexpr const char* kDefaultStateDir = "/var/lib/nodewarden";
 // After SIGTERM: evictions in flight finish (their grace, at most evictionMaxPodGracePeriod,
 // plus the actuator's 10 s to give up) and the API writes queued get this much more.
 constexpr std::chrono::seconds kDrainWait{5};
@@ -191,6 +205,23 @@ Result<AgentCommand> agentCommand(const Args& args) {
     options.scan.podSwap = meminfo->swapTotal > 0;
   }
   options.admissionRoutes = args.flag("admission-routes");
+  RecorderOptions recorder;
+  recorder.nodeName = options.nodeName;
+  recorder.stateDir = args.value("state-dir").value_or(kDefaultStateDir);
+  recorder.decisionLog = args.value("decision-log").value_or("");
+  recorder.dryRun = options.dryRun;
+  recorder.procRoot = options.scan.procRoot;
+  for (const auto& [flag, field] : {std::pair{"record-preroll", &recorder.preroll},
+                                    std::pair{"record-settle", &recorder.settle}}) {
+    if (auto text = args.value(flag)) {
+      auto duration = policy::parseGoDuration(*text);
+      if (!duration || duration->count() < 0) {
+        return Error{"--" + std::string(flag) + " " + *text + ": expected a duration such as 30s"};
+      }
+      *field = *duration;
+    }
+  }
+  options.recorder = recorder;
   auto http = httpOptions(args, options.admissionRoutes);
   if (!http) return http.error();
   options.http = *http;
@@ -294,7 +325,8 @@ int runAgent(const std::vector<std::string>& argv) {
                              {"policy", "node", "source", "manifests", "kubeconfig",
                               "cgroup-root", "kubepods-cgroup", "listen", "log-format", "nodefs",
                               "imagefs", "tls-cert", "tls-key", "tls-client-ca",
-                              "static-pod-manifests", "pod-cache", "eviction-journal"},
+                              "static-pod-manifests", "pod-cache", "eviction-journal",
+                              "state-dir", "decision-log", "record-preroll", "record-settle"},
                              {"dry-run", "help", "no-notifications", "admission-routes"},
                              kAgentUsage, std::cout, std::cerr);
   if (const int* exit = std::get_if<int>(&parsed)) return *exit;

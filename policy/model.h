@@ -219,6 +219,7 @@ struct PodStats {
   std::string ns;
   std::string uid;
   std::optional<std::uint64_t> memoryWorkingSetBytes;
+  std::optional<std::uint64_t> memoryUsageBytes;  // memory.usageBytes (page cache included)
   std::optional<std::uint64_t> cpuUsageNanoCores;
   std::optional<std::uint64_t> processCount;
   std::optional<std::uint64_t> ephemeralStorageUsedBytes;

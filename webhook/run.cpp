@@ -20,7 +20,7 @@ namespace {
 const char* kWebhookUsage =
     "usage: nodewarden webhook [--policy FILE] [--kubeconfig FILE] [--listen ADDR:PORT]\n"
     "                          [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
-    "                          [--log-format text|json]\n"
+    "                          [--log-format text|json] [--decision-log FILE|-]\n"
     "\n"
     "The binding admission webhook: the API server asks it about every pods/binding (the\n"
     "scheduler placing a pod on a node), and it answers with nodewarden's admission verdict\n"
@@ -50,6 +50,9 @@ const char* kWebhookUsage =
     "                         Without both, plain HTTP (the API server will not call it; for\n"
     "                         tests or behind a TLS-terminating proxy only).\n"
     "  --log-format text|json one line per event: logfmt-style text (default) or JSON lines.\n"
+    "  --decision-log FILE|-  every verdict (and each preemption's victim) also as a JSON\n"
+    "                         line, the shape of 'nodewarden why' records, to FILE (appended)\n"
+    "                         or, with '-', standard output.\n"
     "\n"
     "Exit status: 0 after SIGTERM/SIGINT, 1 bad input or start failure, 2 usage error.\n";
 
@@ -87,6 +90,7 @@ Result<WebhookCommand> webhookCommand(const Args& args) {
   options.address = address->first;
   options.port = address->second;
   options.policyPath = args.value("policy");
+  options.decisionLog = args.value("decision-log").value_or("");
   command.kubeconfig = args.value("kubeconfig");
   if (args.value("log-format") == "json") command.logFormat = server::LogFormat::Json;
   return command;
@@ -96,7 +100,8 @@ Result<WebhookCommand> webhookCommand(const Args& args) {
 std::variant<WebhookCommand, int> parseWebhookCommand(const std::vector<std::string>& argv) {
   auto parsed = parseCommand(
       "webhook", argv,
-      {"policy", "kubeconfig", "listen", "tls-cert", "tls-key", "tls-client-ca", "log-format"},
+      {"policy", "kubeconfig", "listen", "tls-cert", "tls-key", "tls-client-ca", "log-format",
+       "decision-log"},
       {"help"}, kWebhookUsage, std::cout, std::cerr);
   if (const int* exit = std::get_if<int>(&parsed)) return *exit;
   auto command = webhookCommand(std::get<Args>(parsed));

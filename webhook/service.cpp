@@ -56,9 +56,12 @@ kube::WriterOptions writerOptions() {
   return options;
 }
 
-BindingWebhookOptions bindingOptions() {
+BindingWebhookOptions bindingOptions(DecisionLog& decisionLog) {
   BindingWebhookOptions options;
-  options.onReview = logReview;
+  options.onReview = [&decisionLog](const ReviewRecord& record) {
+    logReview(record);
+    decisionLog.write(record);
+  };
   return options;
 }
 
@@ -99,7 +102,7 @@ WebhookService::WebhookService(boost::asio::io_context& io, WebhookOptions optio
       cache_(pods_, nodes_, classes_, pdbs_),
       writer_(io, client_, writerOptions()),
       actions_(writer_),
-      webhook_(cache_, actions_, std::move(policy), &metrics_, bindingOptions()),
+      webhook_(cache_, actions_, std::move(policy), &metrics_, bindingOptions(decisionLog_)),
       routes_{server::ProbeRoutes{liveness, [this] { return readiness(); },
                                   [this] { return metrics_.render(); }},
               !options_.tlsClientCaFile.empty()},
@@ -141,6 +144,9 @@ server::Probe WebhookService::readiness() const {
 }
 
 Result<void> WebhookService::start() {
+  if (!options_.decisionLog.empty()) {
+    if (auto opened = decisionLog_.open(options_.decisionLog); !opened) return opened.error();
+  }
   if (auto started = server_.start(); !started) return started.error();
   const bool tls = !options_.tlsCertFile.empty();
   if (!tls) {

@@ -30,6 +30,7 @@
 #include "webhook/admission_actions.h"
 #include "webhook/binding_webhook.h"
 #include "webhook/cluster_cache.h"
+#include "webhook/decision_log.h"
 #include "webhook/routes.h"
 
 namespace nodewarden::webhook {
@@ -42,6 +43,8 @@ struct WebhookOptions {
   std::uint16_t port = 8443;              // its port (0: any free port)
   // --tls-cert, --tls-key, --tls-client-ca; empty: none (plain HTTP without the pair).
   std::string tlsCertFile, tlsKeyFile, tlsClientCaFile;
+  // --decision-log: "" none, "-" standard output, else a file (appended).
+  std::string decisionLog;
 };
 
 class WebhookService {
@@ -53,9 +56,9 @@ class WebhookService {
   WebhookService(const WebhookService&) = delete;
   WebhookService& operator=(const WebhookService&) = delete;
 
-  // Listens (with TLS, after loading the pair), then starts the reflectors and the
-  // housekeeping; logs "plain-http" without TLS, and "started". An error names the address or
-  // the TLS file, and nothing is started.
+  // Opens the decision log, listens (with TLS, after loading the pair), then starts the
+  // reflectors and the housekeeping; logs "plain-http" without TLS, and "started". An error
+  // names the file, the address or the TLS file, and nothing is started.
   Result<void> start();
 
   // For server::runUntilStopped: stop ends the server, the watches and the housekeeping;
@@ -87,6 +90,7 @@ class WebhookService {
   kube::ApiWriter writer_;
   ApiAdmissionActions actions_;
   server::MetricsRegistry metrics_;
+  DecisionLog decisionLog_;  // before webhook_, whose reviews it writes
   BindingWebhook webhook_;
   std::vector<Watched> watched_;
   WebhookRoutes routes_;

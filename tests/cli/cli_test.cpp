@@ -546,3 +546,195 @@ TEST_CASE("explain --batch answers each line exactly as the command alone would"
   CHECK(run("explain --batch /no/such/batch").status == 1);
   CHECK(run("explain --batch").status == 2);
 }
+
+// The flight recorder's commands over a recorded state directory (tests/fixtures/record/state:
+// `nodewarden demo --baseline --node node-b`, where the agent only recorded and the kernel
+// killed prod/search). docs/reference.md §8.
+TEST_CASE("replay: the recorded policy gives the recorded decisions; a candidate prevents the kill") {
+  const std::string dir = "tests/fixtures/record/state";
+  Run recorded = run("replay " + dir + " -o json");
+  REQUIRE_MESSAGE(recorded.status == 0, recorded.err);
+  const Json episode = Json::parse(recorded.out)["episodes"][0];
+  CHECK(episode["policy"] == "recorded");
+  CHECK(episode["fidelity"] == "identical");
+  CHECK(episode["divergence"].is_null());
+  CHECK(episode["kernelOomKills"]["recorded"] == 1);
+  CHECK(episode["bounds"]["kernelAlone"]["source"] == "recording");
+  CHECK(episode["bounds"]["kernelAlone"]["victims"] == Json::array({"prod/search"}));
+  // The demo's policy, acting: the batch pods go, and the kernel's kill is prevented.
+  Run candidate = run("replay " + dir + " --policy examples/demo/policy.json -o json");
+  REQUIRE_MESSAGE(candidate.status == 0, candidate.err);
+  const Json acted = Json::parse(candidate.out)["episodes"][0];
+  CHECK(acted["fidelity"] == "identical");  // the file is the policy that was recorded
+  CHECK(acted["kernelOomKills"]["prevented"] == true);
+  CHECK(acted["leadTimeMs"].get<double>() > 0);
+  for (const Json& d : acted["decisions"]) CHECK(d["pod"].get<std::string>().starts_with("batch/"));
+  // Another policy, with no threshold on the pods' memory: not checked, not prevented.
+  fs::path late = write("late.json", R"({"evictionHard": {"memory.available": "100Mi"}})");
+  Run other = run("replay " + dir + " --policy " + quote(late.string()) + " -o json");
+  REQUIRE_MESSAGE(other.status == 0, other.err);
+  const Json none = Json::parse(other.out)["episodes"][0];
+  CHECK(none["fidelity"] == "not-checked");
+  CHECK(none["kernelOomKills"]["prevented"] == false);
+  CHECK(none["decisions"].empty());
+  // The table.
+  Run table = run("replay " + dir);
+  CHECK(table.status == 0);
+  CHECK(table.out.find("Fidelity: identical") != std::string::npos);
+}
+
+TEST_CASE("replay and why: a torn or corrupt file is exit 1 naming the file and the offset") {
+  const fs::path source = kRoot / "tests/fixtures/record/state/episodes";
+  std::string bytes;
+  for (const auto& entry : fs::directory_iterator(source)) bytes = slurp(entry.path());
+  REQUIRE(!bytes.empty());
+  for (std::size_t cut : {std::size_t(0), std::size_t(5), std::size_t(12), bytes.size() / 2,
+                          bytes.size() - 1}) {
+    fs::path torn = write("torn.nwep", bytes.substr(0, cut));
+    Run r = run("replay " + quote(torn.string()));
+    CHECK(r.status == 1);
+    CHECK_MESSAGE(r.err.find(torn.string() + ": offset ") != std::string::npos, r.err);
+  }
+  std::string flipped = bytes;
+  flipped[bytes.size() / 3] ^= 0x01;
+  fs::path corrupt = write("corrupt.nwep", flipped);
+  Run r = run("replay " + quote(corrupt.string()));
+  CHECK(r.status == 1);
+  CHECK(r.err.find("CRC mismatch") != std::string::npos);
+
+  // A decision segment with its last line torn.
+  const std::string store = slurp(kRoot / "tests/fixtures/record/state/decisions/00000001.nwdr");
+  fs::create_directories(scratch() / "torn-state/decisions");
+  std::ofstream(scratch() / "torn-state/decisions/00000001.nwdr", std::ios::binary)
+      << store.substr(0, store.size() - 10);
+  Run why = run("why prod/search --state-dir " + quote((scratch() / "torn-state").string()));
+  CHECK(why.status == 1);
+  CHECK_MESSAGE(why.err.find("00000001.nwdr: offset ") != std::string::npos, why.err);
+  CHECK(why.err.find("torn") != std::string::npos);
+}
+
+TEST_CASE("tune: the least disruptive threshold that leaves no OOM kill, as a policy file") {
+  Run r = run("tune --episodes tests/fixtures/record/state -o json");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const Json tuned = Json::parse(r.out);
+  CHECK(tuned["signal"] == "allocatableMemory.available");
+  CHECK(tuned["recordedOomKills"] == 1);
+  REQUIRE(tuned["recommended"].is_object());
+  CHECK(tuned["recommended"]["oomKillsLeft"] == 0);
+  CHECK(tuned["recommended"]["evictions"].get<int>() <= tuned["kubeletDefault"]["evictions"].get<int>());
+  // The policy file it prints is one check-policy accepts.
+  fs::path policy = write("tuned.json", tuned["policy"].dump());
+  Run check = run("check-policy " + quote(policy.string()));
+  CHECK_MESSAGE(check.status == 0, check.out << check.err);
+  Run table = run("tune --episodes tests/fixtures/record/state");
+  CHECK(table.status == 0);
+  CHECK(table.out.find("Recommended (*)") != std::string::npos);
+}
+
+TEST_CASE("why: the records of a pod from the state directory") {
+  Run r = run("why search -n prod --state-dir tests/fixtures/record/state -o json");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const Json answer = Json::parse(r.out);
+  CHECK(answer["pod"] == "prod/search");
+  REQUIRE(answer["records"].size() == 1);
+  CHECK(answer["records"][0]["kind"] == "kernel-oom-kill");
+  CHECK(answer["records"][0]["episode"].get<std::string>().ends_with(".nwep"));
+  for (const char* member : {"time", "kind", "signal", "observed", "threshold", "rank", "reason",
+                             "latencyMs", "episode"}) {
+    CHECK_MESSAGE(answer["records"][0].contains(member), member);
+  }
+  Run evicted = run("why batch/log-shipper --state-dir tests/fixtures/record/state");
+  CHECK(evicted.status == 0);
+  CHECK(evicted.out.find("evict-dry-run") != std::string::npos);
+  Run nothing = run("why default/nobody --state-dir tests/fixtures/record/state");
+  CHECK(nothing.status == 0);
+  CHECK(nothing.out.find("No decision about default/nobody") != std::string::npos);
+}
+
+TEST_CASE("replay, tune, why: usage errors are exit 2") {
+  CHECK(run("replay").status == 2);
+  CHECK(run("replay x.nwep -o yaml").status == 2);
+  CHECK(run("tune").status == 2);
+  CHECK(run("tune --episodes tests/fixtures/record/state --signal pid.available").status == 2);
+  CHECK(run("why").status == 2);
+  CHECK(run("why a/b --agent http://127.0.0.1:1 --state-dir x").status == 2);
+  CHECK(run("why ns/name -n other").status == 2);
+  CHECK(run("replay --help").status == 0);
+  CHECK(run("replay /nonexistent.nwep").status == 1);
+}
+
+// `kubectl nodewarden why` finds the cluster exactly as `explain` does (docs/reference.md
+// §1.10, §8.4): $KUBECONFIG's files merged, else ~/.kube/config, --context over
+// current-context, never the in-cluster service account. Each kubeconfig's user is an exec
+// plugin that leaves a mark, so the test sees which context was chosen without a server.
+TEST_CASE("why as kubectl nodewarden: the cluster found as kubectl finds it, never in-cluster") {
+  const fs::path dir = scratch() / "why-plugin";
+  fs::create_directories(dir / "bin");
+  fs::create_directories(dir / "home");
+  fs::create_symlink(kBinary, dir / "bin" / "kubectl-nodewarden");
+  auto kubeconfig = [&](const std::string& file, const std::string& context, bool current) {
+    const std::string mark = (dir / (context + ".used")).string();
+    const std::string credential =
+        R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",)"
+        R"("status":{"token":"t"}})";
+    return write("why-plugin/" + file,
+                 std::string(current ? "current-context: " + context + "\n" : "") +
+                     "clusters: [{name: " + context +
+                     ", cluster: {server: 'http://127.0.0.1:1'}}]\n"
+                     "contexts: [{name: " +
+                     context + ", context: {cluster: " + context + ", user: " + context +
+                     "}}]\n"
+                     "users:\n- name: " +
+                     context +
+                     "\n  user:\n    exec:\n"
+                     "      apiVersion: client.authentication.k8s.io/v1\n"
+                     "      command: /bin/sh\n"
+                     "      args: ['-c', 'touch " +
+                     mark + "; echo ''" + credential +
+                     "''']\n"
+                     "      interactiveMode: Never\n");
+  };
+  auto plugin = [&](const std::string& env, const std::string& args) {
+    static int n = 0;
+    const fs::path out = dir / ("out" + std::to_string(++n));
+    const fs::path err = dir / ("err" + std::to_string(n));
+    const std::string command = "env -u KUBECONFIG HOME=" + quote((dir / "home").string()) + " " +
+                                env + " " + quote((dir / "bin/kubectl-nodewarden").string()) + " " +
+                                args + " </dev/null >" + quote(out.string()) + " 2>" +
+                                quote(err.string());
+    const int raw = std::system(command.c_str());
+    return Run{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
+  };
+  // Nothing to read: an error saying where it looked, with no in-cluster attempt after it.
+  Run none = plugin("", "why web -n shop");
+  CHECK(none.status == 1);
+  CHECK(none.err.find("nodewarden why: no kubeconfig: ") != std::string::npos);
+  CHECK(none.err.find((dir / "home/.kube/config").string()) != std::string::npos);
+  CHECK(none.err.find("service account") == std::string::npos);
+  // ~/.kube/config when $KUBECONFIG is not set.
+  fs::create_directories(dir / "home/.kube");
+  fs::copy_file(kubeconfig("home.yaml", "home", true), dir / "home/.kube/config");
+  Run home = plugin("", "why web -n shop");
+  CHECK(home.status == 1);  // nothing listens at 127.0.0.1:1
+  CHECK(fs::exists(dir / "home.used"));
+  CHECK(home.err.find("~/.kube/config") != std::string::npos);
+  // $KUBECONFIG's files merged, over ~/.kube/config; --context picks the second file's.
+  const fs::path a = kubeconfig("a.yaml", "first", true);
+  const fs::path b = kubeconfig("b.yaml", "second", false);
+  const std::string list = "KUBECONFIG=" + quote(a.string() + ":" + b.string());
+  Run second = plugin(list, "why web -n shop --context second");
+  CHECK(second.status == 1);
+  CHECK(fs::exists(dir / "second.used"));
+  CHECK_FALSE(fs::exists(dir / "first.used"));
+  CHECK(second.err.find("(context second)") != std::string::npos);
+  Run current = plugin(list, "why web -n shop");
+  CHECK(current.status == 1);
+  CHECK(fs::exists(dir / "first.used"));
+  Run missing = plugin(list, "why web -n shop --context nosuch");
+  CHECK(missing.status == 1);
+  CHECK(missing.err.find("nosuch") != std::string::npos);
+  // The plain binary: the cluster's options without the cluster are a usage error.
+  CHECK(run("why web --context second").status == 2);
+  CHECK(run("why web --agent-port 1").status == 2);
+  CHECK(run("why web --state-dir x --kubeconfig " + quote(a.string())).status == 2);
+}

@@ -55,7 +55,8 @@ Json runDemo(const TempDir& files, const std::string& mode) {
                                    "--scenario",      files.file("scenario.json"),
                                    "--policy",        files.file("policy.json"),
                                    "--report",        report,
-                                   "--plot",          files.file("plot" + mode + ".svg")};
+                                   "--plot",          files.file("plot" + mode + ".svg"),
+                                   "--state-dir",     files.file("state")};
   if (!mode.empty()) args.push_back(mode);
   std::string command;
   for (const std::string& arg : args) command += "'" + arg + "' ";
@@ -131,4 +132,44 @@ TEST_CASE("demo: the agent evicts the batch pods, the kernel alone kills product
   CHECK(agentPlot.find("OOM kill") == std::string::npos);
   CHECK(baselinePlot.find("OOM kill prod/api") != std::string::npos);
   CHECK(baselinePlot.find("evicted") == std::string::npos);
+
+  // The flight recorder: each run's episode, named in the report and replayed there with the
+  // recorded policy to the identical decisions.
+  REQUIRE(agent["episodes"].size() == 1);
+  REQUIRE(baseline["episodes"].size() == 1);
+  CHECK(agent["episodes"][0]["fidelity"] == "identical");
+  CHECK(asSet(agent["episodes"][0]["decisions"]) == evicted);
+  CHECK(baseline["episodes"][0]["fidelity"] == "identical");
+  CHECK(baseline["episodes"][0]["kernelOomKills"].get<int>() >= 1);
+  // The baseline's agent only recorded: had the demo's policy acted, the kernel's OOM kill
+  // would not have happened.
+  const std::string episode = baseline["episodes"][0]["file"].get<std::string>();
+  const std::string replayOut = files.file("replay.json");
+  const std::string replay = std::string("'") + NODEWARDEN_BINARY + "' replay '" + episode +
+                             "' --policy '" + files.file("policy.json") + "' -o json > '" +
+                             replayOut + "' 2>&1";
+  REQUIRE(std::system(replay.c_str()) == 0);
+  const Json counterfactual = Json::parse(slurp(replayOut))["episodes"][0];
+  MESSAGE("the demo's policy over the baseline's episode:\n" << counterfactual.dump(2));
+  CHECK(counterfactual["fidelity"] == "identical");  // the policy that was recorded
+  CHECK(counterfactual["kernelOomKills"]["recorded"].get<int>() >= 1);
+  CHECK(counterfactual["kernelOomKills"]["prevented"] == true);
+  CHECK(counterfactual["leadTimeMs"].get<double>() > 0);
+  CHECK(counterfactual["bounds"]["kernelAlone"]["source"] == "recording");
+  for (const Json& d : counterfactual["decisions"]) CHECK(d["pod"] != "prod/api");
+  // tune over both episodes: a threshold that leaves no OOM kill, evicting no more than the
+  // kubelet's default would.
+  const std::string tuneOut = files.file("tune.json");
+  const std::string tune = std::string("'") + NODEWARDEN_BINARY + "' tune --episodes '" +
+                           files.file("state") + "' -o json > '" + tuneOut + "' 2>&1";
+  REQUIRE(std::system(tune.c_str()) == 0);
+  const Json tuned = Json::parse(slurp(tuneOut));
+  MESSAGE("tune: recommended " << tuned["recommended"].dump() << ", kubelet default "
+                               << tuned["kubeletDefault"].dump());
+  CHECK(tuned["signal"] == "allocatableMemory.available");
+  REQUIRE(tuned["recommended"].is_object());
+  CHECK(tuned["recommended"]["oomKillsLeft"] == 0);
+  CHECK(tuned["recommended"]["evictions"].get<int>() <=
+        tuned["kubeletDefault"]["evictions"].get<int>());
+  CHECK(tuned["policy"]["evictionHard"].is_object());
 }

@@ -385,6 +385,12 @@ AgentProcess::AgentProcess(const AgentConfig& config) : logPath_(logDir_.file("a
     args.insert(args.end(), {"--policy", config.policyFile, "--kubepods-cgroup", config.kubepods,
                              "--listen", "127.0.0.1:0", "--log-format", "json", "--nodefs", ""});
     if (config.dryRun) args.push_back("--dry-run");
+    // The flight recorder's files stay with the test (not in /var/lib/nodewarden), unless
+    // the test names a state directory of its own.
+    if (std::find(config.extraArgs.begin(), config.extraArgs.end(), "--state-dir") ==
+        config.extraArgs.end()) {
+      args.insert(args.end(), {"--state-dir", logDir_.file("state")});
+    }
   }
   args.insert(args.end(), config.extraArgs.begin(), config.extraArgs.end());
 

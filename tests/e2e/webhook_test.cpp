@@ -6,6 +6,8 @@
 // agent/http; here it serves plain HTTP on 127.0.0.1.)
 #include <doctest/doctest.h>
 
+#include <fstream>
+
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -68,6 +70,7 @@ TEST_CASE(
   AgentConfig config;
   config.webhook = true;
   config.kubeconfig = files.file("kubeconfig");
+  config.extraArgs = {"--decision-log", files.file("decisions.jsonl")};
   AgentProcess webhook(config);
   REQUIRE_MESSAGE(
       waitUntil([&] { return httpRequest(webhook.port(), "GET", "/readyz").status == 200; }, 15s,
@@ -183,6 +186,25 @@ TEST_CASE(
             "nodewarden_admissions_total{verdict=\"reject\",reason=\"PriorityClassNotFound\"}") !=
         std::string::npos);
   CHECK(webhook.events("admission-review").size() >= 10);
+  // --decision-log: a JSON line per verdict, and one per preemption victim, as `why` shows
+  // them (docs/reference.md §8).
+  std::ifstream decisionLog(files.file("decisions.jsonl"));
+  std::vector<Json> decisions;
+  for (std::string line; std::getline(decisionLog, line);) decisions.push_back(Json::parse(line));
+  auto decided = [&](const std::string& pod, const std::string& kind, const std::string& action) {
+    return std::any_of(decisions.begin(), decisions.end(), [&](const Json& d) {
+      return d["pod"] == pod && d["kind"] == kind && d["action"] == action;
+    });
+  };
+  CHECK(decided(typo.key(), "admission", "reject"));
+  CHECK(decided(big.key(), "admission", "preempt"));
+  CHECK(decided("shop/batch", "preemption", "preempt"));
+  CHECK(decided(big.key(), "admission", "preempt-dry-run"));
+  CHECK(decided(small.key(), "admission", "admit"));
+  for (const Json& d : decisions) {
+    CHECK(d.contains("time"));
+    CHECK(d["node"].is_string());
+  }
   auto stopped = webhook.stop();
   REQUIRE(stopped.has_value());
   CHECK(WIFEXITED(*stopped));

@@ -157,6 +157,32 @@ Reply failure(unsigned code, const std::string& reason, const std::string& messa
   return {code, std::move(status)};
 }
 
+// GET http://127.0.0.1:PORT/TARGET for the node proxy: the answer's status, and its body
+// when it is JSON (else a 502 Status).
+Reply proxyGet(const std::string& port, const std::string& target) {
+  namespace http = boost::beast::http;
+  try {
+    boost::asio::io_context io;
+    boost::beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(5));
+    boost::asio::ip::tcp::endpoint endpoint(boost::asio::ip::make_address("127.0.0.1"),
+                                            static_cast<unsigned short>(std::stoi(port)));
+    stream.connect(endpoint);
+    http::request<http::empty_body> request{http::verb::get, target, 11};
+    request.set(http::field::host, "127.0.0.1:" + port);
+    http::write(stream, request);
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(stream, buffer, response);
+    Json body = Json::parse(response.body(), nullptr, false);
+    if (body.is_discarded()) return failure(502, "BadGateway", "the node's answer is not JSON");
+    return Reply{response.result_int(), std::move(body)};
+  } catch (const std::exception& e) {
+    return failure(503, "ServiceUnavailable",
+                   std::string("error trying to reach service: ") + e.what());
+  }
+}
+
 Reply badRequest(const std::string& message) {
   return failure(400, "BadRequest", message);
 }
@@ -1028,7 +1054,7 @@ Outcome FakeApiServer::Impl::route(const std::string& method, const std::string&
     ns = parts[next + 1];
     next += 2;
   }
-  const bool nodeProxy = parts.size() == next + 5 && parts[next + 2] == "proxy";
+  const bool nodeProxy = parts.size() >= next + 4 && parts[next + 2] == "proxy";
   if (parts.size() <= next || (parts.size() > next + 3 && !nodeProxy)) return {notFoundPath()};
   const ResourceInfo* resource = nullptr;
   for (const auto& candidate : kResources) {
@@ -1037,6 +1063,23 @@ Outcome FakeApiServer::Impl::route(const std::string& method, const std::string&
   }
   if (resource == nullptr || (!ns.empty() && !resource->namespaced)) {
     return {notFoundPath()};
+  }
+  // The proxy to a port of a node or a pod: /api/v1/nodes/NAME:PORT/proxy/PATH and
+  // /api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH, as the real server proxies to the
+  // node's or the pod's address; here every node and pod is 127.0.0.1. GET only.
+  if ((resource->kind == Kind::Node || resource->kind == Kind::Pod) && parts.size() > next + 3 &&
+      parts[next + 2] == "proxy" && parts[next + 1].find(':') != std::string::npos) {
+    const std::string& target = parts[next + 1];
+    const std::string objectName = target.substr(0, target.find(':'));
+    const std::string port = target.substr(target.find(':') + 1);
+    if (method != "GET") return {methodNotAllowed(method)};
+    const bool node = resource->kind == Kind::Node;
+    if (!get(resource->kind, node ? objectName : ns + "/" + objectName)) {
+      return {notFound(node ? "nodes" : "pods", objectName)};
+    }
+    std::string rest;
+    for (std::size_t i = next + 3; i < parts.size(); ++i) rest += "/" + parts[i];
+    return {proxyGet(port, rest + (query.empty() ? "" : "?" + query))};
   }
   // The node proxy to the kubelet's summary: /api/v1/nodes/NAME/proxy/stats/summary.
   if (resource->kind == Kind::Node && parts.size() == next + 5 && parts[next + 2] == "proxy" &&

@@ -19,6 +19,9 @@
 //   POST   /api/v1/namespaces/NS/events                  core/v1 Event (namespace checked)
 //   PATCH  /api/v1/nodes/NAME/status                     strategic merge of status.conditions
 //   GET    /api/v1/nodes/NAME/proxy/stats/summary        the kubelet summary (setNodeStats)
+//   GET    /api/v1/nodes/NAME:PORT/proxy/PATH            forwarded to 127.0.0.1:PORT/PATH (the
+//   GET    /api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH  node's or pod's address here), a
+//          JSON answer passed back with its status
 // Strictness: a wrong or missing bearer token → 401 Status; a body that is not JSON, a
 // Content-Type the endpoint does not take, an unknown query parameter, a watch without
 // watch=1 semantics → 400/415 Status. Watch streams are chunked "application/json" with one

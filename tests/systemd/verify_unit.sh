@@ -18,6 +18,7 @@ for want in \
     '^Restart=always$' \
     '^ReadWritePaths=(.* )?/sys/fs/cgroup( |$)' \
     '^ProtectSystem=strict$' \
+    '^StateDirectory=nodewarden$' \
     '^OOMScoreAdjust=-1000$' \
     '^KillSignal=SIGTERM$' \
     '^ExecReload=/bin/kill -HUP \$MAINPID$' \

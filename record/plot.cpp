@@ -1,10 +1,10 @@
-#include "demo/plot.h"
+#include "record/plot.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-namespace nodewarden::demo {
+namespace nodewarden::record {
 namespace {
 
 constexpr double kWidth = 900, kHeight = 460;
@@ -17,11 +17,20 @@ std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -77,9 +86,8 @@ std::string renderPlotSvg(const Plot& plot) {
   }
   svg += "<text x=\"" + number(kLeft + plotWidth / 2) + "\" y=\"" + number(kHeight - 12) +
          "\" text-anchor=\"middle\">seconds</text>\n";
-  svg += "<text x=\"16\" y=\"" + number(kTop + plotHeight / 2) +
-         "\" transform=\"rotate(-90 16 " + number(kTop + plotHeight / 2) +
-         ")\" text-anchor=\"middle\">memory (MiB)</text>\n";
+  svg += "<text x=\"16\" y=\"" + number(kTop + plotHeight / 2) + "\" transform=\"rotate(-90 16 " +
+         number(kTop + plotHeight / 2) + ")\" text-anchor=\"middle\">memory (MiB)</text>\n";
   svg += "<rect x=\"" + number(kLeft) + "\" y=\"" + number(kTop) + "\" width=\"" +
          number(plotWidth) + "\" height=\"" + number(plotHeight) +
          "\" fill=\"none\" stroke=\"#999\"/>\n";
@@ -91,19 +99,22 @@ std::string renderPlotSvg(const Plot& plot) {
            number(kLeft + 6) + "\" y=\"" + number(y(mib) - 5) + "\" fill=\"" + color + "\">" +
            escape(label) + "</text>\n";
   };
-  if (plot.limitMiB > 0) hline(plot.limitMiB, "#d62728", "6 3", "limit " + number(plot.limitMiB) + " MiB");
+  if (plot.limitMiB > 0)
+    hline(plot.limitMiB, "#d62728", "6 3", "limit " + number(plot.limitMiB) + " MiB");
   if (plot.thresholdMiB >= 0) hline(plot.thresholdMiB, "#ff7f0e", "2 3", plot.thresholdLabel);
   // One polyline per run of samples (a pod that is gone leaves a gap).
   int legend = 0;
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     const PlotSeries& s = plot.series[i];
-    const bool node = s.name == "node";
+    const bool node = s.name == "node" || s.name.starts_with("node ");
     const std::string color = node ? "#000" : kColors[i % std::size(kColors)];
     std::string points;
     auto flush = [&] {
       if (points.empty()) return;
       svg += "<polyline fill=\"none\" stroke=\"" + color + "\" stroke-width=\"" +
-             (node ? "2.5" : "1.8") + "\" points=\"" + points + "\"/>\n";
+             (node ? "2.5" : "1.8") + "\"" +
+             (s.dashed ? std::string(" stroke-dasharray=\"7 4\"") : std::string()) + " points=\"" +
+             points + "\"/>\n";
       points.clear();
     };
     for (std::size_t k = 0; k < s.mib.size() && k < plot.seconds.size(); ++k) {
@@ -117,23 +128,26 @@ std::string renderPlotSvg(const Plot& plot) {
     const double ly = kTop + 10 + 18 * legend++;
     svg += "<line x1=\"" + number(kLeft + plotWidth + 6) + "\" y1=\"" + number(ly) + "\" x2=\"" +
            number(kLeft + plotWidth + 26) + "\" y2=\"" + number(ly) + "\" stroke=\"" + color +
-           "\" stroke-width=\"2.5\"/><text x=\"" + number(kLeft + plotWidth + 30) + "\" y=\"" +
-           number(ly + 4) + "\">" + escape(node ? std::string("all pods (kubepods)") : s.name) +
-           "</text>\n";
+           "\" stroke-width=\"2.5\"" +
+           (s.dashed ? std::string(" stroke-dasharray=\"7 4\"") : std::string()) + "/><text x=\"" +
+           number(kLeft + plotWidth + 30) + "\" y=\"" + number(ly + 4) + "\">" +
+           escape(s.name == "node" ? std::string("all pods (kubepods)") : s.name) + "</text>\n";
   }
   // Evictions and kernel OOM kills.
   int row = 0;
   for (const PlotMark& mark : plot.marks) {
-    const char* color = mark.kernel ? "#d62728" : "#ff7f0e";
+    const char* color = mark.kernel ? "#d62728" : mark.counterfactual ? "#9467bd" : "#ff7f0e";
     const double mx = x(std::min(mark.seconds, tMax));
     svg += "<line x1=\"" + number(mx) + "\" y1=\"" + number(kTop) + "\" x2=\"" + number(mx) +
            "\" y2=\"" + number(kTop + plotHeight) + "\" stroke=\"" + color +
-           "\" stroke-width=\"1.5\"/><text x=\"" + number(mx - 4) + "\" y=\"" +
-           number(kTop + 14 + 14 * (row++ % 4)) + "\" text-anchor=\"end\" fill=\"" + color +
-           "\">" + escape(mark.label) + " (" + number(mark.seconds) + " s)</text>\n";
+           "\" stroke-width=\"1.5\"" +
+           (mark.counterfactual ? std::string(" stroke-dasharray=\"4 3\"") : std::string()) +
+           "/><text x=\"" + number(mx - 4) + "\" y=\"" + number(kTop + 14 + 14 * (row++ % 4)) +
+           "\" text-anchor=\"end\" fill=\"" + color + "\">" + escape(mark.label) + " (" +
+           number(mark.seconds) + " s)</text>\n";
   }
   svg += "</svg>\n";
   return svg;
 }
 
-}  // namespace nodewarden::demo
+}  // namespace nodewarden::record
