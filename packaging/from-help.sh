@@ -82,8 +82,11 @@ options_of() {  # $1 = command (words)
       END { for (i = 1; i <= n; i++) print order[i] "\t" val[order[i]] }'
 }
 
-roff_escape() {  # stdin -> stdout: backslashes, minus signs, lines starting with . or '
-  sed -e 's/\\/\\e/g' -e 's/-/\\-/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"
+roff_escape() {  # stdin -> stdout: backslashes, minus signs, quotes, dots, UTF-8 dashes
+  # Apostrophes become \(aq and a word's leading dot gets \&, so that no line, however the
+  # paragraphs are filled later, starts as a roff request; — and § become roff's glyphs.
+  sed -e 's/\\/\\e/g' -e 's/-/\\-/g' -e "s/'/\\\\(aq/g" -e 's/\(^\| \)\./\1\\\&./g' \
+    -e 's/—/\\(em/g' -e 's/§/\\(sc/g'
 }
 
 # One command's --help as roff: the usage block verbatim, paragraphs filled, option lines as

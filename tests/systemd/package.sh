@@ -124,7 +124,7 @@ if command -v bash >/dev/null 2>&1; then
   ' sh "$completion" 2>&1) || fail "sourcing the completion failed: $out"
   echo "$out"
   expect() { printf '%s\n' "$out" | grep -qxF -- "$1" || fail "completion: expected '$1'"; }
-  expect "nodewarden : agent webhook demo explain check-policy status version --help"
+  expect "nodewarden : agent webhook demo explain check-policy status replay tune why version --help"
   expect "nodewarden agent --dry: --dry-run"
   expect "nodewarden agent --log-format : text json"
   expect "nodewarden agent --policy : FILES"
