@@ -580,24 +580,6 @@ class ClusterGenerator {
 // ---------------------------------------------------------------------------------------------
 // Measuring.
 
-// Calls `once` (which returns the nanoseconds of the part it times) until the budget is spent.
-// It stops before an iteration that would overrun the budget, once minIterations are done.
-template <typename F>
-Samples measure(const Budget& budget, int warmups, F&& once) {
-  for (int i = 0; i < warmups; ++i) once();
-  Samples s;
-  const auto start = Clock::now();
-  for (;;) {
-    s.nanos.push_back(once());
-    const int done = int(s.nanos.size());
-    if (done >= budget.maxIterations) break;
-    const double elapsed = nanosSince(start) * 1e-9;
-    if (done >= budget.minIterations && elapsed + elapsed / done > budget.seconds) break;
-  }
-  std::sort(s.nanos.begin(), s.nanos.end());
-  return s;
-}
-
 // The full run spends about 1 s per node size on admitPod, 0.6 s on selectVictimsOnNode, up
 // to 2 s on the naive version plus its capped first call (about 20 s at 5,000 pods, stopped
 // at 25 s), up to 2 s cross-checking variants, and 4-6 s per cluster shape with its

@@ -109,20 +109,6 @@ constexpr double kNotifyP99TargetMillis = 5;
 // ---------------------------------------------------------------------------------------------
 // Measuring.
 
-template <typename F>
-Samples measure(const Budget& budget, F&& once) {
-  std::vector<double> nanos;
-  const auto start = Clock::now();
-  while (!stopped()) {
-    nanos.push_back(once());
-    const int done = int(nanos.size());
-    if (done >= budget.maxIterations) break;
-    const double elapsed = nanosSince(start) * 1e-9;
-    if (done >= budget.minIterations && elapsed + elapsed / done > budget.seconds) break;
-  }
-  return Samples::from(std::move(nanos));
-}
-
 struct Budgets {
   Budget readPasses;       // passes over the read set, each read timed on its own
   Budget libcgroupPasses;  // the same through cgroup_read_value_*

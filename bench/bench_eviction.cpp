@@ -1004,23 +1004,6 @@ class SnapshotGenerator {
 // ---------------------------------------------------------------------------------------------
 // Measuring.
 
-// Calls `once` (which returns the nanoseconds of the part it times) until the budget is spent.
-// It stops before an iteration that would overrun the budget, once minIterations are done.
-template <typename F>
-Samples measure(const Budget& budget, F&& once) {
-  Samples s;
-  const auto start = Clock::now();
-  for (;;) {
-    s.nanos.push_back(once());
-    const int done = int(s.nanos.size());
-    if (done >= budget.maxIterations) break;
-    const double elapsed = nanosSince(start) * 1e-9;
-    if (done >= budget.minIterations && elapsed + elapsed / done > budget.seconds) break;
-  }
-  std::sort(s.nanos.begin(), s.nanos.end());
-  return s;
-}
-
 // Per size, the full run spends about 2 s on parse, 1 s on the compact parse, 1.5 s on the
 // parse split, 2 s on rank+plan and 1 s on evaluateEviction alone, plus smaller parts: about
 // 10 s per size, a little more at 10,000 pods where single iterations take seconds.

@@ -1,57 +1,12 @@
 #include "policy/admission.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
-#include <unordered_map>
+#include <optional>
 
 namespace nodewarden::policy {
 namespace {
-
-// The resources an incoming pod competes for, in the order the scheduler's fitsRequest checks
-// them: the pod count, cpu, memory, ephemeral-storage, then extended resources by name.
-struct Demand {
-  std::vector<std::string> names;
-  std::vector<std::int64_t> request;   // the incoming pod's (desired), parallel to names
-  std::vector<std::int64_t> capacity;  // the node's allocatable
-  std::vector<bool> limited;           // false: the node states no limit (pods only)
-  // Where each name sits in Pod::fitRequests (0 cpu, 1 memory, 2 ephemeral-storage), or
-  // kExtended; unused for "pods".
-  std::vector<int> slot;
-  RequestConsumer consumer = RequestConsumer::Kubelet;  // how the other pods are counted
-};
-constexpr int kExtended = 3;
-
-Demand demandOf(const Pod& pod, const Node& node, RequestConsumer consumer) {
-  Demand d;
-  d.consumer = consumer;
-  auto add = [&](const std::string& name, std::int64_t request, int slot) {
-    d.names.push_back(name);
-    d.request.push_back(request);
-    d.slot.push_back(slot);
-    if (name == "pods") {
-      auto it = node.allocatable.find("pods");
-      d.limited.push_back(it != node.allocatable.end());
-      d.capacity.push_back(it == node.allocatable.end() ? 0 : it->second.value());
-    } else {
-      d.limited.push_back(true);
-      d.capacity.push_back(amountOf(node.allocatable, name));
-    }
-  };
-  add("pods", 1, kExtended);
-  int slot = 0;
-  for (const char* name : {"cpu", "memory", "ephemeral-storage"}) {
-    auto it = pod.requests.find(name);
-    if (it != pod.requests.end() && it->second > 0) add(name, it->second, slot);
-    ++slot;
-  }
-  for (const auto& [name, amount] : pod.requests) {
-    if (name == "cpu" || name == "memory" || name == "ephemeral-storage" || name == "pods") {
-      continue;
-    }
-    if (amount > 0) add(name, amount, kExtended);
-  }
-  return d;
-}
 
 // Sums of requests are kept in 128 bits: pods may each request up to 2^63-1 (a quantity of
 // exabytes), and a wrapped sum would read as room on a full node.
@@ -64,29 +19,150 @@ std::string toDecimal(Int128 value) {
   return {digits.rbegin(), digits.rend()};
 }
 
-// What one existing pod takes of each demanded resource, counted as `d.consumer` counts it.
-void addUsage(const Demand& d, const Pod& pod, std::vector<Int128>& used, int sign) {
-  used[0] += sign;
-  const std::int64_t* fit = pod.fitRequests[int(d.consumer)];
-  for (std::size_t i = 1; i < d.names.size(); ++i) {
-    const int slot = d.slot[i];
-    if (slot != kExtended) {
-      used[i] += Int128(sign) * fit[slot];
-    } else if (pod.extendedRequests) {
-      const ResourceAmounts& requests = pod.requestsFor(d.consumer);
-      auto it = requests.find(d.names[i]);
-      if (it != requests.end()) used[i] += Int128(sign) * it->second;
+// The resources an incoming pod competes for, in the order the scheduler's fitsRequest checks
+// them: the pod count, cpu, memory, ephemeral-storage, then extended resources by name. Each
+// has a bound, capacity − request: the pod fits while what the counted pods hold stays within
+// every bound (fitsRequest's request > capacity − used, rearranged). The first four sit in
+// fixed places, so counting a pod is four additions without a lookup.
+constexpr int kCore = 4;
+constexpr const char* kCoreNames[kCore] = {"pods", "cpu", "memory", "ephemeral-storage"};
+// The bound of a resource that is not checked (not requested, or the node states no pod
+// limit): sums of 64-bit requests never reach it.
+constexpr Int128 kUnbounded = Int128(1) << 120;
+
+struct Fit {
+  RequestConsumer consumer = RequestConsumer::Kubelet;  // how the other pods are counted
+  Int128 bound[kCore] = {kUnbounded, kUnbounded, kUnbounded, kUnbounded};
+  bool checked[kCore] = {};
+  std::int64_t request[kCore] = {};   // the incoming pod's (desired)
+  std::int64_t capacity[kCore] = {};  // the node's allocatable
+  struct Extended {
+    const std::string* name;  // a key of the incoming pod's requests
+    std::int64_t request;
+    std::int64_t capacity;
+    Int128 bound;
+  };
+  std::vector<Extended> extended;
+};
+
+// What the counted pods hold of each resource of a Fit.
+struct Held {
+  Int128 core[kCore] = {};
+  std::vector<Int128> extended;
+};
+
+// What `pod` asks for, as a Fit without a node yet (place() gives it one).
+Fit demandOf(const Pod& pod, RequestConsumer consumer) {
+  Fit f;
+  f.consumer = consumer;
+  for (int i = 1; i < kCore; ++i) {
+    auto it = pod.requests.find(kCoreNames[i]);
+    if (it != pod.requests.end() && it->second > 0) {
+      f.checked[i] = true;
+      f.request[i] = it->second;
     }
+  }
+  for (const auto& [name, amount] : pod.requests) {
+    if (amount <= 0 || name == "cpu" || name == "memory" || name == "ephemeral-storage" ||
+        name == "pods") {
+      continue;
+    }
+    f.extended.push_back({&name, amount, 0, 0});
+  }
+  return f;
+}
+
+// The demand `f` on `node`: the node's allocatable as capacities, and the bounds.
+Fit place(Fit f, const Node& node) {
+  auto pods = node.allocatable.find("pods");
+  f.checked[0] = pods != node.allocatable.end();
+  f.request[0] = 1;
+  f.capacity[0] = f.checked[0] ? pods->second.value() : 0;
+  for (int i = 1; i < kCore; ++i) {
+    if (f.checked[i]) f.capacity[i] = amountOf(node.allocatable, kCoreNames[i]);
+  }
+  for (int i = 0; i < kCore; ++i) {
+    f.bound[i] = f.checked[i] ? Int128(f.capacity[i]) - f.request[i] : kUnbounded;
+  }
+  for (auto& e : f.extended) {
+    e.capacity = amountOf(node.allocatable, *e.name);
+    e.bound = Int128(e.capacity) - e.request;
+  }
+  return f;
+}
+
+Fit fitFor(const Pod& pod, const Node& node, RequestConsumer consumer) {
+  return place(demandOf(pod, consumer), node);
+}
+
+Held noneHeld(const Fit& f) {
+  Held h;
+  h.extended.assign(f.extended.size(), 0);
+  return h;
+}
+
+void countExtended(const Fit& f, const Pod& p, Held& h, int sign) {
+  const ResourceAmounts& requests = p.requestsFor(f.consumer);
+  for (std::size_t i = 0; i < f.extended.size(); ++i) {
+    auto it = requests.find(*f.extended[i].name);
+    if (it != requests.end()) h.extended[i] += Int128(sign) * it->second;
   }
 }
 
-// The first resource that does not fit, or -1.
-int firstMisfit(const Demand& d, const std::vector<Int128>& used) {
-  for (std::size_t i = 0; i < d.names.size(); ++i) {
-    if (!d.limited[i]) continue;
-    if (Int128(d.request[i]) > Int128(d.capacity[i]) - used[i]) return int(i);
+// Counts (sign +1) or uncounts (−1) pod `p` holding `request` (its cpu, memory and
+// ephemeral-storage as f.consumer counts them) and, when `extended`, its other requests.
+void count(const Fit& f, const Pod& p, const std::int64_t* request, bool extended, Held& h,
+           int sign) {
+  if (sign > 0) {
+    h.core[0] += 1;
+    h.core[1] += request[0];
+    h.core[2] += request[1];
+    h.core[3] += request[2];
+  } else {
+    h.core[0] -= 1;
+    h.core[1] -= request[0];
+    h.core[2] -= request[1];
+    h.core[3] -= request[2];
+  }
+  if (extended && !f.extended.empty()) countExtended(f, p, h, sign);
+}
+
+void hold(const Fit& f, const Pod& p, Held& h) {
+  count(f, p, p.fitRequests[int(f.consumer)], p.extendedRequests, h, +1);
+}
+
+bool fits(const Fit& f, const Held& h) {
+  bool ok = (h.core[0] <= f.bound[0]) & (h.core[1] <= f.bound[1]) & (h.core[2] <= f.bound[2]) &
+            (h.core[3] <= f.bound[3]);
+  for (std::size_t i = 0; ok && i < f.extended.size(); ++i) {
+    ok = h.extended[i] <= f.extended[i].bound;
+  }
+  return ok;
+}
+
+// The first resource that does not fit, in fitsRequest's order (0-3 the core places, then
+// kCore + i for extended[i]), or -1.
+int firstMisfit(const Fit& f, const Held& h) {
+  for (int i = 0; i < kCore; ++i) {
+    if (f.checked[i] && h.core[i] > f.bound[i]) return i;
+  }
+  for (std::size_t i = 0; i < f.extended.size(); ++i) {
+    if (h.extended[i] > f.extended[i].bound) return kCore + int(i);
   }
   return -1;
+}
+
+std::string resourceName(const Fit& f, int i) {
+  return i < kCore ? kCoreNames[i] : *f.extended[std::size_t(i - kCore)].name;
+}
+
+std::string insufficientMessage(const Fit& f, const Held& h, int i) {
+  const bool core = i < kCore;
+  const auto e = std::size_t(core ? 0 : i - kCore);
+  return "Node didn't have enough resource: " + resourceName(f, i) +
+         ", requested: " + std::to_string(core ? f.request[i] : f.extended[e].request) +
+         ", used: " + toDecimal(core ? h.core[i] : h.extended[e]) +
+         ", capacity: " + std::to_string(core ? f.capacity[i] : f.extended[e].capacity);
 }
 
 bool sameText(const std::string& a, const std::string& b) {
@@ -99,38 +175,6 @@ bool samePod(const Pod& a, const Pod& b) {
   if (&a == &b) return true;
   if (!a.uid.empty() && !b.uid.empty()) return sameText(a.uid, b.uid);
   return sameText(a.key, b.key);
-}
-
-// The incoming pod's own entry among the node's bound pods, if it has one: found once, so
-// the passes over the node compare pointers.
-const Pod* selfOn(const Pod& pod, const NodeInfo& node) {
-  for (const Pod* p : node.pods) {
-    if (samePod(*p, pod)) return p;
-  }
-  return nullptr;
-}
-
-// Pods counted on the node for `pod`: every pod bound there (terminating ones too, unless
-// excluded) and the pods nominated there with priority >= its own. `self` is selfOn().
-std::vector<Int128> usageFor(const Pod& pod, const NodeInfo& node, const Demand& d,
-                                   bool withTerminating, const Pod* self) {
-  std::vector<Int128> used(d.names.size(), 0);
-  for (const Pod* p : node.pods) {
-    if (p == self || (!withTerminating && p->leaving())) continue;
-    addUsage(d, *p, used, +1);
-  }
-  for (const Pod* p : node.nominated) {
-    if (p->priority < pod.priority || samePod(*p, pod)) continue;
-    addUsage(d, *p, used, +1);
-  }
-  return used;
-}
-
-std::string insufficientMessage(const Demand& d, const std::vector<Int128>& used, int i) {
-  return "Node didn't have enough resource: " + d.names[std::size_t(i)] +
-         ", requested: " + std::to_string(d.request[std::size_t(i)]) +
-         ", used: " + toDecimal(used[std::size_t(i)]) +
-         ", capacity: " + std::to_string(d.capacity[std::size_t(i)]);
 }
 
 // The scheduler's MoreImportantPod: higher priority, then the earlier start (a pod that has
@@ -206,6 +250,392 @@ void appendKeys(OrderedJson& array, const Pods& pods) {
   for (const Pod* p : sortedByKey(pods)) array.push_back(p->key);
 }
 
+// SelectVictimsOnNode's first step: may the scheduler preempt `p` for `pod`, `p` not being
+// the pod itself (samePod)?
+bool isPotentialVictim(const Pod& p, const Pod& pod, const Policy& policy) {
+  if (p.leaving() || p.priority >= pod.priority) return false;
+  if (p.critical && !pod.critical) return false;
+  return p.priority < policy.neverEvictPriority;
+}
+
+// A namespace name as PdbIndex's table keys it: its length and its first and last eight
+// bytes, which are the whole name up to 16 bytes (names of one family, "team-a-2" and
+// "team-a-3", differ at one end or the other).
+struct NameKey {
+  std::uint64_t head = 0, tail = 0;
+  std::uint64_t hash() const {
+    const std::uint64_t h = (head * 0x9e3779b97f4a7c15ULL ^ tail) * 0xc2b2ae3d27d4eb4fULL;
+    return h ^ (h >> 29);
+  }
+};
+
+NameKey nameKey(std::string_view name) {
+  NameKey k;
+  if (name.size() >= 8) {
+    std::memcpy(&k.head, name.data(), 8);
+    std::memcpy(&k.tail, name.data() + name.size() - 8, 8);
+  } else {
+    for (char c : name) k.head = k.head << 8 | std::uint8_t(c);
+  }
+  k.tail += name.size();
+  return k;
+}
+
+// The budget run of namespace `ns` in the index, or null.
+const PdbIndex::Namespace* findNamespace(const PdbIndex& index, std::string_view ns) {
+  if (index.namespaces.empty()) return nullptr;
+  const NameKey key = nameKey(ns);
+  const std::uint64_t hash = key.hash();
+  const std::size_t mask = index.namespaces.size() - 1;
+  for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+    const PdbIndex::Namespace& slot = index.namespaces[i];
+    if (slot.count == 0) return nullptr;
+    if (slot.head == key.head && slot.tail == key.tail && slot.name.size() == ns.size() &&
+        (ns.size() <= 16 || slot.name == ns)) {
+      return &slot;
+    }
+  }
+}
+
+// Whether budget `k` of the index counts `pod`: its selector matches the pod's labels (the
+// blooms turn most pods away first) and the pod is not already being disrupted, as the API
+// server recorded (such a pod is neither counted nor violating).
+bool budgetCounts(const PdbIndex& index, std::size_t k, const Pod& pod) {
+  const PdbIndex::Budget& budget = index.budgets[k];
+  const std::uint64_t bloom = pod.labelsBloom;
+  if (bloom != 0) {
+    if ((budget.allOf & ~bloom) != 0) return false;
+    for (std::uint32_t g = budget.firstGroup; g < budget.endGroup; ++g) {
+      const auto [first, end] = index.groups[g];
+      bool any = false;
+      for (std::uint32_t i = first; i < end && !any; ++i) any = (index.anyOf[i] & ~bloom) == 0;
+      if (!any) return false;
+    }
+  }
+  const PodDisruptionBudget& pdb = (*index.pdbs)[budget.pdb];
+  return pdb.selector->matches(pod.labels) && pdb.disruptedPods.count(pod.name) == 0;
+}
+
+// Requests within ±kSmallRequest let the reprieve count in 64 bits (Rooms).
+constexpr std::int64_t kSmallRequest = std::int64_t(1) << 40;
+
+// A potential victim as the victim selection reads it, copied from the Pod once: what it
+// holds (as the scheduler counts) and the budgets it counts against, so that sorting,
+// charging budgets and reprieving never go back to the Pod.
+struct Candidate {
+  const Pod* pod;
+  std::string_view key;
+  std::int64_t request[3];                 // cpu, memory, ephemeral-storage
+  std::uint32_t firstBudget, budgetCount;  // its entries of Workspace::budgets
+  bool extended;
+  bool violating;
+};
+
+// moreImportant()'s keys of a candidate: priority and start here, then the key.
+// rankedBefore() answers every pair as moreImportant answers for the same pods.
+struct Rank {
+  std::uint64_t start;     // the start (not started: the latest) as an unsigned order
+  std::uint32_t priority;  // INT32_MAX − priority: smaller is more important
+  std::uint32_t candidate;
+};
+
+// Buffers that one decision reuses on every node it selects victims on.
+struct Workspace {
+  std::vector<Candidate> candidates;
+  std::vector<Rank> order;
+  std::vector<std::uint32_t> victims;    // places in `order`
+  std::vector<std::uint32_t> budgets;    // PdbIndex::budgets entries, per candidate
+  std::vector<std::int64_t> left;        // per PdbIndex::budgets entry: disruptions still allowed
+  std::vector<std::uint32_t> leftEpoch;  // `left` holds this selection's count when == epoch
+  std::uint32_t epoch = 0;
+  bool smallRequests = true;  // every candidate's requests within ±kSmallRequest
+
+  void start(const PdbIndex& index, std::size_t pods) {
+    candidates.clear();
+    order.clear();
+    budgets.clear();
+    candidates.reserve(pods);
+    order.reserve(pods);
+    smallRequests = true;
+    if (leftEpoch.size() != index.budgets.size()) {
+      left.assign(index.budgets.size(), 0);
+      leftEpoch.assign(index.budgets.size(), 0);
+      epoch = 0;
+    }
+    if (++epoch == 0) {  // wrapped: no entry may look current
+      std::fill(leftEpoch.begin(), leftEpoch.end(), 0);
+      epoch = 1;
+    }
+  }
+
+  void add(const Pod& p, RequestConsumer consumer, const PdbIndex& index) {
+    // Filled in place: a record built aside and copied in stalls on store forwarding.
+    const WallMicros start = p.startTime.value_or(std::numeric_limits<WallMicros>::max());
+    Rank& r = order.emplace_back();
+    r.start = std::uint64_t(start) ^ (std::uint64_t(1) << 63);
+    r.priority = std::uint32_t(std::int64_t(std::numeric_limits<std::int32_t>::max()) - p.priority);
+    r.candidate = std::uint32_t(candidates.size());
+    Candidate& c = candidates.emplace_back();
+    c.pod = &p;
+    c.key = p.key;
+    const std::int64_t* fit = p.fitRequests[int(consumer)];
+    c.request[0] = fit[0];
+    c.request[1] = fit[1];
+    c.request[2] = fit[2];
+    for (const std::int64_t amount : c.request) {
+      smallRequests &= amount <= kSmallRequest && amount >= -kSmallRequest;
+    }
+    c.extended = p.extendedRequests;
+    c.violating = false;
+    c.firstBudget = std::uint32_t(budgets.size());
+    if (!p.labels.empty()) {  // a pod without labels matches no budget
+      if (const PdbIndex::Namespace* ns = findNamespace(index, p.ns)) {
+        for (std::uint32_t k = ns->first; k < ns->first + ns->count; ++k) {
+          if (budgetCounts(index, k, p)) budgets.push_back(k);
+        }
+      }
+    }
+    c.budgetCount = std::uint32_t(budgets.size()) - c.firstBudget;
+  }
+
+  std::string_view keyOf(const Rank& r) const { return candidates[r.candidate].key; }
+  bool rankedBefore(const Rank& a, const Rank& b) const {
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.start != b.start) return a.start < b.start;
+    return keyOf(a) < keyOf(b);
+  }
+  void sort(std::vector<Rank>& ranks) const {
+    std::sort(ranks.begin(), ranks.end(),
+              [this](const Rank& a, const Rank& b) { return rankedBefore(a, b); });
+  }
+
+  // Puts `order` in moreImportant()'s order. When no two candidates are equivalent under it
+  // (no key appears twice among equal priority and start), that order is unique, and it is
+  // reached by sorting on priority and start, then each run of equal ones by key: strings
+  // are compared only within such runs. Otherwise (returns false) the sequence is sorted
+  // from where it started with the whole comparison, giving exactly std::sort's order with
+  // moreImportant.
+  bool sortByImportance() {
+    const auto before = [](const Rank& a, const Rank& b) {
+      return a.priority != b.priority ? a.priority < b.priority : a.start < b.start;
+    };
+    std::sort(order.begin(), order.end(), before);
+    bool unique = true;
+    for (auto run = order.begin(); run != order.end() && unique;) {
+      const auto end =
+          std::find_if(run + 1, order.end(), [&](const Rank& r) { return before(*run, r); });
+      if (end - run > 1) {
+        std::sort(run, end, [this](const Rank& a, const Rank& b) { return keyOf(a) < keyOf(b); });
+        for (auto it = run + 1; it != end && unique; ++it) unique = keyOf(it[-1]) != keyOf(*it);
+      }
+      run = end;
+    }
+    if (unique) return true;
+    std::sort(order.begin(), order.end(),
+              [](const Rank& a, const Rank& b) { return a.candidate < b.candidate; });
+    sort(order);
+    return false;
+  }
+
+  // filterPodsWithPDBViolation over `order`: charges every budget each candidate counts
+  // against, in order, and marks it violating when one of them goes below zero.
+  void chargeBudgets(const PdbIndex& index) {
+    for (const Rank& r : order) {
+      Candidate& c = candidates[r.candidate];
+      for (std::uint32_t i = c.firstBudget; i < c.firstBudget + c.budgetCount; ++i) {
+        const std::uint32_t k = budgets[i];
+        if (leftEpoch[k] != epoch) {
+          leftEpoch[k] = epoch;
+          left[k] = (*index.pdbs)[index.budgets[k].pdb].disruptionsAllowed;
+        }
+        if (--left[k] < 0) c.violating = true;
+      }
+    }
+  }
+};
+
+// The running sums of the reprieve: tryTake(c) adds candidate c back and answers whether
+// the pod still fits, undoing the add when it does not. Rooms keeps, per core resource, the
+// room left (bound − held) in 64 bits, which is exact while every value stays far inside
+// that range (Rooms::exact() says when); AllSums is the general case.
+struct Rooms {
+  std::int64_t room[kCore];
+  // With at most this many candidates, each asking within ±kSmallRequest, no sum of their
+  // requests takes a room of at most ±2^62 out of 64 bits.
+  static constexpr std::size_t kCandidateLimit = std::size_t(1) << 20;
+
+  static std::optional<Rooms> exact(const Fit& f, const Held& held, const Workspace& w) {
+    if (!f.extended.empty() || w.candidates.size() > kCandidateLimit || !w.smallRequests) {
+      return std::nullopt;
+    }
+    Rooms r;
+    for (int i = 0; i < kCore; ++i) {
+      const Int128 room = f.bound[i] - held.core[i];
+      const Int128 limit = Int128(1) << 62;
+      // An unchecked resource (kUnbounded) never runs out; any room this large cannot.
+      r.room[i] = std::int64_t(room > limit ? limit : room < -limit ? -limit : room);
+      if (room < -limit) return std::nullopt;
+    }
+    return r;
+  }
+  bool tryTake(const Candidate& c) {
+    const std::int64_t pods = room[0] - 1, cpu = room[1] - c.request[0],
+                       memory = room[2] - c.request[1], storage = room[3] - c.request[2];
+    if ((pods | cpu | memory | storage) < 0) return false;
+    room[0] = pods;
+    room[1] = cpu;
+    room[2] = memory;
+    room[3] = storage;
+    return true;
+  }
+};
+
+struct AllSums {
+  const Fit& f;
+  Held& held;
+  bool tryTake(const Candidate& c) {
+    count(f, *c.pod, c.request, c.extended, held, +1);
+    if (fits(f, held)) return true;
+    count(f, *c.pod, c.request, c.extended, held, -1);
+    return false;
+  }
+};
+
+// SelectVictimsOnNode's reprieve: most important first, budget-violating pods before the
+// others, each pod is offered back and stays if the pod still fits with it. Those that
+// cannot stay are the victims (their places in w.order).
+template <typename Sums>
+void reprieve(Sums sums, Workspace& w, VictimSelection& result) {
+  w.victims.clear();
+  for (const bool violating : {true, false}) {
+    for (std::uint32_t at = 0; at < w.order.size(); ++at) {
+      const Candidate& c = w.candidates[w.order[at].candidate];
+      if (c.violating != violating || sums.tryTake(c)) continue;
+      w.victims.push_back(at);
+      if (violating) ++result.numPDBViolations;
+    }
+  }
+}
+
+// A pass over a node's pods waits on each pod in turn when they are not in cache (the pods of
+// a large cluster are not): the pass starts loading the fields it reads (Pod's block from ns
+// to extendedRequests) kPodsAhead pods ahead, and the UID's characters, which samePod() reads,
+// kUidsAhead pods ahead. (Written out in the loop: GCC drops a call to a function that only
+// prefetches, as having no effect, before it would inline it.)
+constexpr std::size_t kPodsAhead = 8;
+constexpr std::size_t kUidsAhead = 4;
+constexpr std::size_t kLine = 64;
+
+// One pass over the pods bound to `node` for `pod`, whose fit there is `f`, as SelectVictimsOnNode
+// makes it: with `potential`, the potential victims go to w (with the budgets each counts
+// against), and what every other pod counted for `pod` holds (every pod bound there but the
+// pod itself, and the pods nominated there with priority >= its own) is returned. Without,
+// that is what all of them hold. `selfAbsent`: the caller has seen that no pod bound there is
+// the pod itself (samePod), whose UID is then not read again.
+Held survey(const Pod& pod, const NodeInfo& node, const Policy& policy, const Fit& f,
+            bool potential, bool selfAbsent, const PdbIndex& pdbs, Workspace& w) {
+  Held others = noneHeld(f);
+  w.start(pdbs, node.pods.size());
+  const Pod* self = nullptr;
+  const std::size_t n = node.pods.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kPodsAhead < n) {
+      const Pod& ahead = *node.pods[i + kPodsAhead];
+      const char* line = reinterpret_cast<const char*>(&ahead.ns);
+      const char* last = reinterpret_cast<const char*>(&ahead.extendedRequests);
+      for (; line <= last; line += kLine) __builtin_prefetch(line);
+    }
+    if (!selfAbsent && i + kUidsAhead < n)
+      __builtin_prefetch(node.pods[i + kUidsAhead]->uid.data());
+    const Pod* p = node.pods[i];
+    const bool isSelf = !selfAbsent && samePod(*p, pod);
+    if (self == nullptr && isSelf) {
+      self = p;
+    } else if (potential && !isSelf && isPotentialVictim(*p, pod, policy)) {
+      w.add(*p, f.consumer, pdbs);
+    } else {
+      hold(f, *p, others);
+    }
+  }
+  for (const Pod* p : node.nominated) {
+    if (p->priority >= pod.priority && !samePod(*p, pod)) hold(f, *p, others);
+  }
+  return others;
+}
+
+// What all the pods counted hold: `others` (from survey()) and every potential victim.
+Held withCandidates(const Fit& f, Held others, const Workspace& w) {
+  for (const Candidate& c : w.candidates) count(f, *c.pod, c.request, c.extended, others, +1);
+  return others;
+}
+
+// SelectVictimsOnNode, from a survey with `potential` of the node (`others`, w).
+VictimSelection selectVictims(const Fit& f, Held& others, const PdbIndex& pdbs, Workspace& w) {
+  VictimSelection result;
+  int misfit = firstMisfit(f, others);
+  if (w.candidates.empty() || misfit >= 0) {
+    if (misfit < 0) misfit = firstMisfit(f, withCandidates(f, others, w));
+    result.failedResource = misfit >= 0 ? resourceName(f, misfit) : "";
+    return result;
+  }
+  result.fits = true;
+  const bool unique = w.sortByImportance();
+  w.chargeBudgets(pdbs);
+  if (const std::optional<Rooms> rooms = Rooms::exact(f, others, w)) {
+    reprieve(*rooms, w, result);
+  } else {
+    reprieve(AllSums{f, others}, w, result);
+  }
+  // Most important first: with a unique order, by their places in it.
+  if (unique) {
+    std::sort(w.victims.begin(), w.victims.end());
+  } else {
+    std::sort(w.victims.begin(), w.victims.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return w.rankedBefore(w.order[a], w.order[b]);
+    });
+  }
+  result.victims.reserve(w.victims.size());
+  for (std::uint32_t at : w.victims) {
+    result.victims.push_back(w.candidates[w.order[at].candidate].pod);
+  }
+  return result;
+}
+
+VictimSelection selectVictims(const Pod& pod, const NodeInfo& node, const PdbIndex& pdbs,
+                              const Policy& policy, const Fit& f, bool selfAbsent, Workspace& w) {
+  Held others = survey(pod, node, policy, f, true, selfAbsent, pdbs, w);
+  return selectVictims(f, others, pdbs, w);
+}
+
+// The naive selection's steps, kept apart from the incremental ones above (which it checks):
+// the potential victims, and the reprieve of SelectVictimsOnNode with `stays(p)` adding a
+// pod back and answering whether the incoming pod still fits (undoing the add when not).
+std::vector<const Pod*> potentialVictims(const Pod& pod, const NodeInfo& node,
+                                         const Policy& policy) {
+  std::vector<const Pod*> potential;
+  for (const Pod* p : node.pods) {
+    if (isPotentialVictim(*p, pod, policy) && !samePod(*p, pod)) potential.push_back(p);
+  }
+  return potential;
+}
+
+template <typename Stays>
+void reprieveInOrder(std::vector<const Pod*> potential, const PdbIndex& pdbs, Stays stays,
+                     VictimSelection& result) {
+  std::sort(potential.begin(), potential.end(), moreImportant);
+  std::vector<const Pod*> violating, nonViolating;
+  filterPodsWithPdbViolation(potential, pdbs, violating, nonViolating);
+  for (const Pod* p : violating) {
+    if (stays(p)) continue;
+    result.victims.push_back(p);
+    ++result.numPDBViolations;
+  }
+  for (const Pod* p : nonViolating) {
+    if (!stays(p)) result.victims.push_back(p);
+  }
+  std::sort(result.victims.begin(), result.victims.end(), moreImportant);
+}
+
 }  // namespace
 
 const NodeInfo* ClusterIndex::find(std::string_view name) const {
@@ -255,10 +685,48 @@ const char* verdictName(Verdict verdict) {
 PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs) {
   PdbIndex index;
   index.pdbs = &pdbs;
+  // The budgets that can select anything, by namespace, each namespace's in their order.
+  std::vector<std::size_t> members;
   for (std::size_t i = 0; i < pdbs.size(); ++i) {
     const auto& pdb = pdbs[i];
-    if (!pdb.selector || selectorIsEmpty(*pdb.selector)) continue;  // selects nothing
-    index.byNamespace[pdb.ns].push_back(i);
+    if (pdb.selector && !selectorIsEmpty(*pdb.selector)) members.push_back(i);
+  }
+  std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
+    return pdbs[a].ns != pdbs[b].ns ? pdbs[a].ns < pdbs[b].ns : a < b;
+  });
+  std::size_t runs = 0;
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    if (m == 0 || pdbs[members[m]].ns != pdbs[members[m - 1]].ns) ++runs;
+  }
+  std::size_t slots = 1;
+  while (slots < 2 * runs) slots *= 2;
+  if (runs > 0) index.namespaces.resize(slots);
+  index.budgets.reserve(members.size());
+  for (std::size_t m = 0, end = 0; m < members.size(); m = end) {
+    const std::string_view ns = pdbs[members[m]].ns;
+    for (end = m + 1; end < members.size() && pdbs[members[end]].ns == ns; ++end) {
+    }
+    const NameKey key = nameKey(ns);
+    const PdbIndex::Namespace run{key.head, key.tail, ns, std::uint32_t(index.budgets.size()),
+                                  std::uint32_t(end - m)};
+    std::size_t at = key.hash() & (slots - 1);
+    while (index.namespaces[at].count != 0) at = (at + 1) & (slots - 1);
+    index.namespaces[at] = run;
+    for (std::size_t k = m; k < end; ++k) {
+      const LabelSelector& selector = *pdbs[members[k]].selector;
+      PdbIndex::Budget budget{members[k], selector.matchLabelsBloom,
+                              std::uint32_t(index.groups.size()), 0};
+      for (const auto& req : selector.matchExpressions) {
+        if (req.op != "In") continue;
+        const auto first = std::uint32_t(index.anyOf.size());
+        for (const auto& value : req.values) {
+          index.anyOf.push_back(labelPairBloom(req.key, value));
+        }
+        index.groups.emplace_back(first, std::uint32_t(index.anyOf.size()));
+      }
+      budget.endGroup = std::uint32_t(index.groups.size());
+      index.budgets.push_back(budget);
+    }
   }
   return index;
 }
@@ -266,31 +734,11 @@ PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs) {
 void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods, const PdbIndex& index,
                                 std::vector<const Pod*>& violating,
                                 std::vector<const Pod*>& nonViolating) {
-  // Each budget's remaining disruptions, charged as pods are taken in order; only the
-  // budgets of these pods' namespaces are ever touched.
-  std::vector<std::pair<std::size_t, std::int64_t>> allowed;
-  auto remaining = [&](std::size_t i) -> std::int64_t& {
-    for (auto& [budget, left] : allowed) {
-      if (budget == i) return left;
-    }
-    allowed.emplace_back(i, (*index.pdbs)[i].disruptionsAllowed);
-    return allowed.back().second;
-  };
-  for (const Pod* pod : pods) {
-    bool violated = false;
-    auto budgets = pod->labels.empty() ? index.byNamespace.end()  // a pod without labels
-                                       : index.byNamespace.find(pod->ns);  // matches no budget
-    if (budgets != index.byNamespace.end()) {
-      for (std::size_t i : budgets->second) {
-        const auto& pdb = (*index.pdbs)[i];
-        if (!pdb.selector->matches(pod->labels, pod->labelsBloom)) continue;
-        // Already being disrupted, as the API server recorded: neither counted nor violating.
-        if (pdb.disruptedPods.count(pod->name) != 0) continue;
-        if (--remaining(i) < 0) violated = true;  // every matching budget is charged
-      }
-    }
-    (violated ? violating : nonViolating).push_back(pod);
-  }
+  Workspace w;
+  w.start(index, pods.size());
+  for (const Pod* p : pods) w.add(*p, RequestConsumer::Scheduler, index);
+  w.chargeBudgets(index);
+  for (const Candidate& c : w.candidates) (c.violating ? violating : nonViolating).push_back(c.pod);
 }
 
 void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods,
@@ -300,48 +748,6 @@ void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods,
   filterPodsWithPdbViolation(pods, indexPdbs(pdbs), violating, nonViolating);
 }
 
-namespace {
-
-// SelectVictimsOnNode's first step: may the scheduler preempt `p` for `pod`?
-bool isPotentialVictim(const Pod& p, const Pod& pod, const Policy& policy) {
-  if (p.leaving() || p.priority >= pod.priority) return false;
-  if (p.critical && !pod.critical) return false;
-  if (p.priority >= policy.neverEvictPriority) return false;
-  return !samePod(p, pod);
-}
-
-std::vector<const Pod*> potentialVictims(const Pod& pod, const NodeInfo& node,
-                                         const Policy& policy) {
-  std::vector<const Pod*> potential;
-  for (const Pod* p : node.pods) {
-    if (isPotentialVictim(*p, pod, policy)) potential.push_back(p);
-  }
-  return potential;
-}
-
-// The rest of SelectVictimsOnNode: most important first, budget-violating pods before the
-// others, each pod is offered back with `stays(p)`, which adds it back and answers whether
-// the incoming pod still fits (undoing the add when it does not). Those that cannot stay are
-// the victims.
-template <typename Stays>
-void reprieveInOrder(std::vector<const Pod*> potential, const PdbIndex& pdbs, Stays stays,
-                     VictimSelection& result) {
-  std::sort(potential.begin(), potential.end(), moreImportant);
-  std::vector<const Pod*> violating, nonViolating;
-  filterPodsWithPdbViolation(potential, pdbs, violating, nonViolating);
-  for (const Pod* p : violating) {
-    if (stays(p)) continue;
-    result.victims.push_back(p);
-    ++result.numPDBViolations;
-  }
-  for (const Pod* p : nonViolating) {
-    if (!stays(p)) result.victims.push_back(p);
-  }
-  std::sort(result.victims.begin(), result.victims.end(), moreImportant);
-}
-
-}  // namespace
-
 VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
                                     const std::vector<PodDisruptionBudget>& pdbs,
                                     const Policy& policy) {
@@ -350,42 +756,9 @@ VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
 
 VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node, const PdbIndex& pdbs,
                                     const Policy& policy) {
-  VictimSelection result;
-  const Demand d = demandOf(pod, *node.node, RequestConsumer::Scheduler);
-  // One pass: the potential victims, and what every other pod holds.
-  std::vector<const Pod*> potential;
-  std::vector<Int128> used(d.names.size(), 0);
-  const Pod* self = nullptr;
-  for (const Pod* p : node.pods) {
-    if (isPotentialVictim(*p, pod, policy)) {
-      potential.push_back(p);
-    } else if (self == nullptr && samePod(*p, pod)) {
-      self = p;
-    } else {
-      addUsage(d, *p, used, +1);
-    }
-  }
-  for (const Pod* p : node.nominated) {
-    if (p->priority >= pod.priority && !samePod(*p, pod)) addUsage(d, *p, used, +1);
-  }
-  int misfit = firstMisfit(d, used);
-  if (potential.empty() || misfit >= 0) {
-    if (misfit < 0) misfit = firstMisfit(d, usageFor(pod, node, d, true, self));
-    result.failedResource = misfit >= 0 ? d.names[std::size_t(misfit)] : "";
-    return result;
-  }
-  result.fits = true;
-  // Running sums make each reprieve O(resources).
-  reprieveInOrder(
-      potential, pdbs,
-      [&](const Pod* p) {
-        addUsage(d, *p, used, +1);
-        if (firstMisfit(d, used) < 0) return true;
-        addUsage(d, *p, used, -1);
-        return false;
-      },
-      result);
-  return result;
+  Workspace w;
+  return selectVictims(pod, node, pdbs, policy, fitFor(pod, *node.node, RequestConsumer::Scheduler),
+                       false, w);
 }
 
 VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
@@ -393,24 +766,24 @@ VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
                                          const Policy& policy) {
   VictimSelection result;
   const PdbIndex index = indexPdbs(pdbs);
-  const Demand d = demandOf(pod, *node.node, RequestConsumer::Scheduler);
+  const Fit f = fitFor(pod, *node.node, RequestConsumer::Scheduler);
   const std::vector<const Pod*> potential = potentialVictims(pod, node, policy);
   // Fit with `removed` gone, recomputed from every pod each time.
   auto fitsWithout = [&](const std::vector<const Pod*>& removed) {
-    std::vector<Int128> used(d.names.size(), 0);
+    Held used = noneHeld(f);
     for (const Pod* p : node.pods) {
       if (samePod(*p, pod)) continue;
       if (std::find(removed.begin(), removed.end(), p) != removed.end()) continue;
-      addUsage(d, *p, used, +1);
+      hold(f, *p, used);
     }
     for (const Pod* p : node.nominated) {
-      if (!samePod(*p, pod) && p->priority >= pod.priority) addUsage(d, *p, used, +1);
+      if (!samePod(*p, pod) && p->priority >= pod.priority) hold(f, *p, used);
     }
-    return firstMisfit(d, used);
+    return firstMisfit(f, used);
   };
   int misfit = fitsWithout(potential);
   if (potential.empty() || misfit >= 0) {
-    result.failedResource = misfit >= 0 ? d.names[std::size_t(misfit)] : "";
+    result.failedResource = misfit >= 0 ? resourceName(f, misfit) : "";
     return result;
   }
   result.fits = true;
@@ -476,35 +849,38 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
   }
   // 4. Resource fit, counting nominated pods of equal or higher priority; the pods already
   //    here count what the kubelet allocated or applied, whichever is larger.
-  const Demand d = demandOf(pod, *node.node, RequestConsumer::Kubelet);
-  std::vector<Int128> used(d.names.size(), 0);
-  std::vector<Int128> leaving(d.names.size(), 0);  // what terminating pods will free
+  const Fit f = fitFor(pod, *node.node, RequestConsumer::Kubelet);
+  Held used = noneHeld(f);
+  Held leaving = noneHeld(f);  // what terminating pods will free
   const Pod* self = nullptr;
   for (const Pod* p : node.pods) {
     if (self == nullptr && samePod(*p, pod)) {
       self = p;
       continue;
     }
-    addUsage(d, *p, used, +1);
-    if (p->leaving()) addUsage(d, *p, leaving, +1);
+    hold(f, *p, used);
+    if (p->leaving()) hold(f, *p, leaving);
   }
   for (const Pod* p : node.nominated) {
-    if (p->priority >= pod.priority && !samePod(*p, pod)) addUsage(d, *p, used, +1);
+    if (p->priority >= pod.priority && !samePod(*p, pod)) hold(f, *p, used);
   }
-  const int misfit = firstMisfit(d, used);
+  const int misfit = firstMisfit(f, used);
   if (misfit < 0) {
     out.verdict = Verdict::Admit;
     out.nominatedPodsToClear = lowerPriorityNominated(pod, node);
     return out;
   }
-  const std::string reason = "OutOf" + d.names[std::size_t(misfit)];
-  const std::string message = insufficientMessage(d, used, misfit);
+  const std::string reason = "OutOf" + resourceName(f, misfit);
+  const std::string message = insufficientMessage(f, used, misfit);
   // 5. A pod that may not preempt is turned away.
   if (pod.preemptionPolicy == PreemptionPolicy::Never) return reject(reason, message);
   // 6. Room that terminating pods are about to free.
-  std::vector<Int128> staying = used;
-  for (std::size_t i = 0; i < staying.size(); ++i) staying[i] -= leaving[i];
-  if (firstMisfit(d, staying) < 0) {
+  Held staying = used;
+  for (int i = 0; i < kCore; ++i) staying.core[i] -= leaving.core[i];
+  for (std::size_t i = 0; i < staying.extended.size(); ++i) {
+    staying.extended[i] -= leaving.extended[i];
+  }
+  if (fits(f, staying)) {
     out.verdict = Verdict::Wait;
     out.reason = reason;
     out.message = message + "; it fits once the terminating pods on the node are gone";
@@ -512,7 +888,10 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
     return out;
   }
   // 7. The scheduler's victim selection.
-  VictimSelection selection = selectVictimsOnNode(pod, node, pdbs, policy);
+  Workspace w;
+  VictimSelection selection =
+      selectVictims(pod, node, indexPdbs(pdbs), policy,
+                    fitFor(pod, *node.node, RequestConsumer::Scheduler), self == nullptr, w);
   if (!selection.fits) {
     return reject(reason, message + "; preempting every lower-priority pod would not free enough");
   }
@@ -579,22 +958,52 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
                                   const Policy& policy) {
   PreemptionDecision out;
   out.pod = pod.key;
+  const Fit demand = demandOf(pod, RequestConsumer::Scheduler);
+  const PdbIndex pdbIndex = indexPdbs(pdbs);
+  Workspace workspace;
   // 1. A node where the pod fits as it is wins at once: its nominated node if it fits there
   //    (the scheduler tries that first), else the first by name.
-  auto fits = [&](const NodeInfo& info) {
-    if (filteredOut(pod, *info.node)) return false;
-    const Demand d = demandOf(pod, *info.node, RequestConsumer::Scheduler);
-    return firstMisfit(d, usageFor(pod, info, d, true, selfOn(pod, info))) < 0;
-  };
-  const NodeInfo* fitting = nullptr;
-  if (!pod.nominatedNodeName.empty()) {
-    const NodeInfo* nominated = cluster.find(pod.nominatedNodeName);
-    if (nominated != nullptr && fits(*nominated)) fitting = nominated;
+  const NodeInfo* nominated =
+      pod.nominatedNodeName.empty() ? nullptr : cluster.find(pod.nominatedNodeName);
+  if (nominated != nullptr && !filteredOut(pod, *nominated->node)) {
+    const Fit f = place(demand, *nominated->node);
+    if (fits(f, survey(pod, *nominated, policy, f, false, false, pdbIndex, workspace))) {
+      out.node = nominated->node;
+      out.nominatedPodsToClear = lowerPriorityNominated(pod, *nominated);
+      out.reason = "fits without preemption";
+      return out;
+    }
   }
-  for (const auto& info : cluster.nodes) {
-    if (fitting != nullptr && fitting->node->name == pod.nominatedNodeName) break;
-    if (!fits(info)) continue;
-    if (fitting == nullptr || info.node->name < fitting->node->name) fitting = &info;
+  // 2. Eligibility to preempt, known before any node is surveyed.
+  std::string ineligible;
+  if (pod.preemptionPolicy == PreemptionPolicy::Never) {
+    ineligible = "not eligible due to preemptionPolicy=Never";
+  } else if (nominated != nullptr) {
+    for (const Pod* p : nominated->pods) {
+      if (p->terminating && p->priority < pod.priority) {
+        ineligible = "not eligible due to a terminating pod on the nominated node";
+        break;
+      }
+    }
+  }
+  // 1 and 3 in one pass over each node's pods: whether the pod fits there as it is and, while
+  // no node is known to fit and the pod may preempt, the candidate the node would be.
+  const NodeInfo* fitting = nullptr;
+  std::vector<PreemptionCandidate> candidates;
+  candidates.reserve(cluster.nodes.size());
+  for (const NodeInfo& info : cluster.nodes) {
+    if (filteredOut(pod, *info.node)) continue;
+    const Fit f = place(demand, *info.node);
+    const bool select = fitting == nullptr && ineligible.empty();
+    Held others = survey(pod, info, policy, f, select, false, pdbIndex, workspace);
+    if (fits(f, select ? withCandidates(f, others, workspace) : others)) {
+      if (fitting == nullptr || info.node->name < fitting->node->name) fitting = &info;
+      continue;
+    }
+    if (!select) continue;
+    VictimSelection v = selectVictims(f, others, pdbIndex, workspace);
+    if (!v.fits || v.victims.empty()) continue;
+    candidates.push_back(PreemptionCandidate{info.node, std::move(v.victims), v.numPDBViolations});
   }
   if (fitting != nullptr) {
     out.node = fitting->node;
@@ -602,30 +1011,11 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
     out.reason = "fits without preemption";
     return out;
   }
-  // 2. Eligibility to preempt.
-  if (pod.preemptionPolicy == PreemptionPolicy::Never) {
-    out.reason = "not eligible due to preemptionPolicy=Never";
+  if (!ineligible.empty()) {
+    out.reason = ineligible;
     return out;
   }
-  if (!pod.nominatedNodeName.empty()) {
-    if (const NodeInfo* nominated = cluster.find(pod.nominatedNodeName)) {
-      for (const Pod* p : nominated->pods) {
-        if (p->terminating && p->priority < pod.priority) {
-          out.reason = "not eligible due to a terminating pod on the nominated node";
-          return out;
-        }
-      }
-    }
-  }
-  // 3. Candidates on every node.
-  std::vector<PreemptionCandidate> candidates;
-  const PdbIndex pdbIndex = indexPdbs(pdbs);
-  for (const auto& info : cluster.nodes) {
-    if (filteredOut(pod, *info.node)) continue;
-    VictimSelection s = selectVictimsOnNode(pod, info, pdbIndex, policy);
-    if (!s.fits || s.victims.empty()) continue;
-    candidates.push_back(PreemptionCandidate{info.node, std::move(s.victims), s.numPDBViolations});
-  }
+  // 3. The candidates, found above on every node.
   if (candidates.empty()) {
     out.reason = "preemption is not helpful for scheduling";
     return out;
@@ -636,6 +1026,7 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
   out.victims = candidates[chosen].victims;
   out.numPDBViolations = candidates[chosen].numPDBViolations;
   out.nominatedPodsToClear = lowerPriorityNominated(pod, *cluster.find(out.node->name));
+  out.candidates.reserve(candidates.size() - 1);
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (i != chosen) out.candidates.push_back(std::move(candidates[i]));
   }

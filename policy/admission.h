@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "policy/model.h"
@@ -60,11 +60,28 @@ VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
                                     const std::vector<PodDisruptionBudget>& pdbs,
                                     const Policy& policy);
 
-// The budgets that can select anything, by namespace: built once, used for many victim
-// selections. Refers into `pdbs`, which must outlive it.
+// The budgets that can select anything, by namespace, with what a pod's labelBloom() must
+// show for each to match it: built once, used for many victim selections. Refers into `pdbs`,
+// which must outlive it.
 struct PdbIndex {
+  struct Budget {
+    std::size_t pdb;  // place in *pdbs
+    // A pod can match only if its labelsBloom has every bit of `allOf` (the matchLabels) and,
+    // for each `In` requirement, every bit of one of the requirement's values' pairs:
+    // anyOf[groups[g].first, groups[g].second) for g in [firstGroup, endGroup).
+    std::uint64_t allOf;
+    std::uint32_t firstGroup, endGroup;
+  };
+  struct Namespace {
+    std::uint64_t head = 0, tail = 0;  // the name's first and last eight bytes, and length
+    std::string_view name;
+    std::uint32_t first = 0, count = 0;  // its run of `budgets`; count 0: an empty slot
+  };
   const std::vector<PodDisruptionBudget>* pdbs = nullptr;
-  std::unordered_map<std::string_view, std::vector<std::size_t>> byNamespace;
+  std::vector<Budget> budgets;  // each namespace's next to each other
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> groups;
+  std::vector<std::uint64_t> anyOf;
+  std::vector<Namespace> namespaces;  // open addressing; a power of two in size
 };
 PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs);
 PdbIndex indexPdbs(std::vector<PodDisruptionBudget>&&) = delete;  // the index would dangle

@@ -296,14 +296,15 @@ bool tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
   return false;
 }
 
+std::uint64_t labelPairBloom(std::string_view key, std::string_view value) {
+  const std::hash<std::string_view> hash;
+  const std::size_t h = hash(key) * 31 + hash(value);
+  return (std::uint64_t(1) << (h & 63)) | (std::uint64_t(1) << ((h >> 6) & 63));
+}
+
 std::uint64_t labelBloom(const std::map<std::string, std::string>& labels) {
   std::uint64_t bloom = 0;
-  const std::hash<std::string_view> hash;
-  for (const auto& [key, value] : labels) {
-    const std::size_t h = hash(key) * 31 + hash(value);
-    bloom |= std::uint64_t(1) << (h & 63);
-    bloom |= std::uint64_t(1) << ((h >> 6) & 63);
-  }
+  for (const auto& [key, value] : labels) bloom |= labelPairBloom(key, value);
   return bloom;
 }
 

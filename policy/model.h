@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/json_reader.h"
@@ -58,13 +59,7 @@ enum class RequestConsumer : std::uint8_t { Kubelet = 0, Scheduler = 1 };
 struct Pod {
   // As written in the object.
   std::string name;
-  std::string ns;
-  std::string uid;
-  std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
-  bool terminating = false;  // metadata.deletionTimestamp is set
-  // labelBloom(labels), set by parsePod and resolvePod; 0: not computed.
-  std::uint64_t labelsBloom = 0;
   std::string nodeName;
   std::optional<std::int32_t> specPriority;
   std::string priorityClassName;
@@ -82,31 +77,43 @@ struct Pod {
   std::vector<Container> containers;
   std::vector<Container> initContainers;
   std::string phase;
-  std::optional<WallMicros> startTime;
   std::string nominatedNodeName;
   std::optional<QosClass> statusQos;
   // In-place resize at pod level: status.allocatedResources and status.resources.requests.
   std::optional<ResourceList> podLevelAllocated;
   std::optional<ResourceList> podLevelActual;
-  // Condition DisruptionTarget=True: an eviction or preemption of this pod is under way,
-  // perhaps before its deletionTimestamp is set (the scheduler's async preemption).
-  bool disruptionTarget = false;
   // The first PodResizePending condition has reason Infeasible.
   bool resizeInfeasible = false;
   // "" or the pending/in-progress resize as the status reports it, for people
   // ("PodResizePending: Deferred", "PodResizeInProgress").
   std::string resizeState;
+  // Admission and preemption read the fields from here to extendedRequests for every pod of a
+  // node: they stay next to each other, so such a pass touches few cache lines of each pod.
+  std::string ns;
+  std::string uid;
+  std::map<std::string, std::string> labels;
+  // labelBloom(labels), set by parsePod and resolvePod; 0: not computed.
+  std::uint64_t labelsBloom = 0;
+  bool terminating = false;  // metadata.deletionTimestamp is set
+  // Condition DisruptionTarget=True: an eviction or preemption of this pod is under way,
+  // perhaps before its deletionTimestamp is set (the scheduler's async preemption).
+  bool disruptionTarget = false;
+  std::optional<WallMicros> startTime;
 
   // Derived by resolvePods() from the object and the priority classes.
+  std::int32_t priority = 0;
+  bool critical = false;
+  // cpu, memory and ephemeral-storage of kubeletRequests and schedulerRequests (below; indexed
+  // by RequestConsumer), for fitting without map lookups; extendedRequests: any other resource.
+  std::int64_t fitRequests[2][3] = {};
+  bool extendedRequests = false;
   std::string key;  // "namespace/name"
   // This pod's position by key among the pods resolved together (resolvePods), so rankings
   // can order by key without comparing strings.
   std::uint32_t keyOrder = 0;
-  std::int32_t priority = 0;
   bool priorityClassFound = true;
   PreemptionPolicy preemptionPolicy = PreemptionPolicy::PreemptLowerPriority;
   QosClass qos = QosClass::BestEffort;
-  bool critical = false;
   // docs/reference.md §3, each with overhead: the desired requests (the spec; what an incoming pod
   // asks for), what the kubelet's admission counts for a pod already on the node
   // (max(allocated, actual)) and what the scheduler counts for one (max(desired, allocated,
@@ -119,10 +126,6 @@ struct Pod {
   ResourceAmounts rankingRequests;
   // The allocated requests (steps 1-3 of §3 over the allocated set), for display.
   ResourceAmounts allocatedRequests;
-  // cpu, memory and ephemeral-storage of kubeletRequests and schedulerRequests (indexed by
-  // RequestConsumer), for fitting without map lookups; extendedRequests: any other resource.
-  std::int64_t fitRequests[2][3] = {};
-  bool extendedRequests = false;
 
   // Terminating, or marked for disruption: never a victim again, and its room is coming.
   bool leaving() const { return terminating || disruptionTarget; }
@@ -166,6 +169,8 @@ struct LabelSelectorRequirement {
 
 // Two bits of 64 per label pair: a cheap "cannot match" test before a selector's lookups.
 std::uint64_t labelBloom(const std::map<std::string, std::string>& labels);
+// The two bits of one pair: labelBloom(labels) is the union of its pairs' bits.
+std::uint64_t labelPairBloom(std::string_view key, std::string_view value);
 
 struct LabelSelector {
   std::map<std::string, std::string> matchLabels;

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nodewarden::bench {
@@ -86,6 +88,42 @@ struct Budget {
   int maxIterations;
   double seconds;  // wall time, including untimed set-up and tear-down of each iteration
 };
+
+// SIGINT/SIGTERM only set this (installStopHandlers, bench/support/process.h); every loop
+// checks stopped() and unwinds normally, so the sandbox's destructor and the subprocess
+// handling clean up. Forked (not exec'd) children inherit the handler and leave their loops too.
+inline volatile std::sig_atomic_t gStop = 0;
+
+inline void requestStop() {
+  gStop = 1;
+}
+
+inline bool stopped() {
+  return gStop != 0;
+}
+
+// Calls `once` (which returns the nanoseconds of the part it times) `warmups` times untimed,
+// then until the budget is spent: it stops before an iteration that would overrun the
+// budget once minIterations are done, or at once when a stop is requested.
+template <typename F>
+Samples measure(const Budget& budget, int warmups, F&& once) {
+  for (int i = 0; i < warmups && !stopped(); ++i) once();
+  std::vector<double> nanos;
+  const auto start = Clock::now();
+  while (!stopped()) {
+    nanos.push_back(once());
+    const int done = int(nanos.size());
+    if (done >= budget.maxIterations) break;
+    const double elapsed = nanosSince(start) * 1e-9;
+    if (done >= budget.minIterations && elapsed + elapsed / done > budget.seconds) break;
+  }
+  return Samples::from(std::move(nanos));
+}
+
+template <typename F>
+Samples measure(const Budget& budget, F&& once) {
+  return measure(budget, 0, std::forward<F>(once));
+}
 
 inline std::string withCommas(std::uint64_t v) {
   std::string digits = std::to_string(v);

@@ -12,20 +12,12 @@
 #include <sstream>
 #include <string>
 
+#include "bench/support/measure.h"
+
 namespace nodewarden::bench {
 
-// SIGINT/SIGTERM only set this; every loop checks stopped() and unwinds normally, so the
-// sandbox's destructor and the subprocess handling clean up. Forked (not exec'd) children
-// inherit the handler and leave their loops too.
-inline volatile std::sig_atomic_t gStop = 0;
-
-inline void requestStop() {
-  gStop = 1;
-}
-
-inline bool stopped() {
-  return gStop != 0;
-}
+// The stop flag, stopped() and requestStop() are in bench/support/measure.h, whose measure()
+// checks them too.
 
 inline void installStopHandlers() {
   struct sigaction action {};
