@@ -190,7 +190,7 @@ func (r *scenarioRun) setUp(ctx context.Context) error {
 	// The scheduler's informers see what the controller-manager's saw; give them a moment
 	// more (no correctness rests on it: a scheduler that had not seen a pod would show as a
 	// disagreement, and the run prints it).
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(time.Second)
 	return nil
 }
 

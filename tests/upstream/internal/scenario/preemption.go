@@ -10,6 +10,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -61,7 +62,7 @@ func ReadPreemptionCase(path string) (*PreemptionCase, error) {
 
 // Preemption generates the scenario of `seed`: 1 to 5 nodes of one scenario (capacity,
 // allocatable, labels, sometimes a taint, sometimes unschedulable), each filled to 40–110 %
-// of its memory by running pods of the scenario's priority classes (some with
+// of its memory (sometimes of its pod count; sometimes with an extended resource) by running pods of the scenario's priority classes (some with
 // preemptionPolicy Never, values that tie, negative ones) or the built-in system classes,
 // start times that sometimes tie, a few terminating pods, PodDisruptionBudgets with
 // overlapping selectors (minAvailable 1, so the disruption controller computes how many
@@ -94,6 +95,17 @@ func Preemption(seed uint64) (*PreemptionCase, error) {
 		}
 		c.Nodes = append(c.Nodes, node)
 	}
+	// Sometimes an extended resource (requests equal to limits, whole units), on some nodes.
+	gpus := g.R.Chance(0.2)
+	if gpus {
+		for i := range c.Nodes {
+			if n := Pick(g.R, int64(0), 1, 2, 4); n > 0 {
+				q := *resource.NewQuantity(n, resource.DecimalSI)
+				c.Nodes[i].Status.Capacity[ExtendedResource] = q
+				c.Nodes[i].Status.Allocatable[ExtendedResource] = q
+			}
+		}
+	}
 	podClasses := c.PriorityClasses
 	startBase := Epoch.Add(-time.Duration(g.R.Between(3600, 86400)) * time.Second)
 	n := 0
@@ -115,6 +127,9 @@ func Preemption(seed uint64) (*PreemptionCase, error) {
 				if t.Effect == v1.TaintEffectNoExecute {
 					raw.Spec.Tolerations = append(raw.Spec.Tolerations, v1.Toleration{Key: t.Key, Operator: v1.TolerationOpExists})
 				}
+			}
+			if gpu, ok := node.Status.Allocatable[ExtendedResource]; ok && g.R.Chance(0.4) {
+				askExtended(raw, g.R.Between(1, gpu.Value()))
 			}
 			stored, err := CreatePod(raw, c.PriorityClasses)
 			if err != nil {
@@ -138,6 +153,21 @@ func Preemption(seed uint64) (*PreemptionCase, error) {
 				c.Terminating = append(c.Terminating, raw.Namespace+"/"+raw.Name)
 			}
 			c.Pods = append(c.Pods, *raw)
+		}
+	}
+	// Sometimes a node takes no more pods than it runs (or one more): preemption for the
+	// pod count.
+	for i := range c.Nodes {
+		if g.R.Chance(0.15) {
+			count := int64(0)
+			for k := range c.Pods {
+				if c.Pods[k].Spec.NodeName == c.Nodes[i].Name {
+					count++
+				}
+			}
+			q := *resource.NewQuantity(count+g.R.Between(0, 1), resource.DecimalSI)
+			c.Nodes[i].Status.Capacity[v1.ResourcePods] = q
+			c.Nodes[i].Status.Allocatable[v1.ResourcePods] = q
 		}
 	}
 	for _, pdb := range g.PodDisruptionBudgets(c.Namespaces) {
@@ -174,6 +204,9 @@ func Preemption(seed uint64) (*PreemptionCase, error) {
 			raw.Spec.NodeSelector = map[string]string{}
 		}
 		raw.Spec.NodeSelector[ScenarioLabel] = prefix
+		if gpus && g.R.Chance(0.5) {
+			askExtended(raw, g.R.Between(1, 2))
+		}
 		stored, err := CreatePod(raw, c.PriorityClasses)
 		if err != nil {
 			if attempt < 20 {
@@ -218,4 +251,20 @@ func (c *PreemptionCase) runtimeClass(pod *v1.Pod) {
 		Overhead:   &nodev1.Overhead{PodFixed: pod.Spec.Overhead.DeepCopy()},
 	})
 	pod.Spec.RuntimeClassName = &name
+}
+
+// ExtendedResource is the extended resource of the scenarios that have one.
+const ExtendedResource v1.ResourceName = "example.com/gpu"
+
+// askExtended makes the pod's first container request (and limit) n units of it.
+func askExtended(pod *v1.Pod, n int64) {
+	r := &pod.Spec.Containers[0].Resources
+	if r.Requests == nil {
+		r.Requests = v1.ResourceList{}
+	}
+	if r.Limits == nil {
+		r.Limits = v1.ResourceList{}
+	}
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	r.Requests[ExtendedResource], r.Limits[ExtendedResource] = q, q
 }
