@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -63,9 +64,10 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "preempt-judge: --nodewarden and --control-plane are required")
 		return 2
 	}
-	if data, err := os.ReadFile(*controlPlane); err == nil && strings.HasPrefix(string(data[:min(2, len(data))]), "#!") {
+	if isScript(*controlPlane) {
 		// build-control-plane.sh wrote a script that says why it could not build.
-		fmt.Println("preempt-judge: skipped: the control plane was not built (see its message)")
+		why, _ := exec.Command(*controlPlane).CombinedOutput()
+		fmt.Printf("preempt-judge: skipped: the control plane was not built: %s\n", strings.TrimSpace(string(why)))
 		return 77
 	}
 	var work []func() (*scenario.PreemptionCase, error)
@@ -224,4 +226,16 @@ func (o *outcome) describe() string {
 	default:
 		return "found no room: " + o.Message
 	}
+}
+
+// isScript says whether `path` starts with "#!" (the control plane's skip script).
+func isScript(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 2)
+	n, _ := f.Read(head)
+	return n == 2 && string(head) == "#!"
 }
