@@ -61,13 +61,15 @@ func ReadPreemptionCase(path string) (*PreemptionCase, error) {
 }
 
 // Preemption generates the scenario of `seed`: 1 to 5 nodes of one scenario (capacity,
-// allocatable, labels, sometimes a taint, sometimes unschedulable), each filled to 40–110 %
-// of its memory (sometimes of its pod count; sometimes with an extended resource) by running pods of the scenario's priority classes (some with
-// preemptionPolicy Never, values that tie, negative ones) or the built-in system classes,
-// start times that sometimes tie, a few terminating pods, PodDisruptionBudgets with
-// overlapping selectors (minAvailable 1, so the disruption controller computes how many
-// disruptions each allows), and a pending preemptor that may fit, may need victims, or may
-// find no room, with a node selector and tolerations sometimes.
+// allocatable, labels, sometimes a taint, sometimes unschedulable, sometimes an extended
+// resource), each filled to 40–110 % of its memory (sometimes to its pod count) by running
+// pods of the scenario's priority classes (some with preemptionPolicy Never, values that
+// tie, negative ones) or the built-in system classes, start times that sometimes tie, a few
+// terminating pods (among those the preemptor cannot preempt: docs/upstream.md),
+// PodDisruptionBudgets with overlapping selectors (minAvailable 1 or 2, so the disruption
+// controller computes how many disruptions each allows), and a pending preemptor that may
+// fit, may need victims, or may find no room, with a node selector and tolerations
+// sometimes.
 //
 // What the scenario leaves out, and why: a global default class (one per cluster, and the
 // scenarios share one), static and mirror pods (the API server does not run them; the
