@@ -77,6 +77,11 @@ func admitPriority(pod *v1.Pod, classes []schedulingv1.PriorityClass) error {
 			return fmt.Errorf("no PriorityClass with name %s was found", name)
 		}
 	default:
+		// With no global default class the plugin still states the policy
+		// (getDefaultPriority: PreemptLowerPriority), so a pod with neither a class nor a
+		// default cannot ask for Never (the real API server's answer, found by the
+		// scheduler's judge).
+		policy = ptrTo(v1.PreemptLowerPriority)
 		for i := range classes {
 			if classes[i].GlobalDefault {
 				name, value, policy = classes[i].Name, classes[i].Value, classes[i].PreemptionPolicy

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+
+	"nodewarden.test/upstream/internal/scenario"
+)
+
+// nodewarden asks the real CLI through one `nodewarden explain --batch -` process per worker
+// (each question answered exactly as the command alone answers it).
+type nodewarden struct {
+	bin string
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func (n *nodewarden) ask(args []string) (string, error) {
+	if n.cmd == nil {
+		cmd := exec.Command(n.bin, "explain", "--batch", "-")
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return "", err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return "", err
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			return "", err
+		}
+		n.cmd, n.in, n.out = cmd, in, bufio.NewReaderSize(out, 1<<20)
+	}
+	line, _ := json.Marshal(args)
+	if _, err := n.in.Write(append(line, '\n')); err != nil {
+		n.close()
+		return "", err
+	}
+	reply, err := n.out.ReadBytes('\n')
+	if err != nil {
+		n.close()
+		return "", fmt.Errorf("nodewarden explain --batch: no answer to %s: %w", line, err)
+	}
+	var r struct {
+		Exit   int    `json:"exit"`
+		Stdout string `json:"stdout"`
+		Stderr string `json:"stderr"`
+	}
+	if err := json.Unmarshal(reply, &r); err != nil {
+		return "", err
+	}
+	if r.Exit != 0 {
+		return "", fmt.Errorf("nodewarden explain %s: exit %d: %s", strings.Join(args, " "), r.Exit, strings.TrimSpace(r.Stderr))
+	}
+	return r.Stdout, nil
+}
+
+func (n *nodewarden) close() {
+	if n.cmd != nil {
+		n.in.Close()
+		_ = n.cmd.Wait()
+		n.cmd = nil
+	}
+}
+
+// preemptionOut is `explain preemption -o json` (docs/reference.md, cluster preemption).
+type preemptionOut struct {
+	Pod              string      `json:"pod"`
+	Node             *string     `json:"node"`
+	Victims          []string    `json:"victims"`
+	NumPDBViolations int         `json:"numPDBViolations"`
+	Candidates       []candidate `json:"candidates"`
+}
+
+type candidate struct {
+	Node             string   `json:"node"`
+	Victims          []string `json:"victims"`
+	NumPDBViolations int      `json:"numPDBViolations"`
+}
+
+type admissionOut struct {
+	Verdict string   `json:"verdict"`
+	Reason  string   `json:"reason"`
+	Victims []string `json:"victims"`
+}
+
+type result struct {
+	scheduler *outcome
+	problems  []string
+	commands  []string
+	caseFile  string
+	tie       bool // several nodes were acceptable answers
+}
+
+// judge runs one scenario on the cluster and compares.
+func judge(ctx context.Context, cs *kubernetes.Clientset, nw *nodewarden, c *scenario.PreemptionCase, outDir string) (*result, error) {
+	r := &scenarioRun{cs: cs, c: c}
+	defer r.tearDown(context.Background())
+	if err := r.setUp(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.snapshot(ctx); err != nil {
+		return nil, err
+	}
+	sched, err := r.submit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &result{scheduler: sched}
+
+	dir := filepath.Join(outDir, c.Prefix)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	snapPath := filepath.Join(dir, "snapshot.json")
+	podPath := filepath.Join(dir, "preemptor.json")
+	preemptor, _ := json.MarshalIndent(r.Preemptor, "", " ")
+	if err := os.WriteFile(snapPath, r.Snapshot, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(podPath, preemptor, 0o644); err != nil {
+		return nil, err
+	}
+	args := []string{"preemption", "--snapshot", snapPath, "--pod", podPath, "-o", "json"}
+	res.commands = append(res.commands, "nodewarden explain "+strings.Join(args, " "))
+	text, err := nw.ask(args)
+	if err != nil {
+		return nil, err
+	}
+	var pre preemptionOut
+	if err := json.Unmarshal([]byte(text), &pre); err != nil {
+		return nil, fmt.Errorf("explain preemption -o json: %w", err)
+	}
+	admission := map[string]*admissionOut{}
+	for _, node := range r.nodes {
+		args := []string{"admission", "--snapshot", snapPath, "--node", node.Name, "--pod", podPath, "-o", "json"}
+		text, err := nw.ask(args)
+		if err != nil {
+			return nil, err
+		}
+		var a admissionOut
+		if err := json.Unmarshal([]byte(text), &a); err != nil {
+			return nil, fmt.Errorf("explain admission -o json: %w", err)
+		}
+		admission[node.Name] = &a
+	}
+	res.compare(r, &pre, admission)
+	if len(res.problems) > 0 {
+		// The case file: the generated case, with the snapshot and pod explain ran on beside it.
+		data, _ := json.MarshalIndent(c, "", " ")
+		res.caseFile = filepath.Join(dir, "preemption-"+c.Prefix+".json")
+		_ = os.WriteFile(res.caseFile, data, 0o644)
+		res.commands = append(res.commands, fmt.Sprintf("the scheduler again: preempt-judge --case %s (or --seed %d --cases 1)", res.caseFile, c.Seed))
+	} else {
+		_ = os.RemoveAll(dir)
+	}
+	return res, nil
+}
+
+// schedulerFilters says whether the node passes the scheduler's filters that `explain
+// admission` does not apply to a pod already bound: NoSchedule taints (admission checks
+// NoExecute ones only) and spec.unschedulable.
+func schedulerOnlyFilters(node *v1.Node, pod *v1.Pod) bool {
+	taints := node.Spec.Taints
+	if node.Spec.Unschedulable {
+		// The NodeUnschedulable plugin: a pod that tolerates this taint may go there.
+		taints = append(slices.Clone(taints), v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
+	}
+	_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), taints, pod.Spec.Tolerations, func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}, true)
+	return !untolerated
+}
+
+func (res *result) problem(format string, args ...any) {
+	res.problems = append(res.problems, fmt.Sprintf(format, args...))
+}
+
+func (res *result) compare(r *scenarioRun, pre *preemptionOut, admission map[string]*admissionOut) {
+	s := res.scheduler
+	nodes := map[string]*v1.Node{}
+	var names []string
+	for i := range r.nodes {
+		nodes[r.nodes[i].Name] = &r.nodes[i]
+		names = append(names, r.nodes[i].Name)
+	}
+	sort.Strings(names)
+	// The nodes where the preemptor fits as it is: admission admits it there and the
+	// scheduler's own filters pass.
+	var fits []string
+	for _, name := range names {
+		if admission[name].Verdict == "admit" && schedulerOnlyFilters(nodes[name], r.Preemptor) {
+			fits = append(fits, name)
+		}
+	}
+	explainNode := ""
+	if pre.Node != nil {
+		explainNode = *pre.Node
+	}
+	switch s.Kind {
+	case "bound":
+		// Which fitting node the scheduler takes is its scoring's (and, between equal
+		// scores, random) choice, which nodewarden does not model: any node where the pod
+		// fits is an acceptable answer, and so is explain's, when it names one of them.
+		res.tie = len(fits) > 1
+		if !slices.Contains(fits, s.Node) {
+			res.problem("explain admission does not admit it on %s (verdict %s %s); it admits it on %v", s.Node, admission[s.Node].Verdict, admission[s.Node].Reason, fits)
+		}
+		if explainNode == "" || len(pre.Victims) > 0 || !slices.Contains(fits, explainNode) {
+			res.problem("explain preemption says node %q with victims %v (fits: %v)", explainNode, pre.Victims, fits)
+		}
+	case "unschedulable":
+		if explainNode != "" {
+			res.problem("explain preemption says node %s with victims %v", explainNode, pre.Victims)
+		}
+		for _, name := range names {
+			a := admission[name]
+			if (a.Verdict == "admit" || a.Verdict == "preempt") && schedulerOnlyFilters(nodes[name], r.Preemptor) {
+				res.problem("explain admission on %s: %s %v", name, a.Verdict, a.Victims)
+			}
+		}
+	case "preempted":
+		if len(fits) > 0 {
+			res.problem("explain admission admits it as it is on %v", fits)
+		}
+		if explainNode == "" {
+			res.problem("explain preemption preempts nothing")
+			return
+		}
+		// Every candidate explain found, the chosen one first; the scheduler's node must be
+		// one of those pickOneNodeForPreemption cannot tell from explain's choice (the
+		// scheduler then takes whichever its parallel evaluation listed first), with the
+		// same victims.
+		all := append([]candidate{{Node: explainNode, Victims: pre.Victims, NumPDBViolations: pre.NumPDBViolations}}, pre.Candidates...)
+		byNode := map[string]candidate{}
+		for _, cand := range all {
+			byNode[cand.Node] = cand
+		}
+		pods := map[string]*v1.Pod{}
+		for i := range r.pods {
+			pods[scenario.PodKey(&r.pods[i])] = &r.pods[i]
+		}
+		best := rank(byNode[explainNode], pods)
+		var tied []string
+		for node, cand := range byNode {
+			k := rank(cand, pods)
+			if less(k, best) {
+				res.problem("explain chose %s (%v) but candidate %s (%v) ranks first by pickOneNodeForPreemption", explainNode, best, node, k)
+			}
+			if k == best {
+				tied = append(tied, node)
+			}
+		}
+		sort.Strings(tied)
+		res.tie = len(tied) > 1
+		cand, ok := byNode[s.Nominated]
+		if !ok {
+			res.problem("explain preemption chose %s %v; %s is not among its candidates %v", explainNode, pre.Victims, s.Nominated, pre.Candidates)
+			return
+		}
+		if !slices.Contains(tied, s.Nominated) {
+			res.problem("explain preemption chose %s %v, the scheduler's %s ranks after it (acceptable: %v)", explainNode, pre.Victims, s.Nominated, tied)
+		}
+		victims := slices.Clone(cand.Victims)
+		sort.Strings(victims)
+		if !slices.Equal(victims, s.Victims) {
+			res.problem("on %s explain's victims are %v", s.Nominated, victims)
+		}
+		if a := admission[s.Nominated]; a.Verdict == "wait" && terminatingOn(r.pods, s.Nominated) {
+			// Documented difference (docs/upstream.md): a pod bound to a node waits there for
+			// its terminating pods (the kubelet's side); the scheduler preempts.
+		} else if a.Verdict != "preempt" {
+			res.problem("explain admission on %s: %s %s", s.Nominated, a.Verdict, a.Reason)
+		} else if v := slices.Sorted(slices.Values(a.Victims)); !slices.Equal(v, s.Victims) {
+			res.problem("explain admission on %s preempts %v", s.Nominated, v)
+		}
+	}
+}
+
+// key is pickOneNodeForPreemption's order (pkg/scheduler/framework/preemption), smaller first.
+type key struct {
+	pdb, numVictims int
+	highest         int64
+	sum             int64
+	start           int64 // minus the earliest start time of the highest-priority victims
+}
+
+func less(a, b key) bool {
+	if a.pdb != b.pdb {
+		return a.pdb < b.pdb
+	}
+	if a.highest != b.highest {
+		return a.highest < b.highest
+	}
+	if a.sum != b.sum {
+		return a.sum < b.sum
+	}
+	if a.numVictims != b.numVictims {
+		return a.numVictims < b.numVictims
+	}
+	return a.start < b.start
+}
+
+func rank(c candidate, pods map[string]*v1.Pod) key {
+	k := key{pdb: c.NumPDBViolations, numVictims: len(c.Victims), highest: math.MinInt64}
+	for _, v := range c.Victims {
+		p := pods[v]
+		prio := int64(0)
+		if p != nil && p.Spec.Priority != nil {
+			prio = int64(*p.Spec.Priority)
+		}
+		k.sum += prio + math.MaxInt32 + 1
+		if prio > k.highest {
+			k.highest = prio
+		}
+	}
+	earliest := time.Time{}
+	for _, v := range c.Victims {
+		p := pods[v]
+		if p == nil || p.Spec.Priority == nil || int64(*p.Spec.Priority) != k.highest || p.Status.StartTime == nil {
+			continue
+		}
+		if earliest.IsZero() || p.Status.StartTime.Time.Before(earliest) {
+			earliest = p.Status.StartTime.Time
+		}
+	}
+	k.start = -earliest.Unix()
+	return k
+}
+
+// terminatingOn says whether a pod on `node` is terminating.
+func terminatingOn(pods []v1.Pod, node string) bool {
+	for i := range pods {
+		if pods[i].Spec.NodeName == node && pods[i].DeletionTimestamp != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,272 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// ScenarioLabel is on every node of a preemption scenario, and the scenario's preemptor
+// selects it (spec.nodeSelector): scenarios then share one control plane without one
+// preemptor looking at another's nodes. It is part of the case, so explain sees it too.
+const ScenarioLabel = "nodewarden.test/scenario"
+
+// PreemptionCase is one scenario for the scheduler's judge: objects as a user writes them,
+// before the API server's defaults (the judge creates them in a real cluster). The running
+// pods are bound (spec.nodeName) and their status is what a kubelet reports of a running,
+// ready pod; Terminating names the pods the judge deletes (with a long grace period, so
+// they stay terminating: no kubelet finishes them) before it submits the preemptor.
+type PreemptionCase struct {
+	Seed      uint64 `json:"seed"`
+	Generator string `json:"generator"`
+	Note      string `json:"note,omitempty"`
+	// Prefix names the scenario's namespaces, nodes and priority classes (cluster-scoped).
+	Prefix          string                       `json:"prefix"`
+	Namespaces      []string                     `json:"namespaces"`
+	PriorityClasses []schedulingv1.PriorityClass `json:"priorityClasses,omitempty"`
+	// RuntimeClasses carry the overhead of the pods that have one (the API server refuses
+	// a pod overhead that its RuntimeClass does not state).
+	RuntimeClasses       []nodev1.RuntimeClass          `json:"runtimeClasses,omitempty"`
+	Nodes                []v1.Node                      `json:"nodes"`
+	Pods                 []v1.Pod                       `json:"pods"`
+	Terminating          []string                       `json:"terminating,omitempty"`
+	PodDisruptionBudgets []policyv1.PodDisruptionBudget `json:"podDisruptionBudgets,omitempty"`
+	Preemptor            v1.Pod                         `json:"preemptor"`
+}
+
+// PreemptionGenerator names the version of Preemption.
+const PreemptionGenerator = "preemption/1"
+
+// ReadPreemptionCase reads a case written by Marshal.
+func ReadPreemptionCase(path string) (*PreemptionCase, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c PreemptionCase
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Preemption generates the scenario of `seed`: 1 to 5 nodes of one scenario (capacity,
+// allocatable, labels, sometimes a taint, sometimes unschedulable, sometimes an extended
+// resource), each filled to 40–110 % of its memory (sometimes to its pod count) by running
+// pods of the scenario's priority classes (some with preemptionPolicy Never, values that
+// tie, negative ones) or the built-in system classes, start times that sometimes tie, a few
+// terminating pods (among those the preemptor cannot preempt: docs/upstream.md),
+// PodDisruptionBudgets with overlapping selectors (minAvailable 1 or 2, so the disruption
+// controller computes how many disruptions each allows), and a pending preemptor that may
+// fit, may need victims, or may find no room, with a node selector and tolerations
+// sometimes.
+//
+// What the scenario leaves out, and why: a global default class (one per cluster, and the
+// scenarios share one), static and mirror pods (the API server does not run them; the
+// scheduler does not treat them apart), nominated pods (the scheduler would act on them).
+func Preemption(seed uint64) (*PreemptionCase, error) {
+	g := NewGen(seed)
+	prefix := fmt.Sprintf("s%d", seed)
+	c := &PreemptionCase{Seed: seed, Generator: PreemptionGenerator, Prefix: prefix,
+		Namespaces: []string{prefix + "-a", prefix + "-b"}}
+	for _, pc := range g.PriorityClasses() {
+		if pc.Name == SystemClusterCritical || pc.Name == SystemNodeCritical {
+			continue // built in: every cluster has them
+		}
+		pc.Name = prefix + "-" + pc.Name
+		pc.GlobalDefault = false
+		c.PriorityClasses = append(c.PriorityClasses, pc)
+	}
+	nodes := 1 + g.R.Weighted(2, 3, 3, 2, 1)
+	for i := 0; i < nodes; i++ {
+		node := g.Node(NodeOptions{Name: fmt.Sprintf("%s-node-%d", prefix, i), Taints: 0.2})
+		node.UID = ""
+		node.Labels[ScenarioLabel] = prefix
+		if g.R.Chance(0.05) {
+			node.Spec.Unschedulable = true
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	// Sometimes an extended resource (requests equal to limits, whole units), on some nodes.
+	gpus := g.R.Chance(0.2)
+	if gpus {
+		for i := range c.Nodes {
+			if n := Pick(g.R, int64(0), 1, 2, 4); n > 0 {
+				q := *resource.NewQuantity(n, resource.DecimalSI)
+				c.Nodes[i].Status.Capacity[ExtendedResource] = q
+				c.Nodes[i].Status.Allocatable[ExtendedResource] = q
+			}
+		}
+	}
+	podClasses := c.PriorityClasses
+	startBase := Epoch.Add(-time.Duration(g.R.Between(3600, 86400)) * time.Second)
+	n := 0
+	for i := range c.Nodes {
+		node := &c.Nodes[i]
+		memory := node.Status.Allocatable.Memory().Value()
+		target := memory * g.R.Between(40, 110) / 100
+		var used int64
+		for k := 0; k < 8 && used < target; k++ {
+			o := PodOptions{Name: fmt.Sprintf("p%d", n), Namespace: Pick(g.R, c.Namespaces...), NodeName: node.Name,
+				Classes: podClasses, NodeMemory: memory, PodLevel: 0.1}
+			if g.R.Chance(0.05) {
+				o.Critical = Pick(g.R, ClusterCriticalClass, NodeCriticalClass)
+			}
+			raw := g.RawPod(o)
+			// A bound pod on a node tainted NoExecute tolerates it (else the taint manager
+			// would evict it while the judge watches).
+			for _, t := range node.Spec.Taints {
+				if t.Effect == v1.TaintEffectNoExecute {
+					raw.Spec.Tolerations = append(raw.Spec.Tolerations, v1.Toleration{Key: t.Key, Operator: v1.TolerationOpExists})
+				}
+			}
+			if gpu, ok := node.Status.Allocatable[ExtendedResource]; ok && g.R.Chance(0.4) {
+				askExtended(raw, g.R.Between(1, gpu.Value()))
+			}
+			stored, err := CreatePod(raw, c.PriorityClasses)
+			if err != nil {
+				continue // a pod the API server would refuse: draw another
+			}
+			n++
+			reqs := resourcehelper.PodRequests(stored, resourcehelper.PodResourcesOptions{})
+			used += reqs.Memory().Value()
+			start := startBase.Add(time.Duration(g.R.Between(0, 3600)) * time.Second)
+			if g.R.Chance(0.15) {
+				start = startBase // ties in start time
+			}
+			raw.UID = ""
+			c.runtimeClass(raw)
+			raw.Status = v1.PodStatus{Phase: v1.PodRunning, StartTime: ptrTo(metav1.NewTime(start)),
+				Conditions: []v1.PodCondition{
+					{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(start)},
+					{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(start)},
+				}}
+			if g.R.Chance(0.12) {
+				c.Terminating = append(c.Terminating, raw.Namespace+"/"+raw.Name)
+			}
+			c.Pods = append(c.Pods, *raw)
+		}
+	}
+	// Sometimes a node takes no more pods than it runs (or one more): preemption for the
+	// pod count.
+	for i := range c.Nodes {
+		if g.R.Chance(0.15) {
+			count := int64(0)
+			for k := range c.Pods {
+				if c.Pods[k].Spec.NodeName == c.Nodes[i].Name {
+					count++
+				}
+			}
+			q := *resource.NewQuantity(count+g.R.Between(0, 1), resource.DecimalSI)
+			c.Nodes[i].Status.Capacity[v1.ResourcePods] = q
+			c.Nodes[i].Status.Allocatable[v1.ResourcePods] = q
+		}
+	}
+	for _, pdb := range g.PodDisruptionBudgets(c.Namespaces) {
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{}
+		if g.R.Chance(0.3) {
+			two := intstr.FromInt32(2)
+			pdb.Spec.MinAvailable = &two
+		}
+		c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, pdb)
+	}
+
+	// The preemptor: sized from a node's free room (fits), a node's total (needs victims) or
+	// more than any node has (no room); usually of a high class.
+	var classes []schedulingv1.PriorityClass
+	for _, pc := range c.PriorityClasses {
+		if pc.Value >= 1000 || g.R.Chance(0.3) {
+			classes = append(classes, pc)
+		}
+	}
+	if len(classes) == 0 {
+		classes = c.PriorityClasses
+	}
+	scale := Pick(g.R, int64(1), 1, 2, 4)
+	ref := c.Nodes[g.R.Intn(len(c.Nodes))]
+	for attempt := 0; ; attempt++ {
+		o := PodOptions{Name: "preemptor", Namespace: c.Namespaces[0], Classes: classes,
+			NodeMemory: ref.Status.Allocatable.Memory().Value() * scale, QOS: Pick(g.R, QOSBurstable, QOSGuaranteed),
+			PodLevel: 0.1, Tolerations: 0.3, NodeSelector: 0.2, NodeLabels: ref.Labels}
+		if g.R.Chance(0.03) {
+			o.Critical = ClusterCriticalClass
+		}
+		raw := g.RawPod(o)
+		if raw.Spec.NodeSelector == nil {
+			raw.Spec.NodeSelector = map[string]string{}
+		}
+		raw.Spec.NodeSelector[ScenarioLabel] = prefix
+		if gpus && g.R.Chance(0.5) {
+			askExtended(raw, g.R.Between(1, 2))
+		}
+		stored, err := CreatePod(raw, c.PriorityClasses)
+		if err != nil {
+			if attempt < 20 {
+				continue
+			}
+			return nil, fmt.Errorf("seed %d: no valid preemptor: %w", seed, err)
+		}
+		raw.UID = ""
+		c.runtimeClass(raw)
+		c.Preemptor = *raw
+		// A terminating pod the preemptor outranks is, for the scheduler, a victim whose
+		// deletion is under way; nodewarden never counts it as a victim (docs/upstream.md):
+		// terminating pods are drawn among the pods the preemptor cannot preempt.
+		var terminating []string
+		for _, key := range c.Terminating {
+			for i := range c.Pods {
+				p := &c.Pods[i]
+				if PodKey(p) != key {
+					continue
+				}
+				if s, err := CreatePod(p, c.PriorityClasses); err == nil && *s.Spec.Priority >= *stored.Spec.Priority {
+					terminating = append(terminating, key)
+				}
+			}
+		}
+		c.Terminating = terminating
+		break
+	}
+	return c, nil
+}
+
+// runtimeClass gives a pod with an overhead the RuntimeClass that states it.
+func (c *PreemptionCase) runtimeClass(pod *v1.Pod) {
+	if pod.Spec.Overhead == nil {
+		return
+	}
+	name := c.Prefix + "-rc-" + pod.Name
+	c.RuntimeClasses = append(c.RuntimeClasses, nodev1.RuntimeClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "node.k8s.io/v1", Kind: "RuntimeClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Handler:    "runc",
+		Overhead:   &nodev1.Overhead{PodFixed: pod.Spec.Overhead.DeepCopy()},
+	})
+	pod.Spec.RuntimeClassName = &name
+}
+
+// ExtendedResource is the extended resource of the scenarios that have one.
+const ExtendedResource v1.ResourceName = "example.com/gpu"
+
+// askExtended makes the pod's first container request (and limit) n units of it.
+func askExtended(pod *v1.Pod, n int64) {
+	r := &pod.Spec.Containers[0].Resources
+	if r.Requests == nil {
+		r.Requests = v1.ResourceList{}
+	}
+	if r.Limits == nil {
+		r.Limits = v1.ResourceList{}
+	}
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	r.Requests[ExtendedResource], r.Limits[ExtendedResource] = q, q
+}
