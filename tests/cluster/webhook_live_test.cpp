@@ -539,7 +539,10 @@ Lane::Lane() {
   const Run asShipped = cluster.kubectl(
       {"apply", "--dry-run=server", "-k", sourceRoot() + "/systemd/kubernetes"});
   CHECK(asShipped.status != 0);
-  CHECK_MESSAGE(asShipped.err.find("nodewarden-binding") != std::string::npos, asShipped.err);
+  CHECK_MESSAGE(asShipped.err.find("ValidatingWebhookConfiguration in version \"v1\" cannot be "
+                                   "handled as a ValidatingWebhookConfiguration: illegal base64 "
+                                   "data") != std::string::npos,
+                asShipped.err);
   CHECK(asShipped.out.find("clusterrole.rbac.authorization.k8s.io/nodewarden-webhook created") !=
         std::string::npos);
   // Applied for real without the agent's DaemonSet and with the webhook's Deployment at no
@@ -669,7 +672,7 @@ TEST_CASE("admit: the real scheduler binds, the API server asks the webhook, the
   CHECK(sumSamples(l.webhookGet("/metrics"), "nodewarden_admissions_total",
                    {"verdict=\"admit\""}) >= 1);
   CHECK(sumSamples(l.apiserverMetrics(), "apiserver_admission_webhook_admission_duration_seconds_count",
-                   {"name=\"" + kWebhookName + "\"", "rejected=\"false\"", "type=\"validate\""}) >= 1);
+                   {"name=\"" + kWebhookName + "\"", "rejected=\"false\"", "type=\"validating\""}) >= 1);
 }
 
 TEST_CASE("reject: the kubelet's MemoryPressure — the scheduler keeps off; another binder is refused") {
@@ -812,15 +815,17 @@ TEST_CASE("wait: a terminating pod holds the room; refused, nothing evicted, bou
   const Run deleted = l.cluster.kubectl("delete pod old -n wh-wait --wait=false");
   REQUIRE_MESSAGE(deleted.status == 0, deleted.err);
   REQUIRE(l.pod("wh-wait", "old")["metadata"].contains("deletionTimestamp"));
-  // The real scheduler counts the terminating pod: its own pod stays Pending.
-  l.cluster.create(lanePod("wh-wait", "scheduled", {.pinTo = "wait-1", .memory = "1Gi"}));
+  // The real scheduler counts the terminating pod (3Gi + 2Gi > 4Gi): its own pod stays
+  // Pending.
+  l.cluster.create(lanePod("wh-wait", "scheduled", {.pinTo = "wait-1", .memory = "2Gi"}));
   Json pod;
-  REQUIRE(l.waitUntil(
+  REQUIRE_MESSAGE(l.waitUntil(
       [&] {
         pod = l.pod("wh-wait", "scheduled");
         return scheduledCondition(pod).value("reason", "") == "Unschedulable";
       },
-      60));
+      60),
+      pod.dump(2) << l.diagnostics());
   CHECK(scheduledCondition(pod)["message"].get<std::string>().find("Insufficient memory") !=
         std::string::npos);
   // A second scheduler's binding is refused: it fits once old is gone.
