@@ -61,6 +61,10 @@
 
 #include "tests/cluster/cluster_env.h"
 
+// Pods are described with designated initializers naming only what matters to each case;
+// GCC warns about the members left to their defaults.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 using nodewarden::cluster::Cluster;
 using nodewarden::cluster::Json;
 using nodewarden::cluster::Run;
@@ -396,8 +400,50 @@ struct Lane {
     }
     return out;
   }
-  std::vector<Json> reviews(const std::string& pod) const {
-    return logEvents("admission-review", pod);
+  // The webhook's reviews of `pod`, the dry-run ones only with `dryRunToo`.
+  std::vector<Json> reviews(const std::string& pod, bool dryRunToo = false) const {
+    std::vector<Json> out;
+    for (Json& review : logEvents("admission-review", pod)) {
+      if (dryRunToo || !review.value("dry_run", false)) out.push_back(std::move(review));
+    }
+    return out;
+  }
+
+  // Dry-run bindings of ns/name to `node` until the webhook answers `verdict`: its caches,
+  // fed by watches as the scheduler's are, have caught up with what the test just did. A
+  // scheduler may bind a pod before the webhook's watch has delivered it (the webhook then
+  // lets the binding through unjudged: "not in its cache yet"), a race of two watches that a
+  // busy machine decides either way; the test waits it out instead of losing it.
+  void settle(const std::string& ns, const std::string& name, const std::string& node,
+              const std::string& verdict) const {
+    std::string last;
+    REQUIRE_MESSAGE(waitUntil(
+                        [&] {
+                          bind(ns, name, node, /*dryRun=*/true);
+                          const auto all = reviews(ns + "/" + name, /*dryRunToo=*/true);
+                          last = all.empty() ? "" : all.back().value("verdict", "");
+                          return last == verdict;
+                        },
+                        60),
+                    ns << "/" << name << " on " << node << ": the webhook still answers '" << last
+                       << "', not '" << verdict << "'" << diagnostics());
+  }
+
+  // A pod for the real kube-scheduler, handed to it once the webhook would answer `verdict`
+  // for it on `node`: created with a scheduling gate (the scheduler leaves a gated pod
+  // alone), settled, then the gate removed as its owner would remove it.
+  void createForScheduler(const Json& pod, const std::string& node,
+                          const std::string& verdict) const {
+    Json gated = pod;
+    gated["spec"]["schedulingGates"] = Json::array({{{"name", "nodewarden.io/lane"}}});
+    cluster.create(gated);
+    const std::string ns = pod["metadata"]["namespace"];
+    const std::string name = pod["metadata"]["name"];
+    settle(ns, name, node, verdict);
+    const Run ungated =
+        cluster.kubectl({"patch", "pod", name, "-n", ns, "--type=json", "-p",
+                         R"([{"op":"remove","path":"/spec/schedulingGates"}])"});
+    REQUIRE_MESSAGE(ungated.status == 0, ungated.err);
   }
 
   // Events on a pod with this reason.
@@ -595,7 +641,7 @@ Lane::Lane() {
   REQUIRE_MESSAGE(waitUntil(
                       [&] {
                         bind("wh-canary", "canary", "admit-1", /*dryRun=*/true);
-                        return !reviews("wh-canary/canary").empty();
+                        return !reviews("wh-canary/canary", /*dryRunToo=*/true).empty();
                       },
                       60),
                   diagnostics());
@@ -640,7 +686,7 @@ TEST_CASE("the webhook runs with the shipped RBAC and is refused nothing it need
   CHECK_MESSAGE(log.find("forbidden") == std::string::npos, log);
   CHECK_MESSAGE(log.find("\"status\":403") == std::string::npos, log);
   // The canary's review came from the API server with its dryRun flag, and was judged.
-  const auto canary = l.reviews("wh-canary/canary");
+  const auto canary = l.reviews("wh-canary/canary", /*dryRunToo=*/true);
   REQUIRE(!canary.empty());
   CHECK(canary[0]["dry_run"] == true);
   CHECK(canary[0]["node"] == "admit-1");
@@ -649,8 +695,9 @@ TEST_CASE("the webhook runs with the shipped RBAC and is refused nothing it need
 
 TEST_CASE("admit: the real scheduler binds, the API server asks the webhook, the pod has its node") {
   Lane& l = lane();
-  l.cluster.create(
-      lanePod("wh-admit", "fits", {.pinTo = "admit-1", .memory = "256Mi", .cpu = "500m"}));
+  l.createForScheduler(
+      lanePod("wh-admit", "fits", {.pinTo = "admit-1", .memory = "256Mi", .cpu = "500m"}),
+      "admit-1", "admit");
   Json pod;
   REQUIRE_MESSAGE(l.waitUntil(
                       [&] {
@@ -690,7 +737,8 @@ TEST_CASE("reject: the kubelet's MemoryPressure — the scheduler keeps off; ano
                       60),
                   node.dump(2));
   // So the real scheduler never binds a BestEffort pod there: no review is asked.
-  l.cluster.create(lanePod("wh-reject", "besteffort-1", {.pinTo = "pressure-1"}));
+  l.createForScheduler(lanePod("wh-reject", "besteffort-1", {.pinTo = "pressure-1"}),
+                       "pressure-1", "reject");
   Json pod;
   REQUIRE(l.waitUntil(
       [&] {
@@ -704,12 +752,13 @@ TEST_CASE("reject: the kubelet's MemoryPressure — the scheduler keeps off; ano
   CHECK(l.reviews("wh-reject/besteffort-1").empty());
   // A pod that tolerates the taint is bound by the scheduler and admitted (§5: MemoryPressure
   // turns away only BestEffort pods that do not tolerate it).
-  l.cluster.create(lanePod(
-      "wh-reject", "tolerant-1",
-      {.pinTo = "pressure-1",
-       .tolerations = Json::array({{{"key", "node.kubernetes.io/memory-pressure"},
-                                    {"operator", "Exists"},
-                                    {"effect", "NoSchedule"}}})}));
+  l.createForScheduler(
+      lanePod("wh-reject", "tolerant-1",
+              {.pinTo = "pressure-1",
+               .tolerations = Json::array({{{"key", "node.kubernetes.io/memory-pressure"},
+                                            {"operator", "Exists"},
+                                            {"effect", "NoSchedule"}}})}),
+      "pressure-1", "admit");
   REQUIRE_MESSAGE(l.waitUntil(
                       [&] {
                         return l.pod("wh-reject", "tolerant-1")["spec"].value("nodeName", "") ==
@@ -743,9 +792,12 @@ TEST_CASE("reject: the kubelet's MemoryPressure — the scheduler keeps off; ano
 TEST_CASE("reject: nodewarden's own pressure — the scheduler binds, is refused, retries, then binds") {
   Lane& l = lane();
   // NodewardenMemoryPressure (the agent's condition) taints nothing: the scheduler binds.
-  l.cluster.create(lanePod("wh-reject", "besteffort-2", {.pinTo = "pressure-2"}));
+  l.createForScheduler(lanePod("wh-reject", "besteffort-2", {.pinTo = "pressure-2"}),
+                       "pressure-2", "reject");
   // A Burstable pod is admitted there (MemoryPressure refuses BestEffort pods only).
-  l.cluster.create(lanePod("wh-reject", "burstable-2", {.pinTo = "pressure-2", .memory = "128Mi"}));
+  l.createForScheduler(
+      lanePod("wh-reject", "burstable-2", {.pinTo = "pressure-2", .memory = "128Mi"}),
+      "pressure-2", "admit");
   REQUIRE_MESSAGE(l.waitUntil(
                       [&] {
                         return l.pod("wh-reject", "burstable-2")["spec"].value("nodeName", "") ==
@@ -817,7 +869,8 @@ TEST_CASE("wait: a terminating pod holds the room; refused, nothing evicted, bou
   REQUIRE(l.pod("wh-wait", "old")["metadata"].contains("deletionTimestamp"));
   // The real scheduler counts the terminating pod (3Gi + 2Gi > 4Gi): its own pod stays
   // Pending.
-  l.cluster.create(lanePod("wh-wait", "scheduled", {.pinTo = "wait-1", .memory = "2Gi"}));
+  l.createForScheduler(lanePod("wh-wait", "scheduled", {.pinTo = "wait-1", .memory = "2Gi"}),
+                       "wait-1", "wait");
   Json pod;
   REQUIRE_MESSAGE(l.waitUntil(
       [&] {
@@ -830,6 +883,7 @@ TEST_CASE("wait: a terminating pod holds the room; refused, nothing evicted, bou
         std::string::npos);
   // A second scheduler's binding is refused: it fits once old is gone.
   l.cluster.create(lanePod("wh-wait", "new", {.memory = "2Gi", .scheduler = kLaneBinder}));
+  l.settle("wh-wait", "new", "wait-1", "wait");
   const ApiAnswer refused = l.bind("wh-wait", "new", "wait-1");
   CHECK(refused.code == 403);
   CHECK_MESSAGE(refused.body.value("reason", "") == "OutOfmemory", refused.raw);
@@ -855,6 +909,7 @@ TEST_CASE("wait: a terminating pod holds the room; refused, nothing evicted, bou
                       60),
                   l.diagnostics());
   CHECK(l.reviews("wh-wait/scheduled").back()["verdict"] == "admit");
+  l.settle("wh-wait", "new", "wait-1", "admit");
   const ApiAnswer admitted = l.bind("wh-wait", "new", "wait-1");
   CHECK_MESSAGE(admitted.code == 201, admitted.raw);
   CHECK(l.pod("wh-wait", "new")["spec"].value("nodeName", "") == "wait-1");
@@ -882,6 +937,7 @@ TEST_CASE("preempt: victims go through the real Eviction API; a real PDB holds o
   l.cluster.create(lanePod("wh-preempt", "p",
                            {.memory = "3Gi", .priorityClass = "lane-high", .scheduler = kLaneBinder}));
   const std::string pUid = l.uidOf("wh-preempt", "p");
+  l.settle("wh-preempt", "p", "preempt-1", "preempt");
   const double evictions429Before =
       sumSamples(l.apiserverMetrics(), "apiserver_request_total",
                  {"code=\"429\"", "resource=\"pods\"", "subresource=\"eviction\""});
@@ -1005,10 +1061,12 @@ TEST_CASE("preempt: victims go through the real Eviction API; a real PDB holds o
   CHECK_FALSE(l.pod("wh-preempt", "loose-a")["metadata"].contains("deletionTimestamp"));
 
   // While guarded-a terminates the binding waits; once its kubelet finished it, admitted.
+  l.settle("wh-preempt", "p", "preempt-1", "wait");
   const ApiAnswer waiting = l.bind("wh-preempt", "p", "preempt-1");
   CHECK(waiting.code == 403);
   CHECK(l.reviews("wh-preempt/p").back()["verdict"] == "wait");
   l.finishDeletion("wh-preempt", "guarded-a");
+  l.settle("wh-preempt", "p", "preempt-1", "admit");
   const ApiAnswer admitted = l.bind("wh-preempt", "p", "preempt-1");
   CHECK_MESSAGE(admitted.code == 201, admitted.raw);
   CHECK(l.pod("wh-preempt", "p")["spec"].value("nodeName", "") == "preempt-1");
@@ -1023,6 +1081,8 @@ TEST_CASE("a server-side dry run of the binding gets the verdict and evicts noth
   const std::string evictionsSeries = "apiserver_request_total";
   const std::vector<std::string> evictionLabels = {"resource=\"pods\"", "subresource=\"eviction\""};
   const double evictionsBefore = sumSamples(l.apiserverMetrics(), evictionsSeries, evictionLabels);
+  l.settle("wh-dryrun", "q", "dryrun-1", "preempt");
+  const std::size_t settling = l.reviews("wh-dryrun/q", /*dryRunToo=*/true).size();
 
   // The API's dryRun=All on pods/binding: the webhook is called (sideEffects: NoneOnDryRun),
   // answers as for real, acts not.
@@ -1041,8 +1101,9 @@ TEST_CASE("a server-side dry run of the binding gets the verdict and evicts noth
   CHECK_MESSAGE(kubectlDry.err.find("admission webhook \"" + kWebhookName +
                                     "\" denied the request: OutOfmemory") != std::string::npos,
                 kubectlDry.err << kubectlDry.out);
-  auto reviews = l.reviews("wh-dryrun/q");
-  REQUIRE_MESSAGE(reviews.size() == 2, l.diagnostics());
+  auto reviews = l.reviews("wh-dryrun/q", /*dryRunToo=*/true);
+  REQUIRE_MESSAGE(reviews.size() == settling + 2, l.diagnostics());
+  reviews.erase(reviews.begin(), reviews.begin() + static_cast<std::ptrdiff_t>(settling));
   for (const auto& review : reviews) {
     CHECK(review["verdict"] == "preempt");
     CHECK(review["dry_run"] == true);
@@ -1063,14 +1124,28 @@ TEST_CASE("a server-side dry run of the binding gets the verdict and evicts noth
   REQUIRE(l.waitUntil(
       [&] { return l.pod("wh-dryrun", "victim")["metadata"].contains("deletionTimestamp"); }, 30));
   REQUIRE(l.waitUntil([&] { return !l.logEvents("api-write", "wh-dryrun/victim").empty(); }, 30));
-  const std::string log = l.webhook->log();
-  const std::size_t realReview = log.find("\"dry_run\":false", log.find("\"pod\":\"wh-dryrun/q\""));
-  const std::size_t eviction = log.find("\"what\":\"eviction\",\"pod\":\"wh-dryrun/victim\"");
-  REQUIRE(realReview != std::string::npos);
-  REQUIRE(eviction != std::string::npos);
+  // In the log's order: the first review of q not a dry run, then the victim's eviction.
+  std::size_t realReview = 0, eviction = 0, line = 0;
+  std::istringstream lines(l.webhook->log());
+  for (std::string text; std::getline(lines, text);) {
+    ++line;
+    const Json event = Json::parse(text, nullptr, false);
+    if (!event.is_object()) continue;
+    if (realReview == 0 && event.value("event", "") == "admission-review" &&
+        event.value("pod", "") == "wh-dryrun/q" && !event.value("dry_run", true)) {
+      realReview = line;
+    }
+    if (eviction == 0 && event.value("event", "") == "api-write" &&
+        event.value("what", "") == "eviction" && event.value("pod", "") == "wh-dryrun/victim") {
+      eviction = line;
+    }
+  }
+  REQUIRE(realReview != 0);
+  REQUIRE(eviction != 0);
   CHECK(eviction > realReview);
   CHECK(sumSamples(l.apiserverMetrics(), evictionsSeries, evictionLabels) == evictionsBefore + 1);
   l.finishDeletion("wh-dryrun", "victim");
+  l.settle("wh-dryrun", "q", "dryrun-1", "admit");
   const ApiAnswer admitted = l.bind("wh-dryrun", "q", "dryrun-1");
   CHECK_MESSAGE(admitted.code == 201, admitted.raw);
 }
@@ -1078,7 +1153,7 @@ TEST_CASE("a server-side dry run of the binding gets the verdict and evicts noth
 TEST_CASE("the webhook stopped: bindings go through (failurePolicy: Ignore), and the API server's metric shows it") {
   Lane& l = lane();
   // Running, the webhook refuses a BestEffort pod on open-1 (nodewarden's own pressure).
-  l.cluster.create(lanePod("wh-open", "before", {.pinTo = "open-1"}));
+  l.createForScheduler(lanePod("wh-open", "before", {.pinTo = "open-1"}), "open-1", "reject");
   REQUIRE_MESSAGE(l.waitUntil([&] { return !l.reviews("wh-open/before").empty(); }, 60),
                   l.diagnostics());
   CHECK(l.reviews("wh-open/before")[0]["verdict"] == "reject");
