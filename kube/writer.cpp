@@ -370,10 +370,9 @@ void ApiWriter::preempt(const PodRef& preemptor, const std::string& node,
     // The scheduler's event on each victim, once it is evicted (the scheduler's preemption
     // records it after the victim's deletion went through): a victim a disruption budget
     // keeps is told nothing it did not undergo.
-    Impl::Write event = impl_->eventWrite(victim, "Normal", "Preempted",
-                                          "Preempted by pod " + preemptor.key() + " (" +
-                                              preemptor.uid + ") on node " + node,
-                                          {});
+    Impl::Write event = impl_->eventWrite(
+        victim, "Normal", "Preempted",
+        "Preempted by pod " + preemptor.key() + " (" + preemptor.uid + ") on node " + node, {});
     event.onlyAfterSuccess = true;
     impl_->enqueue(lane, std::move(event));
   }

@@ -96,13 +96,12 @@ std::string nowRfc3339() {
 }
 
 std::string base64(const std::string& data) {
-  static const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   std::size_t i = 0;
   for (; i + 2 < data.size(); i += 3) {
-    const unsigned v = (unsigned char)data[i] << 16 | (unsigned char)data[i + 1] << 8 |
-                       (unsigned char)data[i + 2];
+    const unsigned v =
+        (unsigned char)data[i] << 16 | (unsigned char)data[i + 1] << 8 | (unsigned char)data[i + 2];
     for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
   }
   if (i + 1 == data.size()) {
@@ -237,10 +236,9 @@ Json laneNode(const std::string& name, const std::string& pressure = "") {
   const Json resources = {
       {"cpu", "4"}, {"memory", "4Gi"}, {"pods", "110"}, {"ephemeral-storage", "20Gi"}};
   Json conditions = Json::array();
-  for (const auto& [type, reason] :
-       {std::pair{"MemoryPressure", "KubeletHasSufficientMemory"},
-        std::pair{"DiskPressure", "KubeletHasNoDiskPressure"},
-        std::pair{"PIDPressure", "KubeletHasSufficientPID"}}) {
+  for (const auto& [type, reason] : {std::pair{"MemoryPressure", "KubeletHasSufficientMemory"},
+                                     std::pair{"DiskPressure", "KubeletHasNoDiskPressure"},
+                                     std::pair{"PIDPressure", "KubeletHasSufficientPID"}}) {
     const bool on = pressure == type;
     conditions.push_back({{"type", type},
                           {"status", on ? "True" : "False"},
@@ -281,12 +279,12 @@ Json laneNode(const std::string& name, const std::string& pressure = "") {
 }
 
 struct PodShape {
-  std::string node;        // spec.nodeName: created bound (and Running when `running`)
-  std::string pinTo;       // spec.nodeSelector kubernetes.io/hostname (for a scheduler)
-  std::string memory;      // requests.memory; "" and no cpu: BestEffort
+  std::string node;    // spec.nodeName: created bound (and Running when `running`)
+  std::string pinTo;   // spec.nodeSelector kubernetes.io/hostname (for a scheduler)
+  std::string memory;  // requests.memory; "" and no cpu: BestEffort
   std::string cpu;
   std::string priorityClass;
-  std::string scheduler;   // spec.schedulerName ("" : default-scheduler)
+  std::string scheduler;  // spec.schedulerName ("" : default-scheduler)
   Json labels = Json::object();
   Json tolerations = Json::array();
   bool running = false;
@@ -339,12 +337,15 @@ struct Lane {
   ApiAnswer api(const std::string& method, const std::string& path,
                 const std::string& body = "") const {
     const Json& info = cluster.info();
-    std::vector<std::string> argv = {"curl", "-sS", "--max-time", "30", "--cacert",
-                                     info["caFile"], "--cert", info["clientCertFile"], "--key",
-                                     info["clientKeyFile"], "-X", method, "-w", "\n%{http_code}"};
+    std::vector<std::string> argv = {"curl",       "-sS",
+                                     "--max-time", "30",
+                                     "--cacert",   info["caFile"],
+                                     "--cert",     info["clientCertFile"],
+                                     "--key",      info["clientKeyFile"],
+                                     "-X",         method,
+                                     "-w",         "\n%{http_code}"};
     if (!body.empty()) {
-      argv.insert(argv.end(),
-                  {"-H", "Content-Type: application/json", "--data-binary", "@-"});
+      argv.insert(argv.end(), {"-H", "Content-Type: application/json", "--data-binary", "@-"});
     }
     argv.push_back(cluster.server() + path);
     const Run got = nodewarden::cluster::run(argv, body);
@@ -361,14 +362,15 @@ struct Lane {
   // from a second scheduler; `dryRun`: ?dryRun=All.
   ApiAnswer bind(const std::string& ns, const std::string& name, const std::string& node,
                  bool dryRun = false) const {
-    const Json binding = {{"apiVersion", "v1"},
-                          {"kind", "Binding"},
-                          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uidOf(ns, name)}}},
-                          {"target", {{"kind", "Node"}, {"name", node}}}};
-    return api("POST",
-               "/api/v1/namespaces/" + ns + "/pods/" + name + "/binding" +
-                   (dryRun ? "?dryRun=All" : ""),
-               binding.dump());
+    const Json binding = {
+        {"apiVersion", "v1"},
+        {"kind", "Binding"},
+        {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uidOf(ns, name)}}},
+        {"target", {{"kind", "Node"}, {"name", node}}}};
+    return api(
+        "POST",
+        "/api/v1/namespaces/" + ns + "/pods/" + name + "/binding" + (dryRun ? "?dryRun=All" : ""),
+        binding.dump());
   }
 
   // The API server's own /metrics, as the admin reads it.
@@ -381,9 +383,9 @@ struct Lane {
   // The webhook's /metrics (curl over TLS, verified with the run's CA); "" when it does not
   // answer.
   std::string webhookGet(const std::string& path) const {
-    const Run got = nodewarden::cluster::run(
-        {"curl", "-sS", "--max-time", "10", "--fail", "--cacert", webhookCa,
-         "https://127.0.0.1:" + std::to_string(port) + path});
+    const Run got =
+        nodewarden::cluster::run({"curl", "-sS", "--max-time", "10", "--fail", "--cacert",
+                                  webhookCa, "https://127.0.0.1:" + std::to_string(port) + path});
     return got.status == 0 ? got.out : "";
   }
 
@@ -440,9 +442,8 @@ struct Lane {
     const std::string ns = pod["metadata"]["namespace"];
     const std::string name = pod["metadata"]["name"];
     settle(ns, name, node, verdict);
-    const Run ungated =
-        cluster.kubectl({"patch", "pod", name, "-n", ns, "--type=json", "-p",
-                         R"([{"op":"remove","path":"/spec/schedulingGates"}])"});
+    const Run ungated = cluster.kubectl({"patch", "pod", name, "-n", ns, "--type=json", "-p",
+                                         R"([{"op":"remove","path":"/spec/schedulingGates"}])"});
     REQUIRE_MESSAGE(ungated.status == 0, ungated.err);
   }
 
@@ -468,11 +469,11 @@ struct Lane {
   void finishDeletion(const std::string& ns, const std::string& name) const {
     const Json before = pod(ns, name);
     REQUIRE_MESSAGE(before["metadata"].contains("deletionTimestamp"), before.dump(2));
-    const Run deleted =
-        cluster.kubectl("delete pod " + name + " -n " + ns + " --grace-period=0 --force --wait=false");
+    const Run deleted = cluster.kubectl("delete pod " + name + " -n " + ns +
+                                        " --grace-period=0 --force --wait=false");
     REQUIRE_MESSAGE(deleted.status == 0, deleted.err);
-    REQUIRE(waitUntil(
-        [&] { return cluster.kubectl("get pod " + name + " -n " + ns).status != 0; }, 60));
+    REQUIRE(waitUntil([&] { return cluster.kubectl("get pod " + name + " -n " + ns).status != 0; },
+                      60));
   }
 
   std::string diagnostics() const {
@@ -505,31 +506,36 @@ Lane::Lane() {
   // that should be running, created bound with a kubelet's Running/Ready status; a budget
   // whose status the real disruption controller computes.
   const Json snapshot = {
-      {"priorityClasses",
-       Json::array({{{"metadata", {{"name", "lane-low"}}}, {"value", 100}},
-                    {{"metadata", {{"name", "lane-high"}}}, {"value", 1000}}})},
+      {"priorityClasses", Json::array({{{"metadata", {{"name", "lane-low"}}}, {"value", 100}},
+                                       {{"metadata", {{"name", "lane-high"}}}, {"value", 1000}}})},
       {"nodes", Json::array({laneNode("admit-1"), laneNode("pressure-1", "MemoryPressure"),
-                             laneNode("pressure-2", "NodewardenMemoryPressure"),
-                             laneNode("wait-1"), laneNode("preempt-1"), laneNode("spare-1"),
-                             laneNode("dryrun-1"),
+                             laneNode("pressure-2", "NodewardenMemoryPressure"), laneNode("wait-1"),
+                             laneNode("preempt-1"), laneNode("spare-1"), laneNode("dryrun-1"),
                              laneNode("open-1", "NodewardenMemoryPressure")})},
       {"pods",
-       Json::array(
-           {lanePod("wh-wait", "old", {.node = "wait-1", .memory = "3Gi", .running = true}),
-            lanePod("wh-preempt", "guarded-a",
-                    {.node = "preempt-1", .memory = "2Gi", .priorityClass = "lane-low",
-                     .labels = {{"app", "guarded"}}, .running = true}),
-            lanePod("wh-preempt", "loose-a",
-                    {.node = "preempt-1", .memory = "1Gi", .priorityClass = "lane-low",
-                     .labels = {{"app", "loose"}}, .running = true}),
-            lanePod("wh-dryrun", "victim",
-                    {.node = "dryrun-1", .memory = "3Gi", .priorityClass = "lane-low",
-                     .running = true})})},
+       Json::array({lanePod("wh-wait", "old", {.node = "wait-1", .memory = "3Gi", .running = true}),
+                    lanePod("wh-preempt", "guarded-a",
+                            {.node = "preempt-1",
+                             .memory = "2Gi",
+                             .priorityClass = "lane-low",
+                             .labels = {{"app", "guarded"}},
+                             .running = true}),
+                    lanePod("wh-preempt", "loose-a",
+                            {.node = "preempt-1",
+                             .memory = "1Gi",
+                             .priorityClass = "lane-low",
+                             .labels = {{"app", "loose"}},
+                             .running = true}),
+                    lanePod("wh-dryrun", "victim",
+                            {.node = "dryrun-1",
+                             .memory = "3Gi",
+                             .priorityClass = "lane-low",
+                             .running = true})})},
       {"podDisruptionBudgets",
-       Json::array({{{"metadata", {{"name", "guarded"}, {"namespace", "wh-preempt"}}},
-                     {"spec",
-                      {{"minAvailable", 1},
-                       {"selector", {{"matchLabels", {{"app", "guarded"}}}}}}}}})}};
+       Json::array(
+           {{{"metadata", {{"name", "guarded"}, {"namespace", "wh-preempt"}}},
+             {"spec",
+              {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "guarded"}}}}}}}}})}};
   uids = nodewarden::cluster::loadSnapshot(cluster, snapshot);
   for (const char* ns : {"wh-canary", "wh-admit", "wh-reject", "wh-open"}) ensureNamespace(ns);
 
@@ -551,8 +557,8 @@ Lane::Lane() {
               "subjectAltName=DNS:nodewarden-webhook.kube-system.svc,DNS:nodewarden-webhook."
               "kube-system.svc.cluster.local,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
   openssl({"x509", "-req", "-in", dir + "/tls.csr", "-CA", dir + "/ca.crt", "-CAkey",
-           dir + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", dir + "/san.ext",
-           "-out", dir + "/tls.crt"});
+           dir + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", dir + "/san.ext", "-out",
+           dir + "/tls.crt"});
   webhookCa = dir + "/ca.crt";
 
   // The shipped base, as the README has it applied, through an overlay of the kind the
@@ -563,15 +569,19 @@ Lane::Lane() {
       std::filesystem::relative(sourceRoot() + "/systemd/kubernetes", dir + "/full").string();
   files.write("full/kustomization.yaml",
               "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-              "resources:\n- " + base + "\npatches:\n"
-              "- target: {kind: ValidatingWebhookConfiguration, name: nodewarden-binding}\n"
-              "  patch: |-\n"
-              "    - op: replace\n"
-              "      path: /webhooks/0/clientConfig\n"
-              "      value:\n"
-              "        url: https://127.0.0.1:" + std::to_string(port) +
+              "resources:\n- " +
+                  base +
+                  "\npatches:\n"
+                  "- target: {kind: ValidatingWebhookConfiguration, name: nodewarden-binding}\n"
+                  "  patch: |-\n"
+                  "    - op: replace\n"
+                  "      path: /webhooks/0/clientConfig\n"
+                  "      value:\n"
+                  "        url: https://127.0.0.1:" +
+                  std::to_string(port) +
                   "/v1/admission-review\n"
-                  "        caBundle: " + base64(slurp(webhookCa)) + "\n");
+                  "        caBundle: " +
+                  base64(slurp(webhookCa)) + "\n");
   // The whole base is accepted by the real API server (a server-side dry run validates and
   // admits every object) ...
   const Run dryRun = cluster.kubectl({"apply", "--dry-run=server", "-k", dir + "/full"});
@@ -582,8 +592,8 @@ Lane::Lane() {
         std::string::npos);
   // ... and as shipped, the caBundle placeholder makes it refuse the webhook's configuration
   // alone, as the README says.
-  const Run asShipped = cluster.kubectl(
-      {"apply", "--dry-run=server", "-k", sourceRoot() + "/systemd/kubernetes"});
+  const Run asShipped =
+      cluster.kubectl({"apply", "--dry-run=server", "-k", sourceRoot() + "/systemd/kubernetes"});
   CHECK(asShipped.status != 0);
   CHECK_MESSAGE(asShipped.err.find("ValidatingWebhookConfiguration in version \"v1\" cannot be "
                                    "handled as a ValidatingWebhookConfiguration: illegal base64 "
@@ -614,8 +624,8 @@ Lane::Lane() {
   webhookKubeconfig = files.write(
       "webhook.kubeconfig",
       "apiVersion: v1\nkind: Config\nclusters:\n- name: lane\n  cluster:\n"
-      "    certificate-authority: " + cluster.info()["caFile"].get<std::string>() +
-          "\n    server: " + cluster.server() +
+      "    certificate-authority: " +
+          cluster.info()["caFile"].get<std::string>() + "\n    server: " + cluster.server() +
           "\ncontexts:\n- name: lane\n  context:\n    cluster: lane\n"
           "    user: nodewarden-webhook\ncurrent-context: lane\nusers:\n"
           "- name: nodewarden-webhook\n  user:\n    token: " +
@@ -625,14 +635,17 @@ Lane::Lane() {
   webhook = std::make_unique<Background>(
       std::vector<std::string>{NODEWARDEN_BINARY, "webhook", "--policy",
                                sourceRoot() + "/systemd/kubernetes/policy.json", "--kubeconfig",
-                               webhookKubeconfig, "--listen",
-                               "127.0.0.1:" + std::to_string(port), "--tls-cert", dir + "/tls.crt",
-                               "--tls-key", dir + "/tls.key", "--log-format", "json"},
+                               webhookKubeconfig, "--listen", "127.0.0.1:" + std::to_string(port),
+                               "--tls-cert", dir + "/tls.crt", "--tls-key", dir + "/tls.key",
+                               "--log-format", "json"},
       dir + "/webhook.log");
   // Ready: every cache listed (its /readyz), over TLS the run's CA verifies.
-  REQUIRE_MESSAGE(waitUntil([&] { return webhookGet("/readyz").find("ready") != std::string::npos &&
-                                         webhookGet("/readyz").find("not ready") == std::string::npos; },
-                            60),
+  REQUIRE_MESSAGE(waitUntil(
+                      [&] {
+                        return webhookGet("/readyz").find("ready") != std::string::npos &&
+                               webhookGet("/readyz").find("not ready") == std::string::npos;
+                      },
+                      60),
                   diagnostics());
 
   // The API server calls it once its own informer has the configuration: a dry-run binding
@@ -693,7 +706,8 @@ TEST_CASE("the webhook runs with the shipped RBAC and is refused nothing it need
   CHECK(canary[0]["verdict"] == "admit");
 }
 
-TEST_CASE("admit: the real scheduler binds, the API server asks the webhook, the pod has its node") {
+TEST_CASE(
+    "admit: the real scheduler binds, the API server asks the webhook, the pod has its node") {
   Lane& l = lane();
   l.createForScheduler(
       lanePod("wh-admit", "fits", {.pinTo = "admit-1", .memory = "256Mi", .cpu = "500m"}),
@@ -718,11 +732,13 @@ TEST_CASE("admit: the real scheduler binds, the API server asks the webhook, the
   // Counted by the webhook and by the API server (validating, allowed).
   CHECK(sumSamples(l.webhookGet("/metrics"), "nodewarden_admissions_total",
                    {"verdict=\"admit\""}) >= 1);
-  CHECK(sumSamples(l.apiserverMetrics(), "apiserver_admission_webhook_admission_duration_seconds_count",
-                   {"name=\"" + kWebhookName + "\"", "rejected=\"false\"", "type=\"validating\""}) >= 1);
+  CHECK(sumSamples(
+            l.apiserverMetrics(), "apiserver_admission_webhook_admission_duration_seconds_count",
+            {"name=\"" + kWebhookName + "\"", "rejected=\"false\"", "type=\"validating\""}) >= 1);
 }
 
-TEST_CASE("reject: the kubelet's MemoryPressure — the scheduler keeps off; another binder is refused") {
+TEST_CASE(
+    "reject: the kubelet's MemoryPressure — the scheduler keeps off; another binder is refused") {
   Lane& l = lane();
   // The real node-lifecycle controller taints a node reporting MemoryPressure.
   Json node;
@@ -737,8 +753,8 @@ TEST_CASE("reject: the kubelet's MemoryPressure — the scheduler keeps off; ano
                       60),
                   node.dump(2));
   // So the real scheduler never binds a BestEffort pod there: no review is asked.
-  l.createForScheduler(lanePod("wh-reject", "besteffort-1", {.pinTo = "pressure-1"}),
-                       "pressure-1", "reject");
+  l.createForScheduler(lanePod("wh-reject", "besteffort-1", {.pinTo = "pressure-1"}), "pressure-1",
+                       "reject");
   Json pod;
   REQUIRE(l.waitUntil(
       [&] {
@@ -789,15 +805,16 @@ TEST_CASE("reject: the kubelet's MemoryPressure — the scheduler keeps off; ano
                     "error_type=\"no_error\""}) >= 1);
 }
 
-TEST_CASE("reject: nodewarden's own pressure — the scheduler binds, is refused, retries, then binds") {
+TEST_CASE(
+    "reject: nodewarden's own pressure — the scheduler binds, is refused, retries, then binds") {
   Lane& l = lane();
   // NodewardenMemoryPressure (the agent's condition) taints nothing: the scheduler binds.
-  l.createForScheduler(lanePod("wh-reject", "besteffort-2", {.pinTo = "pressure-2"}),
-                       "pressure-2", "reject");
+  l.createForScheduler(lanePod("wh-reject", "besteffort-2", {.pinTo = "pressure-2"}), "pressure-2",
+                       "reject");
   // A Burstable pod is admitted there (MemoryPressure refuses BestEffort pods only).
   l.createForScheduler(
-      lanePod("wh-reject", "burstable-2", {.pinTo = "pressure-2", .memory = "128Mi"}),
-      "pressure-2", "admit");
+      lanePod("wh-reject", "burstable-2", {.pinTo = "pressure-2", .memory = "128Mi"}), "pressure-2",
+      "admit");
   REQUIRE_MESSAGE(l.waitUntil(
                       [&] {
                         return l.pod("wh-reject", "burstable-2")["spec"].value("nodeName", "") ==
@@ -827,7 +844,8 @@ TEST_CASE("reject: nodewarden's own pressure — the scheduler binds, is refused
         return !failed.empty();
       },
       30));
-  const std::string denial = "admission webhook \"" + kWebhookName + "\" denied the request: Evicted";
+  const std::string denial =
+      "admission webhook \"" + kWebhookName + "\" denied the request: Evicted";
   CHECK_MESSAGE(failed[0]["message"].get<std::string>().find(denial) != std::string::npos,
                 failed.dump(2));
   REQUIRE(l.waitUntil(
@@ -840,14 +858,13 @@ TEST_CASE("reject: nodewarden's own pressure — the scheduler binds, is refused
 
   // The agent sees the pressure gone and clears its condition: the scheduler's next attempt
   // binds the pod.
-  const Json clear = {
-      {"status",
-       {{"conditions", Json::array({{{"type", "NodewardenMemoryPressure"},
-                                     {"status", "False"},
-                                     {"reason", "NodewardenHasSufficientMemory"},
-                                     {"message", "no eviction threshold met"},
-                                     {"lastHeartbeatTime", nowRfc3339()},
-                                     {"lastTransitionTime", nowRfc3339()}}})}}}};
+  const Json clear = {{"status",
+                       {{"conditions", Json::array({{{"type", "NodewardenMemoryPressure"},
+                                                     {"status", "False"},
+                                                     {"reason", "NodewardenHasSufficientMemory"},
+                                                     {"message", "no eviction threshold met"},
+                                                     {"lastHeartbeatTime", nowRfc3339()},
+                                                     {"lastTransitionTime", nowRfc3339()}}})}}}};
   const Run patched = l.cluster.kubectl({"patch", "node", "pressure-2", "--subresource=status",
                                          "--type=strategic", "-p", clear.dump()});
   REQUIRE_MESSAGE(patched.status == 0, patched.err);
@@ -861,7 +878,8 @@ TEST_CASE("reject: nodewarden's own pressure — the scheduler binds, is refused
   CHECK(l.reviews("wh-reject/besteffort-2").back()["verdict"] == "admit");
 }
 
-TEST_CASE("wait: a terminating pod holds the room; refused, nothing evicted, bound once it is gone") {
+TEST_CASE(
+    "wait: a terminating pod holds the room; refused, nothing evicted, bound once it is gone") {
   Lane& l = lane();
   // old (3Gi of wait-1's 4Gi) is deleted: terminating until its kubelet would finish it.
   const Run deleted = l.cluster.kubectl("delete pod old -n wh-wait --wait=false");
@@ -873,12 +891,12 @@ TEST_CASE("wait: a terminating pod holds the room; refused, nothing evicted, bou
                        "wait-1", "wait");
   Json pod;
   REQUIRE_MESSAGE(l.waitUntil(
-      [&] {
-        pod = l.pod("wh-wait", "scheduled");
-        return scheduledCondition(pod).value("reason", "") == "Unschedulable";
-      },
-      60),
-      pod.dump(2) << l.diagnostics());
+                      [&] {
+                        pod = l.pod("wh-wait", "scheduled");
+                        return scheduledCondition(pod).value("reason", "") == "Unschedulable";
+                      },
+                      60),
+                  pod.dump(2) << l.diagnostics());
   CHECK(scheduledCondition(pod)["message"].get<std::string>().find("Insufficient memory") !=
         std::string::npos);
   // A second scheduler's binding is refused: it fits once old is gone.
@@ -901,13 +919,11 @@ TEST_CASE("wait: a terminating pod holds the room; refused, nothing evicted, bou
 
   // The kubelet finishes old: the scheduler binds its pod, the second binder's is admitted.
   l.finishDeletion("wh-wait", "old");
-  REQUIRE_MESSAGE(l.waitUntil(
-                      [&] {
-                        return l.pod("wh-wait", "scheduled")["spec"].value("nodeName", "") ==
-                               "wait-1";
-                      },
-                      60),
-                  l.diagnostics());
+  REQUIRE_MESSAGE(
+      l.waitUntil(
+          [&] { return l.pod("wh-wait", "scheduled")["spec"].value("nodeName", "") == "wait-1"; },
+          60),
+      l.diagnostics());
   CHECK(l.reviews("wh-wait/scheduled").back()["verdict"] == "admit");
   l.settle("wh-wait", "new", "wait-1", "admit");
   const ApiAnswer admitted = l.bind("wh-wait", "new", "wait-1");
@@ -916,7 +932,9 @@ TEST_CASE("wait: a terminating pod holds the room; refused, nothing evicted, bou
   CHECK(l.reviews("wh-wait/new").back()["verdict"] == "admit");
 }
 
-TEST_CASE("preempt: victims go through the real Eviction API; a real PDB holds one back until it allows") {
+TEST_CASE(
+    "preempt: victims go through the real Eviction API; a real PDB holds one back until it "
+    "allows") {
   Lane& l = lane();
   // The budget as the real disruption controller computed it: guarded-a is its one healthy
   // pod and must stay.
@@ -934,8 +952,9 @@ TEST_CASE("preempt: victims go through the real Eviction API; a real PDB holds o
 
   // p (lane-high, 3Gi) on preempt-1 (4Gi: guarded-a 2Gi, loose-a 1Gi, both lane-low). §5
   // step 7: guarded-a must go (with it back p does not fit), loose-a may stay.
-  l.cluster.create(lanePod("wh-preempt", "p",
-                           {.memory = "3Gi", .priorityClass = "lane-high", .scheduler = kLaneBinder}));
+  l.cluster.create(
+      lanePod("wh-preempt", "p",
+              {.memory = "3Gi", .priorityClass = "lane-high", .scheduler = kLaneBinder}));
   const std::string pUid = l.uidOf("wh-preempt", "p");
   l.settle("wh-preempt", "p", "preempt-1", "preempt");
   const double evictions429Before =
@@ -944,7 +963,8 @@ TEST_CASE("preempt: victims go through the real Eviction API; a real PDB holds o
   const ApiAnswer first = l.bind("wh-preempt", "p", "preempt-1");
   CHECK(first.code == 403);
   CHECK_MESSAGE(first.body.value("reason", "") == "OutOfmemory", first.raw);
-  CHECK(causeMessage(first.body).ends_with("; preempting 1 lower-priority pod(s): wh-preempt/guarded-a"));
+  CHECK(causeMessage(first.body)
+            .ends_with("; preempting 1 lower-priority pod(s): wh-preempt/guarded-a"));
   auto reviews = l.reviews("wh-preempt/p");
   REQUIRE(reviews.size() == 1);
   CHECK(reviews[0]["verdict"] == "preempt");
@@ -994,7 +1014,9 @@ TEST_CASE("preempt: victims go through the real Eviction API; a real PDB holds o
   // The budget allows one disruption once a second guarded pod is healthy elsewhere (the
   // real disruption controller recomputes it): the retried eviction goes through.
   l.cluster.create(lanePod("wh-preempt", "guarded-b",
-                           {.node = "spare-1", .memory = "1Gi", .priorityClass = "lane-low",
+                           {.node = "spare-1",
+                            .memory = "1Gi",
+                            .priorityClass = "lane-low",
                             .labels = {{"app", "guarded"}}}));
   Json stored = l.pod("wh-preempt", "guarded-b");
   stored["status"] = {{"phase", "Running"}};
@@ -1003,10 +1025,11 @@ TEST_CASE("preempt: victims go through the real Eviction API; a real PDB holds o
       {"phase", "Running"},
       {"startTime", nowRfc3339()},
       {"conditions",
-       Json::array({{{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}},
-                    {{"type", "ContainersReady"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}},
-                    {{"type", "Initialized"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}},
-                    {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}}})},
+       Json::array(
+           {{{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}},
+            {{"type", "ContainersReady"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}},
+            {{"type", "Initialized"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}},
+            {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}}})},
       {"containerStatuses",
        Json::array({{{"name", "main"},
                      {"image", "registry.invalid/nodewarden/pause:3.10"},
@@ -1023,7 +1046,8 @@ TEST_CASE("preempt: victims go through the real Eviction API; a real PDB holds o
                         return evicted["metadata"].contains("deletionTimestamp");
                       },
                       90),
-                  l.kubectlJson("get pdb guarded -n wh-preempt -o json").dump(2) << l.diagnostics());
+                  l.kubectlJson("get pdb guarded -n wh-preempt -o json").dump(2)
+                      << l.diagnostics());
   // Evicted as the Eviction API does it: the DisruptionTarget condition, a graceful delete.
   bool disruptionTarget = false;
   for (const auto& c : evicted["status"].value("conditions", Json::array())) {
@@ -1076,8 +1100,8 @@ TEST_CASE("preempt: victims go through the real Eviction API; a real PDB holds o
 TEST_CASE("a server-side dry run of the binding gets the verdict and evicts nothing") {
   Lane& l = lane();
   // q (lane-high, 2Gi) on dryrun-1 (4Gi, victim 3Gi lane-low): preempt, victim the victim.
-  l.cluster.create(lanePod("wh-dryrun", "q",
-                           {.memory = "2Gi", .priorityClass = "lane-high", .scheduler = kLaneBinder}));
+  l.cluster.create(lanePod(
+      "wh-dryrun", "q", {.memory = "2Gi", .priorityClass = "lane-high", .scheduler = kLaneBinder}));
   const std::string evictionsSeries = "apiserver_request_total";
   const std::vector<std::string> evictionLabels = {"resource=\"pods\"", "subresource=\"eviction\""};
   const double evictionsBefore = sumSamples(l.apiserverMetrics(), evictionsSeries, evictionLabels);
@@ -1150,7 +1174,9 @@ TEST_CASE("a server-side dry run of the binding gets the verdict and evicts noth
   CHECK_MESSAGE(admitted.code == 201, admitted.raw);
 }
 
-TEST_CASE("the webhook stopped: bindings go through (failurePolicy: Ignore), and the API server's metric shows it") {
+TEST_CASE(
+    "the webhook stopped: bindings go through (failurePolicy: Ignore), and the API server's metric "
+    "shows it") {
   Lane& l = lane();
   // Running, the webhook refuses a BestEffort pod on open-1 (nodewarden's own pressure).
   l.createForScheduler(lanePod("wh-open", "before", {.pinTo = "open-1"}), "open-1", "reject");
@@ -1186,11 +1212,11 @@ TEST_CASE("the webhook stopped: bindings go through (failurePolicy: Ignore), and
       30));
   MESSAGE(failOpen << "{name=\"" << kWebhookName << "\"}: " << failOpenBefore << " -> "
                    << failOpenAfter);
-  const std::string rules = slurp(sourceRoot() +
-                                  "/systemd/kubernetes/components/monitoring/prometheusrule.yaml");
+  const std::string rules =
+      slurp(sourceRoot() + "/systemd/kubernetes/components/monitoring/prometheusrule.yaml");
   CHECK(rules.find("apiserver_admission_webhook_fail_open_count{name=\"" + kWebhookName + "\"}") !=
         std::string::npos);
   // The API server says why in its log: the call failed and was ignored.
-  CHECK(l.cluster.logTail("kube-apiserver", 400).find("Failed calling webhook, failing open " +
-                                                      kWebhookName) != std::string::npos);
+  CHECK(l.cluster.logTail("kube-apiserver", 400)
+            .find("Failed calling webhook, failing open " + kWebhookName) != std::string::npos);
 }
