@@ -331,7 +331,8 @@ TEST_CASE("an eviction a budget refuses: each 429 reported with its cause, no Pr
   CHECK(outcomes[1].detail == "not sent: the eviction before it did not take effect");
   CHECK(server.pod("shop", "cart").has_value());
   for (const auto& event : server.events()) CHECK(event["reason"] != "Preempted");
-  for (const auto& request : server.requests()) CHECK(request.path != "/api/v1/namespaces/shop/events");
+  for (const auto& request : server.requests())
+    CHECK(request.path != "/api/v1/namespaces/shop/events");
 }
 
 TEST_CASE("a victim already gone gets no Preempted event either") {
