@@ -34,8 +34,24 @@ std::string ApiResponse::describe() const {
     out.append(reason.data(), reason.size());
   }
   if (!error.empty()) return out + ": " + error;
-  if (auto message = findJsonString(body, {"message"}); message && !message->empty())
-    return out + ": " + *message;
+  if (auto message = findJsonString(body, {"message"}); message && !message->empty()) {
+    // The Status' causes say what the message does not: which disruption budget refused an
+    // eviction and why, which field was invalid.
+    std::string causes;
+    const policy::Json status = policy::Json::parse(body, nullptr, false);
+    if (status.is_object() && status.contains("details") && status["details"].is_object()) {
+      const policy::Json& list = status["details"].value("causes", policy::Json::array());
+      for (const policy::Json& cause : list.is_array() ? list : policy::Json::array()) {
+        if (!cause.is_object()) continue;
+        const auto text = cause.find("message");
+        if (text == cause.end() || !text->is_string()) continue;
+        const std::string& said = text->get_ref<const std::string&>();
+        if (said.empty() || said == *message) continue;
+        causes += (causes.empty() ? "" : "; ") + said;
+      }
+    }
+    return out + ": " + *message + (causes.empty() ? "" : " (" + causes + ")");
+  }
   std::string_view text(body);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
     text.remove_suffix(1);

@@ -57,6 +57,9 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
     std::string contentType;
     // Answers other than 2xx that mean the write is done (already gone, already there).
     std::vector<unsigned> alsoDone;
+    // Sent only when the write before it in the lane got a 2xx answer (the Preempted event
+    // behind its eviction); otherwise dropped and reported as not sent.
+    bool onlyAfterSuccess = false;
     int attempts = 0;
   };
   // Writes about one subject, sent one after the other in order.
@@ -146,6 +149,15 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
           self->pump(laneKey);
         }
       });
+      WriteOutcome retry;
+      retry.what = write.what;
+      retry.pod = write.subject;
+      retry.attempts = write.attempts;
+      retry.status = response.status;
+      retry.detail = response.describe();
+      retry.retryIn = wait;
+      // Reported last: a listener may queue more writes, which may touch this lane.
+      if (onRetry) onRetry(retry);
       return;
     }
     WriteOutcome outcome;
@@ -166,6 +178,8 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
         outcome.detail += " (gave up after " + std::to_string(write.attempts) + " attempts)";
     }
     const bool podGone = response.status == 404 && write.what == "status";
+    const bool succeeded = response.status >= 200 && response.status < 300;
+    const std::string finished = write.what;
     lane.writes.pop_front();  // `write` is gone from here on
     lane.backoff = std::chrono::milliseconds{0};
     --queued;
@@ -177,6 +191,17 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
       skipped.pod = lane.writes.front().subject;
       skipped.ok = true;
       skipped.detail = "pod already gone";
+      lane.writes.pop_front();
+      --queued;
+      outcomes.push_back(std::move(skipped));
+    }
+    // What follows only a write that took effect (the Preempted event behind its eviction).
+    while (!succeeded && !lane.writes.empty() && lane.writes.front().onlyAfterSuccess) {
+      WriteOutcome skipped;
+      skipped.what = lane.writes.front().what;
+      skipped.pod = lane.writes.front().subject;
+      skipped.ok = true;
+      skipped.detail = "not sent: the " + finished + " before it did not take effect";
       lane.writes.pop_front();
       --queued;
       outcomes.push_back(std::move(skipped));
@@ -248,6 +273,7 @@ struct ApiWriter::Impl : std::enable_shared_from_this<Impl> {
   };
   std::map<std::string, ConditionState> conditions;  // "node/type"
   std::function<void(const WriteOutcome&)> onOutcome;
+  std::function<void(const WriteOutcome&)> onRetry;
 };
 
 ApiWriter::ApiWriter(boost::asio::io_context& io, Client& client, WriterOptions options)
@@ -255,12 +281,16 @@ ApiWriter::ApiWriter(boost::asio::io_context& io, Client& client, WriterOptions 
   impl_->onOutcome = [this](const WriteOutcome& outcome) {
     if (onOutcome) onOutcome(outcome);
   };
+  impl_->onRetry = [this](const WriteOutcome& retry) {
+    if (onRetry) onRetry(retry);
+  };
 }
 
 ApiWriter::~ApiWriter() {
   for (auto& [key, lane] : impl_->lanes)
     if (lane.timer) lane.timer->cancel();
   impl_->onOutcome = nullptr;
+  impl_->onRetry = nullptr;
 }
 
 std::size_t ApiWriter::pending() const {
@@ -324,11 +354,6 @@ void ApiWriter::preempt(const PodRef& preemptor, const std::string& node,
   for (const PodRef& victim : victims) {
     if (!impl_->handedOver.insert(victim.uid).second) continue;
     const std::string lane = "pod/" + victim.uid;
-    // The scheduler's event on each victim (preemption/preemption.go prepareCandidate).
-    impl_->enqueue(lane, impl_->eventWrite(victim, "Normal", "Preempted",
-                                           "Preempted by pod " + preemptor.key() + " (" +
-                                               preemptor.uid + ") on node " + node,
-                                           {}));
     Json eviction = {{"apiVersion", "policy/v1"},
                      {"kind", "Eviction"},
                      {"metadata", {{"name", victim.name}, {"namespace", victim.ns}}},
@@ -342,6 +367,14 @@ void ApiWriter::preempt(const PodRef& preemptor, const std::string& node,
     write.contentType = "application/json";
     write.alsoDone = {404};  // already gone
     impl_->enqueue(lane, std::move(write));
+    // The scheduler's event on each victim, once it is evicted (the scheduler's preemption
+    // records it after the victim's deletion went through): a victim a disruption budget
+    // keeps is told nothing it did not undergo.
+    Impl::Write event = impl_->eventWrite(
+        victim, "Normal", "Preempted",
+        "Preempted by pod " + preemptor.key() + " (" + preemptor.uid + ") on node " + node, {});
+    event.onlyAfterSuccess = true;
+    impl_->enqueue(lane, std::move(event));
   }
 }
 

@@ -80,6 +80,8 @@ struct WriteOutcome {
   int attempts = 0;
   unsigned status = 0;  // the last HTTP status (0: no answer)
   std::string detail;   // the API's message when it failed; "already gone" …
+  // For onRetry only: how long until the next attempt.
+  std::chrono::milliseconds retryIn{0};
 };
 
 class ApiWriter {
@@ -95,7 +97,9 @@ class ApiWriter {
   void podEvicted(const EvictedPod& evicted);
   // Admission preemption: POST …/eviction (policy/v1) for each victim with the UID
   // precondition; a 429 (a disruption budget forbids it) is retried after Retry-After or
-  // the backoff. Message of the Event on the victim: the kubelet's "Preempted by …" text.
+  // the backoff. Once the eviction succeeded, the scheduler's Normal "Preempted" Event on the
+  // victim ("Preempted by pod NS/NAME (UID) on node NODE"); none for a victim the Eviction
+  // API never let go (refused until the attempts ran out, already gone, replaced).
   void preempt(const PodRef& preemptor, const std::string& node,
                const std::vector<PodRef>& victims);
   // PATCH pods/NAME/status {"status":{"nominatedNodeName":node}} ("" clears it).
@@ -108,7 +112,14 @@ class ApiWriter {
 
   // Writes queued or in flight.
   std::size_t pending() const;
+  // Each write's final outcome (done, refused, or given up after the last attempt).
   std::function<void(const WriteOutcome&)> onOutcome;
+  // Each answer that makes a write wait and try again (no answer, 408, 409 on a status write,
+  // 429, 5xx): ok false, the answer's status and description (the Status' message and its
+  // causes: "429 Too Many Requests: Cannot evict pod as it would violate the pod's disruption
+  // budget. (The disruption budget web needs 2 healthy pods and has 2 currently)"), the
+  // attempts so far and retryIn.
+  std::function<void(const WriteOutcome&)> onRetry;
 
  private:
   struct Impl;

@@ -49,7 +49,7 @@ struct Subject {
 // cannot judge it. The cache must be refreshed.
 std::variant<Subject, Unjudged> subjectOf(const BindingReview& r, const ClusterCache& cache) {
   if (!r.isBinding) {
-    return Unjudged{"NotABinding", "nodewarden only reviews pods/binding (got " +
+    return Unjudged{"NotABinding", "nodewarden only reviews pods/binding and bindings (got " +
                                        (r.resource.empty() ? std::string("?") : r.resource) +
                                        (r.subResource.empty() ? "" : "/" + r.subResource) + " " +
                                        (r.operation.empty() ? std::string("?") : r.operation) +

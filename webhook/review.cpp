@@ -85,8 +85,11 @@ Result<BindingReview> parseBindingReview(std::string_view body) {
     out.ns = request.string("namespace").value_or("");
     out.name = request.string("name").value_or("");
     out.dryRun = request.boolean("dryRun").value_or(false);
-    out.isBinding = out.resourceGroup.empty() && out.resource == "pods" &&
-                    out.subResource == "binding" && out.operation == "CREATE";
+    // POST pods/NAME/binding (the scheduler's), or POST bindings — the older resource that
+    // binds a pod just the same and is what `kubectl create -f` of a Binding posts to.
+    out.isBinding = out.resourceGroup.empty() && out.operation == "CREATE" &&
+                    ((out.resource == "pods" && out.subResource == "binding") ||
+                     (out.resource == "bindings" && out.subResource.empty()));
     if (out.isBinding && diagnostics.empty()) {
       const JsonObject object = request.object("object");
       if (!object.valid() && request.member("object") == nullptr) {

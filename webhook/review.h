@@ -22,7 +22,9 @@ struct BindingReview {
   std::string ns;                                        // request.namespace
   std::string name;                                      // request.name
   bool dryRun = false;
-  // True for a pods/binding CREATE (core group); the fields below are set only then.
+  // True for a pods/binding CREATE, or a CREATE of the core group's `bindings` resource (the
+  // older way to bind a pod, which `kubectl create -f` of a Binding takes); the fields below
+  // are set only then.
   bool isBinding = false;
   std::string podNamespace;      // object.metadata.namespace, else request.namespace
   std::string podName;           // object.metadata.name, else request.name

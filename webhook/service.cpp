@@ -50,6 +50,18 @@ void logWrite(const kube::WriteOutcome& outcome) {
                     {"detail", outcome.detail}});
 }
 
+// A write the API server made wait (a disruption budget's 429 on an eviction, no answer, a
+// 5xx): retried after `retry_in_ms`.
+void logRetry(const kube::WriteOutcome& retry) {
+  server::logEvent(server::LogLevel::Warn, "api-write-retry",
+                   {{"what", retry.what},
+                    {"pod", retry.pod},
+                    {"attempts", retry.attempts},
+                    {"status", static_cast<std::int64_t>(retry.status)},
+                    {"retry_in_ms", static_cast<std::int64_t>(retry.retryIn.count())},
+                    {"detail", retry.detail}});
+}
+
 kube::WriterOptions writerOptions() {
   kube::WriterOptions options;
   options.component = "nodewarden-webhook";
@@ -112,6 +124,15 @@ WebhookService::WebhookService(boost::asio::io_context& io, WebhookOptions optio
               }),
       housekeeping_(io) {
   writer_.onOutcome = logWrite;
+  server::CounterFamily& retries = metrics_.counter(
+      "nodewarden_api_write_retries_total",
+      "API writes answered with a retryable status and tried again, by write and HTTP status "
+      "(code 0: no answer); an eviction a disruption budget refuses counts here as 429.",
+      {"what", "code"});
+  writer_.onRetry = [&retries](const kube::WriteOutcome& retry) {
+    logRetry(retry);
+    retries.add({retry.what, std::to_string(retry.status)});
+  };
   watch("pods", "/api/v1/pods", cache_.podSink());
   watch("nodes", "/api/v1/nodes", nodes_);
   watch("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses", classes_);

@@ -788,6 +788,14 @@ net::awaitable<void> FakeApiServer::Impl::serve(std::shared_ptr<Connection<Strea
                                                request.version()};
     response.set(http::field::server, "nodewarden-fake-apiserver");
     response.set(http::field::content_type, "application/json");
+    // As the real server writes an error (responsewriters.ErrorNegotiated): a Status that
+    // suggests a delay says so in Retry-After too, which is what clients read.
+    const Json& body = outcome.reply.body;
+    const Json* details = body.is_object() && body.contains("details") ? &body["details"] : nullptr;
+    if (details != nullptr && details->is_object()) {
+      const std::int64_t seconds = details->value("retryAfterSeconds", std::int64_t{0});
+      if (seconds > 0) response.set(http::field::retry_after, std::to_string(seconds));
+    }
     response.keep_alive(request.keep_alive());
     response.body() = outcome.reply.body.dump();
     response.prepare_payload();

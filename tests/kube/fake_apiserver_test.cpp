@@ -30,6 +30,7 @@ using namespace std::chrono_literals;
 struct Reply {
   unsigned status = 0;
   std::string body;
+  std::string retryAfter;  // the Retry-After header, "" when absent
   Json json() const { return Json::parse(body); }
 };
 
@@ -73,7 +74,8 @@ class Client {
     error_ = onStream(
         [&](auto& stream, auto handler) { http::async_read(stream, buffer_, response, handler); });
     if (error_) return {};
-    return {response.result_int(), response.body()};
+    return {response.result_int(), response.body(),
+            std::string(response[http::field::retry_after])};
   }
 
   // Sends a watch request and reads the header; returns the HTTP status.
@@ -555,7 +557,25 @@ TEST_CASE("eviction: 201, 429 with a PDB at 0, 500 with two PDBs, 400 and 404") 
   CHECK(body["details"]["causes"][0]["reason"] == "DisruptionBudget");
   CHECK(body["details"]["causes"][0]["message"] ==
         "The disruption budget web needs 2 healthy pods and has 2 currently");
+  // No delay suggested (the real server's retryAfterSeconds 0): no Retry-After.
+  CHECK_FALSE(body["details"].contains("retryAfterSeconds"));
+  CHECK(blocked.retryAfter.empty());
   CHECK(server.pod("ns1", "w2"));
+
+  // A budget whose status the disruption controller has not caught up with: 429 with 10 s
+  // suggested, in the Status and, as the real server writes it, in Retry-After.
+  Json stale = pdb("ns1", "web", {{"matchLabels", web}}, 1);
+  stale["metadata"]["generation"] = 2;
+  stale["status"]["observedGeneration"] = 1;
+  server.upsertPodDisruptionBudget(stale);
+  Reply processing =
+      client.request("POST", "/api/v1/namespaces/ns1/pods/w2/eviction", evictionBody("w2"));
+  CHECK(processing.status == 429);
+  CHECK(processing.json()["details"]["retryAfterSeconds"] == 10);
+  CHECK(processing.json()["details"]["causes"][0]["message"] ==
+        "The disruption budget web is still being processed by the server.");
+  CHECK(processing.retryAfter == "10");
+  server.upsertPodDisruptionBudget(pdb("ns1", "web", {{"matchLabels", web}}, 0));
 
   // A terminating pod ignores the PDB and is deleted directly (grace 0 removes it).
   Reply again = client.request("POST", "/api/v1/namespaces/ns1/pods/w1/eviction",

@@ -258,7 +258,9 @@ TEST_CASE("preemption evicts through the Eviction API and waits out a disruption
       ++refused;
   CHECK(refused >= 1);
   CHECK(server.pod("shop", "cart").has_value());
-  CHECK(writer.pending() == 1);
+  // The eviction retrying and the Preempted event behind it; nominate went through.
+  CHECK(writer.pending() == 2);
+  for (const auto& event : server.events()) CHECK(event["reason"] != "Preempted");
 
   // The budget allows one disruption now: the next attempt succeeds.
   server.upsertPodDisruptionBudget(
@@ -282,6 +284,74 @@ TEST_CASE("preemption evicts through the Eviction API and waits out a disruption
     if (event["reason"] == "Preempted" && event["involvedObject"]["name"] == "cart")
       preemptedEvent = true;
   CHECK(preemptedEvent);
+}
+
+TEST_CASE("an eviction a budget refuses: each 429 reported with its cause, no Preempted event") {
+  // As the real API server answers (pkg/registry/core/pod/storage/eviction.go): 429 with the
+  // budget named in details.causes; the victim keeps running, so it is told nothing.
+  FakeApiServer server;
+  server.upsertPod(pod("shop", "cart", "uid-cart", {{"app", "cart"}}));
+  server.upsertPodDisruptionBudget(
+      {{"apiVersion", "policy/v1"},
+       {"kind", "PodDisruptionBudget"},
+       {"metadata", {{"name", "cart"}, {"namespace", "shop"}}},
+       {"spec", {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "cart"}}}}}}},
+       {"status", {{"disruptionsAllowed", 0}, {"desiredHealthy", 1}, {"currentHealthy", 1}}}});
+  boost::asio::io_context io;
+  kube::Client client(io, configFor(server, "test-token"));
+  auto options = fastOptions();
+  options.maxAttempts = 3;
+  kube::ApiWriter writer(io, client, options);
+  std::vector<kube::WriteOutcome> outcomes, retries;
+  writer.onOutcome = [&](const kube::WriteOutcome& outcome) { outcomes.push_back(outcome); };
+  writer.onRetry = [&](const kube::WriteOutcome& retry) { retries.push_back(retry); };
+  writer.preempt({"prod", "db", "uid-db"}, "node-1", {{"shop", "cart", "uid-cart"}});
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 10s));
+  // Two retries (attempts 1 and 2), then given up at the third.
+  REQUIRE(retries.size() == 2);
+  for (std::size_t i = 0; i < retries.size(); ++i) {
+    CHECK(retries[i].what == "eviction");
+    CHECK(retries[i].pod == "shop/cart");
+    CHECK_FALSE(retries[i].ok);
+    CHECK(retries[i].attempts == int(i) + 1);
+    CHECK(retries[i].status == 429);
+    CHECK(retries[i].retryIn.count() > 0);
+    CHECK(retries[i].detail ==
+          "429 Too Many Requests: Cannot evict pod as it would violate the pod's disruption "
+          "budget. (The disruption budget cart needs 1 healthy pods and has 1 currently)");
+  }
+  REQUIRE(outcomes.size() == 2);
+  CHECK(outcomes[0].what == "eviction");
+  CHECK_FALSE(outcomes[0].ok);
+  CHECK(outcomes[0].attempts == 3);
+  CHECK(outcomes[0].detail.find("gave up after 3 attempts") != std::string::npos);
+  CHECK(outcomes[1].what == "event");
+  CHECK(outcomes[1].ok);
+  CHECK(outcomes[1].detail == "not sent: the eviction before it did not take effect");
+  CHECK(server.pod("shop", "cart").has_value());
+  for (const auto& event : server.events()) CHECK(event["reason"] != "Preempted");
+  for (const auto& request : server.requests())
+    CHECK(request.path != "/api/v1/namespaces/shop/events");
+}
+
+TEST_CASE("a victim already gone gets no Preempted event either") {
+  FakeApiServer server;
+  boost::asio::io_context io;
+  kube::Client client(io, configFor(server, "test-token"));
+  kube::ApiWriter writer(io, client, fastOptions());
+  std::vector<kube::WriteOutcome> outcomes;
+  writer.onOutcome = [&](const kube::WriteOutcome& outcome) { outcomes.push_back(outcome); };
+  writer.preempt({"prod", "db", "uid-db"}, "node-1", {{"shop", "gone", "uid-gone"}});
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 5s));
+  REQUIRE(outcomes.size() == 2);
+  CHECK(outcomes[0].what == "eviction");
+  CHECK(outcomes[0].ok);
+  CHECK(outcomes[0].detail == "already gone");
+  CHECK(outcomes[1].what == "event");
+  CHECK(outcomes[1].detail == "not sent: the eviction before it did not take effect");
+  CHECK(server.events().empty());
 }
 
 TEST_CASE("node conditions: written on change only, transition time kept while status holds") {

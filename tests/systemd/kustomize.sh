@@ -279,7 +279,7 @@ expect "webhooks" "$(q "$vwc" '{.webhooks[*].name}')" binding.nodewarden.io
 expect "webhook rules apiGroups" "$(q "$vwc" "{$w.rules[*].apiGroups}")" '[""]'
 expect "webhook rules apiVersions" "$(q "$vwc" "{$w.rules[*].apiVersions}")" '["v1"]'
 expect "webhook rules operations" "$(q "$vwc" "{$w.rules[*].operations}")" '["CREATE"]'
-expect "webhook rules resources" "$(q "$vwc" "{$w.rules[*].resources}")" '["pods/binding"]'
+expect "webhook rules resources" "$(q "$vwc" "{$w.rules[*].resources}")" '["pods/binding","bindings"]'
 expect "webhook failurePolicy" "$(q "$vwc" "{$w.failurePolicy}")" Ignore
 expect "webhook sideEffects" "$(q "$vwc" "{$w.sideEffects}")" NoneOnDryRun
 expect "webhook admissionReviewVersions" "$(q "$vwc" "{$w.admissionReviewVersions}")" '["v1"]'

@@ -279,6 +279,24 @@ TEST_CASE("parseBindingReview names the JSON path of what is wrong") {
   CHECK(both.find("request.uid: expected a string, got false") != std::string::npos);
 }
 
+TEST_CASE("a CREATE of the bindings resource is a binding too") {
+  // What the real API server sends for POST /api/v1/namespaces/NS/bindings (`kubectl create
+  // -f` of a Binding): resource "bindings", no subresource; it binds the pod just the same.
+  json legacy = reviewJson("u-1", "shop", "web-1", "worker-2");
+  legacy["request"]["resource"] = {{"group", ""}, {"version", "v1"}, {"resource", "bindings"}};
+  legacy["request"]["subResource"] = nullptr;
+  auto parsed = parseBindingReview(legacy.dump());
+  REQUIRE(parsed.ok());
+  CHECK(parsed->isBinding);
+  CHECK(parsed->podKey() == "shop/web-1");
+  CHECK(parsed->node == "worker-2");
+  // bindings/status is no such thing: not a binding.
+  legacy["request"]["subResource"] = "status";
+  auto sub = parseBindingReview(legacy.dump());
+  REQUIRE(sub.ok());
+  CHECK_FALSE(sub->isBinding);
+}
+
 TEST_CASE("a review of something other than pods/binding CREATE parses as not a binding") {
   json pods = reviewJson("u-1", "ns", "p", "node-1");
   pods["request"]["subResource"] = nullptr;
@@ -655,7 +673,7 @@ TEST_CASE("a review that is not a pods/binding CREATE is allowed with a warning"
   CHECK(response["allowed"] == true);
   REQUIRE(response["warnings"].size() == 1);
   CHECK(response["warnings"][0].get<std::string>().starts_with(
-      "nodewarden only reviews pods/binding"));
+      "nodewarden only reviews pods/binding and bindings"));
   CHECK(f.actions.calls.empty());
   CHECK(f.records.at(0).verdict == ReviewVerdict::FailedOpen);
   CHECK(f.records.at(0).reason == "NotABinding");
