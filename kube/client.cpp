@@ -38,9 +38,10 @@ std::string ApiResponse::describe() const {
     // The Status' causes say what the message does not: which disruption budget refused an
     // eviction and why, which field was invalid.
     std::string causes;
-    const policy::Json status = policy::Json::parse(body, nullptr, false);
-    if (status.is_object() && status.contains("details") && status["details"].is_object()) {
-      const policy::Json& list = status["details"].value("causes", policy::Json::array());
+    const policy::Json statusObject = policy::Json::parse(body, nullptr, false);
+    if (statusObject.is_object() && statusObject.contains("details") &&
+        statusObject["details"].is_object()) {
+      const policy::Json list = statusObject["details"].value("causes", policy::Json::array());
       for (const policy::Json& cause : list.is_array() ? list : policy::Json::array()) {
         if (!cause.is_object()) continue;
         const auto text = cause.find("message");
