@@ -32,11 +32,6 @@ int runStatus(const std::vector<std::string>& args, std::ostream& out, std::ostr
 int runReplay(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runTune(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runWhy(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
-// The demo's last words on its episodes: each replayed with the policy it recorded (fidelity,
-// and, for an episode the agent did not act on, whether that policy would have prevented the
-// kernel's OOM kills), a few lines each on `out`; the same as a JSON array
-// [{"file", "fidelity", "decisions", "kernelOomKills", "prevented", "speedup"}].
-policy::OrderedJson summarizeEpisodes(const std::vector<std::string>& files, std::ostream& out);
 
 // Rows as left-aligned columns two spaces apart, each line starting with `indent`.
 std::string columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent);

@@ -11,6 +11,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -21,7 +22,7 @@
 
 #include "node/agent.h"
 #include "base/args.h"
-#include "cli/commands.h"
+#include "demo/episodes.h"
 #include "demo/run.h"
 #include "base/files.h"
 #include "policy/files.h"
@@ -194,6 +195,28 @@ std::optional<Scenario> parseScenario(const std::string& text, policy::Diagnosti
   if (!diagnostics.empty()) return std::nullopt;
   return scenario;
 }
+
+// An eviction's latency (crossing → signal) in its two parts: crossing → threshold met, the
+// soft threshold's grace period from the policy (0 for a hard threshold), and threshold met →
+// signal, the agent's reaction. The grace is capped at the latency, so the two add up to it.
+struct LatencySplit {
+  double graceMs = 0;
+  double reactionMs = 0;
+};
+
+LatencySplit splitLatency(const EvictionRecord& record, const policy::Policy& policy) {
+  double graceMs = 0;
+  if (!record.hard) {
+    for (const policy::Threshold& t : policy.thresholds) {
+      if (t.signal == record.signal && !t.hard())
+        graceMs = std::chrono::duration<double, std::milli>(t.gracePeriod).count();
+    }
+  }
+  graceMs = std::clamp(graceMs, 0.0, std::max(record.latencyMs, 0.0));
+  return {graceMs, record.latencyMs - graceMs};
+}
+
+double tenths(double value) { return std::round(value * 10) / 10; }
 
 std::string mib(std::int64_t bytes) {
   char buffer[32];
@@ -607,15 +630,19 @@ int runDemo(const std::vector<std::string>& argv) {
     int n = 0;
     for (const EvictionRecord& record : agent->evictions()) {
       const double at = std::chrono::duration<double>(record.signalledAt - started).count();
+      const LatencySplit split = splitLatency(record, policy);
       std::printf(
-          "  %d. t=%.1fs evicted %s (%s, %s threshold, grace %llds): latency %.1f ms\n     %s\n",
+          "  %d. t=%.1fs evicted %s (%s, %s threshold, grace %llds): latency %.1f ms "
+          "(threshold's grace %.1f ms + agent's reaction %.1f ms)\n     %s\n",
           ++n, at, record.pod.c_str(), std::string(policy::toString(record.signal)).c_str(), record.hard ? "hard" : "soft",
-          static_cast<long long>(record.gracePeriodSeconds), record.latencyMs,
-          record.message.c_str());
+          static_cast<long long>(record.gracePeriodSeconds), record.latencyMs, split.graceMs,
+          split.reactionMs, record.message.c_str());
       policy::OrderedJson entry;
       entry["pod"] = record.pod;
       entry["signal"] = std::string(policy::toString(record.signal));
-      entry["latencyMs"] = std::round(record.latencyMs * 10) / 10;
+      entry["latencyMs"] = tenths(record.latencyMs);
+      entry["graceMs"] = tenths(split.graceMs);
+      entry["reactionMs"] = tenths(split.reactionMs);
       report["evictions"].push_back(entry);
     }
     if (n == 0) std::cout << "  no evictions\n";
@@ -640,7 +667,7 @@ int runDemo(const std::vector<std::string>& argv) {
   if (Recorder* recorder = agent ? agent->recorder() : nullptr) {
     const std::vector<std::string> episodes = recorder->episodeFiles();
     if (episodes.empty()) std::cout << "  episode: none recorded (" << recorder->stateDir() << ")\n";
-    report["episodes"] = cli::summarizeEpisodes(episodes, std::cout);
+    report["episodes"] = summarizeEpisodes(episodes, std::cout);
   }
   if (plotPath) {
     plot.title = baseline      ? "baseline: no agent, the kernel's OOM killer decides"
@@ -662,10 +689,28 @@ int runDemo(const std::vector<std::string>& argv) {
       }
     }
     if (agent && !baseline) {
+      // Each crossing once (evictions of one cycle share it), then each signal with the
+      // agent's reaction: the grace period is the gap between the two.
+      std::vector<SteadyTime> crossings;
       for (const EvictionRecord& record : agent->evictions()) {
+        if (std::find(crossings.begin(), crossings.end(), record.crossedAt) != crossings.end())
+          continue;
+        crossings.push_back(record.crossedAt);
+        const LatencySplit split = splitLatency(record, policy);
+        char label[128];
+        std::snprintf(label, sizeof label, "%s crossed (%s, grace %.1f s)",
+                      std::string(policy::toString(record.signal)).c_str(),
+                      record.hard ? "hard" : "soft", split.graceMs / 1000);
+        plot.marks.push_back(PlotMark{
+            std::chrono::duration<double>(record.crossedAt - started).count(), label, false});
+      }
+      for (const EvictionRecord& record : agent->evictions()) {
+        char reaction[64];
+        std::snprintf(reaction, sizeof reaction, ", reaction %.1f ms",
+                      splitLatency(record, policy).reactionMs);
         plot.marks.push_back(PlotMark{
             std::chrono::duration<double>(record.signalledAt - started).count(),
-            "evicted " + record.pod, false});
+            "evicted " + record.pod + reaction, false});
       }
     }
     plot.marks.insert(plot.marks.end(), oomMarks.begin(), oomMarks.end());

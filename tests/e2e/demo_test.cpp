@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -102,6 +103,14 @@ TEST_CASE("demo: the agent evicts the batch pods, the kernel alone kills product
   for (const Json& eviction : agent["evictions"]) {
     evicted.insert(eviction["pod"].get<std::string>());
     CHECK(eviction["signal"] == "allocatableMemory.available");
+    // The latency split: the policy's grace (0: this policy's threshold is hard) plus the
+    // agent's reaction is the latency, each rounded to 0.1 ms.
+    const double latency = eviction["latencyMs"].get<double>();
+    const double grace = eviction["graceMs"].get<double>();
+    const double reaction = eviction["reactionMs"].get<double>();
+    CHECK(grace == 0);
+    CHECK(reaction >= 0);
+    CHECK(std::abs(grace + reaction - latency) <= 0.2);
   }
   CHECK(evicted == std::set<std::string>{"batch/big", "batch/small"});
   CHECK(asSet(agent["survivors"]) == std::set<std::string>{"kube-system/agent", "prod/api"});
@@ -128,7 +137,10 @@ TEST_CASE("demo: the agent evicts the batch pods, the kernel alone kills product
     CHECK(svg->find("allocatableMemory.available &lt; 64Mi") != std::string::npos);
     CHECK(svg->find("<polyline") != std::string::npos);
   }
-  CHECK(agentPlot.find("evicted batch/big") != std::string::npos);
+  CHECK(agentPlot.find("evicted batch/big, reaction ") != std::string::npos);
+  CHECK(agentPlot.find("allocatableMemory.available crossed (hard, grace 0.0 s)") !=
+        std::string::npos);
+  CHECK(baselinePlot.find("crossed") == std::string::npos);
   CHECK(agentPlot.find("OOM kill") == std::string::npos);
   CHECK(baselinePlot.find("OOM kill prod/api") != std::string::npos);
   CHECK(baselinePlot.find("evicted") == std::string::npos);
