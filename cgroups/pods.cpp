@@ -1,8 +1,10 @@
 #include "cgroups/pods.h"
 
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <set>
@@ -135,6 +137,8 @@ const char* CgroupDir::fileName(File file, Version version) {
       return "memory.events";
     case File::OomControl:
       return "memory.oom_control";
+    case File::CgroupEvents:
+      return "cgroup.events";
     case File::Count:
       break;
   }
@@ -258,21 +262,56 @@ Result<std::unique_ptr<PodCgroup>> PodCgroups::openPod(const PodCgroupName& name
   return pod;
 }
 
+bool PodCgroups::drainChanges() {
+  if (!changes_.valid()) return false;
+  bool any = false;
+  alignas(inotify_event) char buffer[4096];
+  // Bounded: a queue of 64 × 4 KiB of events means everything changed anyway.
+  for (int round = 0; round < 64; ++round) {
+    const ssize_t n = ::read(changes_.get(), buffer, sizeof buffer);
+    if (n <= 0) break;
+    any = true;
+  }
+  return any;
+}
+
+void PodCgroups::watchDirectory(const std::string& path) {
+  if (!changes_.valid()) return;
+  constexpr std::uint32_t kMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+                                  IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+  // Adding a watch to a directory already watched only returns its descriptor again.
+  if (::inotify_add_watch(changes_.get(), path.c_str(), kMask) < 0) changes_.reset();
+}
+
+bool PodCgroups::mayHaveChanged() {
+  if (!changes_.valid() || changed_) return true;
+  changed_ = drainChanges();
+  return changed_;
+}
+
 Result<RefreshResult> PodCgroups::refresh() {
   RefreshResult result;
   const std::string kubepodsPath = hierarchy_.memory + "/" + kubepods_;
+  // Events from now on are for the next refresh; those queued before are this one's.
+  (void)drainChanges();
+  changed_ = false;
   struct stat st {};
   if (!kubepodsMemory_.valid() || ::stat(kubepodsPath.c_str(), &st) != 0 ||
       st.st_ino != kubepodsMemory_.inode()) {
     auto dir = CgroupDir::open(kubepodsPath, hierarchy_.memoryVersion);
     if (!dir) return dir.error().withContext("opening the kubepods cgroup");
     kubepodsMemory_ = std::move(dir).value();
+    changes_.reset();  // a new kubepods directory: watched afresh below
     kubepodsUnified_.reset();
     if (!hierarchy_.unified.empty()) {
       if (auto unified = CgroupDir::open(hierarchy_.unified + "/" + kubepods_, Version::V2)) {
         kubepodsUnified_ = std::move(unified).value();
       }
     }
+  }
+  if (!changes_.valid()) {
+    changes_ = UniqueFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    watchDirectory(kubepodsPath);
   }
   auto top = listSubdirectories(kubepodsMemory_.fd());
   if (!top) return top.error().withContext("listing " + kubepodsPath);
@@ -308,6 +347,7 @@ Result<RefreshResult> PodCgroups::refresh() {
 
   for (const std::string& name : *top) {
     if (auto qos = parseQosDirName(name, driver_)) {
+      watchDirectory(kubepodsPath + "/" + name);
       auto tierDir = openDirAt(kubepodsMemory_.fd(), name);
       if (!tierDir) {
         if (!isGone(tierDir.error()))

@@ -72,6 +72,7 @@ class CgroupDir {
     MemoryPressure,  // v2 only
     MemoryEvents,    // v2 only
     OomControl,      // v1 only
+    CgroupEvents,    // v2 only: cgroup.events ("populated", "frozen")
     Count
   };
   static const char* fileName(File file, Version version);
@@ -140,6 +141,12 @@ class PodCgroups {
   // those recreated under the same name (different inode). A cgroup vanishing mid-refresh
   // is normal and not an error. Only an unreadable kubepods cgroup is an error.
   Result<RefreshResult> refresh();
+  // Whether a pod cgroup may have appeared, gone or been recreated since the last refresh():
+  // an inotify watch on the kubepods directory and its QoS tiers (the kubelet and the
+  // runtimes make and remove pod cgroups with mkdir and rmdir there), drained without
+  // blocking — one read(2) when nothing happened, however many pods there are. True before
+  // the first refresh and whenever the watch could not be set up: callers then refresh.
+  bool mayHaveChanged();
 
   const Hierarchy& hierarchy() const { return hierarchy_; }
   const std::string& kubepods() const { return kubepods_; }
@@ -163,6 +170,9 @@ class PodCgroups {
  private:
   Result<std::unique_ptr<PodCgroup>> openPod(const PodCgroupName& name,
                                              const std::string& relativePath) const;
+  // Reads every pending inotify event; true when there was one.
+  bool drainChanges();
+  void watchDirectory(const std::string& path);
 
   Hierarchy hierarchy_;
   std::string kubepods_;
@@ -171,6 +181,8 @@ class PodCgroups {
   mutable CgroupDir rootMemory_;
   std::optional<CgroupDir> kubepodsUnified_;
   std::map<std::string, std::unique_ptr<PodCgroup>, std::less<>> pods_;
+  UniqueFd changes_;     // inotify on kubepods and its tiers; invalid: unknown, refresh
+  bool changed_ = true;  // an event was read since the last refresh
 };
 
 // Raises RLIMIT_NOFILE towards `wanted` (soft and, with CAP_SYS_RESOURCE, hard; capped by

@@ -475,7 +475,7 @@ int runDemo(const std::vector<std::string>& argv) {
   };
   if (agent && !baseline) {
     agent->onEviction = [&](const EvictionRecord& record) {
-      evictedUids[record.uid] = record.signal;
+      evictedUids[record.order.uid] = record.order.threshold.signal;
     };
   }
 
@@ -609,12 +609,14 @@ int runDemo(const std::vector<std::string>& argv) {
       const double at = std::chrono::duration<double>(record.signalledAt - started).count();
       std::printf(
           "  %d. t=%.1fs evicted %s (%s, %s threshold, grace %llds): latency %.1f ms\n     %s\n",
-          ++n, at, record.pod.c_str(), std::string(policy::toString(record.signal)).c_str(), record.hard ? "hard" : "soft",
-          static_cast<long long>(record.gracePeriodSeconds), record.latencyMs,
-          record.message.c_str());
+          ++n, at, record.order.pod.c_str(),
+          std::string(policy::toString(record.order.threshold.signal)).c_str(),
+          record.order.threshold.hard ? "hard" : "soft",
+          static_cast<long long>(record.order.gracePeriodSeconds), record.latencyMs,
+          record.order.message.c_str());
       policy::OrderedJson entry;
-      entry["pod"] = record.pod;
-      entry["signal"] = std::string(policy::toString(record.signal));
+      entry["pod"] = record.order.pod;
+      entry["signal"] = std::string(policy::toString(record.order.threshold.signal));
       entry["latencyMs"] = std::round(record.latencyMs * 10) / 10;
       report["evictions"].push_back(entry);
     }
@@ -665,7 +667,7 @@ int runDemo(const std::vector<std::string>& argv) {
       for (const EvictionRecord& record : agent->evictions()) {
         plot.marks.push_back(PlotMark{
             std::chrono::duration<double>(record.signalledAt - started).count(),
-            "evicted " + record.pod, false});
+            "evicted " + record.order.pod, false});
       }
     }
     plot.marks.insert(plot.marks.end(), oomMarks.begin(), oomMarks.end());

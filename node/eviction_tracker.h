@@ -24,25 +24,10 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "node/actuator.h"
+#include "node/eviction_order.h"
 #include "policy/eviction.h"
 
 namespace nodewarden::node {
-
-// One eviction the agent ordered, for /metrics, logs, the demo's report and tests.
-struct EvictionRecord {
-  std::string pod;
-  std::string uid;
-  policy::Signal signal = policy::Signal::MemoryAvailable;
-  bool hard = true;
-  std::int64_t gracePeriodSeconds = 0;
-  std::string message;
-  bool dryRun = false;
-  SteadyTime crossedAt{};    // threshold crossing (kernel notification, or interpolated)
-  SteadyTime signalledAt{};  // first signal sent to the pod's processes
-  double latencyMs = 0;      // crossedAt → signalledAt
-  std::optional<EvictionOutcome> outcome;  // once the actuator finished
-};
 
 class EvictionTracker {
  public:

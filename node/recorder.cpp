@@ -723,7 +723,7 @@ std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeV
   std::vector<const policy::Pod*> chosen(candidates.pods.begin(), candidates.pods.end());
   for (const Pending& p : pending_) {
     for (const policy::Pod& pod : snapshot.pods) {
-      if (pod.uid == p.record.uid) chosen.push_back(&pod);
+      if (pod.uid == p.record.order.uid) chosen.push_back(&pod);
     }
   }
   std::sort(chosen.begin(), chosen.end());
@@ -913,7 +913,7 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     planned.entry.hard = e.hard;
     planned.entry.gracePeriodSeconds = e.gracePeriodSeconds;
     planned.entry.ordered = std::any_of(pending_.begin(), pending_.end(), [&](const Pending& p) {
-      return p.record.uid == e.pod->uid && p.record.signal == e.signal;
+      return p.record.order.uid == e.pod->uid && p.record.order.threshold.signal == e.signal;
     });
     sample->plan.push_back(std::move(planned));
   }
@@ -952,20 +952,20 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
   // Orders and kills: into the episode, and as records.
   const auto wallNow = wallMicros(now);
   for (const Pending& p : pending_) {
-    auto it = infos_.find(p.record.uid);
+    auto it = infos_.find(p.record.order.uid);
     if (open_ && it != infos_.end()) {
       record::Order order;
-      order.signal = p.record.signal;
-      order.hard = p.record.hard;
-      order.gracePeriodSeconds = p.record.gracePeriodSeconds;
+      order.signal = p.record.order.threshold.signal;
+      order.hard = p.record.order.threshold.hard;
+      order.gracePeriodSeconds = p.record.order.gracePeriodSeconds;
       order.usage = p.usage;
       order.request = p.request;
       order.observed = p.observed;
       order.threshold = p.threshold;
       order.rank = p.rank;
       order.latencyMs = p.record.latencyMs;
-      order.dryRun = p.record.dryRun;
-      order.message = p.record.message;
+      order.dryRun = p.record.order.dryRun;
+      order.message = p.record.order.message;
       writer_->post([w = writer_.get(), order, info = it->second,
                      t = p.record.signalledAt] { w->order(order, info, t); },
                     512);
@@ -974,21 +974,21 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     r.time = wallMicros(p.record.signalledAt);
     r.kind = record::DecisionKind::Eviction;
     r.node = options_.nodeName;
-    r.pod = p.record.pod;
-    r.uid = p.record.uid;
-    r.signal = std::string(policy::toString(p.record.signal));
+    r.pod = p.record.order.pod;
+    r.uid = p.record.order.uid;
+    r.signal = std::string(policy::toString(p.record.order.threshold.signal));
     r.observed = p.observed;
     r.threshold = p.threshold;
     r.rank = p.rank;
-    r.action = p.record.dryRun ? "evict-dry-run" : "evict";
-    r.reason = p.record.message;
-    r.message = std::string(p.record.hard ? "hard" : "soft") + " threshold; working set " +
+    r.action = p.record.order.dryRun ? "evict-dry-run" : "evict";
+    r.reason = p.record.order.message;
+    r.message = std::string(p.record.order.threshold.hard ? "hard" : "soft") + " threshold; working set " +
                 std::to_string(p.usage) + " bytes, request " + std::to_string(p.request) + " bytes";
     r.latencyMs = p.record.latencyMs;
-    r.gracePeriodSeconds = p.record.gracePeriodSeconds;
+    r.gracePeriodSeconds = p.record.order.gracePeriodSeconds;
     r.episode = episode;
     this->decision(std::move(r));
-    if (!p.record.dryRun) inFlight_.insert(p.record.uid);
+    if (!p.record.order.dryRun) inFlight_.insert(p.record.order.uid);
   }
   for (const auto& [uid, kill] : kills) {
     std::shared_ptr<const PodInfo> info;
@@ -1086,14 +1086,14 @@ void Recorder::evicted(const EvictionRecord& record, const policy::Eviction& evi
 }
 
 void Recorder::outcome(const EvictionRecord& record) {
-  if (stopped_ || !record.outcome || record.outcome->dryRun) return;
-  inFlight_.erase(record.uid);
+  if (stopped_ || !record.outcome || record.order.dryRun) return;
+  inFlight_.erase(record.order.uid);
   if (!open_) return;
-  auto it = infos_.find(record.uid);
+  auto it = infos_.find(record.order.uid);
   if (it == infos_.end()) return;
   record::Outcome o;
   o.emptied = record.outcome->emptied;
-  o.method = record.outcome->method;
+  o.method = methodText(record.order, *record.outcome);
   o.elapsedMs = double(record.outcome->elapsed.count()) / 1000.0;
   writer_->post(
       [w = writer_.get(), o, info = it->second, t = clock_.now()] { w->outcome(o, info, t); }, 256);

@@ -37,9 +37,9 @@ struct BuiltSnapshot {
 // message names containers; cgroups only give pods).
 BuiltSnapshot buildSnapshot(const SnapshotInputs& inputs);
 
-// A node-only cycle: the node's fresh figures and conditions into the last full snapshot,
-// the pods and their figures kept.
-void refreshNodeFigures(policy::Snapshot& snapshot, const policy::NodeStats& node,
-                        const std::vector<std::string>& conditions);
+// cgroups give usage per pod: a pod with one container used all of it in that container
+// (the kubelet's eviction message names containers). Fills `stats`' container from its pod
+// figures when `pod` has exactly one container and the stats name none.
+void attributeToSoleContainer(policy::PodStats& stats, const policy::Pod& pod);
 
 }  // namespace nodewarden::node

@@ -105,7 +105,7 @@ struct Harness {
     agent = std::make_unique<Agent>(
         io, options, *policy, cgroups::PodCgroups(*hierarchy, "kubepods"),
         std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
-        [this](boost::asio::io_context&, cgroups::PodCgroups&) -> std::unique_ptr<Actuator> {
+        [this](boost::asio::io_context&, cgroups::PodCgroups&, const Clock&) -> std::unique_ptr<Actuator> {
           auto made = std::make_unique<RecordingActuator>(false);
           recorder = made.get();
           return made;
@@ -142,7 +142,7 @@ TEST_CASE("the agent orders the policy's victims and never chooses a terminating
   // Lowest priority first, then usage over request (a zero request is infinitely over): the
   // shortest prefix covering 36 MiB is scratch (20) + batch (300).
   CHECK(h.ordered() == std::vector<std::string>{"default/scratch", "default/batch"});
-  CHECK(h.recorder->orders()[0].hard);
+  CHECK(h.recorder->orders()[0].threshold.hard);
   CHECK(h.recorder->orders()[0].gracePeriodSeconds == 0);
   CHECK(h.recorder->orders()[0].message.starts_with("The node was low on resource: memory."));
 
@@ -218,7 +218,7 @@ TEST_CASE("dry run decides and logs but hands nothing to an actuator that acts")
   REQUIRE(agent.start());
   io.poll();
   REQUIRE(agent.evictions().size() == 1);
-  CHECK(agent.evictions()[0].dryRun);
+  CHECK(agent.evictions()[0].order.dryRun);
   CHECK(agent.metricsText().find("nodewarden_dry_run_evictions_total{signal=\"allocatableMemory.available\"} 1") !=
         std::string::npos);
   // Logged once per pod per 30 s, not every cycle.
@@ -345,9 +345,9 @@ TEST_CASE("the eviction journal holds an order until its pod is gone") {
   auto held = reader.load();
   REQUIRE(held);
   REQUIRE(held->size() == 1);
-  CHECK((*held)[0].uid == "00000000-0000-4000-8000-000000000002");
-  CHECK((*held)[0].pod == "default/batch");
-  CHECK((*held)[0].hard);
+  CHECK((*held)[0].order.uid == "00000000-0000-4000-8000-000000000002");
+  CHECK((*held)[0].order.pod == "default/batch");
+  CHECK((*held)[0].order.threshold.hard);
   CHECK((*held)[0].killAt == (*held)[0].orderedAt);  // a hard threshold: no grace
   h.recorder->complete("00000000-0000-4000-8000-000000000002");
   h.io.poll();
