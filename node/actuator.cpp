@@ -136,6 +136,7 @@ void DryRunActuator::evict(const EvictionOrder&, Done done) {
 
 void RecordingActuator::evict(const EvictionOrder& order, Done done) {
   orders_.push_back(order);
+  if (onOrder) onOrder(order);
   if (!completeAtOnce_) {
     held_[order.uid] = std::move(done);
     return;

@@ -74,6 +74,8 @@ class RecordingActuator final : public Actuator {
   const std::vector<EvictionOrder>& orders() const { return orders_; }
   // Completes a held order (emptied).
   void complete(const std::string& uid);
+  // Called at each order, at the moment a real actuator sends its first signal.
+  std::function<void(const EvictionOrder&)> onOrder;
 
  private:
   bool completeAtOnce_;
