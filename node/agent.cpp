@@ -91,7 +91,10 @@ Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
                  [this](Trigger trigger, std::optional<SteadyTime> at) { onWake(trigger, at); }),
       timer_(io),
       graceTimer_(io),
-      followUpTimer_(io) {
+      followUpTimer_(io),
+      cgroupChanges_(io),
+      sourceChanges_(io),
+      maintainTimer_(io) {
   if (options_.journalPath) journal_.emplace(*options_.journalPath);
   if (options_.recorder) recorder_ = std::make_unique<Recorder>(*options_.recorder, pods_, clock_);
 }
@@ -174,6 +177,10 @@ void Agent::stop() {
   timer_.cancel();
   graceTimer_.cancel();
   followUpTimer_.cancel();
+  maintainTimer_.cancel();
+  boost::system::error_code ignored;
+  cgroupChanges_.close(ignored);
+  sourceChanges_.close(ignored);
   detectors_.stop();
   if (http_) http_->stop();
   if (recorder_) recorder_->stop(std::chrono::seconds(1));
@@ -181,6 +188,48 @@ void Agent::stop() {
 }
 
 // ---- the loop ----
+
+void Agent::watchPodChanges() {
+  if (stopped_) return;
+  boost::system::error_code ignored;
+  if (pods_.changeFd() != watchedCgroupFd_) {  // none yet, or a new kubepods directory
+    cgroupChanges_.close(ignored);
+    cgroupWaiting_ = false;
+    watchedCgroupFd_ = pods_.changeFd();
+    if (watchedCgroupFd_ >= 0) cgroupChanges_.assign(::dup(watchedCgroupFd_), ignored);
+  }
+  if (!sourceChanges_.is_open() && source_->changeFd() >= 0) {
+    sourceChanges_.assign(::dup(source_->changeFd()), ignored);
+  }
+  if (cgroupChanges_.is_open() && !cgroupWaiting_) waitForChanges(cgroupChanges_, cgroupWaiting_);
+  if (sourceChanges_.is_open() && !sourceWaiting_) waitForChanges(sourceChanges_, sourceWaiting_);
+}
+
+void Agent::waitForChanges(asio::posix::stream_descriptor& descriptor, bool& waiting) {
+  waiting = true;
+  descriptor.async_wait(asio::posix::stream_descriptor::wait_read,
+                        [this, alive = alive_, &waiting](const boost::system::error_code& ec) {
+                          if (!*alive) return;
+                          waiting = false;
+                          if (ec || stopped_ || maintainPending_) return;
+                          // Not sooner than kMaintainEvery: a burst of pods is taken in one go.
+                          maintainPending_ = true;
+                          maintainTimer_.expires_after(kMaintainEvery);
+                          maintainTimer_.async_wait([this, alive](const boost::system::error_code& e) {
+                            if (!e && *alive && !stopped_) maintain();
+                          });
+                        });
+}
+
+// What a cycle does before deciding, alone: the pod set and the view brought up to date.
+void Agent::maintain() {
+  maintainPending_ = false;
+  const SteadyTime now = clock_.now();
+  observePods(Trigger::Manual, now);
+  if (viewStale_) rebuildView();
+  readNewPods(now);
+  watchPodChanges();  // the descriptor that fired waits again
+}
 
 void Agent::scheduleTimer() {
   if (stopped_) return;
@@ -353,7 +402,7 @@ void Agent::cycle(Trigger trigger) {
 
   observePods(trigger, now);
   const cgroups::NodeReading node = observeNode();
-  if (snapshotStale_) rebuildSnapshot(node.stats);
+  if (viewStale_) rebuildView();
   readNewPods(now);
   auto [view, result] = decide(node, now);
   tracker_.noteSignals(result.decision.signals, state_, now, notifiedAt_);
@@ -368,8 +417,12 @@ void Agent::cycle(Trigger trigger) {
   publish(lastDecision_, node, view.pods.size());
   scheduleGraceTimer(lastDecision_, now);
   scheduleRefresh(now, tracker_.records().size() > ordered);
+  if (ready_) watchPodChanges();
   lastCycleAt_ = now;
-  if (recorder_) recorder_->cycle(view, snapshot_, state_, lastDecision_, policy_, now);
+  if (recorder_) {
+    admissionSnapshot_.reset();  // this cycle's figures, copied only when recording
+    recorder_->cycle(view, snapshot(), state_, lastDecision_, policy_, now);
+  }
   if (onCycle) onCycle(lastDecision_);
 }
 
@@ -377,12 +430,13 @@ void Agent::cycle(Trigger trigger) {
 // cgroups' directories are watched (PodCgroups::mayHaveChanged), so an unchanged node costs a
 // stat and a read here, whatever the number of pods.
 void Agent::observePods(Trigger trigger, SteadyTime now) {
-  if (source_->refresh()) snapshotStale_ = true;
+  if (source_->refresh()) viewStale_ = true;
   for (const std::string& problem : source_->takeProblems()) {
     server::logEvent(server::LogLevel::Warn, "pod-source-problem", {{"problem", problem}});
   }
-  if (!indexed_ || pods_.mayHaveChanged() || now - lastIndexed_ >= kRefreshEvery) {
-    if (refreshPodCgroups(now)) snapshotStale_ = true;
+  const bool listAll = !indexed_ || now - lastIndexed_ >= kRefreshEvery;
+  if (listAll || pods_.mayHaveChanged()) {
+    if (refreshPodCgroups(now, listAll)) viewStale_ = true;
   } else if (trigger == Trigger::Timer && !tracker_.empty()) {
     expireTracked(now);  // back-offs end on time, not only when cgroups change
   }
@@ -400,15 +454,16 @@ void Agent::readNewPods(SteadyTime now) {
   unread_.clear();
 }
 
-// Lists the pod cgroups again; true when pods appeared or went.
-bool Agent::refreshPodCgroups(SteadyTime now) {
-  auto refreshed = pods_.refresh();
+// The pod cgroups that appeared or went (all listed again when `full`, else from what the
+// directory watch saw); true when pods appeared or went.
+bool Agent::refreshPodCgroups(SteadyTime now, bool full) {
+  auto refreshed = full ? pods_.refresh() : pods_.update();
   if (!refreshed) {
     logOnce("cgroup-refresh-failed", refreshed.error());
     return false;
   }
   indexed_ = true;
-  lastIndexed_ = now;
+  if (full) lastIndexed_ = now;
   for (const Error& error : refreshed->errors) logOnce("cgroup-problem", error);
   expireTracked(now);
   for (std::string& uid : refreshed->added) unread_.push_back(std::move(uid));
@@ -426,37 +481,14 @@ void Agent::expireTracked(SteadyTime now) {
   }
 }
 
-// The snapshot for the pods on the node now: the source's objects, a made-up one for each pod
+// The view for the pods on the node now: the source's objects, a made-up one for each pod
 // cgroup without one, each pod's figures as last read (none yet for a new one).
-void Agent::rebuildSnapshot(const policy::NodeStats& node) {
-  snapshotStale_ = false;
-  policy::Summary figures;
-  figures.node = node;
-  figures.pods.reserve(pods_.size());
-  const std::vector<policy::PodStats>* old = nullptr;
-  if (!snapshot_.nodes.empty()) {
-    if (auto it = snapshot_.stats.find(snapshot_.nodes[0].name); it != snapshot_.stats.end()) {
-      old = &it->second.pods;
-    }
-  }
-  SnapshotInputs inputs;
-  for (const auto& [uid, cgroup] : pods_.pods()) {
-    inputs.podCgroups.emplace(uid, cgroup->relativePath);
-    auto at = statsAt_.find(uid);
-    if (old != nullptr && at != statsAt_.end() && at->second.stats < old->size()) {
-      figures.pods.push_back((*old)[at->second.stats]);
-    } else {
-      // Every pod cgroup has its entry, so figures read later are written in place.
-      figures.pods.emplace_back().uid = uid;
-    }
-  }
-  inputs.pods = &source_->current();
-  inputs.summary = &figures;
-  inputs.nodeName = options_.nodeName;
-  inputs.conditions = lastDecision_.conditions;
-  inputs.cpus = std::thread::hardware_concurrency();
-  BuiltSnapshot built = buildSnapshot(inputs);
-  for (const auto& [uid, path] : built.withoutObject) {
+void Agent::rebuildView() {
+  viewStale_ = false;
+  admissionSnapshot_.reset();
+  const auto withoutObject = view_.rebuild(source_->current(), pods_, options_.nodeName,
+                                           std::thread::hardware_concurrency());
+  for (const auto& [uid, path] : withoutObject) {
     if (!unknownReported_.insert(uid).second) continue;
     server::logEvent(server::LogLevel::Warn, "pod-without-object",
                      {{"uid", uid},
@@ -467,30 +499,18 @@ void Agent::rebuildSnapshot(const policy::NodeStats& node) {
   // Bounded by the pods on the node: a UID whose cgroup is gone is forgotten.
   std::erase_if(unknownReported_,
                 [&](const std::string& uid) { return pods_.find(uid) == nullptr; });
-  snapshot_ = std::move(built.snapshot);
-  const std::string& nodeName = snapshot_.nodes[0].name;
-  statsAt_.clear();
-  const std::vector<policy::PodStats>& stats = snapshot_.stats[nodeName].pods;
-  for (std::size_t i = 0; i < stats.size(); ++i) statsAt_[stats[i].uid].stats = i;
-  for (const policy::Pod& pod : snapshot_.pods) {
-    if (auto at = statsAt_.find(pod.uid); at != statsAt_.end()) at->second.pod = &pod;
-  }
-  // The pods that run here (a manifest whose cgroup does not exist is not).
-  policy::NodeView all = policy::makeNodeView(snapshot_, nodeName);
-  podsView_ = all;
-  podsView_.pods.clear();
-  podsView_.podStats.clear();
-  for (std::size_t i = 0; i < all.pods.size(); ++i) {
-    if (pods_.find(all.pods[i]->uid) == nullptr) continue;
-    podsView_.pods.push_back(all.pods[i]);
-    podsView_.podStats.push_back(all.podStats[i]);
-  }
-  policy::assignKeyOrder(podsView_);
-  // The last decision's rankings pointed into the old snapshot; its signals stay.
+  // The last decision's rankings pointed at the old view; its signals stay.
   lastDecision_.memory.pods.clear();
   lastDecision_.pids.reset();
   lastDecision_.ephemeralStorage.reset();
   lastDecision_.evict.clear();
+}
+
+const policy::Snapshot& Agent::snapshot() const {
+  if (!admissionSnapshot_) {
+    admissionSnapshot_ = view_.snapshot(source_->current(), lastDecision_.conditions);
+  }
+  return *admissionSnapshot_;
 }
 
 // The node's figures, read once a cycle (the detectors place their lines from them too).
@@ -498,11 +518,12 @@ cgroups::NodeReading Agent::observeNode() {
   cgroups::NodeReading node = cgroups::readNodeFigures(pods_, options_.scan);
   for (const Error& error : node.errors) logOnce("read-problem", error);
   node.errors.clear();
-  if (!snapshot_.nodes.empty()) {
-    snapshot_.stats[snapshot_.nodes[0].name].node = node.stats;
-    snapshot_.nodes[0].conditions.clear();
+  view_.setNodeStats(node.stats);
+  if (admissionSnapshot_ && !admissionSnapshot_->nodes.empty()) {
+    admissionSnapshot_->stats[admissionSnapshot_->nodes[0].name].node = node.stats;
+    admissionSnapshot_->nodes[0].conditions.clear();
     for (const std::string& condition : lastDecision_.conditions) {
-      snapshot_.nodes[0].conditions.push_back({condition, "True"});
+      admissionSnapshot_->nodes[0].conditions.push_back({condition, "True"});
     }
   }
   return node;
@@ -511,17 +532,8 @@ cgroups::NodeReading Agent::observeNode() {
 // The pods that may be chosen: not in flight, evicted or backing off. The others' usage
 // still counts for the node.
 policy::NodeView Agent::candidateView() const {
-  if (tracker_.empty()) return podsView_;
-  policy::NodeView kept = podsView_;
-  kept.pods.clear();
-  kept.podStats.clear();
-  for (std::size_t i = 0; i < podsView_.pods.size(); ++i) {
-    if (!tracker_.candidate(podsView_.pods[i]->uid)) continue;
-    kept.pods.push_back(podsView_.pods[i]);
-    kept.podStats.push_back(podsView_.podStats[i]);
-  }
-  policy::assignKeyOrder(kept);
-  return kept;
+  if (tracker_.empty()) return view_.all();
+  return view_.only([this](std::string_view uid) { return tracker_.candidate(uid); });
 }
 
 // Victims first (victims_first.h) reads pods through this: into the snapshot, in place.
@@ -550,10 +562,10 @@ Agent::Decided Agent::decide(const cgroups::NodeReading& node, SteadyTime now) {
   if (fullScanDone_) {
     policy::NodeView view = candidateView();
     FigureReader reader(*this, now);
-    std::optional<std::uint64_t> kubepodsUsage;
-    if (node.kubepods) kubepodsUsage = node.kubepods->usage;
+    VictimsFirstOptions options;
+    options.busy = tracker_.busySignals();
     VictimsFirstDecision decided =
-        decideVictimsFirst(view, kubepodsUsage, policy_, state_, now, reader);
+        decideVictimsFirst(view, usageOfView(node), policy_, state_, now, reader, options);
     forgetVanished(decided.vanished);
     std::optional<policy::EvictionResult> result = std::move(decided.result);
     decided.result.reset();
@@ -566,18 +578,32 @@ Agent::Decided Agent::decide(const cgroups::NodeReading& node, SteadyTime now) {
   }
   // The first cycle, or a decision victims first cannot make alone: read every pod.
   readAllPods(now);
-  if (snapshotStale_) rebuildSnapshot(node.stats);
+  if (viewStale_) rebuildView();
   policy::NodeView view = candidateView();
   policy::EvictionResult result =
       policy::evaluateEviction(view, policy_, state_, now, policy::Rankings::Needed);
   return {std::move(view), std::move(result)};
 }
 
+// What the view's pods use together at most: kubepods' usage less that of the pods outside
+// the view (in flight, evicted, backing off — read now, one read each: they are few).
+std::optional<std::uint64_t> Agent::usageOfView(const cgroups::NodeReading& node) {
+  if (!node.kubepods) return std::nullopt;
+  std::uint64_t usage = node.kubepods->usage;
+  for (const std::string& uid : tracker_.held()) {
+    const cgroups::PodCgroup* cgroup = pods_.find(uid);
+    if (cgroup == nullptr) continue;
+    auto held = cgroups::readMemoryUsage(cgroup->memory, buffer_);
+    if (held) usage -= std::min(usage, *held);
+  }
+  return usage;
+}
+
 const policy::PodStats* Agent::readPod(const std::string& uid, SteadyTime now,
                                        std::optional<std::uint64_t>* usage) {
-  auto at = statsAt_.find(uid);
+  policy::PodStats* stats = view_.figures(uid);
   cgroups::PodCgroup* cgroup = pods_.find(uid);
-  if (at == statsAt_.end() || cgroup == nullptr) return nullptr;
+  if (stats == nullptr || cgroup == nullptr) return nullptr;
   cgroups::PodReading reading = cgroups::readPodFigures(*cgroup, options_.scan, now, buffer_);
   for (const Error& error : reading.errors) logOnce("read-problem", error);
   if (reading.gone) {
@@ -585,10 +611,9 @@ const policy::PodStats* Agent::readPod(const std::string& uid, SteadyTime now,
     return nullptr;
   }
   if (usage != nullptr) *usage = reading.memoryUsage;
-  policy::PodStats& stats = snapshot_.stats[snapshot_.nodes[0].name].pods[at->second.stats];
-  stats = std::move(reading.stats);
-  if (at->second.pod != nullptr) attributeToSoleContainer(stats, *at->second.pod);
-  return &stats;
+  *stats = std::move(reading.stats);
+  if (const policy::Pod* pod = view_.pod(uid)) attributeToSoleContainer(*stats, *pod);
+  return stats;
 }
 
 void Agent::readAllPods(SteadyTime now) {
@@ -611,7 +636,7 @@ void Agent::readAllPods(SteadyTime now) {
 // node with pods coming and going would keep choosing such ghosts (e2e/churn).
 void Agent::forgetVanished(const std::vector<std::string>& uids) {
   for (const std::string& uid : uids) {
-    if (pods_.pods().erase(uid) > 0) snapshotStale_ = true;
+    if (pods_.pods().erase(uid) > 0) viewStale_ = true;
   }
 }
 

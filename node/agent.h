@@ -37,6 +37,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "base/clock.h"
@@ -47,6 +48,7 @@
 #include "node/detectors.h"
 #include "node/eviction_journal.h"
 #include "node/eviction_tracker.h"
+#include "node/live_view.h"
 #include "node/pod_source.h"
 #include "node/recorder.h"
 #include "node/trigger.h"
@@ -137,7 +139,8 @@ class Agent {
   const policy::Policy& policy() const { return policy_; }
   const cgroups::PodCgroups& podCgroups() const { return pods_; }
   // The last cycle's snapshot, and the unscheduled pods the source knows (admission).
-  const policy::Snapshot& snapshot() const { return snapshot_; }
+  // The node as a snapshot (for admission): built when asked, until the pods change.
+  const policy::Snapshot& snapshot() const;
   const std::vector<policy::Pod>& pendingPods() const { return source_->current().pending; }
   AgentMetrics& metrics() { return metrics_; }
   Recorder* recorder() { return recorder_.get(); }
@@ -172,6 +175,7 @@ class Agent {
     policy::EvictionResult result;
   };
   Decided decide(const cgroups::NodeReading& node, SteadyTime now);
+  std::optional<std::uint64_t> usageOfView(const cgroups::NodeReading& node);
   void followNotification(Trigger trigger);
   void act(const policy::EvictionDecision& decision, SteadyTime now);
   std::size_t order(const policy::Eviction& eviction, SteadyTime now);
@@ -185,13 +189,13 @@ class Agent {
   void resumeJournal();
   void journal(const char* what, const Result<void>& written);
 
-  // The snapshot, kept in place: rebuilt when the pods on the node change, each pod's
-  // figures overwritten where they are read (the views point into it).
-  bool refreshPodCgroups(SteadyTime now);
+  // The view, kept in place: re-pointed when the pods on the node change, each pod's
+  // figures overwritten where they are read (the views point at them).
+  bool refreshPodCgroups(SteadyTime now, bool full);
   void expireTracked(SteadyTime now);
-  void rebuildSnapshot(const policy::NodeStats& node);
-  // Reads one pod's figures into the snapshot; nullptr when its cgroup is gone (forgotten
-  // then, the snapshot rebuilt at the next cycle).
+  void rebuildView();
+  // Reads one pod's figures into the view; nullptr when its cgroup is gone (forgotten then,
+  // the view rebuilt at the next cycle).
   const policy::PodStats* readPod(const std::string& uid, SteadyTime now,
                                   std::optional<std::uint64_t>* usage = nullptr);
   void readAllPods(SteadyTime now);
@@ -199,6 +203,13 @@ class Agent {
   // The rest of the pods, read in slices between the loop's other work.
   void scheduleRefresh(SteadyTime now, bool evicted);
   void refreshSlice();
+
+  // Pods that come and go between cycles are taken in as soon as the pod cgroups' watch or
+  // the source says so (at most every kMaintainEvery), so that the cycle that must decide
+  // finds the index and the view up to date.
+  void watchPodChanges();
+  void waitForChanges(boost::asio::posix::stream_descriptor& descriptor, bool& waiting);
+  void maintain();
 
   // The loop.
   void scheduleTimer();
@@ -241,7 +252,7 @@ class Agent {
   SteadyTime lastIndexed_{};
   bool fullScanDone_ = false;
   bool indexed_ = false;
-  bool snapshotStale_ = true;  // the pods on the node changed: rebuild before deciding
+  bool viewStale_ = true;  // the pods on the node changed: rebuild before deciding
   bool refreshWanted_ = false;  // many new pods: read them all in a refresh
   std::vector<std::string> unread_;  // new pod cgroups without figures yet
   struct Refresh {
@@ -250,17 +261,20 @@ class Agent {
     std::chrono::steady_clock::duration spent{0};
   };
   std::optional<Refresh> refresh_;
+  static constexpr std::chrono::milliseconds kMaintainEvery{20};
+  boost::asio::posix::stream_descriptor cgroupChanges_;
+  boost::asio::posix::stream_descriptor sourceChanges_;
+  int watchedCgroupFd_ = -1;
+  bool cgroupWaiting_ = false;
+  bool sourceWaiting_ = false;
+  boost::asio::steady_timer maintainTimer_;
+  bool maintainPending_ = false;
   std::string buffer_;  // reads of pod files
 
-  // The snapshot decisions are made on, and where each pod's figures sit in it.
-  policy::Snapshot snapshot_;
-  struct PodEntry {
-    std::size_t stats = 0;            // in snapshot_.stats[node].pods
-    const policy::Pod* pod = nullptr;  // in snapshot_.pods
-  };
-  std::map<std::string, PodEntry, std::less<>> statsAt_;  // by UID, for every pod cgroup
+  // The pods decisions are made on, their figures written in place (live_view.h).
+  LiveView view_;
+  mutable std::optional<policy::Snapshot> admissionSnapshot_;
   double lastScanMs_ = 0;
-  policy::NodeView podsView_;  // every pod with a cgroup, pointing into snapshot_
   policy::EvictionState state_;
   policy::EvictionDecision lastDecision_;
   VictimsFirstDecision lastVictimsFirst_;

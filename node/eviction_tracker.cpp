@@ -33,6 +33,14 @@ bool EvictionTracker::candidate(std::string_view uid) const {
   return !inFlight_.contains(uid) && !evicted_.contains(uid) && !backOff_.contains(uid);
 }
 
+std::vector<std::string> EvictionTracker::held() const {
+  std::vector<std::string> uids;
+  for (const auto& [uid, signal] : inFlight_) uids.push_back(uid);
+  for (const std::string& uid : evicted_) uids.push_back(uid);
+  for (const auto& [uid, until] : backOff_) uids.push_back(uid);
+  return uids;
+}
+
 bool EvictionTracker::signalBusy(policy::Signal signal) const {
   return std::any_of(inFlight_.begin(), inFlight_.end(),
                      [&](const auto& entry) { return entry.second == signal; });

@@ -51,6 +51,8 @@ class EvictionTracker {
   bool candidate(std::string_view uid) const;
   // Whether nothing is remembered (the view needs no filtering).
   bool empty() const { return inFlight_.empty() && evicted_.empty() && backOff_.empty(); }
+  // The pods that are not candidates: in flight, evicted or backing off.
+  std::vector<std::string> held() const;
   // Whether a victim for this signal is still exiting.
   bool signalBusy(policy::Signal signal) const;
   // The signals with a victim still exiting.

@@ -7,8 +7,6 @@
 
 namespace nodewarden::node {
 
-namespace {
-
 policy::Node madeUpNode(const std::string& name, const policy::NodeStats& stats, unsigned cpus) {
   policy::Node node;
   node.name = name;
@@ -29,6 +27,20 @@ policy::Node madeUpNode(const std::string& name, const policy::NodeStats& stats,
   }
   return node;
 }
+
+policy::Pod podWithoutObject(const std::string& uid, const std::string& nodeName,
+                             const std::vector<policy::PriorityClass>& classes) {
+  policy::Pod pod;
+  pod.ns = "unknown";
+  pod.name = uid;
+  pod.uid = uid;
+  pod.nodeName = nodeName;
+  pod.phase = "Running";
+  policy::resolvePod(pod, classes);
+  return pod;
+}
+
+namespace {
 
 void setConditions(policy::Node& node, const std::vector<std::string>& conditions) {
   for (const std::string& condition : conditions) {

@@ -50,7 +50,7 @@ class Decider {
       if (auto reason = mustScan(result.decision); reason != FullScanReason::None) {
         return fullScan(reason);
       }
-      if (result.decision.evict.empty()) return decided(std::move(result));
+      if (!anyCounts(result.decision)) return decided(std::move(result));
       std::vector<std::size_t> toRead = unreadVictims(result.decision);
       if (toRead.empty()) {
         // Every victim is fresh: is any pod left unread able to enter their prefix?
@@ -89,6 +89,14 @@ class Decider {
     return FullScanReason::None;
   }
 
+  // Whether the agent acts on any eviction of the decision. When it does, every eviction
+  // counts: an earlier threshold's victims decide what a later one still needs.
+  bool anyCounts(const policy::EvictionDecision& decision) const {
+    return std::any_of(decision.evict.begin(), decision.evict.end(), [&](const policy::Eviction& e) {
+      return !options_.busy.contains(e.signal);
+    });
+  }
+
   std::vector<std::size_t> unreadVictims(const policy::EvictionDecision& decision) const {
     std::vector<std::size_t> unread;
     for (const policy::Eviction& eviction : decision.evict) {
@@ -98,8 +106,8 @@ class Decider {
     return unread;
   }
 
-  // The place in `ranking` of the last victim (every evictable pod before it is a victim:
-  // the plan takes a prefix).
+  // The place in the memory ranking of the last victim (every evictable pod before it is a
+  // victim: the plan takes a prefix).
   static std::size_t lastVictimRank(const policy::EvictionDecision& decision) {
     std::size_t last = 0;
     for (std::size_t r = 0; r < decision.memory.pods.size(); ++r) {
@@ -249,12 +257,12 @@ class Decider {
 }  // namespace
 
 VictimsFirstDecision decideVictimsFirst(const policy::NodeView& view,
-                                        std::optional<std::uint64_t> kubepodsUsage,
+                                        std::optional<std::uint64_t> viewUsage,
                                         const policy::Policy& policy,
                                         const policy::EvictionState& state, policy::TimePoint now,
                                         PodFigureReader& reader,
                                         const VictimsFirstOptions& options) {
-  return Decider(view, kubepodsUsage, policy, state, now, reader, options).run();
+  return Decider(view, viewUsage, policy, state, now, reader, options).run();
 }
 
 }  // namespace nodewarden::node

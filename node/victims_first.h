@@ -13,10 +13,11 @@
 //                 every victim's figures are fresh.
 //   3. certify    no pod left unread could rank before the last victim with the figures a
 //                 full scan would read. A pod's working set is at most its memory usage, and
-//                 every pod's usage is within kubepods' usage minus that of the pods read
-//                 (one figure, read with the node's); a pod whose rank that bound cannot keep
-//                 behind the last victim has its usage read (one read); one that its usage
-//                 cannot keep behind is read whole and goes back to step 2.
+//                 every pod's usage is within kubepods' usage less that of the other pods
+//                 (kubepods' is read with the node's figures; the pods read, and those outside
+//                 the view, are subtracted); a pod whose rank that bound cannot keep behind
+//                 the last victim has its usage read (one read); one that its usage cannot
+//                 keep behind is read whole and goes back to step 2.
 //
 // Why that is the full scan's decision: the memory ranking orders pods pairwise (priority,
 // then usage against request; ties by key), and a pod's place can only move forward as its
@@ -41,6 +42,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +82,10 @@ struct VictimsFirstOptions {
   int lookahead = 3;      // pods read beyond the victims, in ranking order
   int maxPodsRead = 64;   // read whole; beyond it a full scan is as cheap
   int maxRounds = 4;      // step 2 repeated
+  // Signals whose victims will not be acted on (one is still exiting for them: the agent
+  // chooses no second one). A decision with no other eviction is left as the figures last
+  // read give it, nothing read nor certified: its evictions are not acted on.
+  std::set<policy::Signal> busy;
 };
 
 struct VictimsFirstDecision {
@@ -94,10 +100,11 @@ struct VictimsFirstDecision {
 };
 
 // `view`: the pods that may be chosen (policy::NodeView; the node's stats fresh, each pod's
-// as last read). `kubepodsUsage`: kubepods' memory usage read with the node's figures
-// (nullopt: unknown, then step 3 reads usages). `state`, `now`: as evaluateEviction takes them.
+// as last read). `viewUsage`: what the view's pods use together at most — kubepods' memory
+// usage read with the node's figures, less the usage of pods outside the view (nullopt:
+// unknown; step 3 then reads usages). `state`, `now`: as evaluateEviction takes them.
 VictimsFirstDecision decideVictimsFirst(const policy::NodeView& view,
-                                        std::optional<std::uint64_t> kubepodsUsage,
+                                        std::optional<std::uint64_t> viewUsage,
                                         const policy::Policy& policy,
                                         const policy::EvictionState& state, policy::TimePoint now,
                                         PodFigureReader& reader,
