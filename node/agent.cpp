@@ -443,7 +443,7 @@ void Agent::observePods(Trigger trigger, SteadyTime now) {
 }
 
 // Pods that appeared since the last listing: their figures now, when they are few (a pod
-// never read ranks first in its priority, as one without stats does, until it is).
+// never read counts 0 until it is; victims first bounds it by kubepods' usage meanwhile).
 void Agent::readNewPods(SteadyTime now) {
   if (!fullScanDone_ || unread_.empty()) return;
   if (unread_.size() <= kReadNewAtOnce) {

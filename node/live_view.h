@@ -33,8 +33,8 @@ class LiveView {
  public:
   // The pods changed: the view is pointed at `set`'s objects (which must stay put until the
   // next rebuild) and at a made-up object for each pod cgroup of `index` without one. Figures
-  // of pods that stay are kept; a new pod has none until read (it ranks as a pod without
-  // stats). Returns the UIDs of pod cgroups without an object, with their cgroup paths.
+  // of pods that stay are kept; a new pod has none until read (it counts 0, as the kubelet
+  // counts a pod in its summary without a figure; victims first bounds it). Returns the UIDs of pod cgroups without an object, with their cgroup paths.
   std::map<std::string, std::string> rebuild(const PodSet& set, const cgroups::PodCgroups& index,
                                              const std::string& nodeName, unsigned cpus);
   // The node's figures, every cycle.

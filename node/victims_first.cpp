@@ -186,8 +186,10 @@ class Decider {
     policy::NodeView pessimistic = view_;
     for (std::size_t i = 0; i < pessimistic.pods.size(); ++i) {
       const policy::PodStats* stats = pessimistic.podStats[i];
-      // A pod without usage already ranks first in its priority; no bound moves it.
-      if (fresh_[i] || stats == nullptr || !stats->memoryWorkingSetBytes) continue;
+      // A pod absent from the view's figures ranks first in its priority; no bound moves it.
+      // One with an entry but no working set yet (never read) counts 0, as the kubelet counts
+      // a pod in its summary without the figure: only the bound says where it could be.
+      if (fresh_[i] || stats == nullptr) continue;
       pessimistic.podStats[i] = boundOf(i);
     }
     const policy::Ranking ranking = policy::rankMemoryPressure(pessimistic, policy_);
