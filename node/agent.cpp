@@ -567,6 +567,19 @@ Agent::Decided Agent::decide(const cgroups::NodeReading& node, SteadyTime now) {
     VictimsFirstDecision decided =
         decideVictimsFirst(view, usageOfView(node), policy_, state_, now, reader, options);
     forgetVanished(decided.vanished);
+    // Victims first left the pods it found gone out of the view it decided on: so does the
+    // view the recorder is given, which must be what the decision saw.
+    if (!decided.vanished.empty()) {
+      for (std::size_t i = view.pods.size(); i-- > 0;) {
+        if (std::find(decided.vanished.begin(), decided.vanished.end(), view.pods[i]->uid) ==
+            decided.vanished.end()) {
+          continue;
+        }
+        view.pods.erase(view.pods.begin() + std::ptrdiff_t(i));
+        view.podStats.erase(view.podStats.begin() + std::ptrdiff_t(i));
+        view.keyOrder.erase(view.keyOrder.begin() + std::ptrdiff_t(i));
+      }
+    }
     std::optional<policy::EvictionResult> result = std::move(decided.result);
     decided.result.reset();
     lastVictimsFirst_ = std::move(decided);

@@ -62,6 +62,22 @@ struct Recorder::PodBlock {
   std::size_t bytes = 0;
 };
 
+namespace {
+
+bool sameFigures(const Recorder::PodBlock& a, const Recorder::PodBlock& b) {
+  if (a.pods.size() != b.pods.size()) return false;
+  for (std::size_t i = 0; i < a.pods.size(); ++i) {
+    const Recorder::PodSample& x = a.pods[i];
+    const Recorder::PodSample& y = b.pods[i];
+    if (x.present != y.present || x.candidate != y.candidate) return false;
+    if (!std::equal(std::begin(x.values), std::end(x.values), std::begin(y.values))) return false;
+    if (x.info != y.info && (!x.info || !y.info || !(*x.info == *y.info))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 struct Recorder::RingSample {
   SteadyTime t{};
   record::NodeFigures node;
@@ -710,29 +726,18 @@ std::shared_ptr<const PodInfo> Recorder::infoFor(const policy::Pod& pod) {
 
 std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeView& candidates,
                                                              const policy::Snapshot& snapshot) {
-  // The agent rebuilds its snapshot only on a full scan, into new storage while the old one
-  // is alive: unchanged storage means unchanged pods and figures.
   const policy::Summary* summary = nullptr;
   if (!snapshot.nodes.empty()) {
     auto it = snapshot.stats.find(snapshot.nodes[0].name);
     if (it != snapshot.stats.end()) summary = &it->second;
   }
-  const void* podsData = snapshot.pods.data();
-  const void* statsData = summary ? static_cast<const void*>(summary->pods.data()) : nullptr;
-  // Pods ordered in this cycle left the candidates after the decision; they were in it.
-  std::vector<const policy::Pod*> chosen(candidates.pods.begin(), candidates.pods.end());
-  for (const Pending& p : pending_) {
-    for (const policy::Pod& pod : snapshot.pods) {
-      if (pod.uid == p.record.order.uid) chosen.push_back(&pod);
-    }
-  }
+  // Pods ordered in this cycle left the candidates after the decision; they were in it. By
+  // UID: the snapshot is a copy of the pods the view points at, not the same objects.
+  std::vector<std::string_view> chosen;
+  chosen.reserve(candidates.pods.size() + pending_.size());
+  for (const policy::Pod* pod : candidates.pods) chosen.push_back(pod->uid);
+  for (const Pending& p : pending_) chosen.push_back(p.record.order.uid);
   std::sort(chosen.begin(), chosen.end());
-  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
-  const bool sameSnapshot = lastBlock_ && podsData == lastPodsData_ &&
-                            statsData == lastStatsData_ &&
-                            lastBlock_->pods.size() == snapshot.pods.size();
-  if (sameSnapshot && chosen == lastCandidates_) return lastBlock_;
-
   auto block = std::make_shared<PodBlock>();
   block->pods.reserve(snapshot.pods.size());
   std::unordered_map<std::string_view, const policy::PodStats*> stats;
@@ -744,7 +749,7 @@ std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeV
     PodSample sample;
     sample.info = infoFor(pod);
     record::PodFigures f;
-    f.candidate = std::binary_search(chosen.begin(), chosen.end(), &pod);
+    f.candidate = std::binary_search(chosen.begin(), chosen.end(), std::string_view(pod.uid));
     if (auto it = stats.find(pod.uid); it != stats.end()) {
       const policy::PodStats& s = *it->second;
       f.workingSet = s.memoryWorkingSetBytes;
@@ -758,10 +763,13 @@ std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeV
     block->pods.push_back(std::move(sample));
   }
   block->bytes = sizeof(PodBlock) + block->pods.capacity() * sizeof(PodSample);
+  // Shared with the previous sample only when every figure is the same. Not by the snapshot's
+  // storage: the agent reads pods in place between full scans (victims first) and copies the
+  // snapshot anew each cycle, often into the storage just freed, so equal addresses say
+  // nothing about equal figures; a sample holding the previous figures would not be what the
+  // decision saw, and replay would diverge from it.
+  if (lastBlock_ && sameFigures(*lastBlock_, *block)) return lastBlock_;
   lastBlock_ = block;
-  lastPodsData_ = podsData;
-  lastStatsData_ = statsData;
-  lastCandidates_ = std::move(chosen);
   return block;
 }
 
