@@ -348,8 +348,8 @@ void parseCycles(const std::string& metrics, VariantFigures& f) {
 
 class LatencyBench {
  public:
-  LatencyBench(Sandbox& sandbox, const cgroups::Hierarchy& h, fs::path manifests)
-      : sandbox_(sandbox), h_(h), manifests_(std::move(manifests)) {}
+  LatencyBench(Sandbox& sandbox, const cgroups::Hierarchy& h, fs::path manifests, int idlePods = 0)
+      : sandbox_(sandbox), h_(h), manifests_(std::move(manifests)), idlePods_(idlePods) {}
   ~LatencyBench() {
     if (shared_ != nullptr) ::munmap(shared_, log_.bytes());
     if (usageFd_ >= 0) ::close(usageFd_);
@@ -395,6 +395,19 @@ class LatencyBench {
     auto child = sandbox_.spawn(steadyRelative_,
                                 [self] { return holdMemory(std::size_t(kSteadyBytes), self); });
     if (!child) return child.error().message;
+    // --pods N: idle pods beside it, each an empty pod cgroup with a manifest (priority 0, no
+    // requests: they rank with the hog, by usage), so the agent has N more pods to weigh.
+    for (int i = 0; i < idlePods_; ++i) {
+      const std::string uid = rng_.uuid();
+      const std::string name = "idle-" + std::to_string(i);
+      if (!writeText(manifests_ / ("idle_" + name + ".json"),
+                     podManifest("idle", name, uid, 0, {}, {}).dump(2))) {
+        return "cannot write a manifest in " + manifests_.string();
+      }
+      auto idle = sandbox_.addPod(uid, i % 2 == 0 ? "besteffort" : "burstable");
+      if (!idle) return idle.error().message;
+      idleRelatives_.push_back(*idle);
+    }
     // Let it touch its memory before anything is measured.
     std::string buffer;
     for (int i = 0; i < 100; ++i) {
@@ -407,6 +420,12 @@ class LatencyBench {
 
   // Kills the prod pod and removes its cgroup and manifest (part 3 wants an empty kubepods).
   void tearDown() {
+    for (const std::string& relative : idleRelatives_) (void)sandbox_.removeCgroup(relative);
+    idleRelatives_.clear();
+    std::error_code ignoredIdle;
+    for (int i = 0; i < idlePods_; ++i) {
+      fs::remove(manifests_ / ("idle_idle-" + std::to_string(i) + ".json"), ignoredIdle);
+    }
     if (!steadyRelative_.empty()) (void)sandbox_.removeCgroup(steadyRelative_);
     sandbox_.reap();
     std::error_code ignored;
@@ -438,6 +457,8 @@ class LatencyBench {
   int usageFd_ = -1;
   std::string steadyUid_;
   std::string steadyRelative_;
+  int idlePods_ = 0;
+  std::vector<std::string> idleRelatives_;
   Random rng_{kSeed};
   std::string buffer_;
 };
@@ -520,9 +541,10 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
     auto kube = std::make_unique<node::KubernetesPodSource>(io, *client, kNodeName, sourceOptions);
     kubeSource = kube.get();
     source = std::move(kube);
-    makeActuator = [w = writer.get()](asio::io_context& context, cgroups::PodCgroups& cgroups) {
-      return std::make_unique<node::ApiRecordingActuator>(node::cgroupActuator()(context, cgroups),
-                                                          *w);
+    makeActuator = [w = writer.get()](asio::io_context& context, cgroups::PodCgroups& cgroups,
+                                      const nodewarden::Clock& clock) {
+      return std::make_unique<node::ApiRecordingActuator>(
+          node::cgroupActuator()(context, cgroups, clock), *w);
     };
   } else {
     source = std::make_unique<node::StaticPodSource>(manifests_.string(), kNodeName);
@@ -776,12 +798,12 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
     return agent.evictions()[first].outcome.has_value() && exited(pid).has_value();
   });
   for (std::size_t k = seen; k < agent.evictions().size(); ++k) {
-    if (agent.evictions()[k].uid != uid) ++f.wrongVictims;
+    if (agent.evictions()[k].order.uid != uid) ++f.wrongVictims;
   }
   f.kernelOomKills += int(oomKills() - oomBefore);
   const node::EvictionRecord record = agent.evictions()[first];
   if (!exited(pid)) killChild();
-  if (record.uid != uid) return fail("the agent evicted " + record.pod + ", not the hog");
+  if (record.order.uid != uid) return fail("the agent evicted " + record.order.pod + ", not the hog");
   const std::int64_t progress = log_.progress().load(std::memory_order_acquire);
   const std::int64_t crossing = log_.crossing().load(std::memory_order_acquire);
   if (crossing < 0) {
@@ -1400,6 +1422,8 @@ void printUsage(std::FILE* out) {
       "     failing (500), resetting connections, cutting watches mid-object, or answering\n"
       "     410 Gone to every watch; and with wrk on /metrics and /v1/state\n"
       "  --skip-fire  leave out part 5; --only-fire runs part 5 alone (--trials N per variant)\n"
+      "  --pods N     part 1 with N idle pods beside its two (empty cgroups with manifests)\n"
+      "  --variants LIST  part 1's variants, comma-separated from a,a2,b,c (default all)\n"
       "Targets: p99 <= %.0f ms with notifications; no kernel OOM kill in the demo with the\n"
       "agent; idle <= %.1f %% of a core and <= %.0f MiB RSS. A missed target prints MISSES\n"
       "but does not change the exit status. Exit 77: the machine cannot run it.\n"
@@ -1445,6 +1469,8 @@ struct Settings {
   bool skipIdle = false;
   bool skipFire = false;
   bool onlyFire = false;
+  int pods = 0;  // part 1: idle pod cgroups (with manifests) beside the two pods
+  std::string variants = "a,a2,b,c";  // part 1's variants to run
 };
 
 void printVariantLine(const Variant& v, const VariantFigures& f) {
@@ -1472,7 +1498,11 @@ std::optional<double> latencyPart(Sandbox& sandbox, const cgroups::Hierarchy& h,
   const fs::path manifests = dir / "latency-manifests";
   std::error_code ec;
   fs::create_directories(manifests, ec);
-  LatencyBench bench(sandbox, h, manifests);
+  if (settings.pods > 0) {
+    std::printf("  and %d idle pods (empty cgroups with manifests, priority 0, no requests)\n",
+                settings.pods);
+  }
+  LatencyBench bench(sandbox, h, manifests, settings.pods);
   if (std::string error = bench.setUp(); !error.empty()) {
     std::printf("  cannot set up: %s\n\n", error.c_str());
     bench.tearDown();
@@ -1482,13 +1512,20 @@ std::optional<double> latencyPart(Sandbox& sandbox, const cgroups::Hierarchy& h,
     if (settings.trials > 0) return settings.trials;
     return settings.quick ? quick : full;
   };
-  const Variant variants[] = {
+  const Variant all[] = {
       {"(a) notifications + 1 s timer", true, 1000ms, trialsFor(30, 5)},
       {"(a2) adaptive memory poller alone + 1 s timer (what cgroup v2 offers)", true, 1000ms,
        trialsFor(30, 5), false},
       {"(b) polling only, 1 s", false, 1000ms, trialsFor(30, 5)},
       {"(c) polling only, 10 s (kubelet)", false, 10000ms, trialsFor(20, 3)},
   };
+  const char* names[] = {"a", "a2", "b", "c"};
+  std::vector<Variant> variants;
+  for (std::size_t i = 0; i < std::size(all); ++i) {
+    if (("," + settings.variants + ",").find(std::string(",") + names[i] + ",") != std::string::npos) {
+      variants.push_back(all[i]);
+    }
+  }
   std::vector<VariantFigures> results;
   for (const Variant& v : variants) {
     if (stopped()) break;
@@ -1685,6 +1722,23 @@ int run(int argc, char** argv) {
       settings.skipFire = true;
     } else if (arg == "--only-fire") {
       settings.onlyFire = true;
+    } else if (arg == "--pods" || arg == "--variants") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s: expected a value\n", argv[i]);
+        return 2;
+      }
+      const std::string value = argv[++i];
+      if (arg == "--variants") {
+        settings.variants = value;
+        continue;
+      }
+      int v = 0;
+      if (std::from_chars(value.data(), value.data() + value.size(), v).ec != std::errc() ||
+          v < 0 || v > 5000) {
+        std::fprintf(stderr, "--pods: expected a number from 0 to 5000\n");
+        return 2;
+      }
+      settings.pods = v;
     } else if (arg == "--rates" || arg == "--rate-trials") {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "%s: expected a value\n", argv[i]);
@@ -1761,7 +1815,7 @@ int run(int argc, char** argv) {
   // The in-process agent logs errors only (an eviction is a warning; they would drown the
   // figures); the subprocesses log to files.
   server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
-  (void)cgroups::raiseOpenFileLimit(std::uint64_t(kIdlePods) * 10 + 512);
+  (void)cgroups::raiseOpenFileLimit(std::uint64_t(std::max(kIdlePods, settings.pods)) * 10 + 512);
 
   const bool haveBinary = ::access(NODEWARDEN_EXE, X_OK) == 0;
   if (!haveBinary) {

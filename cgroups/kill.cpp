@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "cgroups/parsers.h"
 #include "cgroups/readers.h"
 
 namespace nodewarden::cgroups {
@@ -76,37 +77,55 @@ std::vector<pid_t> unique(std::vector<pid_t> pids) {
   return pids;
 }
 
+// cgroup.kill, or a freeze, would take this very process with the pod.
+bool holdsSelf(const std::vector<pid_t>& pids) {
+  return std::find(pids.begin(), pids.end(), ::getpid()) != pids.end();
+}
+
+std::string selfText() {
+  return "it holds nodewarden's own process " + std::to_string(::getpid());
+}
+
+std::string refusing(const PodCgroup& pod) {
+  return "refusing to kill pod " + pod.uid + " (" + pod.relativePath + ")";
+}
+
 }  // namespace
+
+std::string_view toString(KillMethod method) {
+  switch (method) {
+    case KillMethod::CgroupKill:
+      return "cgroup.kill";
+    case KillMethod::FreezerSigkill:
+      return "freezer+SIGKILL";
+    case KillMethod::Sigkill:
+      return "SIGKILL";
+  }
+  return "SIGKILL";
+}
 
 Result<void> PodKiller::check(const PodCgroup& pod) const {
   const std::string& kubepods = pods_.kubepods();
   const Hierarchy& h = pods_.hierarchy();
-  const std::string where = "refusing to kill pod " + pod.uid + " (" + pod.relativePath + ")";
+  // Only the layout is checked here, without I/O; whether the pod holds this process is seen
+  // in the one listing each signalling call makes (holdsSelf).
   if (!pod.relativePath.starts_with(kubepods + "/") ||
       pod.relativePath.find("/../") != std::string::npos || pod.relativePath.ends_with("/..")) {
-    return Error{where + ": not below the managed kubepods cgroup " + kubepods};
+    return Error{refusing(pod) + ": not below the managed kubepods cgroup " + kubepods};
   }
   const std::size_t slash = pod.relativePath.rfind('/');
   const std::string name = pod.relativePath.substr(slash + 1);
   auto parsed = parsePodCgroupName(name, pods_.driver(), pod.qos);
   if (!parsed || parsed->uid != pod.uid) {
-    return Error{where + ": the directory name is not the pod cgroup of UID " + pod.uid};
+    return Error{refusing(pod) + ": the directory name is not the pod cgroup of UID " + pod.uid};
   }
   if (pods_.find(pod.uid) != &pod) {
-    return Error{where + ": not a pod of the managed index"};
+    return Error{refusing(pod) + ": not a pod of the managed index"};
   }
   if (!pathInLayout(pod.memory, h.memory, pod.relativePath) ||
       (pod.unified && !pathInLayout(*pod.unified, h.unified, pod.relativePath)) ||
       (pod.freezer && !pathInLayout(*pod.freezer, h.freezer, pod.relativePath))) {
-    return Error{where + ": a cgroup directory is outside the managed hierarchies"};
-  }
-  for (const CgroupDir* dir : {&pod.memory, pod.unified ? &*pod.unified : nullptr}) {
-    if (dir == nullptr) continue;
-    auto pids = readProcsRecursive(*dir);
-    if (!pids) return pids.error();
-    if (std::find(pids->begin(), pids->end(), ::getpid()) != pids->end()) {
-      return Error{where + ": it holds nodewarden's own process " + std::to_string(::getpid())};
-    }
+    return Error{refusing(pod) + ": a cgroup directory is outside the managed hierarchies"};
   }
   return {};
 }
@@ -117,20 +136,28 @@ Result<std::vector<pid_t>> PodKiller::processes(const PodCgroup& pod) const {
   return unique(std::move(pids).value());
 }
 
+Result<bool> PodKiller::populated(const PodCgroup& pod) const {
+  if (pod.memory.version() == Version::V2) return hasProcesses(pod);
+  // On v1 the listing also tells this process (never signalled) apart.
+  auto left = processes(pod);
+  if (!left) {
+    if (isGone(left.error())) return false;
+    return left.error();
+  }
+  std::erase_if(left.value(), neverSignal);
+  return !left->empty();
+}
+
 Result<SignalReport> PodKiller::signalPod(const PodCgroup& pod, int signal) const {
   auto allowed = check(pod);
   if (!allowed) return allowed.error();
-  std::vector<pid_t> pids;
-  for (const CgroupDir* dir : {&pod.memory, pod.unified ? &*pod.unified : nullptr}) {
-    if (dir == nullptr) continue;
-    auto found = readProcsRecursive(*dir);
-    if (!found) {
-      if (isGone(found.error())) continue;
-      return found.error();
-    }
-    pids.insert(pids.end(), found->begin(), found->end());
+  auto pids = processes(pod);
+  if (!pids) {
+    if (isGone(pids.error())) return SignalReport{};
+    return pids.error();
   }
-  const Sent sent = signalAll(unique(std::move(pids)), signal);
+  if (holdsSelf(*pids)) return Error{refusing(pod) + ": " + selfText()};
+  const Sent sent = signalAll(*pids, signal);
   if (auto refused = refusal(sent, signal, pod.uid)) return *refused;
   return sent.report;
 }
@@ -141,38 +168,50 @@ Result<KillReport> PodKiller::killRound(const PodCgroup& pod) const {
   const auto started = std::chrono::steady_clock::now();
   KillReport report;
   report.rounds = 1;
-  // cgroup.kill handles forks racing with the kill; it only helps when the
-  // pod's processes are in the cgroup2 tree (always on v2; on hybrid only if
-  // the runtime put them there).
+  // cgroup.kill handles forks racing with the kill; it only helps when the pod's processes
+  // are in the cgroup2 tree: always on v2 (the memory directory is the cgroup2 one); on a
+  // hybrid host only if the runtime put them there, which its cgroup.events tells.
+  const CgroupDir* killDir = nullptr;
   if (pod.unified) {
-    auto inUnified = readProcsRecursive(*pod.unified);
-    if (inUnified && !inUnified->empty()) {
-      auto written = writeFileAt(pod.unified->fd(), "cgroup.kill", "1");
-      if (written) {
-        report.method = "cgroup.kill";
-        report.signalled = inUnified->size();
-      } else if (written.error().sysErrno != ENOENT) {
-        return written.error().withContext("killing pod " + pod.uid + " via " +
-                                           pod.unified->path());
+    if (pod.memory.version() == Version::V2) {
+      killDir = &*pod.unified;
+    } else {
+      std::string buffer;
+      auto events = pod.unified->read(CgroupDir::File::CgroupEvents, buffer);
+      if (events) {
+        auto value = findFlatKey(*events, "populated");
+        if (value && *value && **value != 0) killDir = &*pod.unified;
       }
     }
   }
-  if (report.method.empty()) {
-    // Frozen processes cannot fork between the listing and the signal.
+  // The one listing of this round: what is signalled, and where this process is looked for.
+  auto listed = readProcsRecursive(killDir != nullptr ? *killDir : pod.memory);
+  if (!listed) {
+    if (!isGone(listed.error())) return listed.error();
+    listed = std::vector<pid_t>{};
+  }
+  const std::vector<pid_t> pids = unique(std::move(listed).value());
+  if (holdsSelf(pids)) return Error{refusing(pod) + ": " + selfText()};
+  bool killed = false;
+  if (killDir != nullptr) {
+    auto written = writeFileAt(killDir->fd(), "cgroup.kill", "1");
+    if (written) {
+      report.method = KillMethod::CgroupKill;
+      report.signalled = pids.size();
+      killed = true;
+    } else if (written.error().sysErrno != ENOENT) {  // ENOENT: a kernel before 5.14
+      return written.error().withContext("killing pod " + pod.uid + " via " + killDir->path());
+    }
+  }
+  if (!killed) {
+    // Frozen processes cannot fork between the signal and their death.
     const bool freeze = pod.freezer.has_value();
-    report.method = freeze ? "freezer+SIGKILL" : "SIGKILL";
+    report.method = freeze ? KillMethod::FreezerSigkill : KillMethod::Sigkill;
     if (freeze) (void)writeFileAt(pod.freezer->fd(), "freezer.state", "FROZEN");
-    auto left = processes(pod);
-    Sent sent;
-    if (left) sent = signalAll(*left, SIGKILL);
+    const Sent sent = signalAll(pids, SIGKILL);
     report.signalled = sent.report.signalled;
     if (freeze) (void)writeFileAt(pod.freezer->fd(), "freezer.state", "THAWED");
-    if (!left && !isGone(left.error())) return left.error();
     if (auto refused = refusal(sent, SIGKILL, pod.uid)) return *refused;
-  }
-  if (auto left = processes(pod)) {
-    std::erase_if(left.value(), neverSignal);
-    report.remaining = left->size();
   }
   report.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - started);
@@ -193,6 +232,7 @@ Result<KillReport> PodKiller::killPod(const PodCgroup& pod,
       if (!isGone(left.error())) return left.error();
       left = std::vector<pid_t>{};
     }
+    if (report.rounds == 0 && holdsSelf(*left)) return Error{refusing(pod) + ": " + selfText()};
     std::erase_if(left.value(), neverSignal);
     report.remaining = left->size();
     const auto now = std::chrono::steady_clock::now();
@@ -203,14 +243,13 @@ Result<KillReport> PodKiller::killPod(const PodCgroup& pod,
     if (report.rounds == 0 || now - lastRound >= std::chrono::milliseconds(20)) {
       auto round = killRound(pod);
       if (!round) return round.error();
-      if (report.method.empty() || round->method != "SIGKILL") report.method = round->method;
+      if (!report.method || round->method != KillMethod::Sigkill) report.method = round->method;
       report.signalled += round->signalled;
       ++report.rounds;
       lastRound = now;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  if (report.method.empty()) report.method = "none needed";
   report.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - started);
   return report;

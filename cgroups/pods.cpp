@@ -1,10 +1,13 @@
 #include "cgroups/pods.h"
 
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <set>
 
 namespace nodewarden::cgroups {
@@ -135,6 +138,8 @@ const char* CgroupDir::fileName(File file, Version version) {
       return "memory.events";
     case File::OomControl:
       return "memory.oom_control";
+    case File::CgroupEvents:
+      return "cgroup.events";
     case File::Count:
       break;
   }
@@ -258,21 +263,177 @@ Result<std::unique_ptr<PodCgroup>> PodCgroups::openPod(const PodCgroupName& name
   return pod;
 }
 
+bool PodCgroups::readChanges() {
+  if (!changes_.valid()) return false;
+  bool any = false;
+  alignas(inotify_event) char buffer[4096];
+  // Bounded: past 256 KiB of events, everything is read again anyway.
+  for (int round = 0; round < 64; ++round) {
+    const ssize_t n = ::read(changes_.get(), buffer, sizeof buffer);
+    if (n <= 0) break;
+    any = true;
+    if (pending_.size() + std::size_t(n) > (256u << 10)) {
+      overflowed_ = true;
+      pending_.clear();
+      continue;
+    }
+    pending_.insert(pending_.end(), buffer, buffer + n);
+  }
+  return any;
+}
+
+void PodCgroups::watchDirectory(const std::string& path, const std::string& tier) {
+  if (!changes_.valid()) return;
+  constexpr std::uint32_t kMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+                                  IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+  // Adding a watch to a directory already watched only returns its descriptor again.
+  const int wd = ::inotify_add_watch(changes_.get(), path.c_str(), kMask);
+  if (wd < 0) {
+    changes_.reset();
+    watched_.clear();
+    return;
+  }
+  watched_[wd] = tier;
+}
+
+bool PodCgroups::mayHaveChanged() {
+  if (!changes_.valid() || overflowed_ || !pending_.empty() || !incomplete_.empty()) return true;
+  return readChanges() || overflowed_ || !changes_.valid();
+}
+
+void PodCgroups::complete(PodCgroup& pod) const {
+  auto optionalDir = [&](const std::string& mount, Version version, std::optional<CgroupDir>& out) {
+    if (mount.empty() || out) return;
+    if (auto dir = CgroupDir::open(mount + "/" + pod.relativePath, version)) {
+      out = std::move(dir).value();
+    }
+  };
+  optionalDir(hierarchy_.cpuacct, hierarchy_.cpuVersion, pod.cpu);
+  optionalDir(hierarchy_.pids, hierarchy_.pidsVersion, pod.pids);
+  optionalDir(hierarchy_.unified, Version::V2, pod.unified);
+  optionalDir(hierarchy_.freezer, Version::V1, pod.freezer);
+}
+
+namespace {
+
+// update()s that look again for a new pod's missing hierarchies.
+constexpr int kCompleteTries = 20;
+
+bool lacksHierarchy(const PodCgroup& pod, const Hierarchy& h) {
+  return (!h.cpuacct.empty() && !pod.cpu) || (!h.pids.empty() && !pod.pids) ||
+         (!h.unified.empty() && !pod.unified) || (!h.freezer.empty() && !pod.freezer);
+}
+
+}  // namespace
+
+void PodCgroups::openChild(const std::string& parent, const std::string& child,
+                           const std::string& qos, RefreshResult& result) {
+  auto name = parsePodCgroupName(child, driver_, qos);
+  if (!name) return;
+  const std::string relative = parent + "/" + child;
+  if (PodCgroup* existing = find(name->uid)) {
+    struct stat st {};
+    if (existing->relativePath == relative &&
+        ::stat((hierarchy_.memory + "/" + relative).c_str(), &st) == 0 &&
+        st.st_ino == existing->memory.inode()) {
+      return;  // already indexed (seen by a refresh that raced with the event)
+    }
+    if (existing->relativePath != relative) {
+      result.errors.push_back(Error{"pod " + name->uid + " has two cgroups; using the first, not " +
+                                    relative});
+      return;
+    }
+    result.removed.push_back(name->uid);  // recreated under the same name: start afresh
+    pods_.erase(name->uid);
+  }
+  auto pod = openPod(*name, relative);
+  if (!pod) {
+    if (!isGone(pod.error())) result.errors.push_back(pod.error());
+    return;
+  }
+  if (lacksHierarchy(**pod, hierarchy_)) incomplete_[name->uid] = kCompleteTries;
+  result.added.push_back(name->uid);
+  pods_.emplace(name->uid, std::move(pod).value());
+}
+
+Result<RefreshResult> PodCgroups::update() {
+  if (!changes_.valid() || !kubepodsMemory_.valid()) return refresh();
+  (void)readChanges();
+  if (overflowed_) return refresh();
+  RefreshResult result;
+  std::vector<char> events = std::move(pending_);
+  pending_.clear();
+  for (std::size_t at = 0; at + sizeof(inotify_event) <= events.size();) {
+    inotify_event event;
+    std::memcpy(&event, events.data() + at, sizeof event);
+    const char* nameStart = events.data() + at + sizeof(inotify_event);
+    at += sizeof(inotify_event) + event.len;
+    if (at > events.size()) break;
+    const std::string name(nameStart, strnlen(nameStart, event.len));
+    auto watched = watched_.find(event.wd);
+    // A lost event, a watch gone (its directory removed or moved), or one we do not know:
+    // only listing everything again is sure.
+    if ((event.mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) != 0 ||
+        watched == watched_.end()) {
+      return refresh();
+    }
+    if ((event.mask & IN_ISDIR) == 0 || name.empty()) continue;
+    const bool made = (event.mask & (IN_CREATE | IN_MOVED_TO)) != 0;
+    const std::string& tier = watched->second;
+    if (tier.empty() && parseQosDirName(name, driver_)) return refresh();  // a tier came or went
+    const std::string parent = tier.empty() ? kubepods_ : kubepods_ + "/" + tier;
+    const std::string qos = tier.empty() ? "guaranteed" : parseQosDirName(tier, driver_).value_or("");
+    if (made) {
+      openChild(parent, name, qos, result);
+      continue;
+    }
+    auto gone = parsePodCgroupName(name, driver_, qos);
+    if (!gone) continue;
+    if (PodCgroup* pod = find(gone->uid); pod != nullptr && pod->relativePath == parent + "/" + name) {
+      pods_.erase(gone->uid);
+      result.removed.push_back(gone->uid);
+    }
+  }
+  for (auto it = incomplete_.begin(); it != incomplete_.end();) {
+    PodCgroup* pod = find(it->first);
+    if (pod != nullptr) complete(*pod);
+    // A pod still without one after a few cycles never will have it (a hierarchy the runtime
+    // does not use): it is read without those figures, as before.
+    if (pod == nullptr || !lacksHierarchy(*pod, hierarchy_) || --it->second <= 0) {
+      it = incomplete_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return result;
+}
+
 Result<RefreshResult> PodCgroups::refresh() {
   RefreshResult result;
   const std::string kubepodsPath = hierarchy_.memory + "/" + kubepods_;
+  // Events from now on are for the next refresh; those queued before are this one's.
+  (void)readChanges();
+  pending_.clear();
+  overflowed_ = false;
   struct stat st {};
   if (!kubepodsMemory_.valid() || ::stat(kubepodsPath.c_str(), &st) != 0 ||
       st.st_ino != kubepodsMemory_.inode()) {
     auto dir = CgroupDir::open(kubepodsPath, hierarchy_.memoryVersion);
     if (!dir) return dir.error().withContext("opening the kubepods cgroup");
     kubepodsMemory_ = std::move(dir).value();
+    changes_.reset();  // a new kubepods directory: watched afresh below
+    watched_.clear();
     kubepodsUnified_.reset();
     if (!hierarchy_.unified.empty()) {
       if (auto unified = CgroupDir::open(hierarchy_.unified + "/" + kubepods_, Version::V2)) {
         kubepodsUnified_ = std::move(unified).value();
       }
     }
+  }
+  if (!changes_.valid()) {
+    changes_ = UniqueFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    watched_.clear();
+    watchDirectory(kubepodsPath, "");
   }
   auto top = listSubdirectories(kubepodsMemory_.fd());
   if (!top) return top.error().withContext("listing " + kubepodsPath);
@@ -302,12 +463,14 @@ Result<RefreshResult> PodCgroups::refresh() {
       seen.erase(name.uid);
       return;
     }
+    if (lacksHierarchy(**pod, hierarchy_)) incomplete_[name.uid] = kCompleteTries;
     result.added.push_back(name.uid);
     pods_.emplace(name.uid, std::move(pod).value());
   };
 
   for (const std::string& name : *top) {
     if (auto qos = parseQosDirName(name, driver_)) {
+      watchDirectory(kubepodsPath + "/" + name, name);
       auto tierDir = openDirAt(kubepodsMemory_.fd(), name);
       if (!tierDir) {
         if (!isGone(tierDir.error()))

@@ -72,6 +72,7 @@ class CgroupDir {
     MemoryPressure,  // v2 only
     MemoryEvents,    // v2 only
     OomControl,      // v1 only
+    CgroupEvents,    // v2 only: cgroup.events ("populated", "frozen")
     Count
   };
   static const char* fileName(File file, Version version);
@@ -140,6 +141,21 @@ class PodCgroups {
   // those recreated under the same name (different inode). A cgroup vanishing mid-refresh
   // is normal and not an error. Only an unreadable kubepods cgroup is an error.
   Result<RefreshResult> refresh();
+  // Whether a pod cgroup may have appeared, gone or been recreated since the last refresh()
+  // or update(): an inotify watch on the kubepods directory and its QoS tiers (the kubelet and
+  // the runtimes make and remove pod cgroups with mkdir and rmdir there), read without
+  // blocking — one read(2) when nothing happened, however many pods there are. True before
+  // the first refresh and whenever the watch could not be set up: callers then refresh.
+  bool mayHaveChanged();
+  // Brings the index up to date from what the watch saw: each pod directory made or removed
+  // below kubepods or a tier is opened or dropped, so the cost is that of the changes, not
+  // of the pods. A tier made or removed, events lost (the queue overflowed) or no watch at
+  // all: a full refresh() instead. Also opens the hierarchies a new pod lacked when it was
+  // first seen (a runtime makes a pod's directories one hierarchy after the other).
+  Result<RefreshResult> update();
+  // The watch's descriptor (readable when something changed), for an event loop to wait on;
+  // -1 without a watch. A refresh() may replace it (kubepods recreated): ask again after one.
+  int changeFd() const { return changes_.get(); }
 
   const Hierarchy& hierarchy() const { return hierarchy_; }
   const std::string& kubepods() const { return kubepods_; }
@@ -163,6 +179,15 @@ class PodCgroups {
  private:
   Result<std::unique_ptr<PodCgroup>> openPod(const PodCgroupName& name,
                                              const std::string& relativePath) const;
+  // Reads every pending inotify event into pending_; true when there was one.
+  bool readChanges();
+  void watchDirectory(const std::string& path, const std::string& tier);
+  // Opens the pod directory `child` of `parent` (relative to the memory root) and indexes it;
+  // nullopt when it is not a pod's or has gone already.
+  void openChild(const std::string& parent, const std::string& child, const std::string& qos,
+                 RefreshResult& result);
+  // Opens the optional hierarchies a pod lacked.
+  void complete(PodCgroup& pod) const;
 
   Hierarchy hierarchy_;
   std::string kubepods_;
@@ -171,6 +196,12 @@ class PodCgroups {
   mutable CgroupDir rootMemory_;
   std::optional<CgroupDir> kubepodsUnified_;
   std::map<std::string, std::unique_ptr<PodCgroup>, std::less<>> pods_;
+  UniqueFd changes_;  // inotify on kubepods and its tiers; invalid: unknown, refresh
+  std::map<int, std::string> watched_;  // watch descriptor → tier directory ("": kubepods)
+  std::vector<char> pending_;           // events read, not applied yet
+  bool overflowed_ = false;             // events were lost: a full refresh is needed
+  // Pods opened without some optional hierarchy, and the update()s left to look for it.
+  std::map<std::string, int, std::less<>> incomplete_;
 };
 
 // Raises RLIMIT_NOFILE towards `wanted` (soft and, with CAP_SYS_RESOURCE, hard; capped by

@@ -120,6 +120,26 @@ Result<std::vector<pid_t>> readProcsRecursive(const CgroupDir& dir) {
   return pids;
 }
 
+Result<bool> hasProcesses(const PodCgroup& pod) {
+  if (pod.memory.version() == Version::V2) {
+    std::string buffer;
+    auto events = pod.memory.read(File::CgroupEvents, buffer);
+    if (!events) {
+      if (isGone(events.error())) return false;
+      return events.error();
+    }
+    auto populated = findFlatKey(*events, "populated");
+    if (!populated) return populated.error().withContext("cgroup.events of " + pod.memory.path());
+    if (*populated) return **populated != 0;
+  }
+  auto pids = readProcsRecursive(pod.memory);
+  if (!pids) {
+    if (isGone(pids.error())) return false;
+    return pids.error();
+  }
+  return !pids->empty();
+}
+
 Result<std::uint64_t> readProcessCount(const PodCgroup& pod, std::string& buffer) {
   if (pod.pids) {
     auto text = pod.pids->read(File::PidsCurrent, buffer);
@@ -221,13 +241,11 @@ bool cgroupGone(const CgroupDir& dir) {
 
 }  // namespace
 
-ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
-                    std::chrono::steady_clock::time_point now) {
-  ScanResult result;
-  const auto started = std::chrono::steady_clock::now();
+NodeReading readNodeFigures(const PodCgroups& pods, const ScanOptions& options) {
+  NodeReading reading;
   std::string buffer;
-  NodeStats& node = result.summary.node;
-  auto addError = [&](const Error& error) { result.errors.push_back(error); };
+  NodeStats& node = reading.stats;
+  auto addError = [&](const Error& error) { reading.errors.push_back(error); };
 
   // Node memory, as the kubelet computes it: capacity − (usage − inactive_file).
   auto meminfo = readMemInfo(options.procRoot);
@@ -240,20 +258,17 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
     if (h.memoryVersion == Version::V1) {
       // The v1 root memory cgroup is what cAdvisor reads for the node on v1.
       if (const CgroupDir& root = pods.rootMemory(); root.valid()) {
-        auto usageRead = readMemoryUsage(root, buffer);
-        auto statText = root.read(File::MemoryStat, buffer);
-        if (usageRead && statText) {
-          if (auto stat = parseMemoryStat(*statText, Version::V1)) {
-            usage = *usageRead;
-            inactive = stat->inactiveFile;
-          }
+        if (auto read = readWorkingSet(root, buffer)) {
+          usage = read->usage;
+          inactive = read->inactiveFile;
+          reading.root = *read;
         }
       }
     } else if (const CgroupDir& root = pods.rootMemory(); root.valid()) {
       // The v2 root has no memory.current: cAdvisor (through runc's cgroups library) reports
       // the root's usage as memory.stat anon + file, "the same value as usage_in_bytes in
       // v1", and its working set as that − inactive_file. /proc/meminfo stays the fallback.
-      if (auto statText = root.readOnce("memory.stat")) {
+      if (auto statText = root.read(CgroupDir::File::MemoryStat, buffer)) {
         if (auto stat = parseMemoryStat(*statText, Version::V2); stat && stat->anon && stat->file) {
           usage = *stat->anon + *stat->file;
           inactive = stat->inactiveFile;
@@ -269,6 +284,7 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
     if (!kubepods) {
       addError(kubepods.error());
     } else {
+      reading.kubepods = *kubepods;
       node.podsMemoryWorkingSetBytes = kubepods->workingSet;
       if (kubepods->limit) {
         node.podsMemoryAvailableBytes =
@@ -293,67 +309,80 @@ ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
   };
   fsFigures(options.nodeFsPath, [&](const FsStats& fs) { node.nodeFs = fs; });
   fsFigures(options.imageFsPath, [&](const FsStats& fs) { node.imageFs = fs; });
+  return reading;
+}
 
-  if (!options.podFigures) {
-    result.duration = std::chrono::steady_clock::now() - started;
-    return result;
-  }
-  result.summary.pods.reserve(pods.size());
-  for (auto& entry : pods.pods()) {
-    // Not a structured binding: the lambda below captures `pod` (clang < 16 cannot).
-    const auto& uid = entry.first;
-    auto& pod = entry.second;
-    PodStats stats;
-    stats.uid = uid;
-    bool gone = false;
-    auto note = [&](const Error& error) {
-      // ENODEV: the open file's cgroup is being removed (kernfs deactivated it; the path may
-      // still resolve for a moment). ENOENT: gone only if the directory is.
-      if (error.sysErrno == ENODEV || (isGone(error) && cgroupGone(pod->memory))) {
-        gone = true;
-      } else {
-        addError(error);
-      }
-    };
-    if (auto memory = readWorkingSet(pod->memory, buffer)) {
-      stats.memoryWorkingSetBytes = memory->workingSet;
-      stats.memoryUsageBytes = memory->usage;
+PodReading readPodFigures(PodCgroup& pod, const ScanOptions& options,
+                          std::chrono::steady_clock::time_point now, std::string& buffer) {
+  PodReading reading;
+  reading.stats.uid = pod.uid;
+  PodStats& stats = reading.stats;
+  auto note = [&](const Error& error) {
+    // ENODEV: the open file's cgroup is being removed (kernfs deactivated it; the path may
+    // still resolve for a moment). ENOENT: gone only if the directory is.
+    if (error.sysErrno == ENODEV || (isGone(error) && cgroupGone(pod.memory))) {
+      reading.gone = true;
     } else {
-      note(memory.error());
+      reading.errors.push_back(error);
     }
-    if (!gone && options.podSwap) {
-      if (auto swap = readSwapUsage(pod->memory, buffer)) {
-        stats.swapUsageBytes = *swap;
-      } else {
-        note(swap.error());
+  };
+  if (auto memory = readWorkingSet(pod.memory, buffer)) {
+    stats.memoryWorkingSetBytes = memory->workingSet;
+    stats.memoryUsageBytes = memory->usage;
+    reading.memoryUsage = memory->usage;
+  } else {
+    note(memory.error());
+  }
+  if (!reading.gone && options.podSwap) {
+    if (auto swap = readSwapUsage(pod.memory, buffer)) {
+      stats.swapUsageBytes = *swap;
+    } else {
+      note(swap.error());
+    }
+  }
+  if (!reading.gone && pod.cpu) {
+    if (auto cpu = readCpuNanos(*pod.cpu, buffer)) {
+      if (pod.lastCpuNanos && now > pod.lastCpuAt && *cpu >= *pod.lastCpuNanos) {
+        const double wall = std::chrono::duration<double, std::nano>(now - pod.lastCpuAt).count();
+        const double used = static_cast<double>(*cpu - *pod.lastCpuNanos);
+        stats.cpuUsageNanoCores = static_cast<std::uint64_t>(used / wall * 1e9 + 0.5);
       }
+      pod.lastCpuNanos = *cpu;
+      pod.lastCpuAt = now;
+    } else {
+      note(cpu.error());
     }
-    if (!gone && pod->cpu) {
-      if (auto cpu = readCpuNanos(*pod->cpu, buffer)) {
-        if (pod->lastCpuNanos && now > pod->lastCpuAt && *cpu >= *pod->lastCpuNanos) {
-          const double wall =
-              std::chrono::duration<double, std::nano>(now - pod->lastCpuAt).count();
-          const double used = static_cast<double>(*cpu - *pod->lastCpuNanos);
-          stats.cpuUsageNanoCores = static_cast<std::uint64_t>(used / wall * 1e9 + 0.5);
-        }
-        pod->lastCpuNanos = *cpu;
-        pod->lastCpuAt = now;
-      } else {
-        note(cpu.error());
+  }
+  if (!reading.gone) {
+    if (auto count = readProcessCount(pod, buffer)) {
+      stats.processCount = *count;
+    } else {
+      note(count.error());
+    }
+  }
+  return reading;
+}
+
+ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
+                    std::chrono::steady_clock::time_point now) {
+  ScanResult result;
+  const auto started = std::chrono::steady_clock::now();
+  result.node = readNodeFigures(pods, options);
+  result.summary.node = result.node.stats;
+  result.errors = std::move(result.node.errors);
+  result.node.errors.clear();
+  if (options.podFigures) {
+    std::string buffer;
+    result.summary.pods.reserve(pods.size());
+    for (auto& [uid, pod] : pods.pods()) {
+      PodReading reading = readPodFigures(*pod, options, now, buffer);
+      if (reading.gone) {
+        result.vanished.push_back(uid);
+        continue;
       }
+      for (Error& error : reading.errors) result.errors.push_back(std::move(error));
+      result.summary.pods.push_back(std::move(reading.stats));
     }
-    if (!gone) {
-      if (auto count = readProcessCount(*pod, buffer)) {
-        stats.processCount = *count;
-      } else {
-        note(count.error());
-      }
-    }
-    if (gone) {
-      result.vanished.push_back(uid);
-      continue;
-    }
-    result.summary.pods.push_back(std::move(stats));
   }
   result.duration = std::chrono::steady_clock::now() - started;
   return result;

@@ -59,6 +59,10 @@ Result<std::uint64_t> readOomKills(const CgroupDir& dir, std::string& buffer);
 // Every PID in `dir`'s cgroup.procs and in its descendants' (depth-first, bounded depth).
 // Vanishing children are skipped.
 Result<std::vector<pid_t>> readProcsRecursive(const CgroupDir& dir);
+// Whether any process is left in the pod: its cgroup.events "populated" where the pod's
+// memory directory is cgroup v2 (one small read, no walk), else its processes listed. false
+// when the cgroup is gone.
+Result<bool> hasProcesses(const PodCgroup& pod);
 
 // Node figures.
 Result<MemInfo> readMemInfo(const std::string& procRoot);
@@ -74,24 +78,51 @@ struct ScanOptions {
   // empty: not read.
   std::string nodeFsPath = "/var/lib/kubelet";
   std::string imageFsPath;
-  // Read every pod cgroup (working set, CPU, processes). false reads the node's figures only:
-  // the agent's cheap cycle while no threshold is near.
+  // Read every pod cgroup (working set, CPU, processes). false reads the node's figures only.
   bool podFigures = true;
   // With pod figures, also each pod's swap usage (readSwapUsage): one more file a pod, worth
   // reading only where swap is on (NodeSwap).
   bool podSwap = false;
 };
 
+// The node's own figures, read every cycle whatever the number of pods (a dozen reads): the
+// signals' inputs, and the raw memory readings behind them, which the detectors use to place
+// their usage lines (capacity − threshold + inactive_file) without reading them again.
+struct NodeReading {
+  NodeStats stats;
+  // The memory hierarchy's root as cgroup v1 reports it (memory.usage_in_bytes and
+  // memory.stat); nullopt on v2, whose root has no usage file (the stats come from its
+  // memory.stat there), and when unreadable.
+  std::optional<MemoryReading> root;
+  std::optional<MemoryReading> kubepods;  // usage, memory.stat, limit; nullopt when unreadable
+  std::vector<Error> errors;
+};
+NodeReading readNodeFigures(const PodCgroups& pods, const ScanOptions& options);
+
+// One pod's figures, as a scan reads them: working set (usage and memory.stat), swap when
+// asked, the CPU rate since the pod's previous reading (kept in PodCgroup), the process count.
+struct PodReading {
+  PodStats stats;  // uid and figures; names are the caller's
+  // memory.current / memory.usage_in_bytes behind the working set: never below it, so an
+  // upper bound on what the pod's working set was when read.
+  std::optional<std::uint64_t> memoryUsage;
+  bool gone = false;          // the cgroup vanished while read (a normal event)
+  std::vector<Error> errors;  // figures that could not be read, the cgroup still there
+};
+PodReading readPodFigures(PodCgroup& pod, const ScanOptions& options,
+                          std::chrono::steady_clock::time_point now, std::string& buffer);
+
 struct ScanResult {
   Summary summary;            // pods by UID (PodStats::uid; names are filled by the caller)
+  NodeReading node;           // the raw node readings (summary.node holds its stats)
   std::vector<Error> errors;  // figures that could not be read (never a vanished cgroup)
   std::vector<std::string> vanished;  // UIDs of pod cgroups that disappeared while read
   std::chrono::nanoseconds duration{0};
 };
 
-// Reads every pod in `pods` and the node. CPU usage is a rate over the time since the
-// previous scan of the same pod (absent on a pod's first scan), kept in PodCgroup. `now`
-// is the time of the scan (the caller's clock, so tests can step it).
+// Reads the node and, with options.podFigures, every pod in `pods`. CPU usage is a rate over
+// the time since the previous reading of the same pod (absent on a pod's first), kept in
+// PodCgroup. `now` is the time of the scan (the caller's clock, so tests can step it).
 ScanResult scanNode(PodCgroups& pods, const ScanOptions& options,
                     std::chrono::steady_clock::time_point now);
 

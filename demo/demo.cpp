@@ -206,9 +206,9 @@ struct LatencySplit {
 
 LatencySplit splitLatency(const EvictionRecord& record, const policy::Policy& policy) {
   double graceMs = 0;
-  if (!record.hard) {
+  if (!record.order.threshold.hard) {
     for (const policy::Threshold& t : policy.thresholds) {
-      if (t.signal == record.signal && !t.hard())
+      if (t.signal == record.order.threshold.signal && !t.hard())
         graceMs = std::chrono::duration<double, std::milli>(t.gracePeriod).count();
     }
   }
@@ -498,7 +498,7 @@ int runDemo(const std::vector<std::string>& argv) {
   };
   if (agent && !baseline) {
     agent->onEviction = [&](const EvictionRecord& record) {
-      evictedUids[record.uid] = record.signal;
+      evictedUids[record.order.uid] = record.order.threshold.signal;
     };
   }
 
@@ -634,12 +634,12 @@ int runDemo(const std::vector<std::string>& argv) {
       std::printf(
           "  %d. t=%.1fs evicted %s (%s, %s threshold, grace %llds): latency %.1f ms "
           "(threshold's grace %.1f ms + agent's reaction %.1f ms)\n     %s\n",
-          ++n, at, record.pod.c_str(), std::string(policy::toString(record.signal)).c_str(), record.hard ? "hard" : "soft",
-          static_cast<long long>(record.gracePeriodSeconds), record.latencyMs, split.graceMs,
-          split.reactionMs, record.message.c_str());
+          ++n, at, record.order.pod.c_str(), std::string(policy::toString(record.order.threshold.signal)).c_str(), record.order.threshold.hard ? "hard" : "soft",
+          static_cast<long long>(record.order.gracePeriodSeconds), record.latencyMs, split.graceMs,
+          split.reactionMs, record.order.message.c_str());
       policy::OrderedJson entry;
-      entry["pod"] = record.pod;
-      entry["signal"] = std::string(policy::toString(record.signal));
+      entry["pod"] = record.order.pod;
+      entry["signal"] = std::string(policy::toString(record.order.threshold.signal));
       entry["latencyMs"] = tenths(record.latencyMs);
       entry["graceMs"] = tenths(split.graceMs);
       entry["reactionMs"] = tenths(split.reactionMs);
@@ -699,8 +699,8 @@ int runDemo(const std::vector<std::string>& argv) {
         const LatencySplit split = splitLatency(record, policy);
         char label[128];
         std::snprintf(label, sizeof label, "%s crossed (%s, grace %.1f s)",
-                      std::string(policy::toString(record.signal)).c_str(),
-                      record.hard ? "hard" : "soft", split.graceMs / 1000);
+                      std::string(policy::toString(record.order.threshold.signal)).c_str(),
+                      record.order.threshold.hard ? "hard" : "soft", split.graceMs / 1000);
         plot.marks.push_back(PlotMark{
             std::chrono::duration<double>(record.crossedAt - started).count(), label, false});
       }
@@ -710,7 +710,7 @@ int runDemo(const std::vector<std::string>& argv) {
                       splitLatency(record, policy).reactionMs);
         plot.marks.push_back(PlotMark{
             std::chrono::duration<double>(record.signalledAt - started).count(),
-            "evicted " + record.pod + reaction, false});
+            "evicted " + record.order.pod + reaction, false});
       }
     }
     plot.marks.insert(plot.marks.end(), oomMarks.begin(), oomMarks.end());

@@ -18,51 +18,31 @@
 #include "base/clock.h"
 #include "cgroups/kill.h"
 #include "cgroups/pods.h"
-#include "policy/policy.h"
+#include "node/eviction_order.h"
 
 namespace nodewarden::node {
-
-struct EvictionOrder {
-  std::string uid;
-  std::string pod;     // "namespace/name"
-  policy::Signal signal = policy::Signal::MemoryAvailable;
-  bool hard = true;
-  std::int64_t gracePeriodSeconds = 0;
-  std::string message;  // the kubelet's eviction message
-  // Taken over from an agent that stopped in its middle (eviction_journal.h): SIGTERM was
-  // sent then, so only what is left of the grace period is waited, then SIGKILL.
-  bool resumed = false;
-};
-
-struct EvictionOutcome {
-  std::string uid;
-  std::string pod;
-  bool emptied = false;  // no process of the pod is left
-  bool dryRun = false;
-  std::string method;         // "cgroup.kill", "freezer+SIGKILL", "SIGKILL", "SIGTERM", "dry-run"
-  std::string error;          // why it could not be done, if it could not
-  std::size_t processes = 0;  // processes signalled
-  std::chrono::microseconds elapsed{0};  // order → emptied (or given up)
-};
 
 class Actuator {
  public:
   using Done = std::function<void(const EvictionOutcome&)>;
   virtual ~Actuator() = default;
-  // Starts evicting the pod. Returns when the first signal has been sent (or refused):
-  // the time of return is "signal sent" for the latency figures. `done` is called later on
-  // the loop thread, exactly once, when the pod's processes are gone or the actuator gave up.
+  // Starts evicting the pod. Returns when the first signal has been sent (or refused), having
+  // waited on nothing else (no disk, no network): the time of return is "signal sent" for the
+  // latency figures. `done` is called later on the loop thread, exactly once, when the pod's
+  // processes are gone or the actuator gave up; `order` need not outlive the call.
   virtual void evict(const EvictionOrder& order, Done done) = 0;
   virtual std::string name() const = 0;
 };
 
 // Kills through cgroups (cgroups::PodKiller): grace 0 → SIGKILL at once (cgroup.kill where
 // possible); grace > 0 → SIGTERM, then SIGKILL when the grace period ends with processes
-// left. Watches the cgroup empty on a short timer instead of sleeping a fixed time.
+// left. Watches the cgroup empty on a short timer instead of sleeping a fixed time (v2: its
+// cgroup.events, one small read; v1: its processes). Times come from `clock`.
 class CgroupActuator final : public Actuator {
  public:
-  // `pods` must outlive the actuator; orders for UIDs it does not know are refused.
-  CgroupActuator(boost::asio::io_context& io, cgroups::PodCgroups& pods);
+  // `pods` and `clock` must outlive the actuator; orders for UIDs it does not know are refused.
+  CgroupActuator(boost::asio::io_context& io, cgroups::PodCgroups& pods,
+                 const Clock& clock = steadyClock());
   ~CgroupActuator() override;
   void evict(const EvictionOrder& order, Done done) override;
   std::string name() const override { return "cgroup killer"; }
@@ -73,6 +53,7 @@ class CgroupActuator final : public Actuator {
 
   boost::asio::io_context& io_;
   cgroups::PodCgroups& pods_;
+  const Clock& clock_;
   cgroups::PodKiller killer_;
   std::shared_ptr<bool> alive_;
 };
@@ -93,6 +74,8 @@ class RecordingActuator final : public Actuator {
   const std::vector<EvictionOrder>& orders() const { return orders_; }
   // Completes a held order (emptied).
   void complete(const std::string& uid);
+  // Called at each order, at the moment a real actuator sends its first signal.
+  std::function<void(const EvictionOrder&)> onOrder;
 
  private:
   bool completeAtOnce_;

@@ -43,10 +43,10 @@ bool anyMet(const policy::EvictionDecision& decision) {
 }
 
 const policy::SignalStatus* statusOf(const policy::EvictionDecision& decision,
-                                     const policy::Eviction& eviction) {
+                                     const policy::ThresholdKey& key) {
   const policy::SignalStatus* found = nullptr;
   for (const policy::SignalStatus& s : decision.signals) {
-    if (s.key.signal == eviction.signal && s.key.hard == eviction.hard) found = &s;
+    if (s.key == key) found = &s;
   }
   return found;
 }
@@ -64,13 +64,14 @@ const policy::Ranking& rankingFor(const policy::EvictionDecision& decision, Sign
 }  // namespace
 
 ActuatorFactory cgroupActuator() {
-  return [](asio::io_context& io, cgroups::PodCgroups& pods) -> std::unique_ptr<Actuator> {
-    return std::make_unique<CgroupActuator>(io, pods);
+  return [](asio::io_context& io, cgroups::PodCgroups& pods,
+            const Clock& clock) -> std::unique_ptr<Actuator> {
+    return std::make_unique<CgroupActuator>(io, pods, clock);
   };
 }
 
 ActuatorFactory dryRunActuator() {
-  return [](asio::io_context&, cgroups::PodCgroups&) -> std::unique_ptr<Actuator> {
+  return [](asio::io_context&, cgroups::PodCgroups&, const Clock&) -> std::unique_ptr<Actuator> {
     return std::make_unique<DryRunActuator>();
   };
 }
@@ -84,13 +85,16 @@ Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
       policy_(std::move(policy)),
       pods_(std::move(pods)),
       source_(std::move(source)),
-      actuator_(makeActuator(io, pods_)),
+      actuator_(makeActuator(io, pods_, clock)),
       detectors_(io, pods_, clock,
                  DetectorOptions{options_.scan.procRoot, options_.kernelWakeups},
                  [this](Trigger trigger, std::optional<SteadyTime> at) { onWake(trigger, at); }),
       timer_(io),
       graceTimer_(io),
-      followUpTimer_(io) {
+      followUpTimer_(io),
+      cgroupChanges_(io),
+      sourceChanges_(io),
+      maintainTimer_(io) {
   if (options_.journalPath) journal_.emplace(*options_.journalPath);
   if (options_.recorder) recorder_ = std::make_unique<Recorder>(*options_.recorder, pods_, clock_);
 }
@@ -169,9 +173,14 @@ Result<void> Agent::start() {
 void Agent::stop() {
   if (stopped_) return;
   stopped_ = true;
+  refresh_.reset();
   timer_.cancel();
   graceTimer_.cancel();
   followUpTimer_.cancel();
+  maintainTimer_.cancel();
+  boost::system::error_code ignored;
+  cgroupChanges_.close(ignored);
+  sourceChanges_.close(ignored);
   detectors_.stop();
   if (http_) http_->stop();
   if (recorder_) recorder_->stop(std::chrono::seconds(1));
@@ -179,6 +188,48 @@ void Agent::stop() {
 }
 
 // ---- the loop ----
+
+void Agent::watchPodChanges() {
+  if (stopped_) return;
+  boost::system::error_code ignored;
+  if (pods_.changeFd() != watchedCgroupFd_) {  // none yet, or a new kubepods directory
+    cgroupChanges_.close(ignored);
+    cgroupWaiting_ = false;
+    watchedCgroupFd_ = pods_.changeFd();
+    if (watchedCgroupFd_ >= 0) cgroupChanges_.assign(::dup(watchedCgroupFd_), ignored);
+  }
+  if (!sourceChanges_.is_open() && source_->changeFd() >= 0) {
+    sourceChanges_.assign(::dup(source_->changeFd()), ignored);
+  }
+  if (cgroupChanges_.is_open() && !cgroupWaiting_) waitForChanges(cgroupChanges_, cgroupWaiting_);
+  if (sourceChanges_.is_open() && !sourceWaiting_) waitForChanges(sourceChanges_, sourceWaiting_);
+}
+
+void Agent::waitForChanges(asio::posix::stream_descriptor& descriptor, bool& waiting) {
+  waiting = true;
+  descriptor.async_wait(asio::posix::stream_descriptor::wait_read,
+                        [this, alive = alive_, &waiting](const boost::system::error_code& ec) {
+                          if (!*alive) return;
+                          waiting = false;
+                          if (ec || stopped_ || maintainPending_) return;
+                          // Not sooner than kMaintainEvery: a burst of pods is taken in one go.
+                          maintainPending_ = true;
+                          maintainTimer_.expires_after(kMaintainEvery);
+                          maintainTimer_.async_wait([this, alive](const boost::system::error_code& e) {
+                            if (!e && *alive && !stopped_) maintain();
+                          });
+                        });
+}
+
+// What a cycle does before deciding, alone: the pod set and the view brought up to date.
+void Agent::maintain() {
+  maintainPending_ = false;
+  const SteadyTime now = clock_.now();
+  observePods(Trigger::Manual, now);
+  if (viewStale_) rebuildView();
+  readNewPods(now);
+  watchPodChanges();  // the descriptor that fired waits again
+}
 
 void Agent::scheduleTimer() {
   if (stopped_) return;
@@ -298,41 +349,39 @@ void Agent::resumeJournal() {
     return;
   }
   journal_->adopt(*entries);
-  if (auto refreshed = pods_.refresh(); !refreshed) logOnce("cgroup-refresh-failed", refreshed.error());
+  if (auto refreshed = pods_.refresh(); !refreshed) {
+    logOnce("cgroup-refresh-failed", refreshed.error());
+  }
   const auto wallNow = std::chrono::system_clock::now();
   const SteadyTime now = clock_.now();
   for (const JournalEntry& entry : *entries) {
-    const cgroups::PodCgroup* pod = pods_.find(entry.uid);
+    const EvictionOrder& taken = entry.order;
+    const cgroups::PodCgroup* pod = pods_.find(taken.uid);
     auto processes = pod != nullptr ? cgroups::readProcsRecursive(pod->memory)
                                     : Result<std::vector<pid_t>>(std::vector<pid_t>{});
     const double agoSeconds = std::chrono::duration<double>(wallNow - entry.orderedAt).count();
     if (!processes || processes->empty()) {
       server::logEvent(server::LogLevel::Info, "eviction-finished-while-down",
-                       {{"pod", entry.pod}, {"uid", entry.uid}, {"ordered_s_ago", agoSeconds}});
-      journal("remove", journal_->remove(entry.uid));
+                       {{"pod", taken.pod}, {"uid", taken.uid}, {"ordered_s_ago", agoSeconds}});
+      journal("remove", journal_->remove(taken.uid));
       continue;
     }
     const auto left = std::chrono::ceil<std::chrono::seconds>(entry.killAt - wallNow);
     EvictionRecord record;
-    record.pod = entry.pod;
-    record.uid = entry.uid;
-    record.signal = entry.signal;
-    record.hard = entry.hard;
-    record.gracePeriodSeconds = std::max<std::int64_t>(0, left.count());
-    record.message = entry.message;
+    record.order = taken;
+    record.order.gracePeriodSeconds = std::max<std::int64_t>(0, left.count());
+    record.order.resumed = true;
     record.crossedAt = now;
     record.signalledAt = now;
     const std::size_t index = tracker_.started(record);
-    EvictionOrder order{entry.uid, entry.pod, entry.signal, entry.hard,
-                        record.gracePeriodSeconds, entry.message};
-    order.resumed = true;
+    const EvictionOrder& order = tracker_.records()[index].order;
     server::logEvent(server::LogLevel::Warn, "evict-resumed",
-                     {{"pod", entry.pod},
-                      {"uid", entry.uid},
-                      {"signal", std::string(policy::toString(entry.signal))},
-                      {"kind", entry.hard ? "hard" : "soft"},
+                     {{"pod", order.pod},
+                      {"uid", order.uid},
+                      {"signal", std::string(policy::toString(order.threshold.signal))},
+                      {"kind", order.threshold.hard ? "hard" : "soft"},
                       {"ordered_s_ago", agoSeconds},
-                      {"grace_left_seconds", record.gracePeriodSeconds},
+                      {"grace_left_seconds", order.gracePeriodSeconds},
                       {"processes", static_cast<std::int64_t>(processes->size())},
                       {"reason", "ordered by the previous run, which stopped before it ended"}});
     actuator_->evict(order, [this, alive = alive_, index](const EvictionOutcome& outcome) {
@@ -349,126 +398,294 @@ void Agent::cycle(Trigger trigger) {
   const SteadyTime now = clock_.now();
   ++cycles_;
   metrics_.cycles.add({std::string(toString(trigger))});
-
   if (policyFileChanged()) reloadPolicy();
-  const bool sourceChanged = source_->refresh();
-  for (const std::string& problem : source_->takeProblems()) {
-    server::logEvent(server::LogLevel::Warn, "pod-source-problem", {{"problem", problem}});
-  }
-  bool full = sourceChanged || wantsFullScan(trigger, now);
-  cgroups::ScanResult scan;
-  policy::EvictionResult result = observe(full, now, scan);
-  if (!full && pressureNear(result.decision)) {
-    full = true;
-    result = observe(true, now, scan);
-  }
-  const std::size_t candidates = candidateView().pods.size();
 
+  observePods(trigger, now);
+  const cgroups::NodeReading node = observeNode();
+  if (viewStale_) rebuildView();
+  readNewPods(now);
+  auto [view, result] = decide(node, now);
   tracker_.noteSignals(result.decision.signals, state_, now, notifiedAt_);
   notifiedAt_.reset();
   state_ = std::move(result.next);
   lastDecision_ = std::move(result.decision);
+  // Here the cycle's candidate view (`view`) and decision (`lastDecision_`) are final.
 
   followNotification(trigger);
+  const std::size_t ordered = tracker_.records().size();
   act(lastDecision_, now);
-  publish(lastDecision_, scan, candidates);
+  publish(lastDecision_, node, view.pods.size());
   scheduleGraceTimer(lastDecision_, now);
+  scheduleRefresh(now, tracker_.records().size() > ordered);
+  if (ready_) watchPodChanges();
   lastCycleAt_ = now;
-  if (recorder_) recorder_->cycle(candidateView(), snapshot_, state_, lastDecision_, policy_, now);
+  if (recorder_) {
+    admissionSnapshot_.reset();  // this cycle's figures, copied only when recording
+    recorder_->cycle(view, snapshot(), state_, lastDecision_, policy_, now);
+  }
   if (onCycle) onCycle(lastDecision_);
 }
 
-// Every pod is read on the first cycle, on anything but the plain timer (a detector, an
-// eviction that completed, a grace period that ended), while evictions are in flight or a
-// threshold is near, and every kFullScanEvery.
-bool Agent::wantsFullScan(Trigger trigger, SteadyTime now) const {
-  return !fullScanDone_ || trigger != Trigger::Timer || tracker_.anyInFlight() ||
-         now - lastFullScan_ >= kFullScanEvery || pressureNear(lastDecision_);
+// The pod objects and the pod cgroups, where they changed: the source says so itself; the
+// cgroups' directories are watched (PodCgroups::mayHaveChanged), so an unchanged node costs a
+// stat and a read here, whatever the number of pods.
+void Agent::observePods(Trigger trigger, SteadyTime now) {
+  if (source_->refresh()) viewStale_ = true;
+  for (const std::string& problem : source_->takeProblems()) {
+    server::logEvent(server::LogLevel::Warn, "pod-source-problem", {{"problem", problem}});
+  }
+  const bool listAll = !indexed_ || now - lastIndexed_ >= kRefreshEvery;
+  if (listAll || pods_.mayHaveChanged()) {
+    if (refreshPodCgroups(now, listAll)) viewStale_ = true;
+  } else if (trigger == Trigger::Timer && !tracker_.empty()) {
+    expireTracked(now);  // back-offs end on time, not only when cgroups change
+  }
 }
 
-// Reads the kernel (every pod when `full`, else the node only), rebuilds the snapshot and
-// evaluates the policy over the pods that may be chosen.
-policy::EvictionResult Agent::observe(bool full, SteadyTime now, cgroups::ScanResult& scan) {
-  if (full) refreshPodCgroups(now);
-  cgroups::ScanOptions scanOptions = options_.scan;
-  scanOptions.podFigures = full;
-  scan = cgroups::scanNode(pods_, scanOptions, now);
-  for (const Error& error : scan.errors) logOnce("read-problem", error);
-  // A pod cgroup removed between the refresh and its figures is gone from the node: left in
-  // the index it would be a pod without stats, which the kubelet's order ranks first, and a
-  // node with pods coming and going would keep choosing such ghosts (e2e/churn).
-  for (const std::string& uid : scan.vanished) pods_.pods().erase(uid);
-
-  if (!full && fullScanDone_ && !snapshot_.nodes.empty()) {
-    refreshNodeFigures(snapshot_, scan.summary.node, lastDecision_.conditions);
+// Pods that appeared since the last listing: their figures now, when they are few (a pod
+// never read counts 0 until it is; victims first bounds it by kubepods' usage meanwhile).
+void Agent::readNewPods(SteadyTime now) {
+  if (!fullScanDone_ || unread_.empty()) return;
+  if (unread_.size() <= kReadNewAtOnce) {
+    for (const std::string& uid : unread_) (void)readPod(uid, now);
   } else {
-    SnapshotInputs inputs;
-    inputs.pods = &source_->current();
-    inputs.summary = &scan.summary;
-    for (const auto& [uid, cgroup] : pods_.pods()) inputs.podCgroups.emplace(uid, cgroup->relativePath);
-    inputs.nodeName = options_.nodeName;
-    inputs.conditions = lastDecision_.conditions;
-    inputs.cpus = std::thread::hardware_concurrency();
-    BuiltSnapshot built = buildSnapshot(inputs);
-    for (const auto& [uid, path] : built.withoutObject) {
-      if (!unknownReported_.insert(uid).second) continue;
-      server::logEvent(server::LogLevel::Warn, "pod-without-object",
-                       {{"uid", uid},
-                        {"cgroup", path},
-                        {"treated_as", "priority 0, no requests"},
-                        {"source", source_->describe()}});
-    }
-    snapshot_ = std::move(built.snapshot);
-    // Bounded by the pods on the node: a UID whose cgroup is gone is forgotten.
-    if (full) {
-      std::erase_if(unknownReported_,
-                    [&](const std::string& uid) { return pods_.find(uid) == nullptr; });
-    }
+    refreshWanted_ = true;  // many at once: a refresh in slices reads them
   }
-  if (full) {
-    ++fullScans_;
-    fullScanDone_ = true;
-    lastFullScan_ = now;
-    metrics_.scanDuration.observe({}, std::chrono::duration<double>(scan.duration).count());
-  }
-  return policy::evaluateEviction(candidateView(), policy_, state_, now, policy::Rankings::Needed);
+  unread_.clear();
 }
 
-void Agent::refreshPodCgroups(SteadyTime now) {
-  auto refreshed = pods_.refresh();
+// The pod cgroups that appeared or went (all listed again when `full`, else from what the
+// directory watch saw); true when pods appeared or went.
+bool Agent::refreshPodCgroups(SteadyTime now, bool full) {
+  auto refreshed = full ? pods_.refresh() : pods_.update();
   if (!refreshed) {
     logOnce("cgroup-refresh-failed", refreshed.error());
-    return;
+    return false;
   }
+  indexed_ = true;
+  if (full) lastIndexed_ = now;
   for (const Error& error : refreshed->errors) logOnce("cgroup-problem", error);
+  expireTracked(now);
+  for (std::string& uid : refreshed->added) unread_.push_back(std::move(uid));
+  return !refreshed->added.empty() || !refreshed->removed.empty();
+}
+
+void Agent::expireTracked(SteadyTime now) {
   const auto exists = [&](const std::string& uid) { return pods_.find(uid) != nullptr; };
   const auto isEmpty = [&](const std::string& uid) {
-    const cgroups::PodCgroup* pod = pods_.find(uid);
-    auto processes = cgroups::readProcsRecursive(pod->memory);
-    return processes && processes->empty();
+    auto busy = cgroups::hasProcesses(*pods_.find(uid));
+    return busy && !*busy;
   };
   for (const std::string& uid : tracker_.expire(now, exists, isEmpty)) {
     server::logEvent(server::LogLevel::Info, "pod-running-again", {{"uid", uid}});
   }
 }
 
-// The pods that may be chosen: not in flight, evicted or backing off, and running here (a
-// manifest whose cgroup does not exist is not). The others' usage still counts for the node.
-policy::NodeView Agent::candidateView() const {
-  const std::string name = snapshot_.nodes.empty() ? options_.nodeName : snapshot_.nodes[0].name;
-  policy::NodeView view = policy::makeNodeView(snapshot_, name);
-  if (tracker_.empty() && !fullScanDone_) return view;
-  policy::NodeView kept = view;
-  kept.pods.clear();
-  kept.podStats.clear();
-  for (std::size_t i = 0; i < view.pods.size(); ++i) {
-    const std::string& uid = view.pods[i]->uid;
-    if (!tracker_.candidate(uid) || pods_.find(uid) == nullptr) continue;
-    kept.pods.push_back(view.pods[i]);
-    kept.podStats.push_back(view.podStats[i]);
+// The view for the pods on the node now: the source's objects, a made-up one for each pod
+// cgroup without one, each pod's figures as last read (none yet for a new one).
+void Agent::rebuildView() {
+  viewStale_ = false;
+  admissionSnapshot_.reset();
+  const auto withoutObject = view_.rebuild(source_->current(), pods_, options_.nodeName,
+                                           std::thread::hardware_concurrency());
+  for (const auto& [uid, path] : withoutObject) {
+    if (!unknownReported_.insert(uid).second) continue;
+    server::logEvent(server::LogLevel::Warn, "pod-without-object",
+                     {{"uid", uid},
+                      {"cgroup", path},
+                      {"treated_as", "priority 0, no requests"},
+                      {"source", source_->describe()}});
   }
-  policy::assignKeyOrder(kept);
-  return kept;
+  // Bounded by the pods on the node: a UID whose cgroup is gone is forgotten.
+  std::erase_if(unknownReported_,
+                [&](const std::string& uid) { return pods_.find(uid) == nullptr; });
+  // The last decision's rankings pointed at the old view; its signals stay.
+  lastDecision_.memory.pods.clear();
+  lastDecision_.pids.reset();
+  lastDecision_.ephemeralStorage.reset();
+  lastDecision_.evict.clear();
+}
+
+const policy::Snapshot& Agent::snapshot() const {
+  if (!admissionSnapshot_) {
+    admissionSnapshot_ = view_.snapshot(source_->current(), lastDecision_.conditions);
+  }
+  return *admissionSnapshot_;
+}
+
+// The node's figures, read once a cycle (the detectors place their lines from them too).
+cgroups::NodeReading Agent::observeNode() {
+  cgroups::NodeReading node = cgroups::readNodeFigures(pods_, options_.scan);
+  for (const Error& error : node.errors) logOnce("read-problem", error);
+  node.errors.clear();
+  view_.setNodeStats(node.stats);
+  if (admissionSnapshot_ && !admissionSnapshot_->nodes.empty()) {
+    admissionSnapshot_->stats[admissionSnapshot_->nodes[0].name].node = node.stats;
+    admissionSnapshot_->nodes[0].conditions.clear();
+    for (const std::string& condition : lastDecision_.conditions) {
+      admissionSnapshot_->nodes[0].conditions.push_back({condition, "True"});
+    }
+  }
+  return node;
+}
+
+// The pods that may be chosen: not in flight, evicted or backing off. The others' usage
+// still counts for the node.
+policy::NodeView Agent::candidateView() const {
+  if (tracker_.empty()) return view_.all();
+  return view_.only([this](std::string_view uid) { return tracker_.candidate(uid); });
+}
+
+// Victims first (victims_first.h) reads pods through this: into the snapshot, in place.
+class Agent::FigureReader final : public PodFigureReader {
+ public:
+  FigureReader(Agent& agent, SteadyTime now) : agent_(agent), now_(now) {}
+  Read read(const policy::Pod& pod) override {
+    Read read;
+    read.stats = agent_.readPod(pod.uid, now_, &read.usage);
+    return read;
+  }
+  std::optional<std::uint64_t> usage(const policy::Pod& pod) override {
+    const cgroups::PodCgroup* cgroup = agent_.pods_.find(pod.uid);
+    if (cgroup == nullptr) return std::nullopt;
+    auto usage = cgroups::readMemoryUsage(cgroup->memory, agent_.buffer_);
+    if (!usage) return std::nullopt;
+    return *usage;
+  }
+
+ private:
+  Agent& agent_;
+  SteadyTime now_;
+};
+
+Agent::Decided Agent::decide(const cgroups::NodeReading& node, SteadyTime now) {
+  if (fullScanDone_) {
+    policy::NodeView view = candidateView();
+    FigureReader reader(*this, now);
+    VictimsFirstOptions options;
+    options.busy = tracker_.busySignals();
+    VictimsFirstDecision decided =
+        decideVictimsFirst(view, usageOfView(node), policy_, state_, now, reader, options);
+    forgetVanished(decided.vanished);
+    // Victims first left the pods it found gone out of the view it decided on: so does the
+    // view the recorder is given, which must be what the decision saw.
+    if (!decided.vanished.empty()) {
+      for (std::size_t i = view.pods.size(); i-- > 0;) {
+        if (std::find(decided.vanished.begin(), decided.vanished.end(), view.pods[i]->uid) ==
+            decided.vanished.end()) {
+          continue;
+        }
+        view.pods.erase(view.pods.begin() + std::ptrdiff_t(i));
+        view.podStats.erase(view.podStats.begin() + std::ptrdiff_t(i));
+        view.keyOrder.erase(view.keyOrder.begin() + std::ptrdiff_t(i));
+      }
+    }
+    std::optional<policy::EvictionResult> result = std::move(decided.result);
+    decided.result.reset();
+    lastVictimsFirst_ = std::move(decided);
+    if (result) return {std::move(view), std::move(*result)};
+    if (fallbackLogged_.insert(lastVictimsFirst_.fullScan).second) {
+      server::logEvent(server::LogLevel::Info, "full-scan",
+                       {{"reason", std::string(toString(lastVictimsFirst_.fullScan))}});
+    }
+  }
+  // The first cycle, or a decision victims first cannot make alone: read every pod.
+  readAllPods(now);
+  if (viewStale_) rebuildView();
+  policy::NodeView view = candidateView();
+  policy::EvictionResult result =
+      policy::evaluateEviction(view, policy_, state_, now, policy::Rankings::Needed);
+  return {std::move(view), std::move(result)};
+}
+
+// What the view's pods use together at most: kubepods' usage less that of the pods outside
+// the view (in flight, evicted, backing off — read now, one read each: they are few).
+std::optional<std::uint64_t> Agent::usageOfView(const cgroups::NodeReading& node) {
+  if (!node.kubepods) return std::nullopt;
+  std::uint64_t usage = node.kubepods->usage;
+  for (const std::string& uid : tracker_.held()) {
+    const cgroups::PodCgroup* cgroup = pods_.find(uid);
+    if (cgroup == nullptr) continue;
+    auto held = cgroups::readMemoryUsage(cgroup->memory, buffer_);
+    if (held) usage -= std::min(usage, *held);
+  }
+  return usage;
+}
+
+const policy::PodStats* Agent::readPod(const std::string& uid, SteadyTime now,
+                                       std::optional<std::uint64_t>* usage) {
+  policy::PodStats* stats = view_.figures(uid);
+  cgroups::PodCgroup* cgroup = pods_.find(uid);
+  if (stats == nullptr || cgroup == nullptr) return nullptr;
+  cgroups::PodReading reading = cgroups::readPodFigures(*cgroup, options_.scan, now, buffer_);
+  for (const Error& error : reading.errors) logOnce("read-problem", error);
+  if (reading.gone) {
+    forgetVanished({uid});
+    return nullptr;
+  }
+  if (usage != nullptr) *usage = reading.memoryUsage;
+  *stats = std::move(reading.stats);
+  if (const policy::Pod* pod = view_.pod(uid)) attributeToSoleContainer(*stats, *pod);
+  return stats;
+}
+
+void Agent::readAllPods(SteadyTime now) {
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::string> uids;
+  uids.reserve(pods_.size());
+  for (const auto& [uid, cgroup] : pods_.pods()) uids.push_back(uid);
+  for (const std::string& uid : uids) (void)readPod(uid, now);
+  lastScanMs_ = millis(std::chrono::steady_clock::now() - started);
+  ++fullScans_;
+  fullScanDone_ = true;
+  lastFullScan_ = now;
+  unread_.clear();
+  metrics_.scanDuration.observe(
+      {}, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+}
+
+// A pod cgroup removed between the listing and its figures is gone from the node: left in
+// the index it would be a pod without stats, which the kubelet's order ranks first, and a
+// node with pods coming and going would keep choosing such ghosts (e2e/churn).
+void Agent::forgetVanished(const std::vector<std::string>& uids) {
+  for (const std::string& uid : uids) {
+    if (pods_.pods().erase(uid) > 0) viewStale_ = true;
+  }
+}
+
+void Agent::scheduleRefresh(SteadyTime now, bool evicted) {
+  if (refresh_ || stopped_) return;
+  if (!evicted && !refreshWanted_ && now - lastFullScan_ < kRefreshEvery) return;
+  refreshWanted_ = false;
+  Refresh refresh;
+  refresh.uids.reserve(pods_.size());
+  for (const auto& [uid, cgroup] : pods_.pods()) refresh.uids.push_back(uid);
+  refresh_ = std::move(refresh);
+  asio::post(io_, [this, alive = alive_] {
+    if (*alive) refreshSlice();
+  });
+}
+
+void Agent::refreshSlice() {
+  if (!refresh_ || stopped_) return;
+  const auto started = std::chrono::steady_clock::now();
+  const SteadyTime now = clock_.now();
+  Refresh& refresh = *refresh_;
+  for (std::size_t n = 0; n < kRefreshSlice && refresh.next < refresh.uids.size(); ++n) {
+    (void)readPod(refresh.uids[refresh.next++], now);
+  }
+  refresh.spent += std::chrono::steady_clock::now() - started;
+  if (refresh.next < refresh.uids.size()) {
+    // Behind whatever the loop has ready (a detector's wake-up first).
+    asio::post(io_, [this, alive = alive_] {
+      if (*alive) refreshSlice();
+    });
+    return;
+  }
+  metrics_.scanDuration.observe({}, std::chrono::duration<double>(refresh.spent).count());
+  refresh_.reset();
+  ++fullScans_;
+  lastFullScan_ = now;
 }
 
 // Follow a detector's wake-up closely while pressure is near and nothing is met yet.
@@ -483,71 +700,87 @@ void Agent::followNotification(Trigger trigger) {
   });
 }
 
+// Every victim's first signal goes out before anything else is done for any of them: the
+// journal (one write for all, after the signals), then the logs and metrics.
 void Agent::act(const policy::EvictionDecision& decision, SteadyTime now) {
   // An earlier victim for a signal still exiting: its memory is not free yet, and counting
   // it twice would evict more pods than the pressure needs.
   const std::set<Signal> busy = tracker_.busySignals();
+  std::vector<std::size_t> ordered;
   for (const policy::Eviction& eviction : decision.evict) {
     if (busy.contains(eviction.signal) || tracker_.inFlight(eviction.pod->uid)) continue;
     if (options_.dryRun && tracker_.dryRunRepeat(eviction.pod->uid, now)) continue;
-    evict(eviction, decision, now);
+    ordered.push_back(order(eviction, now));
   }
+  journalOrders(ordered);
+  for (std::size_t record : ordered) reportOrder(record, decision);
   reportStuckThresholds(decision);
 }
 
-void Agent::evict(const policy::Eviction& eviction, const policy::EvictionDecision& decision,
-                  SteadyTime now) {
-  const policy::Pod& pod = *eviction.pod;
-  const std::string signal(policy::toString(eviction.signal));
+// One order: made from the decision, handed to the actuator, dated when its first signal is
+// out.
+std::size_t Agent::order(const policy::Eviction& eviction, SteadyTime now) {
   EvictionRecord record;
-  record.pod = pod.key;
-  record.uid = pod.uid;
-  record.signal = eviction.signal;
-  record.hard = eviction.hard;
-  record.gracePeriodSeconds = eviction.gracePeriodSeconds;
-  record.message = eviction.message;
-  record.dryRun = options_.dryRun;
-  record.crossedAt = tracker_.crossedAt({eviction.signal, eviction.hard}, now);
+  record.order = makeOrder(eviction, options_.dryRun);
+  record.crossedAt = tracker_.crossedAt(record.order.threshold, now);
   const std::size_t index = tracker_.started(std::move(record));
-  if (journal_ && !options_.dryRun) {
-    const auto wallNow = std::chrono::system_clock::now();
-    journal("record", journal_->record({pod.uid, pod.key, eviction.signal, eviction.hard,
-                                        eviction.message, wallNow,
-                                        wallNow + std::chrono::seconds(std::max<std::int64_t>(
-                                                      0, eviction.gracePeriodSeconds))}));
-  }
-
-  const EvictionOrder order{pod.uid,          pod.key,
-                            eviction.signal,  eviction.hard,
-                            eviction.gracePeriodSeconds, eviction.message};
-  actuator_->evict(order, [this, alive = alive_, index](const EvictionOutcome& outcome) {
-    if (*alive) onOutcome(index, outcome);
-  });
+  actuator_->evict(tracker_.records()[index].order,
+                   [this, alive = alive_, index](const EvictionOutcome& outcome) {
+                     if (*alive) onOutcome(index, outcome);
+                   });
   EvictionRecord& stored = tracker_.record(index);
   stored.signalledAt = clock_.now();
   stored.latencyMs = millis(stored.signalledAt - stored.crossedAt);
+  return index;
+}
+
+void Agent::journalOrders(const std::vector<std::size_t>& records) {
+  if (!journal_ || options_.dryRun || records.empty()) return;
+  const auto wallNow = std::chrono::system_clock::now();
+  std::vector<JournalEntry> entries;
+  for (std::size_t index : records) {
+    const EvictionRecord& record = tracker_.records()[index];
+    // An order the actuator already finished (refused at once) is not under way.
+    if (record.outcome) continue;
+    // The wall time of the first signal: the journal is written just after it.
+    const WallTime orderedAt =
+        wallNow - std::chrono::duration_cast<WallTime::duration>(clock_.now() - record.signalledAt);
+    const std::chrono::seconds grace{std::max<std::int64_t>(0, record.order.gracePeriodSeconds)};
+    entries.push_back({record.order, orderedAt, orderedAt + grace});
+  }
+  journal("record", journal_->record(entries));
+}
+
+void Agent::reportOrder(std::size_t index, const policy::EvictionDecision& decision) {
+  const EvictionRecord& record = tracker_.records()[index];
+  const EvictionOrder& order = record.order;
+  const std::string signal(policy::toString(order.threshold.signal));
+  const policy::Eviction* eviction = nullptr;
+  for (const policy::Eviction& e : decision.evict) {
+    if (e.pod->uid == order.uid) eviction = &e;
+  }
   if (options_.dryRun) {
     metrics_.dryRunEvictions.add({signal});
   } else {
-    metrics_.evictions.add({signal, eviction.hard ? "hard-threshold" : "soft-threshold"});
-    metrics_.evictionLatency.observe({}, stored.latencyMs / 1000.0);
+    metrics_.evictions.add({signal, order.threshold.hard ? "hard-threshold" : "soft-threshold"});
+    metrics_.evictionLatency.observe({}, record.latencyMs / 1000.0);
   }
-  const policy::SignalStatus* status = statusOf(decision, eviction);
+  const policy::SignalStatus* status = statusOf(decision, order.threshold);
   server::logEvent(server::LogLevel::Warn, options_.dryRun ? "evict-dry-run" : "evict",
-                   {{"pod", pod.key},
-                    {"uid", pod.uid},
+                   {{"pod", order.pod},
+                    {"uid", order.uid},
                     {"signal", signal},
-                    {"kind", eviction.hard ? "hard" : "soft"},
+                    {"kind", order.threshold.hard ? "hard" : "soft"},
                     {"available", status ? status->available : std::int64_t(0)},
                     {"threshold", status ? status->threshold : std::int64_t(0)},
-                    {"usage", eviction.usage},
-                    {"request", eviction.request},
-                    {"priority", static_cast<std::int64_t>(pod.priority)},
-                    {"grace_seconds", eviction.gracePeriodSeconds},
-                    {"latency_ms", stored.latencyMs},
-                    {"reason", eviction.message}});
-  if (recorder_) recorder_->evicted(stored, eviction, decision);
-  if (onEviction) onEviction(stored);
+                    {"usage", eviction ? eviction->usage : std::int64_t(0)},
+                    {"request", eviction ? eviction->request : std::int64_t(0)},
+                    {"priority", static_cast<std::int64_t>(eviction ? eviction->pod->priority : 0)},
+                    {"grace_seconds", order.gracePeriodSeconds},
+                    {"latency_ms", record.latencyMs},
+                    {"reason", order.message}});
+  if (recorder_ && eviction != nullptr) recorder_->evicted(record, *eviction, decision);
+  if (onEviction) onEviction(record);
 }
 
 void Agent::reportStuckThresholds(const policy::EvictionDecision& decision) {
@@ -582,15 +815,17 @@ void Agent::reportStuckThresholds(const policy::EvictionDecision& decision) {
   }
 }
 
-void Agent::onOutcome(std::size_t record, const EvictionOutcome& outcome) {
-  tracker_.finished(record, outcome, clock_.now());
-  if (!outcome.dryRun) {
-    if (journal_) journal("remove", journal_->remove(outcome.uid));
+void Agent::onOutcome(std::size_t index, const EvictionOutcome& outcome) {
+  tracker_.finished(index, outcome, clock_.now());
+  const EvictionRecord& record = tracker_.records()[index];
+  const EvictionOrder& order = record.order;
+  if (!order.dryRun) {
+    if (journal_) journal("remove", journal_->remove(order.uid));
     server::logEvent(outcome.emptied ? server::LogLevel::Info : server::LogLevel::Error,
                      outcome.emptied ? "evicted" : "eviction-failed",
-                     {{"pod", outcome.pod},
-                      {"uid", outcome.uid},
-                      {"method", outcome.method},
+                     {{"pod", order.pod},
+                      {"uid", order.uid},
+                      {"method", methodText(order, outcome)},
                       {"processes", static_cast<std::int64_t>(outcome.processes)},
                       {"elapsed_ms", outcome.elapsed.count() / 1000.0},
                       {"error", outcome.error}});
@@ -598,15 +833,15 @@ void Agent::onOutcome(std::size_t record, const EvictionOutcome& outcome) {
     // the timer. A failure frees nothing; the next regular cycle goes on without that pod.
     if (outcome.emptied) requestCycle(Trigger::EvictionDone);
   }
-  if (recorder_) recorder_->outcome(tracker_.records()[record]);
-  if (onEviction) onEviction(tracker_.records()[record]);
+  if (recorder_) recorder_->outcome(record);
+  if (onEviction) onEviction(record);
 }
 
-void Agent::publish(const policy::EvictionDecision& decision, const cgroups::ScanResult& scan,
+void Agent::publish(const policy::EvictionDecision& decision, const cgroups::NodeReading& node,
                     std::size_t pods) {
   metrics_.publish(decision);
   if (options_.notifications) {
-    detectors_.follow(decision, interval());
+    detectors_.follow(decision, node, interval());
     metrics_.kernelNotifications.set({}, double(detectors_.count()));
   }
   if (!ready_) {
@@ -615,7 +850,7 @@ void Agent::publish(const policy::EvictionDecision& decision, const cgroups::Sca
     server::logEvent(server::LogLevel::Info, "ready",
                      {{"pods", static_cast<std::int64_t>(pods)},
                       {"pod_cgroups", static_cast<std::int64_t>(pods_.size())},
-                      {"scan_ms", millis(scan.duration)}});
+                      {"scan_ms", lastScanMs_}});
     return;
   }
   std::string status = "watching " + std::to_string(pods) + " pods";

@@ -1,16 +1,27 @@
 // The node daemon (`nodewarden agent`): one single-threaded Boost.Asio loop that runs the
 // pipeline of this folder, one cycle at a time:
 //
-//   observe   detectors.h wakes a cycle (kernel notification, poller) besides the timer;
-//             cgroups/ scans the pods, snapshot_builder.h makes the snapshot
-//   decide    policy::evaluateEviction over the pods eviction_tracker.h still allows
-//   act       actuator.h kills through the cgroups (or, --dry-run, only says so)
-//   publish   agent_metrics.h, the log, systemd's status, routes.h's /v1/state
+//   observe   detectors.h wakes a cycle (kernel notification, poller) besides the timer; the
+//             cycle reads the node's figures once (cgroups::readNodeFigures), and the pod
+//             index and the pod source are brought up to date where they changed
+//   decide    victims_first.h over the pods eviction_tracker.h still allows: the decision
+//             a full scan would make, reading only the pods it can be about
+//   act       one EvictionOrder per victim to actuator.h (the first signal at once), then
+//             the eviction journal, then logs and metrics
+//   publish   agent_metrics.h, the log, systemd's status, routes.h's /v1/state, and the
+//             detectors' lines from the figures this cycle read
+//
+// The path of a threshold crossing (docs/reference.md §4.8) is therefore: detector wake-up →
+// cycle → readNodeFigures → decideVictimsFirst → makeOrder → Actuator::evict (first signal)
+// → journal. No disk is waited on before the first signal, and no pod is read that cannot
+// change the decision.
 //
 // A cycle runs at every housekeepingInterval (the timer re-arms from its previous expiry) and
-// at once when a detector fires. After an eviction no new victim is chosen for the same
-// signal until the evicted pod's cgroup is empty, and then the next cycle runs immediately
-// with fresh figures; a pod being terminated is never chosen twice.
+// at once when a detector fires. Every pod's figures are refreshed in the background, in
+// slices the loop interleaves with wake-ups, after an eviction and every kRefreshEvery
+// (/v1/state shows figures that old at most). After an eviction no new victim is chosen for
+// the same signal until the evicted pod's cgroup is empty, and then the next cycle runs
+// immediately with fresh figures; a pod being terminated is never chosen twice.
 //
 // Threading: every member function must be called on the loop thread (the io_context's).
 #pragma once
@@ -26,6 +37,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "base/clock.h"
@@ -36,9 +48,11 @@
 #include "node/detectors.h"
 #include "node/eviction_journal.h"
 #include "node/eviction_tracker.h"
+#include "node/live_view.h"
 #include "node/pod_source.h"
 #include "node/recorder.h"
 #include "node/trigger.h"
+#include "node/victims_first.h"
 #include "policy/eviction.h"
 #include "policy/policy.h"
 #include "server/http_server.h"
@@ -77,9 +91,10 @@ struct AgentOptions {
   std::optional<RecorderOptions> recorder;
 };
 
-// Makes the agent's actuator once the agent owns the pod index it acts on.
-using ActuatorFactory =
-    std::function<std::unique_ptr<Actuator>(boost::asio::io_context&, cgroups::PodCgroups&)>;
+// Makes the agent's actuator once the agent owns the pod index it acts on; the clock is the
+// agent's.
+using ActuatorFactory = std::function<std::unique_ptr<Actuator>(
+    boost::asio::io_context&, cgroups::PodCgroups&, const Clock&)>;
 ActuatorFactory cgroupActuator();  // the real one: SIGTERM, grace, SIGKILL through cgroups
 ActuatorFactory dryRunActuator();  // --dry-run
 
@@ -124,7 +139,8 @@ class Agent {
   const policy::Policy& policy() const { return policy_; }
   const cgroups::PodCgroups& podCgroups() const { return pods_; }
   // The last cycle's snapshot, and the unscheduled pods the source knows (admission).
-  const policy::Snapshot& snapshot() const { return snapshot_; }
+  // The node as a snapshot (for admission): built when asked, until the pods change.
+  const policy::Snapshot& snapshot() const;
   const std::vector<policy::Pod>& pendingPods() const { return source_->current().pending; }
   AgentMetrics& metrics() { return metrics_; }
   Recorder* recorder() { return recorder_.get(); }
@@ -135,28 +151,65 @@ class Agent {
   bool healthy() const;
   std::optional<SteadyTime> lastCycleAt() const;
   std::uint64_t cycles() const { return cycles_; }
+  // Reads of every pod's figures (the first cycle, background refreshes, fallbacks).
   std::uint64_t fullScans() const { return fullScans_; }
+  // The last cycle's decision and, when it decided victims first, what that read.
+  const policy::EvictionDecision& lastDecision() const { return lastDecision_; }
+  const VictimsFirstDecision& lastVictimsFirst() const { return lastVictimsFirst_; }
   std::chrono::milliseconds interval() const;
   // Which detectors are armed, for logs and tests ("memory threshold …", "PSI …").
   std::vector<std::string> armedNotifications() const { return detectors_.armed(); }
 
  private:
+  class FigureReader;  // victims_first.h's reader over this agent's cgroups and snapshot
+
   // The cycle's steps, in order.
-  bool wantsFullScan(Trigger trigger, SteadyTime now) const;
-  policy::EvictionResult observe(bool full, SteadyTime now, cgroups::ScanResult& scan);
-  void refreshPodCgroups(SteadyTime now);
+  void observePods(Trigger trigger, SteadyTime now);
+  cgroups::NodeReading observeNode();
+  void readNewPods(SteadyTime now);
   policy::NodeView candidateView() const;
+  // The candidate view a decision was made on (pointing into the snapshot as it is after the
+  // decision's reads), and the decision.
+  struct Decided {
+    policy::NodeView view;
+    policy::EvictionResult result;
+  };
+  Decided decide(const cgroups::NodeReading& node, SteadyTime now);
+  std::optional<std::uint64_t> usageOfView(const cgroups::NodeReading& node);
   void followNotification(Trigger trigger);
   void act(const policy::EvictionDecision& decision, SteadyTime now);
-  void evict(const policy::Eviction& eviction, const policy::EvictionDecision& decision,
-             SteadyTime now);
+  std::size_t order(const policy::Eviction& eviction, SteadyTime now);
+  void journalOrders(const std::vector<std::size_t>& records);
+  void reportOrder(std::size_t record, const policy::EvictionDecision& decision);
   void reportStuckThresholds(const policy::EvictionDecision& decision);
-  void publish(const policy::EvictionDecision& decision, const cgroups::ScanResult& scan,
+  void publish(const policy::EvictionDecision& decision, const cgroups::NodeReading& node,
                std::size_t pods);
   void onOutcome(std::size_t record, const EvictionOutcome& outcome);
   // At start: evictions a previous run left under way are taken over, once.
   void resumeJournal();
   void journal(const char* what, const Result<void>& written);
+
+  // The view, kept in place: re-pointed when the pods on the node change, each pod's
+  // figures overwritten where they are read (the views point at them).
+  bool refreshPodCgroups(SteadyTime now, bool full);
+  void expireTracked(SteadyTime now);
+  void rebuildView();
+  // Reads one pod's figures into the view; nullptr when its cgroup is gone (forgotten then,
+  // the view rebuilt at the next cycle).
+  const policy::PodStats* readPod(const std::string& uid, SteadyTime now,
+                                  std::optional<std::uint64_t>* usage = nullptr);
+  void readAllPods(SteadyTime now);
+  void forgetVanished(const std::vector<std::string>& uids);
+  // The rest of the pods, read in slices between the loop's other work.
+  void scheduleRefresh(SteadyTime now, bool evicted);
+  void refreshSlice();
+
+  // Pods that come and go between cycles are taken in as soon as the pod cgroups' watch or
+  // the source says so (at most every kMaintainEvery), so that the cycle that must decide
+  // finds the index and the view up to date.
+  void watchPodChanges();
+  void waitForChanges(boost::asio::posix::stream_descriptor& descriptor, bool& waiting);
+  void maintain();
 
   // The loop.
   void scheduleTimer();
@@ -187,17 +240,45 @@ class Agent {
   boost::asio::steady_timer followUpTimer_;
   int followUpsLeft_ = 0;
   SteadyTime nextTick_{};
-  // Pod figures are read every cycle only while a threshold is near; otherwise every
-  // kFullScanEvery (30 s: what /v1/state shows of an idle node can be that old), so an idle
-  // node costs a handful of reads a second.
-  static constexpr std::chrono::seconds kFullScanEvery{30};
-  SteadyTime lastFullScan_{};
-  bool fullScanDone_ = false;
 
-  // The last cycle's inputs, kept so views and HTTP answers point into live data.
-  policy::Snapshot snapshot_;
+  // Every pod's figures are refreshed every kRefreshEvery (30 s: what /v1/state shows of an
+  // idle node can be that old) and after an eviction, kRefreshSlice pods at a time; the pod
+  // cgroups are listed again when their directories change, and every kRefreshEvery.
+  static constexpr std::chrono::seconds kRefreshEvery{30};
+  static constexpr std::size_t kRefreshSlice = 32;
+  // New pod cgroups up to this many are read at once; more wait for a refresh.
+  static constexpr std::size_t kReadNewAtOnce = 16;
+  SteadyTime lastFullScan_{};
+  SteadyTime lastIndexed_{};
+  bool fullScanDone_ = false;
+  bool indexed_ = false;
+  bool viewStale_ = true;  // the pods on the node changed: rebuild before deciding
+  bool refreshWanted_ = false;  // many new pods: read them all in a refresh
+  std::vector<std::string> unread_;  // new pod cgroups without figures yet
+  struct Refresh {
+    std::vector<std::string> uids;
+    std::size_t next = 0;
+    std::chrono::steady_clock::duration spent{0};
+  };
+  std::optional<Refresh> refresh_;
+  static constexpr std::chrono::milliseconds kMaintainEvery{20};
+  boost::asio::posix::stream_descriptor cgroupChanges_;
+  boost::asio::posix::stream_descriptor sourceChanges_;
+  int watchedCgroupFd_ = -1;
+  bool cgroupWaiting_ = false;
+  bool sourceWaiting_ = false;
+  boost::asio::steady_timer maintainTimer_;
+  bool maintainPending_ = false;
+  std::string buffer_;  // reads of pod files
+
+  // The pods decisions are made on, their figures written in place (live_view.h).
+  LiveView view_;
+  mutable std::optional<policy::Snapshot> admissionSnapshot_;
+  double lastScanMs_ = 0;
   policy::EvictionState state_;
   policy::EvictionDecision lastDecision_;
+  VictimsFirstDecision lastVictimsFirst_;
+  std::set<FullScanReason> fallbackLogged_;
   std::optional<SteadyTime> notifiedAt_;  // a detector dated this cycle's wake-up
   std::set<std::string> unknownReported_;  // pod cgroups without a pod object, logged once
   std::set<std::string> reportedErrors_;   // read problems, logged once per text (bounded)

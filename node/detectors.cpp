@@ -117,7 +117,7 @@ void Detectors::addPsi(Result<cgroups::PsiTrigger> trigger, const char* what) {
 }
 
 void Detectors::follow(const policy::EvictionDecision& decision,
-                       std::chrono::milliseconds pollCeiling) {
+                       const cgroups::NodeReading& node, std::chrono::milliseconds pollCeiling) {
   if (stopped_) return;
   const cgroups::Hierarchy& h = pods_.hierarchy();
   const bool eventfds = h.memoryVersion == cgroups::Version::V1 && options_.kernelWakeups;
@@ -131,19 +131,17 @@ void Detectors::follow(const policy::EvictionDecision& decision,
   }
   std::vector<std::uint64_t> nodeLines;
   std::vector<std::uint64_t> kubepodsLines;
-  std::string buffer;
   for (const policy::SignalStatus& status : decision.signals) {
-    const bool node = status.key.signal == Signal::MemoryAvailable;
-    if (!node && status.key.signal != Signal::AllocatableMemoryAvailable) continue;
+    const bool onRoot = status.key.signal == Signal::MemoryAvailable;
+    if (!onRoot && status.key.signal != Signal::AllocatableMemoryAvailable) continue;
     if (status.threshold <= 0 || status.capacity <= 0) continue;
-    const cgroups::CgroupDir* dir = node ? &pods_.rootMemory() : &pods_.kubepodsMemory();
-    if (!dir->valid()) continue;
-    auto memory = cgroups::readMemory(*dir, buffer);
-    if (!memory) continue;
+    const cgroups::CgroupDir* dir = onRoot ? &pods_.rootMemory() : &pods_.kubepodsMemory();
+    const std::optional<cgroups::MemoryReading>& memory = onRoot ? node.root : node.kubepods;
+    if (!dir->valid() || !memory) continue;
     const std::int64_t usageLine =
         status.capacity - status.threshold + std::int64_t(memory->inactiveFile);
     if (usageLine <= 0) continue;
-    (node ? nodeLines : kubepodsLines).push_back(std::uint64_t(usageLine));
+    (onRoot ? nodeLines : kubepodsLines).push_back(std::uint64_t(usageLine));
     if (!eventfds) continue;
     auto armed = armedThresholds_.find(status.key);
     // Re-arm only when the point moved by more than 1 MiB (inactive_file drifts all the time).

@@ -5,7 +5,8 @@
 //   - the adaptive poller of cgroups/detect.h on the same usage lines (the only fast
 //     detector for a usage line on v2, and a second opinion on v1).
 // Each wake-up calls `wake` with what woke it and, when the kernel dates it, when. The loop
-// owns one Detectors and tells it, after each cycle, where the lines now are (follow()).
+// owns one Detectors and tells it, after each cycle, where the lines now are (follow()), from
+// the figures that cycle read: the detectors read nothing twice.
 //
 // Threading: the io_context's thread only.
 #pragma once
@@ -25,6 +26,7 @@
 #include "base/clock.h"
 #include "cgroups/notify.h"
 #include "cgroups/pods.h"
+#include "cgroups/readers.h"
 #include "node/trigger.h"
 #include "policy/eviction.h"
 
@@ -52,9 +54,11 @@ class Detectors {
   void armPressure();
   // After a cycle: arms v1 thresholds and sets the poller's lines at the usage where each
   // memory threshold of `decision` is met (capacity − threshold + inactive_file, as the
-  // kubelet's memory threshold notifier computes it). `pollCeiling`: the longest the poller
-  // waits between two reads (the housekeeping interval).
-  void follow(const policy::EvictionDecision& decision, std::chrono::milliseconds pollCeiling);
+  // kubelet's memory threshold notifier computes it), with the usage and inactive_file the
+  // cycle read (`node`: the root's for memory.available, kubepods' for the allocatable one).
+  // `pollCeiling`: the longest the poller waits between two reads (the housekeeping interval).
+  void follow(const policy::EvictionDecision& decision, const cgroups::NodeReading& node,
+              std::chrono::milliseconds pollCeiling);
   // The policy changed: v1 thresholds are re-armed at the next follow().
   void forgetThresholds() { armedThresholds_.clear(); }
   void stop();

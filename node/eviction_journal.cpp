@@ -36,17 +36,17 @@ Result<std::vector<JournalEntry>> EvictionJournal::load() const {
     const std::string where = path_ + ": evictions[" + std::to_string(i) + "]";
     if (!item.is_object()) return Error{where + ": expected an object"};
     JournalEntry entry;
-    entry.uid = item.value("uid", "");
-    entry.pod = item.value("pod", "");
+    EvictionOrder& order = entry.order;
+    order.uid = item.value("uid", "");
+    order.pod = item.value("pod", "");
     auto signal = policy::parseSignal(item.value("signal", ""));
-    if (entry.uid.empty() || !signal || !item.contains("orderedAtMs") ||
+    if (order.uid.empty() || !signal || !item.contains("orderedAtMs") ||
         !item["orderedAtMs"].is_number_integer() || !item.contains("killAtMs") ||
         !item["killAtMs"].is_number_integer()) {
       return Error{where + ": expected uid, signal, orderedAtMs and killAtMs"};
     }
-    entry.signal = *signal;
-    entry.hard = item.value("hard", true);
-    entry.message = item.value("message", "");
+    order.threshold = {*signal, item.value("hard", true)};
+    order.message = item.value("message", "");
     entry.orderedAt = fromUnixMillis(item["orderedAtMs"].get<std::int64_t>());
     entry.killAt = fromUnixMillis(item["killAtMs"].get<std::int64_t>());
     entries.push_back(std::move(entry));
@@ -56,11 +56,12 @@ Result<std::vector<JournalEntry>> EvictionJournal::load() const {
 
 void EvictionJournal::adopt(const std::vector<JournalEntry>& entries) {
   entries_.clear();
-  for (const JournalEntry& entry : entries) entries_[entry.uid] = entry;
+  for (const JournalEntry& entry : entries) entries_[entry.order.uid] = entry;
 }
 
-Result<void> EvictionJournal::record(const JournalEntry& entry) {
-  entries_[entry.uid] = entry;
+Result<void> EvictionJournal::record(const std::vector<JournalEntry>& entries) {
+  if (entries.empty()) return {};
+  for (const JournalEntry& entry : entries) entries_[entry.order.uid] = entry;
   return write();
 }
 
@@ -74,11 +75,12 @@ Result<void> EvictionJournal::write() const {
   file["kind"] = kKind;
   file["evictions"] = policy::Json::array();
   for (const auto& [uid, entry] : entries_) {
-    file["evictions"].push_back({{"uid", entry.uid},
-                                 {"pod", entry.pod},
-                                 {"signal", std::string(policy::toString(entry.signal))},
-                                 {"hard", entry.hard},
-                                 {"message", entry.message},
+    const EvictionOrder& order = entry.order;
+    file["evictions"].push_back({{"uid", order.uid},
+                                 {"pod", order.pod},
+                                 {"signal", std::string(policy::toString(order.threshold.signal))},
+                                 {"hard", order.threshold.hard},
+                                 {"message", order.message},
                                  {"orderedAtMs", unixMillis(entry.orderedAt)},
                                  {"killAtMs", unixMillis(entry.killAt)}});
   }

@@ -33,6 +33,14 @@ bool EvictionTracker::candidate(std::string_view uid) const {
   return !inFlight_.contains(uid) && !evicted_.contains(uid) && !backOff_.contains(uid);
 }
 
+std::vector<std::string> EvictionTracker::held() const {
+  std::vector<std::string> uids;
+  for (const auto& [uid, signal] : inFlight_) uids.push_back(uid);
+  for (const std::string& uid : evicted_) uids.push_back(uid);
+  for (const auto& [uid, until] : backOff_) uids.push_back(uid);
+  return uids;
+}
+
 bool EvictionTracker::signalBusy(policy::Signal signal) const {
   return std::any_of(inFlight_.begin(), inFlight_.end(),
                      [&](const auto& entry) { return entry.second == signal; });
@@ -52,20 +60,22 @@ bool EvictionTracker::dryRunRepeat(const std::string& uid, SteadyTime now) {
 }
 
 std::size_t EvictionTracker::started(EvictionRecord record) {
-  if (!record.dryRun) inFlight_[record.uid] = record.signal;
+  if (!record.order.dryRun) inFlight_[record.order.uid] = record.order.threshold.signal;
   records_.push_back(std::move(record));
   return records_.size() - 1;
 }
 
 void EvictionTracker::finished(std::size_t index, const EvictionOutcome& outcome,
                                SteadyTime now) {
-  records_.at(index).outcome = outcome;
-  inFlight_.erase(outcome.uid);
-  if (outcome.dryRun) return;
+  EvictionRecord& record = records_.at(index);
+  record.outcome = outcome;
+  const std::string& uid = record.order.uid;
+  inFlight_.erase(uid);
+  if (record.order.dryRun) return;
   if (outcome.emptied) {
-    evicted_.insert(outcome.uid);
+    evicted_.insert(uid);
   } else {
-    backOff_[outcome.uid] = now + kBackOff;
+    backOff_[uid] = now + kBackOff;
   }
 }
 

@@ -24,25 +24,10 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "node/actuator.h"
+#include "node/eviction_order.h"
 #include "policy/eviction.h"
 
 namespace nodewarden::node {
-
-// One eviction the agent ordered, for /metrics, logs, the demo's report and tests.
-struct EvictionRecord {
-  std::string pod;
-  std::string uid;
-  policy::Signal signal = policy::Signal::MemoryAvailable;
-  bool hard = true;
-  std::int64_t gracePeriodSeconds = 0;
-  std::string message;
-  bool dryRun = false;
-  SteadyTime crossedAt{};    // threshold crossing (kernel notification, or interpolated)
-  SteadyTime signalledAt{};  // first signal sent to the pod's processes
-  double latencyMs = 0;      // crossedAt → signalledAt
-  std::optional<EvictionOutcome> outcome;  // once the actuator finished
-};
 
 class EvictionTracker {
  public:
@@ -66,6 +51,8 @@ class EvictionTracker {
   bool candidate(std::string_view uid) const;
   // Whether nothing is remembered (the view needs no filtering).
   bool empty() const { return inFlight_.empty() && evicted_.empty() && backOff_.empty(); }
+  // The pods that are not candidates: in flight, evicted or backing off.
+  std::vector<std::string> held() const;
   // Whether a victim for this signal is still exiting.
   bool signalBusy(policy::Signal signal) const;
   // The signals with a victim still exiting.

@@ -190,14 +190,14 @@ void ApiRecordingActuator::evict(const EvictionOrder& order, Done done) {
   local_->evict(order, [this, order, done = std::move(done)](const EvictionOutcome& outcome) {
     // Only a pod whose processes are really gone is marked Failed: the kubelet's status
     // manager owns a running pod's status.
-    if (outcome.emptied && !outcome.dryRun) {
+    if (outcome.emptied && !order.dryRun) {
       kube::EvictedPod evicted;
       const auto slash = order.pod.find('/');
       evicted.pod.ns = order.pod.substr(0, slash);
       evicted.pod.name = slash == std::string::npos ? order.pod : order.pod.substr(slash + 1);
       evicted.pod.uid = order.uid;
-      evicted.signal = std::string(policy::toString(order.signal));
-      evicted.resource = std::string(policy::starvedResource(order.signal));
+      evicted.signal = std::string(policy::toString(order.threshold.signal));
+      evicted.resource = std::string(policy::starvedResource(order.threshold.signal));
       evicted.message = order.message;
       evicted.gracePeriodSeconds = order.gracePeriodSeconds;
       writer_.podEvicted(evicted);

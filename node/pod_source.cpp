@@ -1,11 +1,13 @@
 #include "node/pod_source.h"
 
 #include <dirent.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <utility>
 
 #include "base/files.h"
 #include "policy/files.h"
@@ -24,19 +26,146 @@ std::vector<std::string> StaticPodSource::takeProblems() {
   return std::exchange(problems_, {});
 }
 
-bool StaticPodSource::refresh() {
-  struct stat dirStat {};
-  const auto now = std::chrono::steady_clock::now();
-  if (!first_ && ::stat(directory_.c_str(), &dirStat) == 0) {
-    const std::int64_t mtime =
-        std::int64_t(dirStat.st_mtim.tv_sec) * 1'000'000'000 + dirStat.st_mtim.tv_nsec;
-    if (mtime == directoryMtime_ && now - lastWalk_ < std::chrono::seconds(10)) return false;
-    directoryMtime_ = mtime;
-  } else if (first_ && ::stat(directory_.c_str(), &dirStat) == 0) {
-    directoryMtime_ =
-        std::int64_t(dirStat.st_mtim.tv_sec) * 1'000'000'000 + dirStat.st_mtim.tv_nsec;
+StaticPodSource::FileState StaticPodSource::read(const std::string& path, std::int64_t inode,
+                                                 std::int64_t mtime, std::int64_t size) {
+  FileState state{std::uint64_t(inode), mtime, size, std::nullopt};
+  auto text = readFile(path);
+  if (!text) {
+    problems_.push_back(text.error().message);
+    return state;
   }
-  lastWalk_ = now;
+  policy::Diagnostics diagnostics;
+  auto json = policy::parseKubernetesJsonText(*text, diagnostics);
+  std::optional<policy::Pod> pod;
+  if (json) pod = policy::parsePod(*json, "", diagnostics);
+  if (pod && pod->uid.empty()) {
+    diagnostics.add(".metadata.uid", "required: pods are matched to cgroups by UID");
+    pod.reset();
+  }
+  if (!pod) {
+    for (const Error& error : diagnostics.errors()) {
+      problems_.push_back(path + ": " + error.message + " (file skipped)");
+    }
+    return state;
+  }
+  if (pod->nodeName.empty()) pod->nodeName = nodeName_;
+  state.pod = std::move(pod);
+  return state;
+}
+
+bool StaticPodSource::refresh() {
+  if (first_) {
+    // Watched before the first walk, so that nothing changed during it is missed.
+    watch_ = cgroups::UniqueFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (watch_.valid() &&
+        ::inotify_add_watch(watch_.get(), directory_.c_str(),
+                            IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+                                IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0) {
+      watch_.reset();
+    }
+    return walk();
+  }
+  if (!watch_.valid()) {
+    struct stat dirStat {};
+    const auto now = std::chrono::steady_clock::now();
+    if (::stat(directory_.c_str(), &dirStat) == 0) {
+      const std::int64_t mtime =
+          std::int64_t(dirStat.st_mtim.tv_sec) * 1'000'000'000 + dirStat.st_mtim.tv_nsec;
+      if (mtime == directoryMtime_ && now - lastWalk_ < std::chrono::seconds(10)) return false;
+      directoryMtime_ = mtime;
+    }
+    return walk();
+  }
+  std::set<std::string> names;
+  bool walkNeeded = false;
+  alignas(inotify_event) char buffer[4096];
+  for (int round = 0; round < 64; ++round) {
+    const ssize_t n = ::read(watch_.get(), buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (ssize_t at = 0; at + ssize_t(sizeof(inotify_event)) <= n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+      at += ssize_t(sizeof(inotify_event) + event->len);
+      if ((event->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) != 0) {
+        walkNeeded = true;
+      } else if (event->len > 0) {
+        names.insert(std::string(event->name, strnlen(event->name, event->len)));
+      }
+    }
+  }
+  if (walkNeeded) {
+    // The directory itself went or events were lost: watch it afresh and read everything.
+    first_ = true;
+    return refresh();
+  }
+  bool changed = false;
+  for (const std::string& name : names) {
+    if (name.size() < 6 || !name.ends_with(".json") || name.starts_with(".")) continue;
+    changed = update(name, walkNeeded) || changed;
+    if (walkNeeded) return walk() || changed;
+  }
+  return changed;
+}
+
+bool StaticPodSource::update(const std::string& name, bool& walkNeeded) {
+  const std::string path = directory_ + "/" + name;
+  auto known = files_.find(name);
+  const std::optional<std::string> oldUid =
+      known != files_.end() && known->second.pod ? std::optional(known->second.pod->uid)
+                                                 : std::nullopt;
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  const std::int64_t mtime = std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  if (exists && known != files_.end() && known->second.inode == st.st_ino &&
+      known->second.mtimeNanos == mtime && known->second.size == st.st_size) {
+    return false;
+  }
+  // Two files with one UID: which one counts is the walk's rule (the first by name).
+  if (oldUid && uidFiles_[*oldUid] > 1) {
+    walkNeeded = true;
+    return false;
+  }
+  FileState state;
+  if (exists) {
+    state = read(path, std::int64_t(st.st_ino), mtime, st.st_size);
+    if (state.pod && (!oldUid || *oldUid != state.pod->uid) && uidFiles_[state.pod->uid] > 0) {
+      walkNeeded = true;
+      return false;
+    }
+  }
+  // The set: the old pod of this file out, its new one in (only this pod is copied).
+  auto at = [&](const std::string& uid) {
+    return std::find_if(set_.pods.begin(), set_.pods.end(),
+                        [&](const policy::Pod& pod) { return pod.uid == uid; });
+  };
+  if (oldUid && (!state.pod || state.pod->uid != *oldUid)) {
+    if (auto it = at(*oldUid); it != set_.pods.end()) {
+      *it = std::move(set_.pods.back());
+      set_.pods.pop_back();
+    }
+    if (--uidFiles_[*oldUid] <= 0) uidFiles_.erase(*oldUid);
+  }
+  if (state.pod) {
+    policy::Pod pod = *state.pod;
+    policy::resolvePod(pod, set_.priorityClasses);
+    if (!oldUid || *oldUid != pod.uid) ++uidFiles_[pod.uid];
+    if (auto it = at(pod.uid); it != set_.pods.end()) {
+      *it = std::move(pod);
+    } else {
+      set_.pods.push_back(std::move(pod));
+    }
+  }
+  if (exists) {
+    files_[name] = std::move(state);
+  } else {
+    files_.erase(name);
+  }
+  return true;
+}
+
+bool StaticPodSource::walk() {
+  const bool first = first_;
+  first_ = false;
+  lastWalk_ = std::chrono::steady_clock::now();
   DIR* dir = ::opendir(directory_.c_str());
   if (dir == nullptr) {
     const std::string problem =
@@ -49,8 +178,7 @@ bool StaticPodSource::refresh() {
   }
   directoryProblem_.clear();
   std::set<std::string> present;
-  bool changed = first_;
-  first_ = false;
+  bool changed = first;
   while (const dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
     if (name.size() < 6 || !name.ends_with(".json") || name.starts_with(".")) continue;
@@ -64,29 +192,7 @@ bool StaticPodSource::refresh() {
         it->second.size == st.st_size) {
       continue;
     }
-    FileState state{st.st_ino, mtime, st.st_size, std::nullopt};
-    auto text = readFile(path);
-    if (!text) {
-      problems_.push_back(text.error().message);
-    } else {
-      policy::Diagnostics diagnostics;
-      auto json = policy::parseKubernetesJsonText(*text, diagnostics);
-      std::optional<policy::Pod> pod;
-      if (json) pod = policy::parsePod(*json, "", diagnostics);
-      if (pod && pod->uid.empty()) {
-        diagnostics.add(".metadata.uid", "required: pods are matched to cgroups by UID");
-        pod.reset();
-      }
-      if (!pod) {
-        for (const Error& error : diagnostics.errors()) {
-          problems_.push_back(path + ": " + error.message + " (file skipped)");
-        }
-      } else {
-        if (pod->nodeName.empty()) pod->nodeName = nodeName_;
-        state.pod = std::move(pod);
-      }
-    }
-    files_[name] = std::move(state);
+    files_[name] = read(path, std::int64_t(st.st_ino), mtime, st.st_size);
     changed = true;
   }
   ::closedir(dir);
@@ -101,9 +207,11 @@ bool StaticPodSource::refresh() {
   if (!changed) return false;
 
   set_.pods.clear();
+  uidFiles_.clear();
   std::map<std::string, std::string> uidFile;
   for (const auto& [name, state] : files_) {
     if (!state.pod) continue;
+    ++uidFiles_[state.pod->uid];
     auto [at, inserted] = uidFile.emplace(state.pod->uid, name);
     if (!inserted) {
       problems_.push_back(directory_ + "/" + name + ": metadata.uid " + state.pod->uid +

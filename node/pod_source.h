@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cgroups/fs.h"
 #include "policy/model.h"
 
 namespace nodewarden::node {
@@ -40,14 +41,21 @@ class PodSource {
   virtual std::vector<std::string> takeProblems() = 0;
   // "static manifests in /etc/nodewarden/pods.d", for logs and /v1/state.
   virtual std::string describe() const = 0;
+  // A descriptor that becomes readable when the set may have changed, so the agent can bring
+  // it up to date as soon as it does rather than in the cycle that must decide; -1 when the
+  // source has none (refresh() is then cheap enough every cycle).
+  virtual int changeFd() const { return -1; }
 };
 
 // `--source static --manifests DIR`: every *.json file in DIR holds one Pod object, a pod of
 // this node (docs/reference.md §1). Files are re-read when their size, mtime or inode change; a file
 // that does not parse is reported and skipped while the others still count. Priority class
 // names resolve against the built-in classes (system-node-critical, system-cluster-critical).
-// A refresh stats only the directory unless its mtime changed or 10 s passed since the last
-// walk over every file (an in-place edit that leaves the directory alone is seen then).
+// The directory is watched (inotify): a refresh re-reads only the files named by its events
+// and changes only their pods in the set, so its cost is that of the changes, not of the
+// files; every file is walked again at the first refresh, when events were lost, and when two
+// files share a UID. Without a watch (inotify unavailable) a refresh stats the directory, and
+// walks every file when its mtime changed or 10 s passed since the last walk.
 class StaticPodSource final : public PodSource {
  public:
   StaticPodSource(std::string directory, std::string nodeName);
@@ -55,6 +63,7 @@ class StaticPodSource final : public PodSource {
   const PodSet& current() const override { return set_; }
   std::vector<std::string> takeProblems() override;
   std::string describe() const override;
+  int changeFd() const override { return watch_.get(); }
 
  private:
   struct FileState {
@@ -63,10 +72,19 @@ class StaticPodSource final : public PodSource {
     std::int64_t size = 0;
     std::optional<policy::Pod> pod;  // nullopt: the file did not parse
   };
+  bool walk();
+  // Re-reads one file named by the watch; false when nothing changed. Sets `walk` when only a
+  // walk over every file can say what the set is now.
+  bool update(const std::string& name, bool& walkNeeded);
+  FileState read(const std::string& path, std::int64_t inode, std::int64_t mtime,
+                 std::int64_t size);
+
   std::string directory_;
   std::string nodeName_;
   std::map<std::string, FileState> files_;  // by file name
+  std::map<std::string, int> uidFiles_;     // how many files hold each UID
   PodSet set_;
+  cgroups::UniqueFd watch_;  // inotify on the directory
   std::vector<std::string> problems_;
   std::string directoryProblem_;  // reported once until it changes
   bool first_ = true;

@@ -62,6 +62,22 @@ struct Recorder::PodBlock {
   std::size_t bytes = 0;
 };
 
+namespace {
+
+bool sameFigures(const Recorder::PodBlock& a, const Recorder::PodBlock& b) {
+  if (a.pods.size() != b.pods.size()) return false;
+  for (std::size_t i = 0; i < a.pods.size(); ++i) {
+    const Recorder::PodSample& x = a.pods[i];
+    const Recorder::PodSample& y = b.pods[i];
+    if (x.present != y.present || x.candidate != y.candidate) return false;
+    if (!std::equal(std::begin(x.values), std::end(x.values), std::begin(y.values))) return false;
+    if (x.info != y.info && (!x.info || !y.info || !(*x.info == *y.info))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 struct Recorder::RingSample {
   SteadyTime t{};
   record::NodeFigures node;
@@ -710,29 +726,18 @@ std::shared_ptr<const PodInfo> Recorder::infoFor(const policy::Pod& pod) {
 
 std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeView& candidates,
                                                              const policy::Snapshot& snapshot) {
-  // The agent rebuilds its snapshot only on a full scan, into new storage while the old one
-  // is alive: unchanged storage means unchanged pods and figures.
   const policy::Summary* summary = nullptr;
   if (!snapshot.nodes.empty()) {
     auto it = snapshot.stats.find(snapshot.nodes[0].name);
     if (it != snapshot.stats.end()) summary = &it->second;
   }
-  const void* podsData = snapshot.pods.data();
-  const void* statsData = summary ? static_cast<const void*>(summary->pods.data()) : nullptr;
-  // Pods ordered in this cycle left the candidates after the decision; they were in it.
-  std::vector<const policy::Pod*> chosen(candidates.pods.begin(), candidates.pods.end());
-  for (const Pending& p : pending_) {
-    for (const policy::Pod& pod : snapshot.pods) {
-      if (pod.uid == p.record.uid) chosen.push_back(&pod);
-    }
-  }
+  // Pods ordered in this cycle left the candidates after the decision; they were in it. By
+  // UID: the snapshot is a copy of the pods the view points at, not the same objects.
+  std::vector<std::string_view> chosen;
+  chosen.reserve(candidates.pods.size() + pending_.size());
+  for (const policy::Pod* pod : candidates.pods) chosen.push_back(pod->uid);
+  for (const Pending& p : pending_) chosen.push_back(p.record.order.uid);
   std::sort(chosen.begin(), chosen.end());
-  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
-  const bool sameSnapshot = lastBlock_ && podsData == lastPodsData_ &&
-                            statsData == lastStatsData_ &&
-                            lastBlock_->pods.size() == snapshot.pods.size();
-  if (sameSnapshot && chosen == lastCandidates_) return lastBlock_;
-
   auto block = std::make_shared<PodBlock>();
   block->pods.reserve(snapshot.pods.size());
   std::unordered_map<std::string_view, const policy::PodStats*> stats;
@@ -744,7 +749,7 @@ std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeV
     PodSample sample;
     sample.info = infoFor(pod);
     record::PodFigures f;
-    f.candidate = std::binary_search(chosen.begin(), chosen.end(), &pod);
+    f.candidate = std::binary_search(chosen.begin(), chosen.end(), std::string_view(pod.uid));
     if (auto it = stats.find(pod.uid); it != stats.end()) {
       const policy::PodStats& s = *it->second;
       f.workingSet = s.memoryWorkingSetBytes;
@@ -758,10 +763,13 @@ std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeV
     block->pods.push_back(std::move(sample));
   }
   block->bytes = sizeof(PodBlock) + block->pods.capacity() * sizeof(PodSample);
+  // Shared with the previous sample only when every figure is the same. Not by the snapshot's
+  // storage: the agent reads pods in place between full scans (victims first) and copies the
+  // snapshot anew each cycle, often into the storage just freed, so equal addresses say
+  // nothing about equal figures; a sample holding the previous figures would not be what the
+  // decision saw, and replay would diverge from it.
+  if (lastBlock_ && sameFigures(*lastBlock_, *block)) return lastBlock_;
   lastBlock_ = block;
-  lastPodsData_ = podsData;
-  lastStatsData_ = statsData;
-  lastCandidates_ = std::move(chosen);
   return block;
 }
 
@@ -913,7 +921,7 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     planned.entry.hard = e.hard;
     planned.entry.gracePeriodSeconds = e.gracePeriodSeconds;
     planned.entry.ordered = std::any_of(pending_.begin(), pending_.end(), [&](const Pending& p) {
-      return p.record.uid == e.pod->uid && p.record.signal == e.signal;
+      return p.record.order.uid == e.pod->uid && p.record.order.threshold.signal == e.signal;
     });
     sample->plan.push_back(std::move(planned));
   }
@@ -952,20 +960,20 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
   // Orders and kills: into the episode, and as records.
   const auto wallNow = wallMicros(now);
   for (const Pending& p : pending_) {
-    auto it = infos_.find(p.record.uid);
+    auto it = infos_.find(p.record.order.uid);
     if (open_ && it != infos_.end()) {
       record::Order order;
-      order.signal = p.record.signal;
-      order.hard = p.record.hard;
-      order.gracePeriodSeconds = p.record.gracePeriodSeconds;
+      order.signal = p.record.order.threshold.signal;
+      order.hard = p.record.order.threshold.hard;
+      order.gracePeriodSeconds = p.record.order.gracePeriodSeconds;
       order.usage = p.usage;
       order.request = p.request;
       order.observed = p.observed;
       order.threshold = p.threshold;
       order.rank = p.rank;
       order.latencyMs = p.record.latencyMs;
-      order.dryRun = p.record.dryRun;
-      order.message = p.record.message;
+      order.dryRun = p.record.order.dryRun;
+      order.message = p.record.order.message;
       writer_->post([w = writer_.get(), order, info = it->second,
                      t = p.record.signalledAt] { w->order(order, info, t); },
                     512);
@@ -974,21 +982,21 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     r.time = wallMicros(p.record.signalledAt);
     r.kind = record::DecisionKind::Eviction;
     r.node = options_.nodeName;
-    r.pod = p.record.pod;
-    r.uid = p.record.uid;
-    r.signal = std::string(policy::toString(p.record.signal));
+    r.pod = p.record.order.pod;
+    r.uid = p.record.order.uid;
+    r.signal = std::string(policy::toString(p.record.order.threshold.signal));
     r.observed = p.observed;
     r.threshold = p.threshold;
     r.rank = p.rank;
-    r.action = p.record.dryRun ? "evict-dry-run" : "evict";
-    r.reason = p.record.message;
-    r.message = std::string(p.record.hard ? "hard" : "soft") + " threshold; working set " +
+    r.action = p.record.order.dryRun ? "evict-dry-run" : "evict";
+    r.reason = p.record.order.message;
+    r.message = std::string(p.record.order.threshold.hard ? "hard" : "soft") + " threshold; working set " +
                 std::to_string(p.usage) + " bytes, request " + std::to_string(p.request) + " bytes";
     r.latencyMs = p.record.latencyMs;
-    r.gracePeriodSeconds = p.record.gracePeriodSeconds;
+    r.gracePeriodSeconds = p.record.order.gracePeriodSeconds;
     r.episode = episode;
     this->decision(std::move(r));
-    if (!p.record.dryRun) inFlight_.insert(p.record.uid);
+    if (!p.record.order.dryRun) inFlight_.insert(p.record.order.uid);
   }
   for (const auto& [uid, kill] : kills) {
     std::shared_ptr<const PodInfo> info;
@@ -1086,14 +1094,14 @@ void Recorder::evicted(const EvictionRecord& record, const policy::Eviction& evi
 }
 
 void Recorder::outcome(const EvictionRecord& record) {
-  if (stopped_ || !record.outcome || record.outcome->dryRun) return;
-  inFlight_.erase(record.uid);
+  if (stopped_ || !record.outcome || record.order.dryRun) return;
+  inFlight_.erase(record.order.uid);
   if (!open_) return;
-  auto it = infos_.find(record.uid);
+  auto it = infos_.find(record.order.uid);
   if (it == infos_.end()) return;
   record::Outcome o;
   o.emptied = record.outcome->emptied;
-  o.method = record.outcome->method;
+  o.method = methodText(record.order, *record.outcome);
   o.elapsedMs = double(record.outcome->elapsed.count()) / 1000.0;
   writer_->post(
       [w = writer_.get(), o, info = it->second, t = clock_.now()] { w->outcome(o, info, t); }, 256);

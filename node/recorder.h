@@ -87,8 +87,9 @@ class Recorder {
   // .corrupt) and starts the writer. An error leaves the recorder in memory only, working.
   Result<void> open();
 
-  // After a cycle acted: `candidates` is the view the next decision would get (pods ordered
-  // in this cycle are no longer in it; the recorder knows them from evicted()), `state` the
+  // After a cycle acted: `candidates` is the view the cycle's decision was given (pods ordered
+  // in this cycle count as candidates too; the recorder knows them from evicted()), matched
+  // to `snapshot`'s pods by UID; `snapshot` holds the figures that decision used. `state` the
   // state the decision left, `now` the cycle's time (the `now` the decision was given).
   void cycle(const policy::NodeView& candidates, const policy::Snapshot& snapshot,
              const policy::EvictionState& state, const policy::EvictionDecision& decision,
@@ -168,9 +169,6 @@ class Recorder {
   // Pods as last seen, by UID; the last pod block and what it was built from.
   std::unordered_map<std::string, std::shared_ptr<const record::PodInfo>> infos_;
   std::shared_ptr<const PodBlock> lastBlock_;
-  const void* lastPodsData_ = nullptr;
-  const void* lastStatsData_ = nullptr;
-  std::vector<const policy::Pod*> lastCandidates_;
 
   // Orders of the cycle under way, and orders whose pods are still exiting.
   std::vector<Pending> pending_;

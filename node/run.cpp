@@ -289,8 +289,9 @@ struct ApiWiring {
       admissionActions = std::make_unique<webhook::ApiAdmissionActions>(*writer);
       options.admissionActions = admissionActions.get();
       makeActuator = [local = std::move(makeActuator), w = writer.get()](
-                         boost::asio::io_context& context, cgroups::PodCgroups& cgroups) {
-        return std::make_unique<ApiRecordingActuator>(local(context, cgroups), *w);
+                         boost::asio::io_context& context, cgroups::PodCgroups& cgroups,
+                         const Clock& clock) {
+        return std::make_unique<ApiRecordingActuator>(local(context, cgroups, clock), *w);
       };
     }
     return pods;

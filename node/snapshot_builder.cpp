@@ -7,8 +7,6 @@
 
 namespace nodewarden::node {
 
-namespace {
-
 policy::Node madeUpNode(const std::string& name, const policy::NodeStats& stats, unsigned cpus) {
   policy::Node node;
   node.name = name;
@@ -30,6 +28,20 @@ policy::Node madeUpNode(const std::string& name, const policy::NodeStats& stats,
   return node;
 }
 
+policy::Pod podWithoutObject(const std::string& uid, const std::string& nodeName,
+                             const std::vector<policy::PriorityClass>& classes) {
+  policy::Pod pod;
+  pod.ns = "unknown";
+  pod.name = uid;
+  pod.uid = uid;
+  pod.nodeName = nodeName;
+  pod.phase = "Running";
+  policy::resolvePod(pod, classes);
+  return pod;
+}
+
+namespace {
+
 void setConditions(policy::Node& node, const std::vector<std::string>& conditions) {
   for (const std::string& condition : conditions) {
     auto it = std::find_if(node.conditions.begin(), node.conditions.end(),
@@ -42,23 +54,26 @@ void setConditions(policy::Node& node, const std::vector<std::string>& condition
   }
 }
 
-// cgroups give usage per pod; a pod with one container used all of it in that container.
-// (Pods with several containers need the runtime's container IDs to split it.)
+// (Pods with several containers need the runtime's container IDs to split usage.)
 void attributeToSoleContainers(policy::Snapshot& snapshot, const std::string& nodeName) {
   std::map<std::string_view, const policy::Pod*> byUid;
   for (const policy::Pod& pod : snapshot.pods) byUid.emplace(pod.uid, &pod);
   for (policy::PodStats& stats : snapshot.stats[nodeName].pods) {
     auto it = byUid.find(stats.uid);
-    if (it == byUid.end() || !stats.memoryWorkingSetBytes || !stats.containers.empty()) continue;
-    if (it->second->containers.size() != 1) continue;
-    policy::ContainerStats container;
-    container.name = it->second->containers[0].name;
-    container.memoryWorkingSetBytes = stats.memoryWorkingSetBytes;
-    stats.containers.push_back(std::move(container));
+    if (it != byUid.end()) attributeToSoleContainer(stats, *it->second);
   }
 }
 
 }  // namespace
+
+void attributeToSoleContainer(policy::PodStats& stats, const policy::Pod& pod) {
+  if (!stats.memoryWorkingSetBytes || !stats.containers.empty()) return;
+  if (pod.containers.size() != 1) return;
+  policy::ContainerStats container;
+  container.name = pod.containers[0].name;
+  container.memoryWorkingSetBytes = stats.memoryWorkingSetBytes;
+  stats.containers.push_back(std::move(container));
+}
 
 BuiltSnapshot buildSnapshot(const SnapshotInputs& inputs) {
   const PodSet& set = *inputs.pods;
@@ -97,16 +112,6 @@ BuiltSnapshot buildSnapshot(const SnapshotInputs& inputs) {
   snapshot.stats[nodeName] = *inputs.summary;
   attributeToSoleContainers(snapshot, nodeName);
   return built;
-}
-
-void refreshNodeFigures(policy::Snapshot& snapshot, const policy::NodeStats& node,
-                        const std::vector<std::string>& conditions) {
-  if (snapshot.nodes.empty()) return;
-  snapshot.stats[snapshot.nodes[0].name].node = node;
-  snapshot.nodes[0].conditions.clear();
-  for (const std::string& condition : conditions) {
-    snapshot.nodes[0].conditions.push_back({condition, "True"});
-  }
 }
 
 }  // namespace nodewarden::node

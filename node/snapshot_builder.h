@@ -37,9 +37,17 @@ struct BuiltSnapshot {
 // message names containers; cgroups only give pods).
 BuiltSnapshot buildSnapshot(const SnapshotInputs& inputs);
 
-// A node-only cycle: the node's fresh figures and conditions into the last full snapshot,
-// the pods and their figures kept.
-void refreshNodeFigures(policy::Snapshot& snapshot, const policy::NodeStats& node,
-                        const std::vector<std::string>& conditions);
+// The Node object when the source has none, as buildSnapshot makes it from the kernel's
+// figures.
+policy::Node madeUpNode(const std::string& name, const policy::NodeStats& stats, unsigned cpus);
+
+// The object of a pod cgroup without one, as buildSnapshot makes it (resolved).
+policy::Pod podWithoutObject(const std::string& uid, const std::string& nodeName,
+                             const std::vector<policy::PriorityClass>& classes);
+
+// cgroups give usage per pod: a pod with one container used all of it in that container
+// (the kubelet's eviction message names containers). Fills `stats`' container from its pod
+// figures when `pod` has exactly one container and the stats name none.
+void attributeToSoleContainer(policy::PodStats& stats, const policy::Pod& pod);
 
 }  // namespace nodewarden::node

@@ -9,8 +9,12 @@
 #include <fstream>
 #include <unistd.h>
 
+#include <random>
+
 #include "node/agent.h"
+#include "node/eviction_journal.h"
 #include "server/log.h"
+#include "tests/support/cgroup_tree.h"
 
 using namespace nodewarden;
 using namespace nodewarden::node;
@@ -57,22 +61,27 @@ struct Tree {
     write(cg() / "kubepods/memory.current", std::to_string(usage) + "\n");
     write(cg() / "kubepods/memory.stat", "anon " + std::to_string(usage) + "\nfile 0\ninactive_file 0\n");
   }
+  fs::path tier(const std::string& qos) const {
+    return cg() / "kubepods" / (qos == "guaranteed" ? "" : qos);
+  }
   // A pod cgroup with `usage` bytes; a manifest unless `withManifest` is false.
   void addPod(const std::string& name, const std::string& uid, const std::string& qos, int priority,
               std::int64_t usage, const std::string& requestMemory, bool withManifest = true) {
-    const fs::path dir = cg() / "kubepods" / (qos == "guaranteed" ? "" : qos) / ("pod" + uid);
-    write(dir / "memory.current", std::to_string(usage) + "\n");
-    write(dir / "memory.stat", "anon " + std::to_string(usage) + "\nfile 0\ninactive_file 0\n");
-    write(dir / "memory.max", "max\n");
-    write(dir / "cpu.stat", "usage_usec 1000\nuser_usec 500\nsystem_usec 500\n");
-    write(dir / "pids.current", "1\n");
-    write(dir / "cgroup.procs", "");
+    setUsage(uid, qos, usage);
     if (!withManifest) return;
     std::string resources = requestMemory.empty() ? "{}" : R"({"requests":{"memory":")" + requestMemory + R"("}})";
     write(manifests / (name + ".json"),
           R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name + R"(","namespace":"default","uid":")" + uid +
               R"("},"spec":{"priority":)" + std::to_string(priority) + R"(,"containers":[{"name":"c","resources":)" +
               resources + "}]}}");
+  }
+  // The pod's figures change (its files rewritten).
+  void setUsage(const std::string& uid, const std::string& qos, std::int64_t usage) {
+    testing::materialize(testing::podV2(uid, testing::podFiles(usage)), tier(qos));
+  }
+  void removePod(const std::string& name, const std::string& uid, const std::string& qos) {
+    fs::remove_all(tier(qos) / ("pod" + uid));
+    fs::remove(manifests / (name + ".json"));
   }
 };
 
@@ -105,7 +114,7 @@ struct Harness {
     agent = std::make_unique<Agent>(
         io, options, *policy, cgroups::PodCgroups(*hierarchy, "kubepods"),
         std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
-        [this](boost::asio::io_context&, cgroups::PodCgroups&) -> std::unique_ptr<Actuator> {
+        [this](boost::asio::io_context&, cgroups::PodCgroups&, const Clock&) -> std::unique_ptr<Actuator> {
           auto made = std::make_unique<RecordingActuator>(false);
           recorder = made.get();
           return made;
@@ -142,7 +151,7 @@ TEST_CASE("the agent orders the policy's victims and never chooses a terminating
   // Lowest priority first, then usage over request (a zero request is infinitely over): the
   // shortest prefix covering 36 MiB is scratch (20) + batch (300).
   CHECK(h.ordered() == std::vector<std::string>{"default/scratch", "default/batch"});
-  CHECK(h.recorder->orders()[0].hard);
+  CHECK(h.recorder->orders()[0].threshold.hard);
   CHECK(h.recorder->orders()[0].gracePeriodSeconds == 0);
   CHECK(h.recorder->orders()[0].message.starts_with("The node was low on resource: memory."));
 
@@ -218,7 +227,7 @@ TEST_CASE("dry run decides and logs but hands nothing to an actuator that acts")
   REQUIRE(agent.start());
   io.poll();
   REQUIRE(agent.evictions().size() == 1);
-  CHECK(agent.evictions()[0].dryRun);
+  CHECK(agent.evictions()[0].order.dryRun);
   CHECK(agent.metricsText().find("nodewarden_dry_run_evictions_total{signal=\"allocatableMemory.available\"} 1") !=
         std::string::npos);
   // Logged once per pod per 30 s, not every cycle.
@@ -345,13 +354,147 @@ TEST_CASE("the eviction journal holds an order until its pod is gone") {
   auto held = reader.load();
   REQUIRE(held);
   REQUIRE(held->size() == 1);
-  CHECK((*held)[0].uid == "00000000-0000-4000-8000-000000000002");
-  CHECK((*held)[0].pod == "default/batch");
-  CHECK((*held)[0].hard);
+  CHECK((*held)[0].order.uid == "00000000-0000-4000-8000-000000000002");
+  CHECK((*held)[0].order.pod == "default/batch");
+  CHECK((*held)[0].order.threshold.hard);
   CHECK((*held)[0].killAt == (*held)[0].orderedAt);  // a hard threshold: no grace
   h.recorder->complete("00000000-0000-4000-8000-000000000002");
   h.io.poll();
   auto after = reader.load();
   REQUIRE(after);
   CHECK(after->empty());
+}
+
+TEST_CASE("the journal is written after the first signal, and holds every order of the decision") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  tree.addPod("scratch", "00000000-0000-4000-8000-000000000003", "besteffort", 0, 20 * kMiB, "");
+  tree.addPod("batch", "00000000-0000-4000-8000-000000000002", "burstable", 0, 300 * kMiB, "100Mi");
+  tree.setKubepods(960 * kMiB);
+  const std::string journal = (tree.root / "state" / "evictions.json").string();
+  // At each order, the moment the first signal would go out: nothing of the decision is on
+  // disk yet (no fsync before the kill).
+  std::vector<std::size_t> journaledAtOrder;
+  write(tree.policyFile, kPolicy);
+  policy::Diagnostics diagnostics;
+  auto policy = policy::parsePolicyText(kPolicy, diagnostics);
+  REQUIRE(policy);
+  cgroups::DiscoverOptions discover;
+  discover.root = tree.cg().string();
+  discover.useLibcgroup = false;
+  AgentOptions options;
+  options.nodeName = "node-1";
+  options.scan.procRoot = tree.proc.string();
+  options.scan.nodeFsPath = "";
+  options.notifications = false;
+  options.systemdNotify = false;
+  options.journalPath = journal;
+  boost::asio::io_context io;
+  RecordingActuator* recorder = nullptr;
+  Agent agent(io, options, *policy, cgroups::PodCgroups(*cgroups::discoverHierarchy(discover), "kubepods"),
+              std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
+              [&](boost::asio::io_context&, cgroups::PodCgroups&, const Clock&) -> std::unique_ptr<Actuator> {
+                auto made = std::make_unique<RecordingActuator>(false);
+                made->onOrder = [&journal, &journaledAtOrder](const EvictionOrder&) {
+                  auto held = EvictionJournal(journal).load();
+                  journaledAtOrder.push_back(held ? held->size() : 0);
+                };
+                recorder = made.get();
+                return made;
+              });
+  REQUIRE(agent.start());
+  io.poll();
+  REQUIRE(recorder->orders().size() == 2);
+  CHECK(journaledAtOrder == std::vector<std::size_t>{0, 0});
+  auto held = EvictionJournal(journal).load();
+  REQUIRE(held);
+  CHECK(held->size() == 2);
+  agent.stop();
+  io.poll();
+}
+
+// Victims first against a full scan through the whole agent, on a tree churned between two
+// cycles: pods grown past the last ranking's first, pods added and removed.
+TEST_CASE("on a churned tree the agent decides as a fresh agent's full scan does, reading few pods") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  std::mt19937_64 rng(0x636875726e);  // "churn"
+  auto pick = [&](std::int64_t low, std::int64_t high) {
+    return std::uniform_int_distribution<std::int64_t>(low, high)(rng);
+  };
+  auto uid = [](int i) {
+    char text[40];
+    std::snprintf(text, sizeof text, "00000000-0000-4000-8000-%012d", i);
+    return std::string(text);
+  };
+  const std::string qos[] = {"guaranteed", "burstable", "besteffort"};
+  const int priorities[] = {0, 0, 0, 1000, 100000};
+  int decidedAlone = 0;
+  for (int round = 0; round < 12; ++round) {
+    CAPTURE(round);
+    Tree tree;
+    struct Entry {
+      std::string name, uid, qos;
+      std::int64_t usage;
+      int priority;
+      bool requested;
+    };
+    std::vector<Entry> pods;
+    auto add = [&](int i) {
+      Entry e{"p" + std::to_string(i), uid(i), qos[pick(0, 2)], pick(1, 30) * kMiB, 0, false};
+      e.priority = priorities[pick(0, 4)];
+      e.requested = pick(0, 2) == 0;
+      tree.addPod(e.name, e.uid, e.qos, e.priority, e.usage, e.requested ? "64Mi" : "");
+      pods.push_back(e);
+    };
+    for (int i = 0; i < 40; ++i) add(i);
+    auto total = [&] {
+      std::int64_t sum = 0;
+      for (const Entry& e : pods) sum += e.usage;
+      return sum;
+    };
+    tree.setKubepods(total());  // far below the 1 GiB limit: nothing to do
+    Harness a(tree, kPolicy);
+    REQUIRE(a.recorder->orders().empty());
+
+    // The churn: the smallest priority-0 pod without a request — last of its kind in the
+    // ranking the agent read — grows past all the others, two more grow a little, three go,
+    // three come; then kubepods nears its limit so that 100 MiB or more must be freed.
+    Entry* smallest = nullptr;
+    for (Entry& e : pods) {
+      if (e.priority == 0 && !e.requested && (smallest == nullptr || e.usage < smallest->usage)) {
+        smallest = &e;
+      }
+    }
+    REQUIRE(smallest != nullptr);
+    smallest->usage += pick(100, 300) * kMiB;
+    tree.setUsage(smallest->uid, smallest->qos, smallest->usage);
+    for (int k = 0; k < 2; ++k) {
+      Entry& grown = pods[std::size_t(pick(0, std::int64_t(pods.size()) - 1))];
+      grown.usage += pick(1, 20) * kMiB;
+      tree.setUsage(grown.uid, grown.qos, grown.usage);
+    }
+    for (int k = 0; k < 3; ++k) {
+      const std::size_t at = std::size_t(pick(0, std::int64_t(pods.size()) - 1));
+      tree.removePod(pods[at].name, pods[at].uid, pods[at].qos);
+      pods.erase(pods.begin() + std::ptrdiff_t(at));
+    }
+    for (int k = 0; k < 3; ++k) add(100 + round * 10 + k);
+    tree.setKubepods(1024 * kMiB - pick(0, 90) * kMiB);
+    a.agent->cycle(Trigger::Manual);
+
+    Harness b(tree, kPolicy);  // a fresh agent: its first cycle reads every pod
+    CHECK(a.ordered() == b.ordered());
+    REQUIRE(a.recorder->orders().size() == b.recorder->orders().size());
+    for (std::size_t i = 0; i < b.recorder->orders().size(); ++i) {
+      CHECK(a.recorder->orders()[i].message == b.recorder->orders()[i].message);
+      CHECK(a.recorder->orders()[i].gracePeriodSeconds == b.recorder->orders()[i].gracePeriodSeconds);
+    }
+    const VictimsFirstDecision& fast = a.agent->lastVictimsFirst();
+    if (fast.fullScan == FullScanReason::None) {
+      ++decidedAlone;
+      CHECK(fast.podsRead < pods.size());
+    }
+    CHECK_FALSE(b.recorder->orders().empty());
+  }
+  CHECK(decidedAlone > 0);
 }

@@ -20,17 +20,16 @@ policy::SignalStatus status(Signal signal, bool met, std::int64_t available) {
 
 EvictionRecord record(const std::string& uid, Signal signal, bool dryRun = false) {
   EvictionRecord r;
-  r.pod = "default/" + uid;
-  r.uid = uid;
-  r.signal = signal;
-  r.dryRun = dryRun;
+  r.order.pod = "default/" + uid;
+  r.order.uid = uid;
+  r.order.threshold = {signal, true};
+  r.order.dryRun = dryRun;
   return r;
 }
 
-EvictionOutcome outcome(const std::string& uid, bool emptied) {
+// The actuator's outcome (the order it belongs to is the record's).
+EvictionOutcome outcome(const std::string&, bool emptied) {
   EvictionOutcome o;
-  o.uid = uid;
-  o.pod = "default/" + uid;
   o.emptied = emptied;
   return o;
 }
@@ -135,9 +134,7 @@ TEST_CASE("a dry run is recorded, never in flight, and repeats at most every kDr
   const std::size_t index = tracker.started(record("a", Signal::MemoryAvailable, true));
   CHECK(tracker.candidate("a"));
   CHECK_FALSE(tracker.signalBusy(Signal::MemoryAvailable));
-  EvictionOutcome dry = outcome("a", false);
-  dry.dryRun = true;
-  tracker.finished(index, dry, clock.now());
+  tracker.finished(index, outcome("a", false), clock.now());
   CHECK(tracker.candidate("a"));  // a dry run neither evicts nor backs off
   CHECK(tracker.records().size() == 1);
 

@@ -125,21 +125,26 @@ TEST_CASE("a pod with one container gets its pod's working set as the container'
   CHECK(stats[2].containers.empty());  // u3: two containers, usage cannot be split
 }
 
-TEST_CASE("a node-only refresh replaces the node's figures and conditions, keeps the pods") {
+TEST_CASE("figures read into the snapshot later get the sole container's share the same way") {
   PodSet set;
-  set.pods = {pod("a", "u1")};
-  const policy::Summary scan = summary();
-  SnapshotInputs inputs;
-  inputs.pods = &set;
-  inputs.summary = &scan;
-  inputs.nodeName = "n";
-  inputs.conditions = {"MemoryPressure"};
-  policy::Snapshot snapshot = buildSnapshot(inputs).snapshot;
-  policy::NodeStats fresh;
-  fresh.memoryAvailableBytes = 1 * kGiB;
-  refreshNodeFigures(snapshot, fresh, {});
-  CHECK(snapshot.stats.at("n").node.memoryAvailableBytes == 1 * kGiB);
-  CHECK(snapshot.stats.at("n").pods.size() == 3);
-  CHECK(snapshot.nodes[0].conditions.empty());
-  CHECK(snapshot.pods.size() == 1);
+  set.pods = {pod("one", "u1", 1), pod("two", "u3", 2)};
+  policy::PodStats fresh;
+  fresh.uid = "u1";
+  fresh.memoryWorkingSetBytes = 7 * kGiB;
+  attributeToSoleContainer(fresh, set.pods[0]);
+  REQUIRE(fresh.containers.size() == 1);
+  CHECK(fresh.containers[0].name == "c0");
+  CHECK(fresh.containers[0].memoryWorkingSetBytes == 7 * kGiB);
+  // Applied twice, still one container; a pod with two containers gets none.
+  attributeToSoleContainer(fresh, set.pods[0]);
+  CHECK(fresh.containers.size() == 1);
+  policy::PodStats two;
+  two.uid = "u3";
+  two.memoryWorkingSetBytes = kGiB;
+  attributeToSoleContainer(two, set.pods[1]);
+  CHECK(two.containers.empty());
+  // No working set read: nothing to attribute.
+  policy::PodStats none;
+  attributeToSoleContainer(none, set.pods[0]);
+  CHECK(none.containers.empty());
 }

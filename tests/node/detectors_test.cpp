@@ -1,0 +1,154 @@
+// node/detectors.h on an in-code cgroup tree (tests/support/cgroup_tree.h): the poller's
+// lines are placed from the figures the cycle read — nothing is read again to place them —
+// and a crossing, or a change of kubepods' memory.events, wakes the loop with its trigger.
+#include <doctest/doctest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "cgroups/hierarchy.h"
+#include "node/detectors.h"
+#include "server/log.h"
+#include "tests/support/cgroup_tree.h"
+
+using namespace nodewarden;
+using namespace nodewarden::node;
+using namespace nodewarden::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+// A cgroup v2 root with kubepods limited to 1 GiB, and an empty /proc.
+struct Node {
+  CgroupTree tree{{
+      dir("cg", {file("cgroup.controllers", "cpu memory pids\n"),
+                 dir("kubepods", {file("cgroup.controllers", "cpu memory pids\n"),
+                                  file("memory.max", std::to_string(1024 * kMiB) + "\n"),
+                                  file("memory.current", std::to_string(800 * kMiB) + "\n"),
+                                  file("memory.stat", "anon 0\nfile 0\ninactive_file 0\n"),
+                                  file("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n")})}),
+      dir("proc"),
+  }};
+  cgroups::PodCgroups pods;
+
+  Node() : pods(hierarchy(), "kubepods") { REQUIRE(pods.refresh()); }
+
+  cgroups::Hierarchy hierarchy() const {
+    cgroups::DiscoverOptions discover;
+    discover.root = tree.path("cg").string();
+    discover.useLibcgroup = false;
+    auto h = cgroups::discoverHierarchy(discover);
+    REQUIRE(h);
+    return *h;
+  }
+};
+
+// The decision a cycle made: allocatableMemory.available with a hard threshold of 100 MiB.
+policy::EvictionDecision decisionWith(std::int64_t available) {
+  policy::EvictionDecision decision;
+  policy::SignalStatus status;
+  status.key = {policy::Signal::AllocatableMemoryAvailable, true};
+  status.capacity = 1024 * kMiB;
+  status.threshold = 100 * kMiB;
+  status.available = available;
+  decision.signals.push_back(status);
+  return decision;
+}
+
+struct Wake {
+  Trigger trigger;
+  std::optional<SteadyTime> at;
+};
+
+// Runs the loop until `done` or 3 s (bounded).
+void runUntil(boost::asio::io_context& io, const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  while (!done() && std::chrono::steady_clock::now() < until) {
+    io.restart();
+    io.run_for(5ms);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the poller's usage line comes from the cycle's reading, and a crossing wakes the loop") {
+  server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
+  Node node;
+  boost::asio::io_context io;
+  std::vector<Wake> wakes;
+  DetectorOptions options;
+  options.procRoot = node.tree.path("proc").string();
+  options.kernelWakeups = false;
+  Detectors detectors(io, node.pods, steadyClock(), options,
+                      [&](Trigger trigger, std::optional<SteadyTime> at) {
+                        wakes.push_back({trigger, at});
+                      });
+  // What the cycle read: 800 MiB used, 50 MiB of it inactive file. The line is where the
+  // working set reaches capacity − threshold: 1024 − 100 + 50 = 974 MiB of usage.
+  cgroups::NodeReading reading;
+  reading.kubepods = cgroups::MemoryReading{800 * kMiB, 50 * kMiB, 750 * kMiB, 1024 * kMiB};
+  // memory.stat is gone from the tree: placing the line must not read it.
+  node.tree.remove("cg/kubepods/memory.stat");
+  detectors.follow(decisionWith(274 * kMiB), reading, 1000ms);
+  REQUIRE(detectors.armed().size() == 1);
+  CHECK(detectors.armed()[0].find("memory.current") != std::string::npos);
+
+  node.tree.write("cg/kubepods/memory.current", std::to_string(973 * kMiB) + "\n");
+  runUntil(io, [&] { return false; });  // 3 s below the line: no wake-up
+  CHECK(wakes.empty());
+
+  node.tree.write("cg/kubepods/memory.current", std::to_string(974 * kMiB) + "\n");
+  runUntil(io, [&] { return !wakes.empty(); });
+  REQUIRE(wakes.size() == 1);
+  CHECK(toString(wakes[0].trigger) == "memory-poll");
+  REQUIRE(wakes[0].at.has_value());  // dated by the last poll below the line
+  CHECK(*wakes[0].at <= std::chrono::steady_clock::now());
+  detectors.stop();
+}
+
+TEST_CASE("no reading of kubepods, no line; a threshold of another signal places none") {
+  server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
+  Node node;
+  boost::asio::io_context io;
+  DetectorOptions options;
+  options.procRoot = node.tree.path("proc").string();
+  options.kernelWakeups = false;
+  Detectors detectors(io, node.pods, steadyClock(), options,
+                      [](Trigger, std::optional<SteadyTime>) {});
+  detectors.follow(decisionWith(274 * kMiB), cgroups::NodeReading{}, 1000ms);
+  CHECK(detectors.armed().empty());
+  policy::EvictionDecision pids = decisionWith(274 * kMiB);
+  pids.signals[0].key.signal = policy::Signal::PidAvailable;
+  cgroups::NodeReading reading;
+  reading.kubepods = cgroups::MemoryReading{800 * kMiB, 0, 800 * kMiB, 1024 * kMiB};
+  detectors.follow(pids, reading, 1000ms);
+  CHECK(detectors.armed().empty());
+  detectors.stop();
+}
+
+TEST_CASE("on cgroup v2 a change of kubepods' memory.events wakes the loop") {
+  server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
+  Node node;
+  boost::asio::io_context io;
+  std::vector<Wake> wakes;
+  DetectorOptions options;
+  options.procRoot = node.tree.path("proc").string();  // no pressure files: PSI is left out
+  Detectors detectors(io, node.pods, steadyClock(), options,
+                      [&](Trigger trigger, std::optional<SteadyTime> at) {
+                        wakes.push_back({trigger, at});
+                      });
+  detectors.armPressure();
+  const std::vector<std::string> armed = detectors.armed();
+  REQUIRE(armed.size() == 1);
+  CHECK(armed[0].find("memory.events") != std::string::npos);
+  node.tree.write("cg/kubepods/memory.events", "low 0\nhigh 1\nmax 0\noom 0\noom_kill 0\n");
+  runUntil(io, [&] { return !wakes.empty(); });
+  REQUIRE(wakes.size() == 1);
+  CHECK(toString(wakes[0].trigger) == "memory-events");
+  CHECK(wakes[0].at.has_value());
+  detectors.stop();
+}
