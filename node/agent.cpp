@@ -51,16 +51,6 @@ const policy::SignalStatus* statusOf(const policy::EvictionDecision& decision,
   return found;
 }
 
-// The ranking that was asked to relieve a signal.
-const policy::Ranking& rankingFor(const policy::EvictionDecision& decision, Signal signal) {
-  if (signal == Signal::PidAvailable && decision.pids) return *decision.pids;
-  if (signal != Signal::PidAvailable && signal != Signal::MemoryAvailable &&
-      signal != Signal::AllocatableMemoryAvailable && decision.ephemeralStorage) {
-    return *decision.ephemeralStorage;
-  }
-  return decision.memory;
-}
-
 }  // namespace
 
 ActuatorFactory cgroupActuator() {
@@ -86,8 +76,7 @@ Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
       pods_(std::move(pods)),
       source_(std::move(source)),
       actuator_(makeActuator(io, pods_, clock)),
-      detectors_(io, pods_, clock,
-                 DetectorOptions{options_.scan.procRoot, options_.kernelWakeups},
+      detectors_(io, pods_, clock, DetectorOptions{options_.scan.procRoot, options_.kernelWakeups},
                  [this](Trigger trigger, std::optional<SteadyTime> at) { onWake(trigger, at); }),
       timer_(io),
       graceTimer_(io),
@@ -207,18 +196,19 @@ void Agent::watchPodChanges() {
 
 void Agent::waitForChanges(asio::posix::stream_descriptor& descriptor, bool& waiting) {
   waiting = true;
-  descriptor.async_wait(asio::posix::stream_descriptor::wait_read,
-                        [this, alive = alive_, &waiting](const boost::system::error_code& ec) {
-                          if (!*alive) return;
-                          waiting = false;
-                          if (ec || stopped_ || maintainPending_) return;
-                          // Not sooner than kMaintainEvery: a burst of pods is taken in one go.
-                          maintainPending_ = true;
-                          maintainTimer_.expires_after(kMaintainEvery);
-                          maintainTimer_.async_wait([this, alive](const boost::system::error_code& e) {
-                            if (!e && *alive && !stopped_) maintain();
-                          });
-                        });
+  descriptor.async_wait(
+      asio::posix::stream_descriptor::wait_read,
+      [this, alive = alive_, &waiting](const boost::system::error_code& ec) {
+        if (!*alive) return;
+        waiting = false;
+        if (ec || stopped_ || maintainPending_) return;
+        // Not sooner than kMaintainEvery: a burst of pods is taken in one go.
+        maintainPending_ = true;
+        maintainTimer_.expires_after(kMaintainEvery);
+        maintainTimer_.async_wait([this, alive](const boost::system::error_code& e) {
+          if (!e && *alive && !stopped_) maintain();
+        });
+      });
 }
 
 // What a cycle does before deciding, alone: the pod set and the view brought up to date.
@@ -327,9 +317,9 @@ void Agent::notifySystemd(const std::string& state) const {
 void Agent::logOnce(const std::string& event, const Error& error) {
   if (reportedErrors_.size() > 1000) reportedErrors_.clear();  // bounded; may re-log later
   if (!reportedErrors_.insert(error.message).second) return;
-  server::logEvent(event == "cgroup-refresh-failed" ? server::LogLevel::Error
-                                                    : server::LogLevel::Warn,
-                   event, {{"error", error.message}});
+  server::logEvent(
+      event == "cgroup-refresh-failed" ? server::LogLevel::Error : server::LogLevel::Warn, event,
+      {{"error", error.message}});
 }
 
 void Agent::journal(const char* what, const Result<void>& written) {
@@ -799,7 +789,7 @@ void Agent::reportStuckThresholds(const policy::EvictionDecision& decision) {
       continue;
     }
     std::string reasons;
-    for (const policy::RankedPod& ranked : rankingFor(decision, status.key.signal).pods) {
+    for (const policy::RankedPod& ranked : policy::shownRanking(decision, status.key.signal).pods) {
       if (!reasons.empty()) reasons += "; ";
       reasons += ranked.pod->key + ": " +
                  (ranked.evictable ? std::string("evictable") : ranked.notEvictableReason);

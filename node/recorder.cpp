@@ -182,16 +182,6 @@ std::int64_t requestOf(const policy::Pod& pod, const char* resource) {
   return it == pod.rankingRequests.end() ? 0 : it->second;
 }
 
-// The ranking that was asked to relieve a signal (as the agent reports it).
-const policy::Ranking& rankingFor(const policy::EvictionDecision& decision, Signal signal) {
-  if (signal == Signal::PidAvailable && decision.pids) return *decision.pids;
-  if (signal != Signal::PidAvailable && signal != Signal::MemoryAvailable &&
-      signal != Signal::AllocatableMemoryAvailable && decision.ephemeralStorage) {
-    return *decision.ephemeralStorage;
-  }
-  return decision.memory;
-}
-
 record::InitialState initialStateOf(const policy::EvictionState& state, SteadyTime origin) {
   record::InitialState out;
   auto rel = [origin](SteadyTime t) {
@@ -990,8 +980,9 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     r.rank = p.rank;
     r.action = p.record.order.dryRun ? "evict-dry-run" : "evict";
     r.reason = p.record.order.message;
-    r.message = std::string(p.record.order.threshold.hard ? "hard" : "soft") + " threshold; working set " +
-                std::to_string(p.usage) + " bytes, request " + std::to_string(p.request) + " bytes";
+    r.message = std::string(p.record.order.threshold.hard ? "hard" : "soft") +
+                " threshold; working set " + std::to_string(p.usage) + " bytes, request " +
+                std::to_string(p.request) + " bytes";
     r.latencyMs = p.record.latencyMs;
     r.gracePeriodSeconds = p.record.order.gracePeriodSeconds;
     r.episode = episode;
@@ -1086,7 +1077,7 @@ void Recorder::evicted(const EvictionRecord& record, const policy::Eviction& evi
       p.threshold = s.threshold;
     }
   }
-  const policy::Ranking& ranking = rankingFor(decision, eviction.signal);
+  const policy::Ranking& ranking = policy::shownRanking(decision, eviction.signal);
   for (std::size_t i = 0; i < ranking.pods.size(); ++i) {
     if (ranking.pods[i].pod == eviction.pod) p.rank = std::int64_t(i + 1);
   }

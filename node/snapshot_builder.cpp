@@ -4,7 +4,6 @@
 #include <set>
 #include <string_view>
 
-
 namespace nodewarden::node {
 
 policy::Node madeUpNode(const std::string& name, const policy::NodeStats& stats, unsigned cpus) {
@@ -28,14 +27,24 @@ policy::Node madeUpNode(const std::string& name, const policy::NodeStats& stats,
   return node;
 }
 
-policy::Pod podWithoutObject(const std::string& uid, const std::string& nodeName,
-                             const std::vector<policy::PriorityClass>& classes) {
+namespace {
+
+// The object of a pod cgroup without one, before it is resolved.
+policy::Pod unresolvedPodWithoutObject(const std::string& uid, const std::string& nodeName) {
   policy::Pod pod;
   pod.ns = "unknown";
   pod.name = uid;
   pod.uid = uid;
   pod.nodeName = nodeName;
   pod.phase = "Running";
+  return pod;
+}
+
+}  // namespace
+
+policy::Pod podWithoutObject(const std::string& uid, const std::string& nodeName,
+                             const std::vector<policy::PriorityClass>& classes) {
+  policy::Pod pod = unresolvedPodWithoutObject(uid, nodeName);
   policy::resolvePod(pod, classes);
   return pod;
 }
@@ -82,8 +91,8 @@ BuiltSnapshot buildSnapshot(const SnapshotInputs& inputs) {
   snapshot.priorityClasses = set.priorityClasses;
   snapshot.podDisruptionBudgets = set.podDisruptionBudgets;
 
-  policy::Node node = set.node ? *set.node
-                               : madeUpNode(inputs.nodeName, inputs.summary->node, inputs.cpus);
+  policy::Node node =
+      set.node ? *set.node : madeUpNode(inputs.nodeName, inputs.summary->node, inputs.cpus);
   setConditions(node, inputs.conditions);
   const std::string nodeName = node.name;
   snapshot.nodes.push_back(std::move(node));
@@ -98,13 +107,8 @@ BuiltSnapshot buildSnapshot(const SnapshotInputs& inputs) {
   std::vector<policy::Pod> unknown;
   for (const auto& [uid, path] : inputs.podCgroups) {
     if (known.contains(uid)) continue;
-    policy::Pod pod;
-    pod.ns = "unknown";
-    pod.name = uid;
-    pod.uid = uid;
-    pod.nodeName = nodeName;
-    pod.phase = "Running";
-    unknown.push_back(std::move(pod));
+    // Resolved below, together (resolvePods numbers the pods it resolves as one set).
+    unknown.push_back(unresolvedPodWithoutObject(uid, nodeName));
     built.withoutObject.emplace(uid, path);
   }
   policy::resolvePods(unknown, snapshot.priorityClasses);

@@ -61,7 +61,8 @@ bool hasDiskDetail(const PodStats& stats) {
 }
 
 bool hasDiskUsage(const PodStats& stats) {
-  return hasDiskDetail(stats) || stats.ephemeralStorageUsedBytes || stats.ephemeralStorageInodesUsed;
+  return hasDiskDetail(stats) || stats.ephemeralStorageUsedBytes ||
+         stats.ephemeralStorageInodesUsed;
 }
 
 // A pod's usage of a disk signal's filesystem (bytes or inodes). A summary without the
@@ -69,7 +70,8 @@ bool hasDiskUsage(const PodStats& stats) {
 // ephemeral-storage total.
 std::int64_t diskUsage(const Pod& pod, const PodStats& stats, DiskMeasure m) {
   if (!hasDiskDetail(stats)) {
-    const auto& total = m.inodes ? stats.ephemeralStorageInodesUsed : stats.ephemeralStorageUsedBytes;
+    const auto& total =
+        m.inodes ? stats.ephemeralStorageInodesUsed : stats.ephemeralStorageUsedBytes;
     return total ? std::int64_t(*total) : 0;
   }
   std::int64_t sum = 0;
@@ -319,7 +321,8 @@ std::optional<Quantity> defaultedPodLevelMemoryRequest(const Pod& pod) {
 // The pod-level memory request as the allocated pod states it, if it has one.
 std::optional<Quantity> podLevelMemoryRequest(const Pod& pod) {
   if (!hasPodLevelResources(pod)) return std::nullopt;
-  const ResourceList& requests = pod.podLevelAllocated ? *pod.podLevelAllocated : pod.podLevelRequests;
+  const ResourceList& requests =
+      pod.podLevelAllocated ? *pod.podLevelAllocated : pod.podLevelRequests;
   if (auto it = requests.find("memory"); it != requests.end()) return it->second;
   if (pod.podLevelAllocated || pod.podLevelLimits.count("memory") == 0) return std::nullopt;
   // A limit alone (a snapshot written by hand): what the API server would have stored.
@@ -339,10 +342,10 @@ std::string evictionMessage(const SignalStatus& status, const Pod& pod, const Po
   if (resource == "memory" && stats->memoryWorkingSetBytes) {
     // Written whatever the usage, as the kubelet does.
     if (auto request = podLevelMemoryRequest(pod)) {
-      message += "Pod " + pod.name + " was using " +
-                 quantityText(std::int64_t(*stats->memoryWorkingSetBytes),
-                              QuantityFormat::BinarySI) +
-                 ", request is " + request->toString() + ", has larger consumption of memory. ";
+      message +=
+          "Pod " + pod.name + " was using " +
+          quantityText(std::int64_t(*stats->memoryWorkingSetBytes), QuantityFormat::BinarySI) +
+          ", request is " + request->toString() + ", has larger consumption of memory. ";
     }
   }
   for (const auto& cs : stats->containers) {
@@ -683,7 +686,8 @@ std::vector<Eviction> planEvictions(const NodeView& view, const Policy& policy,
       return &*decision.ephemeralStorage;
     }
     auto it = diskRankings.find(s);
-    if (it == diskRankings.end()) it = diskRankings.emplace(s, rankDiskPressure(view, policy, s)).first;
+    if (it == diskRankings.end())
+      it = diskRankings.emplace(s, rankDiskPressure(view, policy, s)).first;
     return &it->second;
   };
   auto usage = [&](Signal s, const RankedPod& r) -> std::int64_t {
@@ -694,8 +698,7 @@ std::vector<Eviction> planEvictions(const NodeView& view, const Policy& policy,
     const Ranking* ranking = rankingFor(st->key.signal);
     if (ranking == nullptr) continue;
     // In 128 bits: every term may be as large as int64 allows.
-    Int128 need =
-        Int128(st->threshold) + st->minReclaim - st->available - freed[st->key.signal];
+    Int128 need = Int128(st->threshold) + st->minReclaim - st->available - freed[st->key.signal];
     for (const RankedPod& r : ranking->pods) {
       if (need <= 0 || int(plan.size()) >= policy.maxPodsPerCycle) break;
       if (!r.evictable || chosen.count(r.pod) != 0) continue;
@@ -722,6 +725,15 @@ std::vector<Eviction> planEvictions(const NodeView& view, const Policy& policy,
 
 // As the kubelet's eviction manager synchronizes: observe the signals, compare them with the
 // thresholds, update the node conditions, rank the pods, and pick the victims.
+const Ranking& shownRanking(const EvictionDecision& decision, Signal signal) {
+  if (signal == Signal::PidAvailable && decision.pids) return *decision.pids;
+  if (signal != Signal::PidAvailable && signal != Signal::MemoryAvailable &&
+      signal != Signal::AllocatableMemoryAvailable && decision.ephemeralStorage) {
+    return *decision.ephemeralStorage;
+  }
+  return decision.memory;
+}
+
 EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
                                 const EvictionState& state, TimePoint now, Rankings rankings) {
   EvictionResult result;

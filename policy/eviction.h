@@ -133,6 +133,10 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
                                 const EvictionState& state, TimePoint now,
                                 Rankings rankings = Rankings::All);
 
+// The ranking a decision shows for a signal's resource: PIDs, ephemeral storage for a disk
+// signal, memory otherwise (and when the decision carries no ranking of that resource).
+const Ranking& shownRanking(const EvictionDecision& decision, Signal signal);
+
 // The rankings on their own (docs/reference.md §4 "Ranking"), for any resource of the node.
 Ranking rankMemoryPressure(const NodeView& view, const Policy& policy);
 Ranking rankPidPressure(const NodeView& view, const Policy& policy);
@@ -140,9 +144,9 @@ Ranking rankPidPressure(const NodeView& view, const Policy& policy);
 // signal (podDiskUsage over the figures buildSignalToRankFunc gives it).
 Ranking rankDiskPressure(const NodeView& view, const Policy& policy, Signal signal);
 
-// docs/reference.md §5 step 2: the pressure conditions §4 derives for `nodeName` from the snapshot's
-// stats under `policy` (a threshold met, hard or soft, grace periods aside), added to its
-// Node object where it does not already report them True. Returns the ones added.
+// docs/reference.md §5 step 2: the pressure conditions §4 derives for `nodeName` from the
+// snapshot's stats under `policy` (a threshold met, hard or soft, grace periods aside), added to
+// its Node object where it does not already report them True. Returns the ones added.
 std::vector<std::string> addDerivedPressureConditions(Snapshot& snapshot, std::string_view nodeName,
                                                       const Policy& policy);
 

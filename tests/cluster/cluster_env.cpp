@@ -698,4 +698,14 @@ Json kubectlSnapshot(const Cluster& cluster) {
   return snapshot;
 }
 
+std::string example(const std::string& name) {
+  return std::string(NODEWARDEN_SOURCE_ROOT) + "/examples/" + name;
+}
+
+Json readJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.good()) throw std::runtime_error("cannot read " + path);
+  return Json::parse(in);
+}
+
 }  // namespace nodewarden::cluster

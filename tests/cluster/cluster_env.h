@@ -150,4 +150,10 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
 // /api/v1/nodes/NODE/proxy/stats/summary` where that answers.
 Json kubectlSnapshot(const Cluster& cluster);
 
+// A file of the repository's examples/, by its path below it.
+std::string example(const std::string& name);
+
+// A JSON file, read whole; a file that cannot be opened throws, naming it (the test fails).
+Json readJson(const std::string& path);
+
 }  // namespace nodewarden::cluster

@@ -14,18 +14,10 @@ using nodewarden::cluster::Cluster;
 using nodewarden::cluster::ClusterOptions;
 using nodewarden::cluster::Json;
 using nodewarden::cluster::Run;
+using nodewarden::cluster::example;
+using nodewarden::cluster::readJson;
 
 namespace {
-
-Json readJson(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), path);
-  return Json::parse(in);
-}
-
-std::string example(const std::string& name) {
-  return std::string(NODEWARDEN_SOURCE_ROOT) + "/examples/" + name;
-}
 
 }  // namespace
 
