@@ -62,8 +62,8 @@ Result<Args> parseArgs(const std::vector<std::string>& argv,
 std::variant<Args, int> parseCommand(const std::string& command,
                                      const std::vector<std::string>& argv,
                                      const std::set<std::string>& valueOptions,
-                                     const std::set<std::string>& flagOptions,
-                                     const char* usage, std::ostream& out, std::ostream& err) {
+                                     const std::set<std::string>& flagOptions, const char* usage,
+                                     std::ostream& out, std::ostream& err) {
   auto args = parseArgs(argv, valueOptions, flagOptions);
   if (!args) {
     err << "nodewarden " << command << ": " << args.error().message << "\n\n" << usage;
@@ -74,8 +74,7 @@ std::variant<Args, int> parseCommand(const std::string& command,
     return kExitOk;
   }
   if (!args->positional.empty()) {
-    err << "nodewarden " << command << ": unexpected argument \"" << args->positional[0]
-        << "\"\n\n"
+    err << "nodewarden " << command << ": unexpected argument \"" << args->positional[0] << "\"\n\n"
         << usage;
     return kExitUsage;
   }

@@ -44,7 +44,7 @@ Result<Args> parseArgs(const std::vector<std::string>& argv,
 std::variant<Args, int> parseCommand(const std::string& command,
                                      const std::vector<std::string>& argv,
                                      const std::set<std::string>& valueOptions,
-                                     const std::set<std::string>& flagOptions,
-                                     const char* usage, std::ostream& out, std::ostream& err);
+                                     const std::set<std::string>& flagOptions, const char* usage,
+                                     std::ostream& out, std::ostream& err);
 
 }  // namespace nodewarden

@@ -22,7 +22,6 @@ Error systemError(const std::string& what, const std::string& path) {
 
 }  // namespace
 
-
 Result<std::string> readFile(const std::string& path) {
   if (path == "-") {
     std::ostringstream buffer;
@@ -105,16 +104,16 @@ Result<std::string> readTrimmedFile(const std::string& path) {
   out << in.rdbuf();
   if (in.bad()) return Error{path + ": read error"};
   std::string text = out.str();
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
-                           text.back() == '\t'))
+  while (!text.empty() &&
+         (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' || text.back() == '\t'))
     text.pop_back();
   return text;
 }
 
 FileStamp FileStamp::of(const struct stat& st) {
-  return FileStamp{static_cast<std::uint64_t>(st.st_ino), static_cast<std::int64_t>(st.st_size),
-                   static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
-                       st.st_mtim.tv_nsec};
+  return FileStamp{
+      static_cast<std::uint64_t>(st.st_ino), static_cast<std::int64_t>(st.st_size),
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
 
 }  // namespace nodewarden

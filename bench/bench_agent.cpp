@@ -84,21 +84,21 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
-#include "node/agent.h"
-#include "kube/client.h"
-#include "kube/writer.h"
-#include "node/kube_source.h"
-#include "server/log.h"
-#include "tests/kube/fake_apiserver.h"
-#include "node/pod_source.h"
-#include "bench/support/measure.h"
 #include "bench/support/agent_process.h"
+#include "bench/support/measure.h"
 #include "bench/support/process.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/pods.h"
 #include "cgroups/readers.h"
 #include "cgroups/sandbox.h"
+#include "kube/client.h"
+#include "kube/writer.h"
+#include "node/agent.h"
+#include "node/kube_source.h"
+#include "node/pod_source.h"
 #include "policy/policy.h"
+#include "server/log.h"
+#include "tests/kube/fake_apiserver.h"
 
 #ifndef NODEWARDEN_EXE
 #error "NODEWARDEN_EXE (the nodewarden binary's path) must be defined by the build"
@@ -242,14 +242,14 @@ int hog(int readyFd, int goFd, int usageFd, const TouchLog& log, std::size_t pre
 
 // Part 5: what disturbs the agent while it works.
 enum class Fault {
-  None,        // pods from static manifests, nothing else going on (parts 1)
-  Healthy,     // pods from the fake API server, which answers well
-  Slow,        // every API answer after 10 s
-  Failing,     // every API request answered 500
-  Resetting,   // every API connection reset before a byte is read
-  WatchCut,    // every watch cut mid-object every 250 ms
-  GoneLoop,    // every watch answered 410 Gone: list, watch, 410, list, …
-  Wrk,         // pods from manifests; wrk on /metrics and /v1/state at full rate
+  None,       // pods from static manifests, nothing else going on (parts 1)
+  Healthy,    // pods from the fake API server, which answers well
+  Slow,       // every API answer after 10 s
+  Failing,    // every API request answered 500
+  Resetting,  // every API connection reset before a byte is read
+  WatchCut,   // every watch cut mid-object every 250 ms
+  GoneLoop,   // every watch answered 410 Gone: list, watch, 410, list, …
+  Wrk,        // pods from manifests; wrk on /metrics and /v1/state at full rate
 };
 
 struct Variant {
@@ -289,7 +289,8 @@ double selfRssMiB() {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.starts_with("VmRSS:")) return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024;
+    if (line.starts_with("VmRSS:"))
+      return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024;
   }
   return 0;
 }
@@ -484,8 +485,8 @@ VariantFigures LatencyBench::run(const Variant& variant) {
                   {"status", {{"allocatable", {{"memory", "512Mi"}, {"cpu", "2"}}}}}});
   // The node's other pods, listed and watched on every relist (what a 410 loop costs).
   for (int i = 0; i < 100; ++i) {
-    api.upsertPod(boundPod(podManifest("filler", "filler-" + std::to_string(i), rng_.uuid(),
-                                       100000, {{"memory", "1Mi"}}, {})));
+    api.upsertPod(boundPod(podManifest("filler", "filler-" + std::to_string(i), rng_.uuid(), 100000,
+                                       {{"memory", "1Mi"}}, {})));
   }
   api.upsertPod(boundPod(steadyPod_));
   api_ = &api;
@@ -604,12 +605,11 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
       const std::string base = "http://127.0.0.1:" + std::to_string(agent->httpPort());
       const int seconds = int(budget) + 5;
       for (const char* path : {"/metrics", "/v1/state"}) {
-        wrkLogs.push_back(manifests_.parent_path() / (std::string("wrk") +
-                                                     (path[1] == 'm' ? "-metrics" : "-state") +
-                                                     ".log"));
-        wrks.push_back(startProcess({"/usr/bin/wrk", "-t1", "-c8", "-d" + std::to_string(seconds) +
-                                     "s", base + path},
-                                    wrkLogs.back()));
+        wrkLogs.push_back(manifests_.parent_path() /
+                          (std::string("wrk") + (path[1] == 'm' ? "-metrics" : "-state") + ".log"));
+        wrks.push_back(startProcess(
+            {"/usr/bin/wrk", "-t1", "-c8", "-d" + std::to_string(seconds) + "s", base + path},
+            wrkLogs.back()));
       }
       pumpUntil(io, 1, [] { return false; });  // let them reach full rate
       break;
@@ -629,7 +629,8 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
   if (api != nullptr) {
     const auto requests = api->requests();
     f.apiRequests = requests.size() - requestsBefore;
-    for (std::size_t i = requestsBefore; i < requests.size(); ++i) ++f.apiStatuses[requests[i].status];
+    for (std::size_t i = requestsBefore; i < requests.size(); ++i)
+      ++f.apiStatuses[requests[i].status];
     api->setFaults({});
   }
   for (std::size_t i = 0; i < wrks.size(); ++i) {
@@ -639,7 +640,8 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
     }
     const std::string text = readText(wrkLogs[i]);
     const auto at = text.find("Requests/sec:");
-    if (at != std::string::npos) f.wrkRequestsPerSecond.push_back(std::strtod(text.c_str() + at + 13, nullptr));
+    if (at != std::string::npos)
+      f.wrkRequestsPerSecond.push_back(std::strtod(text.c_str() + at + 13, nullptr));
   }
   parseCycles(agent->metricsText(), f);
   f.cycles = agent->cycles();
@@ -803,7 +805,8 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
   f.kernelOomKills += int(oomKills() - oomBefore);
   const node::EvictionRecord record = agent.evictions()[first];
   if (!exited(pid)) killChild();
-  if (record.order.uid != uid) return fail("the agent evicted " + record.order.pod + ", not the hog");
+  if (record.order.uid != uid)
+    return fail("the agent evicted " + record.order.pod + ", not the hog");
   const std::int64_t progress = log_.progress().load(std::memory_order_acquire);
   const std::int64_t crossing = log_.crossing().load(std::memory_order_acquire);
   if (crossing < 0) {
@@ -1157,9 +1160,9 @@ constexpr const char* kRatePolicy = R"({
 struct RateTrial {
   bool ok = false;
   std::string error;
-  bool evicted = false;           // the agent logged the hog's eviction
-  std::uint64_t kernelKills = 0;  // kernel OOM kills in kubepods
-  double growthMiBs = 0;          // measured between 25 % and 75 % of the way to the line
+  bool evicted = false;             // the agent logged the hog's eviction
+  std::uint64_t kernelKills = 0;    // kernel OOM kills in kubepods
+  double growthMiBs = 0;            // measured between 25 % and 75 % of the way to the line
   std::optional<double> stoppedMs;  // crossing → usage stopped rising
 };
 
@@ -1264,13 +1267,12 @@ RateTrial rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rat
     return t;
   }
   // The line in usage terms, as the agent arms it: capacity − threshold + inactive_file.
-  const std::int64_t line =
-      kRateNodeMemory - kRateThreshold + std::int64_t(before->inactiveFile);
+  const std::int64_t line = kRateNodeMemory - kRateThreshold + std::int64_t(before->inactiveFile);
   const std::int64_t base = std::int64_t(before->usage);
   const std::string rate = rateMiBs > 0 ? std::to_string(rateMiBs) : "100000";
-  const std::vector<std::string> loadArgs = {
-      NODEWARDEN_EXE, "demo-load", "--start-mib", "0", "--max-mib", "1100",
-      "--grow-mib-per-s", rate, "--lifetime", "30"};
+  const std::vector<std::string> loadArgs = {NODEWARDEN_EXE, "demo-load", "--start-mib",      "0",
+                                             "--max-mib",    "1100",      "--grow-mib-per-s", rate,
+                                             "--lifetime",   "30"};
   auto hog = sandbox.spawn(*hogRel, [&] {
     std::vector<char*> raw;
     for (const std::string& arg : loadArgs) raw.push_back(const_cast<char*>(arg.c_str()));
@@ -1367,7 +1369,8 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
     std::string growth = "-";
     if (!row.growth.empty()) {
       std::sort(row.growth.begin(), row.growth.end());
-      growth = std::to_string(int(row.growth.front())) + "-" + std::to_string(int(row.growth.back()));
+      growth =
+          std::to_string(int(row.growth.front())) + "-" + std::to_string(int(row.growth.back()));
     }
     std::string stopped = "-";
     if (!row.stoppedMs.empty()) {
@@ -1463,8 +1466,8 @@ struct Settings {
   bool skipRates = false;
   bool onlyRates = false;
   std::vector<double> rates = {100, 200, 400, 800, 1600, 0};  // 0: max
-  int rateTrials = 0;                                          // 0: 3, or 1 with --quick
-  int trials = 0;  // 0: per variant defaults
+  int rateTrials = 0;                                         // 0: 3, or 1 with --quick
+  int trials = 0;                                             // 0: per variant defaults
   bool skipDemo = false;
   bool skipIdle = false;
   bool skipFire = false;
@@ -1522,7 +1525,8 @@ std::optional<double> latencyPart(Sandbox& sandbox, const cgroups::Hierarchy& h,
   const char* names[] = {"a", "a2", "b", "c"};
   std::vector<Variant> variants;
   for (std::size_t i = 0; i < std::size(all); ++i) {
-    if (("," + settings.variants + ",").find(std::string(",") + names[i] + ",") != std::string::npos) {
+    if (("," + settings.variants + ",").find(std::string(",") + names[i] + ",") !=
+        std::string::npos) {
       variants.push_back(all[i]);
     }
   }
@@ -1608,7 +1612,8 @@ std::optional<double> firePart(Sandbox& sandbox, const cgroups::Hierarchy& h,
   if (haveWrk) {
     variants.push_back({"wrk -c8 on /metrics + /v1/state", true, 1000ms, trials, true, Fault::Wrk});
   } else {
-    std::printf("  /usr/bin/wrk is not installed (Debian package wrk): the load variant is skipped\n");
+    std::printf(
+        "  /usr/bin/wrk is not installed (Debian package wrk): the load variant is skipped\n");
   }
   std::vector<VariantFigures> results;
   for (const Variant& v : variants) {
@@ -1638,9 +1643,8 @@ std::optional<double> firePart(Sandbox& sandbox, const cgroups::Hierarchy& h,
     const Millis latency(results[i].latencyMs);
     const Millis agentMs(results[i].agentMs);
     std::printf("  %-40s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", variants[i].label,
-                int(latency.n()), results[i].attempted, latency.p50(), latency.p99(),
-                latency.max(), agentMs.p50(), results[i].wrongVictims,
-                results[i].kernelOomKills);
+                int(latency.n()), results[i].attempted, latency.p50(), latency.p99(), latency.max(),
+                agentMs.p50(), results[i].wrongVictims, results[i].kernelOomKills);
     if (latency.n() > 0) worst = std::max(worst.value_or(0), latency.p99());
   }
   std::printf("  (p99 is nearest-rank: with fewer than 100 trials it is the maximum)\n\n");
@@ -1905,7 +1909,9 @@ int run(int argc, char** argv) {
   bool ratesRan = false;
   if (!settings.skipRates && haveBinary && !stopped()) {
     fastest = ratePart(h, temp.path, settings.rates,
-                       settings.rateTrials > 0 ? settings.rateTrials : settings.quick ? 1 : 3);
+                       settings.rateTrials > 0 ? settings.rateTrials
+                       : settings.quick        ? 1
+                                               : 3);
     ratesRan = true;
   }
 
@@ -1913,8 +1919,9 @@ int run(int argc, char** argv) {
   std::printf("== targets ==\n");
   if (ratesRan) {
     if (fastest) {
-      std::printf("  fastest allocation with 0 kernel OOM kills %8.0f MiB/s (every rate tried up to it)\n",
-                  *fastest);
+      std::printf(
+          "  fastest allocation with 0 kernel OOM kills %8.0f MiB/s (every rate tried up to it)\n",
+          *fastest);
     } else {
       std::printf("  fastest allocation with 0 kernel OOM kills: none of the rates tried\n");
     }

@@ -24,13 +24,13 @@
 #include <thread>
 #include <vector>
 
-#include "server/http_server.h"
-#include "webhook/binding_webhook.h"
 #include "bench/support/measure.h"
-#include "tests/support/admission_review.h"
 #include "kube/reflector.h"
 #include "policy/model.h"
+#include "server/http_server.h"
 #include "tests/kube/fake_apiserver.h"
+#include "tests/support/admission_review.h"
+#include "webhook/binding_webhook.h"
 
 using namespace nodewarden;
 using namespace nodewarden::bench;

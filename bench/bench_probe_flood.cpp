@@ -103,7 +103,8 @@ ProbeResult probe(std::uint16_t port) {
   bool ended = false;
   if (sendAll(fd, "GET /healthz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")) {
     for (int i = 0; i < 10000; ++i) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left <= 0ms) break;
       pollfd polled{fd, POLLIN, 0};
       const int ready = ::poll(&polled, 1, static_cast<int>(left.count()));
@@ -144,7 +145,8 @@ Row measure(const Settings& settings, int clients) {
   options.maxWaiting = settings.maxWaiting;
   nodewarden::server::HttpServer server(
       context, options, [](const nodewarden::server::HttpRequest& request) {
-        if (request.target == "/healthz") return nodewarden::server::HttpResponse{200, "text/plain", "ok"};
+        if (request.target == "/healthz")
+          return nodewarden::server::HttpResponse{200, "text/plain", "ok"};
         return nodewarden::server::HttpResponse{404, "text/plain", "not found"};
       });
   if (auto started = server.start(); !started) {
@@ -189,10 +191,19 @@ Row measure(const Settings& settings, int clients) {
     const auto next = Clock::now() + std::chrono::milliseconds(settings.intervalMs);
     const ProbeResult result = probe(port);
     switch (result.outcome) {
-      case Outcome::Ok: ++row.ok; nanos.push_back(result.nanos); break;
-      case Outcome::Refused: ++row.refused; break;
-      case Outcome::Dropped: ++row.dropped; break;
-      case Outcome::TimedOut: ++row.timedOut; break;
+      case Outcome::Ok:
+        ++row.ok;
+        nanos.push_back(result.nanos);
+        break;
+      case Outcome::Refused:
+        ++row.refused;
+        break;
+      case Outcome::Dropped:
+        ++row.dropped;
+        break;
+      case Outcome::TimedOut:
+        ++row.timedOut;
+        break;
     }
     std::this_thread::sleep_until(next);
   }
@@ -267,23 +278,25 @@ int main(int argc, char** argv) {
     limit.rlim_cur = limit.rlim_max;
     (void)::setrlimit(RLIMIT_NOFILE, &limit);
     if (limit.rlim_cur < rlim_t(2 * most + 2 * settings.maxWaiting + 256)) {
-      std::fprintf(stderr, "bench_probe_flood: the open-file limit (%llu) may cut the flood short\n",
+      std::fprintf(stderr,
+                   "bench_probe_flood: the open-file limit (%llu) may cut the flood short\n",
                    static_cast<unsigned long long>(limit.rlim_cur));
     }
   }
 
   std::printf("build: %s; cpu: %s\n", nodewarden::bench::buildFlavour().c_str(),
               nodewarden::bench::cpuModel().c_str());
-  std::printf("== /healthz under a reconnecting flood of slow clients (%d probes, one every %d ms, "
-              "1 s each; maxConnections 64, maxWaiting %zu) ==\n",
-              settings.probes, settings.intervalMs, settings.maxWaiting);
+  std::printf(
+      "== /healthz under a reconnecting flood of slow clients (%d probes, one every %d ms, "
+      "1 s each; maxConnections 64, maxWaiting %zu) ==\n",
+      settings.probes, settings.intervalMs, settings.maxWaiting);
   std::printf("  %-8s %11s %8s %6s %6s %8s %8s %8s %8s %8s\n", "flood", "flood conn/s", "probes",
               "200", "503", "dropped", "timeout", "p50 ms", "p99 ms", "max ms");
   for (const int clients : settings.clients) {
     const Row row = measure(settings, clients);
     std::printf("  %-8d %11.0f %8d %6d %6d %8d %8d %8.2f %8.2f %8.2f\n", row.clients,
-                row.floodPerSecond, settings.probes, row.ok, row.refused, row.dropped,
-                row.timedOut, row.latency.median() / 1e6, row.latency.p99() / 1e6,
+                row.floodPerSecond, settings.probes, row.ok, row.refused, row.dropped, row.timedOut,
+                row.latency.median() / 1e6, row.latency.p99() / 1e6,
                 (row.latency.nanos.empty() ? 0.0 : row.latency.nanos.back()) / 1e6);
     std::fflush(stdout);
   }

@@ -6,8 +6,7 @@
 
 namespace nodewarden::cgroups {
 
-Nanos pollDelay(std::int64_t headroomBytes, double growthBytesPerSecond,
-                const PollTuning& tuning) {
+Nanos pollDelay(std::int64_t headroomBytes, double growthBytesPerSecond, const PollTuning& tuning) {
   if (headroomBytes <= 0) return tuning.floor;
   const double rate = std::max(growthBytesPerSecond, tuning.assumedBytesPerSecond);
   if (!(rate > 0) || !(tuning.safety > 0)) return tuning.ceiling;
@@ -38,8 +37,7 @@ Result<MemoryLinePoller::Sample> MemoryLinePoller::poll(SteadyTime now) {
   // the next period long).
   if (lastUsage_ && now > lastAt_) {
     const double seconds = std::chrono::duration<double>(now - lastAt_).count();
-    const double instant =
-        std::max(0.0, (double(*usage) - double(*lastUsage_)) / seconds);
+    const double instant = std::max(0.0, (double(*usage) - double(*lastUsage_)) / seconds);
     growth_ = instant > growth_ ? instant : 0.8 * growth_ + 0.2 * instant;
   }
   sample.growthBytesPerSecond = growth_;

@@ -71,7 +71,7 @@ class MemoryLinePoller {
   std::vector<std::uint64_t> lines_;  // ascending
   std::optional<std::uint64_t> lastUsage_;
   SteadyTime lastAt_{};
-  double growth_ = 0;  // smoothed bytes per second, ≥ 0
+  double growth_ = 0;   // smoothed bytes per second, ≥ 0
   bool fresh_ = false;  // lines changed: a usage already past one counts as a crossing
 };
 

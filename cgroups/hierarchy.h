@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "cgroups/parsers.h"
 #include "base/result.h"
+#include "cgroups/parsers.h"
 
 namespace nodewarden::cgroups {
 

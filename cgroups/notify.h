@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <string>
 
+#include "base/result.h"
 #include "cgroups/fs.h"
 #include "cgroups/parsers.h"
 #include "cgroups/pods.h"
-#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

@@ -339,8 +339,8 @@ void PodCgroups::openChild(const std::string& parent, const std::string& child,
       return;  // already indexed (seen by a refresh that raced with the event)
     }
     if (existing->relativePath != relative) {
-      result.errors.push_back(Error{"pod " + name->uid + " has two cgroups; using the first, not " +
-                                    relative});
+      result.errors.push_back(
+          Error{"pod " + name->uid + " has two cgroups; using the first, not " + relative});
       return;
     }
     result.removed.push_back(name->uid);  // recreated under the same name: start afresh
@@ -382,14 +382,16 @@ Result<RefreshResult> PodCgroups::update() {
     const std::string& tier = watched->second;
     if (tier.empty() && parseQosDirName(name, driver_)) return refresh();  // a tier came or went
     const std::string parent = tier.empty() ? kubepods_ : kubepods_ + "/" + tier;
-    const std::string qos = tier.empty() ? "guaranteed" : parseQosDirName(tier, driver_).value_or("");
+    const std::string qos =
+        tier.empty() ? "guaranteed" : parseQosDirName(tier, driver_).value_or("");
     if (made) {
       openChild(parent, name, qos, result);
       continue;
     }
     auto gone = parsePodCgroupName(name, driver_, qos);
     if (!gone) continue;
-    if (PodCgroup* pod = find(gone->uid); pod != nullptr && pod->relativePath == parent + "/" + name) {
+    if (PodCgroup* pod = find(gone->uid);
+        pod != nullptr && pod->relativePath == parent + "/" + name) {
       pods_.erase(gone->uid);
       result.removed.push_back(gone->uid);
     }

@@ -23,9 +23,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "cgroups/fs.h"
 #include "cgroups/hierarchy.h"
-#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

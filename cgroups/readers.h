@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "cgroups/parsers.h"
 #include "cgroups/pods.h"
 #include "policy/model.h"
-#include "base/result.h"
 
 namespace nodewarden::cgroups {
 
@@ -113,9 +113,9 @@ PodReading readPodFigures(PodCgroup& pod, const ScanOptions& options,
                           std::chrono::steady_clock::time_point now, std::string& buffer);
 
 struct ScanResult {
-  Summary summary;            // pods by UID (PodStats::uid; names are filled by the caller)
-  NodeReading node;           // the raw node readings (summary.node holds its stats)
-  std::vector<Error> errors;  // figures that could not be read (never a vanished cgroup)
+  Summary summary;                    // pods by UID (PodStats::uid; names are filled by the caller)
+  NodeReading node;                   // the raw node readings (summary.node holds its stats)
+  std::vector<Error> errors;          // figures that could not be read (never a vanished cgroup)
   std::vector<std::string> vanished;  // UIDs of pod cgroups that disappeared while read
   std::chrono::nanoseconds duration{0};
 };

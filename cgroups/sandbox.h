@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/pods.h"
-#include "base/result.h"
 
 namespace nodewarden::cgroups {
 

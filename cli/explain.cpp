@@ -81,10 +81,10 @@ void renderRanking(std::ostringstream& out, const policy::Ranking& ranking,
     if (hasRequest && r.pod->midResize()) {
       // In-place resize under way: eviction counts what the kubelet allocated.
       auto desired = r.pod->requests.find(ranking.resource);
-      request += " (allocated; desired " +
-                 amountText(ranking.resource,
-                            desired == r.pod->requests.end() ? 0 : desired->second) +
-                 (r.pod->resizeState.empty() ? "" : ", " + r.pod->resizeState) + ")";
+      request +=
+          " (allocated; desired " +
+          amountText(ranking.resource, desired == r.pod->requests.end() ? 0 : desired->second) +
+          (r.pod->resizeState.empty() ? "" : ", " + r.pod->resizeState) + ")";
     }
     std::string why;
     if (auto it = evicted.find(r.pod); it != evicted.end()) {
@@ -175,10 +175,9 @@ std::string renderEvictionTable(const EvictionDecision& decision, const policy::
         // Both may be as large as int64 allows: add without wrapping.
         const policy::Int128 target = policy::Int128(st.threshold) + st.minReclaim;
         met += ", reclaim to " +
-               signalAmount(st.key.signal,
-                            target > std::numeric_limits<std::int64_t>::max()
-                                ? std::numeric_limits<std::int64_t>::max()
-                                : std::int64_t(target));
+               signalAmount(st.key.signal, target > std::numeric_limits<std::int64_t>::max()
+                                               ? std::numeric_limits<std::int64_t>::max()
+                                               : std::int64_t(target));
       }
       rows.push_back({std::string(policy::toString(st.key.signal)), st.key.hard ? "hard" : "soft",
                       signalAmount(st.key.signal, st.available),

@@ -5,14 +5,14 @@
 #include <iostream>
 #include <optional>
 #include <set>
-#include <variant>
 #include <sstream>
+#include <variant>
 
 #include "base/args.h"
 #include "cli/commands.h"
 #include "cli/source.h"
-#include "policy/files.h"
 #include "policy/admission.h"
+#include "policy/files.h"
 
 namespace nodewarden::cli {
 namespace {
@@ -82,7 +82,8 @@ Result<policy::Pod> podOption(const std::string& pod, const std::optional<std::s
     if (ns) return Error{"-n/--namespace names a pod of the snapshot; --pod " + pod + " is a file"};
     return policy::loadPod(pod, snapshot);
   }
-  const std::string key = pod.find('/') != std::string::npos ? pod : ns.value_or("default") + "/" + pod;
+  const std::string key =
+      pod.find('/') != std::string::npos ? pod : ns.value_or("default") + "/" + pod;
   auto found = std::find_if(snapshot.pods.begin(), snapshot.pods.end(),
                             [&](const policy::Pod& p) { return p.key == key; });
   if (found == snapshot.pods.end()) {
@@ -93,8 +94,8 @@ Result<policy::Pod> podOption(const std::string& pod, const std::optional<std::s
     }
     // The file's own error first (what a missing --pod FILE always said), then the snapshot.
     const Error unreadable = policy::loadPod(pod, snapshot).error();
-    return Error{unreadable.message + "; and no pod " + key + " in the snapshot (pods in " +
-                 space + ": " + (names.empty() ? "none" : names) + ")"};
+    return Error{unreadable.message + "; and no pod " + key + " in the snapshot (pods in " + space +
+                 ": " + (names.empty() ? "none" : names) + ")"};
   }
   policy::Pod arriving = std::move(*found);
   snapshot.pods.erase(found);

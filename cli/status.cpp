@@ -55,14 +55,14 @@ Result<std::string> renderState(const std::string& body, const std::string& url)
   policy::Diagnostics diagnostics;
   auto state = policy::parseJsonText(body, diagnostics);
   if (!state || !state->is_object()) {
-    return Error{"the agent at " + url + " answered /v1/state with something that is not its " +
-                 "JSON: " + (diagnostics.empty() ? std::string("not an object")
-                                                 : diagnostics.joined())};
+    return Error{
+        "the agent at " + url + " answered /v1/state with something that is not its " +
+        "JSON: " + (diagnostics.empty() ? std::string("not an object") : diagnostics.joined())};
   }
   const policy::Json& s = *state;
   std::string out = "Agent " + url + ", node " + s.value("node", std::string("?")) + "\n\n";
-  std::vector<std::vector<std::string>> rows{{"SIGNAL", "KIND", "AVAILABLE", "THRESHOLD",
-                                              "CAPACITY", "MET"}};
+  std::vector<std::vector<std::string>> rows{
+      {"SIGNAL", "KIND", "AVAILABLE", "THRESHOLD", "CAPACITY", "MET"}};
   for (const auto& signal : s.value("signals", policy::Json::array())) {
     const std::string name = signal.value("signal", std::string("?"));
     rows.push_back({name, signal.value("kind", std::string("?")),
@@ -88,7 +88,8 @@ Result<std::string> renderState(const std::string& body, const std::string& url)
   out += "\n";
   int index = 0;
   for (const auto& pod : memory) {
-    if (pod.is_string()) out += "  " + std::to_string(++index) + ". " + pod.get<std::string>() + "\n";
+    if (pod.is_string())
+      out += "  " + std::to_string(++index) + ". " + pod.get<std::string>() + "\n";
   }
   const policy::Json evict = s.value("evict", policy::Json::array());
   out += "\nEvicting now: " + (evict.empty() ? std::string("nothing") : "") + "\n";
@@ -136,8 +137,8 @@ int runStatus(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     char* end = nullptr;
     interval = std::strtod(text->c_str(), &end);
     if (end == text->c_str() || *end != '\0' || !(interval >= 0.1 && interval <= 3600)) {
-      err << "nodewarden status: --interval must be seconds between 0.1 and 3600, got \""
-          << *text << "\"\n";
+      err << "nodewarden status: --interval must be seconds between 0.1 and 3600, got \"" << *text
+          << "\"\n";
       return kExitUsage;
     }
   }
@@ -167,8 +168,8 @@ int runStatus(const std::vector<std::string>& argv, std::ostream& out, std::ostr
       policy::Diagnostics diagnostics;
       auto parsed = policy::parseJsonText(*body, diagnostics);
       if (!parsed) {
-        err << "nodewarden status: the agent at " << url << " answered with invalid JSON: "
-            << diagnostics.joined() << "\n";
+        err << "nodewarden status: the agent at " << url
+            << " answered with invalid JSON: " << diagnostics.joined() << "\n";
         return false;
       }
       out << (watch ? parsed->dump() : parsed->dump(2)) << "\n" << std::flush;

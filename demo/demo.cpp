@@ -20,16 +20,16 @@
 #include <map>
 #include <thread>
 
-#include "node/agent.h"
 #include "base/args.h"
-#include "demo/episodes.h"
-#include "demo/run.h"
 #include "base/files.h"
-#include "policy/files.h"
-#include "server/log.h"
 #include "cgroups/readers.h"
 #include "cgroups/sandbox.h"
+#include "demo/episodes.h"
+#include "demo/run.h"
+#include "node/agent.h"
+#include "policy/files.h"
 #include "policy/json_reader.h"
+#include "server/log.h"
 
 namespace nodewarden::demo {
 namespace {
@@ -38,10 +38,10 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using node::Agent;
 using node::AgentOptions;
+using node::cgroupActuator;
 using node::EvictionRecord;
 using node::Recorder;
 using node::StaticPodSource;
-using node::cgroupActuator;
 constexpr std::int64_t kMiB = 1024 * 1024;
 
 // The scenario and policy the README's first command runs (examples/demo/ holds copies).
@@ -216,7 +216,9 @@ LatencySplit splitLatency(const EvictionRecord& record, const policy::Policy& po
   return {graceMs, record.latencyMs - graceMs};
 }
 
-double tenths(double value) { return std::round(value * 10) / 10; }
+double tenths(double value) {
+  return std::round(value * 10) / 10;
+}
 
 std::string mib(std::int64_t bytes) {
   char buffer[32];
@@ -284,8 +286,9 @@ int runDemoLoad(const std::vector<std::string>& argv) {
 }
 
 int runDemo(const std::vector<std::string>& argv) {
-  auto args = parseArgs(argv, {"policy", "scenario", "report", "duration", "plot", "state-dir", "node"},
-                        {"baseline", "kubelet-like", "quiet", "help"});
+  auto args =
+      parseArgs(argv, {"policy", "scenario", "report", "duration", "plot", "state-dir", "node"},
+                {"baseline", "kubelet-like", "quiet", "help"});
   if (!args) {
     std::cerr << "nodewarden demo: " << args.error().message << "\n\n" << kDemoUsage;
     return kExitUsage;
@@ -372,14 +375,16 @@ int runDemo(const std::vector<std::string>& argv) {
     }
   } removeManifests{manifests};
 
-  std::cout << "nodewarden demo: " << scenario->description << "\n"
-            << "  node: " << sandbox.hierarchy().memory << "/" << sandbox.kubepods()
-            << " limited to " << mib(scenario->nodeMemory) << "; " << scenario->pods.size()
-            << " pods; " << scenario->durationSeconds << " s; "
-            << (baseline      ? "NO eviction (baseline: the agent only records; the kernel's OOM killer decides)"
-                : kubeletLike ? "agent with kubelet-like settings (10 s polling, 1 pod per cycle)"
-                              : "agent with kernel notifications")
-            << "\n";
+  std::cout
+      << "nodewarden demo: " << scenario->description << "\n"
+      << "  node: " << sandbox.hierarchy().memory << "/" << sandbox.kubepods() << " limited to "
+      << mib(scenario->nodeMemory) << "; " << scenario->pods.size() << " pods; "
+      << scenario->durationSeconds << " s; "
+      << (baseline
+              ? "NO eviction (baseline: the agent only records; the kernel's OOM killer decides)"
+          : kubeletLike ? "agent with kubelet-like settings (10 s polling, 1 pod per cycle)"
+                        : "agent with kernel notifications")
+      << "\n";
 
   // Pods: cgroup, manifest, process.
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
@@ -422,7 +427,8 @@ int runDemo(const std::vector<std::string>& argv) {
   }
 
   asio::io_context io;
-  server::configureLogging(server::LogFormat::Text, quiet ? server::LogLevel::Error : server::LogLevel::Warn);
+  server::configureLogging(server::LogFormat::Text,
+                           quiet ? server::LogLevel::Error : server::LogLevel::Warn);
   std::unique_ptr<Agent> agent;
   {  // --baseline: the agent only watches and records, as a dry run; the kernel decides.
     AgentOptions options;
@@ -508,8 +514,8 @@ int runDemo(const std::vector<std::string>& argv) {
   std::vector<std::optional<cgroups::CgroupDir>> plotDirs;
   for (const DemoPod& pod : scenario->pods) {
     plot.series.push_back(PlotSeries{pod.key(), {}});
-    auto dir = cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup,
-                                        hierarchy->memoryVersion);
+    auto dir =
+        cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup, hierarchy->memoryVersion);
     plotDirs.push_back(dir ? std::optional<cgroups::CgroupDir>(std::move(dir).value())
                            : std::nullopt);
   }
@@ -598,8 +604,8 @@ int runDemo(const std::vector<std::string>& argv) {
         if (pod.load.growMiBPerSecond <= 0 || pod.state != "running") continue;
         auto dir = cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup,
                                             hierarchy->memoryVersion);
-        auto usage = dir ? cgroups::readMemoryUsage(*dir, buffer)
-                         : Result<std::uint64_t>(Error{"gone"});
+        auto usage =
+            dir ? cgroups::readMemoryUsage(*dir, buffer) : Result<std::uint64_t>(Error{"gone"});
         if (!usage || std::int64_t(*usage) < pod.load.maxMiB * kMiB) settled = false;
       }
       if (settled && settledAt < 0) settledAt = elapsed;
@@ -634,7 +640,9 @@ int runDemo(const std::vector<std::string>& argv) {
       std::printf(
           "  %d. t=%.1fs evicted %s (%s, %s threshold, grace %llds): latency %.1f ms "
           "(threshold's grace %.1f ms + agent's reaction %.1f ms)\n     %s\n",
-          ++n, at, record.order.pod.c_str(), std::string(policy::toString(record.order.threshold.signal)).c_str(), record.order.threshold.hard ? "hard" : "soft",
+          ++n, at, record.order.pod.c_str(),
+          std::string(policy::toString(record.order.threshold.signal)).c_str(),
+          record.order.threshold.hard ? "hard" : "soft",
           static_cast<long long>(record.order.gracePeriodSeconds), record.latencyMs, split.graceMs,
           split.reactionMs, record.order.message.c_str());
       policy::OrderedJson entry;
@@ -666,7 +674,8 @@ int runDemo(const std::vector<std::string>& argv) {
   // The flight recorder's episode, replayed (agent->stop() in finish() wrote it whole).
   if (Recorder* recorder = agent ? agent->recorder() : nullptr) {
     const std::vector<std::string> episodes = recorder->episodeFiles();
-    if (episodes.empty()) std::cout << "  episode: none recorded (" << recorder->stateDir() << ")\n";
+    if (episodes.empty())
+      std::cout << "  episode: none recorded (" << recorder->stateDir() << ")\n";
     report["episodes"] = summarizeEpisodes(episodes, std::cout);
   }
   if (plotPath) {
@@ -708,9 +717,9 @@ int runDemo(const std::vector<std::string>& argv) {
         char reaction[64];
         std::snprintf(reaction, sizeof reaction, ", reaction %.1f ms",
                       splitLatency(record, policy).reactionMs);
-        plot.marks.push_back(PlotMark{
-            std::chrono::duration<double>(record.signalledAt - started).count(),
-            "evicted " + record.order.pod + reaction, false});
+        plot.marks.push_back(
+            PlotMark{std::chrono::duration<double>(record.signalledAt - started).count(),
+                     "evicted " + record.order.pod + reaction, false});
       }
     }
     plot.marks.insert(plot.marks.end(), oomMarks.begin(), oomMarks.end());

@@ -27,16 +27,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   switch (data[0] % 16) {
-    case 0: (void)cgroups::parseUint(text); break;
-    case 1: (void)cgroups::parseMax(text); break;
-    case 2: (void)cgroups::parseMemoryStat(text, cgroups::Version::V1); break;
-    case 3: (void)cgroups::parseMemoryStat(text, cgroups::Version::V2); break;
-    case 4: (void)cgroups::parseCpuStatUsageNanos(text); break;
-    case 5: (void)cgroups::parsePressure(text); break;
-    case 6: (void)cgroups::parseMemoryEvents(text); break;
-    case 7: (void)cgroups::parseOomControl(text); break;
-    case 8: (void)cgroups::parseProcs(text); break;
-    case 9: (void)cgroups::parseMemInfo(text); break;
+    case 0:
+      (void)cgroups::parseUint(text);
+      break;
+    case 1:
+      (void)cgroups::parseMax(text);
+      break;
+    case 2:
+      (void)cgroups::parseMemoryStat(text, cgroups::Version::V1);
+      break;
+    case 3:
+      (void)cgroups::parseMemoryStat(text, cgroups::Version::V2);
+      break;
+    case 4:
+      (void)cgroups::parseCpuStatUsageNanos(text);
+      break;
+    case 5:
+      (void)cgroups::parsePressure(text);
+      break;
+    case 6:
+      (void)cgroups::parseMemoryEvents(text);
+      break;
+    case 7:
+      (void)cgroups::parseOomControl(text);
+      break;
+    case 8:
+      (void)cgroups::parseProcs(text);
+      break;
+    case 9:
+      (void)cgroups::parseMemInfo(text);
+      break;
     case 10: {
       auto mounts = cgroups::parseMountInfo(text);
       if (mounts) {
@@ -62,10 +82,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)cgroups::parseQosDirName(text, driver);
       break;
     }
-    case 14: (void)cgroups::containerIdFromCgroupName(text); break;
+    case 14:
+      (void)cgroups::containerIdFromCgroupName(text);
+      break;
     default: {
       const auto driver = cgroups::driverForKubepods(text);
-      (void)cgroups::podCgroupPath(text, driver, "besteffort", "0a1b2c3d-0000-4000-8000-000000000001");
+      (void)cgroups::podCgroupPath(text, driver, "besteffort",
+                                   "0a1b2c3d-0000-4000-8000-000000000001");
       break;
     }
   }

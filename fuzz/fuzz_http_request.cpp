@@ -64,8 +64,8 @@ struct World {
             response.status = unsigned(std::strtoul(request.target.c_str() + 8, nullptr, 10));
           }
           response.contentType = request.target == "/type" ? "text/plain\r\nX: y" : "text/plain";
-          response.body = request.method + " " + request.target + " " +
-                          std::to_string(request.body.size());
+          response.body =
+              request.method + " " + request.target + " " + std::to_string(request.body.size());
           return response;
         });
     if (!server->start()) std::abort();
@@ -146,7 +146,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                            ec = connectError;
                            connectDone = true;
                          });
-    runUntil(w.io, [&] { return connectDone; }, std::chrono::milliseconds(10000));
+    runUntil(
+        w.io, [&] { return connectDone; }, std::chrono::milliseconds(10000));
   }
   if (ec) {
     std::fprintf(stderr, "fuzz_http_request: connect: %s\n", ec.message().c_str());
@@ -169,10 +170,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     });
   };
   readMore();
-  runUntil(w.io, [&] { return closed; }, std::chrono::milliseconds(10000));
+  runUntil(
+      w.io, [&] { return closed; }, std::chrono::milliseconds(10000));
   (void)connected;
   client.close(ec);
-  runUntil(w.io, [&] { return w.server->openConnections() == 0; }, std::chrono::milliseconds(10000));
+  runUntil(
+      w.io, [&] { return w.server->openConnections() == 0; }, std::chrono::milliseconds(10000));
   checkResponses(out, w.handled);
   return 0;
 }

@@ -203,7 +203,8 @@ Json dumpPdb(const policy::PodDisruptionBudget& b) {
   Json selector;
   if (b.selector) {
     Json expressions = Json::array();
-    for (const auto& e : b.selector->matchExpressions) expressions.push_back({e.key, e.op, e.values});
+    for (const auto& e : b.selector->matchExpressions)
+      expressions.push_back({e.key, e.op, e.values});
     selector = {{"matchLabels", b.selector->matchLabels},
                 {"matchExpressions", expressions},
                 {"bloom", b.selector->matchLabelsBloom}};
@@ -251,8 +252,8 @@ Json dumpSnapshot(const policy::Snapshot& s) {
   for (const auto& c : s.priorityClasses) classes.push_back(dumpPriorityClass(c));
   for (const auto& b : s.podDisruptionBudgets) pdbs.push_back(dumpPdb(b));
   for (const auto& [name, summary] : s.stats) stats[name] = dumpSummary(summary);
-  return Json{{"nodes", nodes}, {"pods", pods}, {"classes", classes}, {"pdbs", pdbs},
-              {"stats", stats}};
+  return Json{
+      {"nodes", nodes}, {"pods", pods}, {"classes", classes}, {"pdbs", pdbs}, {"stats", stats}};
 }
 
 template <typename T, typename Parse, typename Dump>

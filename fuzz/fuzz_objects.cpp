@@ -26,8 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<policy::PriorityClass> classes;
     if (priorityClass) classes.push_back(*priorityClass);
     policy::resolvePod(*pod, classes);
-    for (auto set : {policy::RequestSet::Desired, policy::RequestSet::Allocated,
-                     policy::RequestSet::Actual}) {
+    for (auto set :
+         {policy::RequestSet::Desired, policy::RequestSet::Allocated, policy::RequestSet::Actual}) {
       (void)policy::podRequests(*pod, set, false);
       (void)policy::podRequests(*pod, set, true);
     }

@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const policy::Policy rules = policy::Policy::defaults();
   for (const auto& node : snapshot->nodes) {
     const policy::NodeView view = policy::makeNodeView(*snapshot, node.name);
-    auto result = policy::evaluateEviction(view, rules, policy::EvictionState{},
-                                           policy::TimePoint{});
+    auto result =
+        policy::evaluateEviction(view, rules, policy::EvictionState{}, policy::TimePoint{});
     (void)policy::evictionToJson(result.decision).dump();
   }
   const policy::ClusterIndex cluster = policy::buildClusterIndex(*snapshot);

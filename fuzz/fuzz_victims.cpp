@@ -103,7 +103,8 @@ std::string clusterJson(Bytes& in) {
     if (kind == 0) {
       selector = R"({"matchLabels": {"app": ")" + std::string(kApps[in.below(3)]) + "\"}}";
     } else if (kind == 1) {
-      selector = R"({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]})";
+      selector =
+          R"({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]})";
     } else {
       selector = "{}";
     }

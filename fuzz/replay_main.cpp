@@ -88,9 +88,9 @@ Input mutate(const Input& base, const std::vector<Input>& corpus,
         break;
       case 1:  // an interesting byte
         if (!out.empty()) {
-          static constexpr std::uint8_t kBytes[] = {0,   0xff, 0x7f, 0x80, '0', '9', '"', '\\',
-                                                    '{', '}',  '[',  ']',  ':', ',', '\n', '\r',
-                                                    ' ', '-',  '.',  'e',  0xc3};
+          static constexpr std::uint8_t kBytes[] = {0,    0xff, 0x7f, 0x80, '0', '9', '"',
+                                                    '\\', '{',  '}',  '[',  ']', ':', ',',
+                                                    '\n', '\r', ' ',  '-',  '.', 'e', 0xc3};
           out[random.below(out.size())] = kBytes[random.below(sizeof kBytes)];
         }
         break;
@@ -202,10 +202,12 @@ int main(int argc, char** argv) {
   long done = 0;
   for (; done < mutations; ++done) {
     if ((done & 15) == 0 && std::chrono::steady_clock::now() - start > budget) break;
-    const Input input = mutate(corpus[std::size_t(done) % corpus.size()], corpus, dictionary, random);
+    const Input input =
+        mutate(corpus[std::size_t(done) % corpus.size()], corpus, dictionary, random);
     run(input);
   }
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::error_code ignored;
   fs::remove(lastInputPath, ignored);
   std::printf("replay: %zu corpus inputs and %ld mutations in %.2f s, no crash\n", corpus.size(),

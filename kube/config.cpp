@@ -322,8 +322,7 @@ Result<ClusterConfig> inClusterConfig(const std::string& serviceAccountDir,
   c.caFile = serviceAccountDir + "/ca.crt";
   auto token = readTrimmedFile(c.tokenFile);
   if (!token) return token.error().withContext("in-cluster service account");
-  if (token->empty())
-    return Error{"in-cluster service account: " + c.tokenFile + " is empty"};
+  if (token->empty()) return Error{"in-cluster service account: " + c.tokenFile + " is empty"};
   struct stat st {};
   if (::stat(c.caFile.c_str(), &st) != 0) {
     int e = errno;

@@ -112,7 +112,7 @@ class Store final : public StoreSink {
 struct ReflectorOptions {
   std::string listPath;       // "/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets"
   std::string fieldSelector;  // "spec.nodeName=node-1" (escaped by the reflector), or ""
-  std::chrono::seconds watchTimeout{300};      // timeoutSeconds of each watch
+  std::chrono::seconds watchTimeout{300};  // timeoutSeconds of each watch
   std::chrono::milliseconds initialBackoff{500};
   std::chrono::milliseconds maxBackoff{30000};
   std::uint32_t pageSize = 500;
@@ -125,8 +125,8 @@ using ReflectorLog = std::function<void(const std::string& event, const std::str
 
 class Reflector {
  public:
-  Reflector(boost::asio::io_context& io, Client& client, ReflectorOptions options,
-            StoreSink& sink, ReflectorLog log = nullptr);
+  Reflector(boost::asio::io_context& io, Client& client, ReflectorOptions options, StoreSink& sink,
+            ReflectorLog log = nullptr);
   ~Reflector();
   Reflector(const Reflector&) = delete;
   Reflector& operator=(const Reflector&) = delete;
@@ -143,7 +143,7 @@ class Reflector {
   struct Stats {
     std::uint64_t lists = 0;
     std::uint64_t watches = 0;
-    std::uint64_t events = 0;      // ADDED/MODIFIED/DELETED applied
+    std::uint64_t events = 0;  // ADDED/MODIFIED/DELETED applied
     std::uint64_t bookmarks = 0;
     std::uint64_t relists410 = 0;  // relists caused by 410 Gone
     std::uint64_t badEvents = 0;   // malformed events skipped

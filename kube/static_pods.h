@@ -39,9 +39,9 @@ struct StaticPods {
 //   resolvePod marks the pod critical) and kubernetes.io/config.hash (the uid);
 // - a toleration {operator: Exists, effect: NoExecute} is added unless already there.
 // The manifest must be apiVersion v1, kind Pod, with metadata.name. Only the first YAML
-// document counts, as the kubelet decodes only that one (readStaticPods warns of the rest). The pod comes back resolved
-// (policy::resolvePod) against the built-in priority classes only: resolve it again with
-// the cluster's classes where they are known. Errors name no file (the caller adds it).
+// document counts, as the kubelet decodes only that one (readStaticPods warns of the rest). The pod
+// comes back resolved (policy::resolvePod) against the built-in priority classes only: resolve it
+// again with the cluster's classes where they are known. Errors name no file (the caller adds it).
 Result<policy::Pod> parseStaticPod(std::string_view text, const std::string& file,
                                    const std::string& nodeName);
 

@@ -52,9 +52,9 @@ struct PodRef {
 // One local eviction to record in the API (the kubelet's evictPod).
 struct EvictedPod {
   PodRef pod;
-  std::string signal;         // "memory.available"
-  std::string resource;       // the starved resource: "memory", "ephemeral-storage", "pids"
-  std::string message;        // the kubelet's eviction message
+  std::string signal;    // "memory.available"
+  std::string resource;  // the starved resource: "memory", "ephemeral-storage", "pids"
+  std::string message;   // the kubelet's eviction message
   std::int64_t gracePeriodSeconds = 0;
   // Event annotations as the kubelet sets them: offending_containers,
   // offending_containers_usage, starved_resource.
@@ -63,7 +63,7 @@ struct EvictedPod {
 
 struct WriterOptions {
   std::string component = "nodewarden";  // Event source.component / reportingComponent
-  std::string nodeName;                   // Event source.host / reportingInstance
+  std::string nodeName;                  // Event source.host / reportingInstance
   int maxAttempts = 36;
   std::chrono::milliseconds initialBackoff{500};
   std::chrono::milliseconds maxBackoff{30000};
@@ -74,8 +74,8 @@ struct WriterOptions {
 
 // What happened to one write, for logs, metrics and tests.
 struct WriteOutcome {
-  std::string what;     // "status", "event", "delete", "eviction", "nominate", "node-condition"
-  std::string pod;      // "ns/name" or the node name
+  std::string what;  // "status", "event", "delete", "eviction", "nominate", "node-condition"
+  std::string pod;   // "ns/name" or the node name
   bool ok = false;
   int attempts = 0;
   unsigned status = 0;  // the last HTTP status (0: no answer)

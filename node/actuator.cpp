@@ -84,8 +84,8 @@ void CgroupActuator::evict(const EvictionOrder& order, Done done) {
   pending->giveUpAt = pending->killAt + 10s;
   if (refused) {
     pending->outcome.error = std::move(refused->message);
-    pending->outcome.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
-        clock_.now() - pending->started);
+    pending->outcome.elapsed =
+        std::chrono::duration_cast<std::chrono::microseconds>(clock_.now() - pending->started);
     // Completion always arrives from the loop, never inside evict().
     boost::asio::post(io_, [pending] { pending->done(pending->outcome); });
     return;

@@ -252,8 +252,8 @@ class Agent {
   SteadyTime lastIndexed_{};
   bool fullScanDone_ = false;
   bool indexed_ = false;
-  bool viewStale_ = true;  // the pods on the node changed: rebuild before deciding
-  bool refreshWanted_ = false;  // many new pods: read them all in a refresh
+  bool viewStale_ = true;            // the pods on the node changed: rebuild before deciding
+  bool refreshWanted_ = false;       // many new pods: read them all in a refresh
   std::vector<std::string> unread_;  // new pod cgroups without figures yet
   struct Refresh {
     std::vector<std::string> uids;
@@ -279,7 +279,7 @@ class Agent {
   policy::EvictionDecision lastDecision_;
   VictimsFirstDecision lastVictimsFirst_;
   std::set<FullScanReason> fallbackLogged_;
-  std::optional<SteadyTime> notifiedAt_;  // a detector dated this cycle's wake-up
+  std::optional<SteadyTime> notifiedAt_;   // a detector dated this cycle's wake-up
   std::set<std::string> unknownReported_;  // pod cgroups without a pod object, logged once
   std::set<std::string> reportedErrors_;   // read problems, logged once per text (bounded)
   // Thresholds that were actionable with no pod left to evict, logged once per episode.

@@ -16,12 +16,12 @@ AgentMetrics::AgentMetrics()
           "Available amount of each eviction signal (bytes, inodes or PIDs).", {"signal"})),
       thresholdMet(registry.gauge("nodewarden_threshold_met", "1 while a threshold is met.",
                                   {"signal", "kind"})),
-      nodeCondition(registry.gauge("nodewarden_node_condition",
-                                   "1 while the node condition holds.", {"condition"})),
-      evictionLatency(registry.histogram(
-          "nodewarden_eviction_latency_seconds",
-          "Threshold crossing to the first signal sent to the pod's processes.", {},
-          server::latencyBuckets())),
+      nodeCondition(registry.gauge("nodewarden_node_condition", "1 while the node condition holds.",
+                                   {"condition"})),
+      evictionLatency(
+          registry.histogram("nodewarden_eviction_latency_seconds",
+                             "Threshold crossing to the first signal sent to the pod's processes.",
+                             {}, server::latencyBuckets())),
       scanDuration(registry.histogram("nodewarden_scan_duration_seconds",
                                       "Time to read every pod cgroup and the node's figures.", {},
                                       server::latencyBuckets())),
@@ -33,8 +33,8 @@ AgentMetrics::AgentMetrics()
       dryRunEvictions(registry.counter("nodewarden_dry_run_evictions_total",
                                        "Evictions decided but not carried out (--dry-run).",
                                        {"signal"})),
-      kernelNotifications(registry.gauge("nodewarden_kernel_notifications",
-                                         "Kernel notifications armed.", {})) {}
+      kernelNotifications(
+          registry.gauge("nodewarden_kernel_notifications", "Kernel notifications armed.", {})) {}
 
 void AgentMetrics::publish(const policy::EvictionDecision& decision) {
   signalAvailable.clear();

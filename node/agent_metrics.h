@@ -19,11 +19,11 @@ struct AgentMetrics {
 
   // Every family exists from the start, so a scrape before the first event sees them.
   server::MetricsRegistry registry;
-  server::CounterFamily& evictions;        // {signal, reason}
-  server::CounterFamily& admissions;       // {verdict, reason}
-  server::GaugeFamily& signalAvailable;    // {signal}
-  server::GaugeFamily& thresholdMet;       // {signal, kind}
-  server::GaugeFamily& nodeCondition;      // {condition}
+  server::CounterFamily& evictions;      // {signal, reason}
+  server::CounterFamily& admissions;     // {verdict, reason}
+  server::GaugeFamily& signalAvailable;  // {signal}
+  server::GaugeFamily& thresholdMet;     // {signal, kind}
+  server::GaugeFamily& nodeCondition;    // {condition}
   server::HistogramFamily& evictionLatency;
   server::HistogramFamily& scanDuration;
   server::GaugeFamily& pods;

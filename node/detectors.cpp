@@ -85,9 +85,9 @@ void Detectors::armPressure() {
   // oom_kill: the kernel reclaiming at the limit or killing) through inotify.
   const cgroups::CgroupDir& kubepods = pods_.kubepodsMemory();
   if (!kubepods.valid() || kubepods.version() != cgroups::Version::V2) return;
-  addPsi(cgroups::PsiTrigger::armAt(kubepods, "memory", cgroups::PressureKind::Some, 100'000,
-                                    window),
-         "PSI trigger on kubepods");
+  addPsi(
+      cgroups::PsiTrigger::armAt(kubepods, "memory", cgroups::PressureKind::Some, 100'000, window),
+      "PSI trigger on kubepods");
   auto events = cgroups::FileModifiedWatcher::watch(kubepods.path() + "/memory.events");
   if (!events) {
     reportOnce("memory.events watch", events.error().message, "polling");
@@ -116,8 +116,8 @@ void Detectors::addPsi(Result<cgroups::PsiTrigger> trigger, const char* what) {
   watch(entry);
 }
 
-void Detectors::follow(const policy::EvictionDecision& decision,
-                       const cgroups::NodeReading& node, std::chrono::milliseconds pollCeiling) {
+void Detectors::follow(const policy::EvictionDecision& decision, const cgroups::NodeReading& node,
+                       std::chrono::milliseconds pollCeiling) {
   if (stopped_) return;
   const cgroups::Hierarchy& h = pods_.hierarchy();
   const bool eventfds = h.memoryVersion == cgroups::Version::V1 && options_.kernelWakeups;
@@ -155,8 +155,8 @@ void Detectors::follow(const policy::EvictionDecision& decision,
       continue;
     }
     auto entry = std::make_shared<Notifier>(io_);
-    entry->name = "memory threshold " + keyText(status.key) + " at " +
-                  std::to_string(usageLine) + " bytes on " + dir->path();
+    entry->name = "memory threshold " + keyText(status.key) + " at " + std::to_string(usageLine) +
+                  " bytes on " + dir->path();
     entry->trigger = Trigger::MemoryThreshold;
     entry->key = status.key;
     entry->threshold = std::move(notifier).value();
@@ -194,10 +194,10 @@ void Detectors::setPollLines(bool node, std::vector<std::uint64_t> lines,
   } else {
     poller = std::make_shared<LinePoller>(io_);
     poller->node = node;
-    poller->name = std::string("poll ") +
-                   (dir.version() == cgroups::Version::V2 ? "memory.current"
-                                                          : "memory.usage_in_bytes") +
-                   " of " + dir.path();
+    poller->name =
+        std::string("poll ") +
+        (dir.version() == cgroups::Version::V2 ? "memory.current" : "memory.usage_in_bytes") +
+        " of " + dir.path();
     LinePoller* raw = poller.get();
     // The directory is looked up at each poll: PodCgroups may reopen it.
     poller->poller.emplace(

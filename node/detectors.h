@@ -72,8 +72,7 @@ class Detectors {
   struct LinePoller;
   void addPsi(Result<cgroups::PsiTrigger> trigger, const char* what);
   void watch(const std::shared_ptr<Notifier>& notifier);
-  void setPollLines(bool node, std::vector<std::uint64_t> lines,
-                    std::chrono::milliseconds ceiling);
+  void setPollLines(bool node, std::vector<std::uint64_t> lines, std::chrono::milliseconds ceiling);
   void schedulePoll(const std::shared_ptr<LinePoller>& poller, std::chrono::nanoseconds delay);
   // Logs a problem once per text (bounded).
   void reportOnce(const std::string& what, const std::string& error, const char* fallback);

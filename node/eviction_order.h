@@ -24,7 +24,7 @@ namespace nodewarden::node {
 
 struct EvictionOrder {
   std::string uid;
-  std::string pod;                 // "namespace/name"
+  std::string pod;                                                        // "namespace/name"
   policy::ThresholdKey threshold{policy::Signal::MemoryAvailable, true};  // what it relieves
   std::int64_t gracePeriodSeconds = 0;  // 0: SIGKILL at once; else SIGTERM, then SIGKILL
   std::string message;                  // the kubelet's eviction message

@@ -65,8 +65,7 @@ std::size_t EvictionTracker::started(EvictionRecord record) {
   return records_.size() - 1;
 }
 
-void EvictionTracker::finished(std::size_t index, const EvictionOutcome& outcome,
-                               SteadyTime now) {
+void EvictionTracker::finished(std::size_t index, const EvictionOutcome& outcome, SteadyTime now) {
   EvictionRecord& record = records_.at(index);
   record.outcome = outcome;
   const std::string& uid = record.order.uid;

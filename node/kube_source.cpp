@@ -1,11 +1,11 @@
 #include "node/kube_source.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 
-#include "server/log.h"
 #include "policy/policy.h"
+#include "server/log.h"
 
 namespace nodewarden::node {
 namespace {

@@ -16,10 +16,10 @@
 
 #include "kube/reflector.h"
 #include "kube/static_pods.h"
+#include "kube/writer.h"
 #include "node/actuator.h"
 #include "node/pod_cache.h"
 #include "node/pod_source.h"
-#include "kube/writer.h"
 #include "policy/eviction.h"
 
 namespace nodewarden::node {
@@ -29,7 +29,7 @@ namespace nodewarden::node {
 // run. Both are dropped as soon as the first list arrives.
 struct KubernetesSourceOptions {
   std::string staticPodPath = kube::kDefaultStaticPodPath;  // "": none
-  std::string podCacheFile;  // "": no cache (node/pod_cache.h)
+  std::string podCacheFile;                                 // "": no cache (node/pod_cache.h)
 };
 
 class KubernetesPodSource final : public PodSource {

@@ -34,7 +34,8 @@ class LiveView {
   // The pods changed: the view is pointed at `set`'s objects (which must stay put until the
   // next rebuild) and at a made-up object for each pod cgroup of `index` without one. Figures
   // of pods that stay are kept; a new pod has none until read (it counts 0, as the kubelet
-  // counts a pod in its summary without a figure; victims first bounds it). Returns the UIDs of pod cgroups without an object, with their cgroup paths.
+  // counts a pod in its summary without a figure; victims first bounds it). Returns the UIDs of pod
+  // cgroups without an object, with their cgroup paths.
   std::map<std::string, std::string> rebuild(const PodSet& set, const cgroups::PodCgroups& index,
                                              const std::string& nodeName, unsigned cpus);
   // The node's figures, every cycle.
@@ -60,10 +61,10 @@ class LiveView {
     std::string cgroup;  // its path below the hierarchy root
     policy::PodStats figures;
   };
-  std::map<std::string, Entry, std::less<>> pods_;  // by UID: every pod cgroup
+  std::map<std::string, Entry, std::less<>> pods_;           // by UID: every pod cgroup
   std::map<std::string, policy::Pod, std::less<>> unknown_;  // made-up objects, by UID
   policy::NodeStats node_;
-  policy::Node madeUp_;                  // when the source has no Node object
+  policy::Node madeUp_;  // when the source has no Node object
   std::string nodeName_;
   policy::NodeView view_;
 };

@@ -87,8 +87,8 @@ Result<std::vector<policy::Json>> PodListCache::load(const std::string& path,
   }
   if (file.value("kind", "") != kKind) return Error{path + ": kind is not " + std::string(kKind)};
   if (file.value("node", "") != nodeName) {
-    return Error{path + ": written for node \"" + file.value("node", "") + "\", not \"" +
-                 nodeName + "\""};
+    return Error{path + ": written for node \"" + file.value("node", "") + "\", not \"" + nodeName +
+                 "\""};
   }
   auto items = file.find("items");
   if (items == file.end() || !items->is_array()) return Error{path + ": items: expected a list"};

@@ -59,8 +59,8 @@ bool StaticPodSource::refresh() {
     watch_ = cgroups::UniqueFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
     if (watch_.valid() &&
         ::inotify_add_watch(watch_.get(), directory_.c_str(),
-                            IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
-                                IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0) {
+                            IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB |
+                                IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0) {
       watch_.reset();
     }
     return walk();
@@ -109,9 +109,9 @@ bool StaticPodSource::refresh() {
 bool StaticPodSource::update(const std::string& name, bool& walkNeeded) {
   const std::string path = directory_ + "/" + name;
   auto known = files_.find(name);
-  const std::optional<std::string> oldUid =
-      known != files_.end() && known->second.pod ? std::optional(known->second.pod->uid)
-                                                 : std::nullopt;
+  const std::optional<std::string> oldUid = known != files_.end() && known->second.pod
+                                                ? std::optional(known->second.pod->uid)
+                                                : std::nullopt;
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   const std::int64_t mtime = std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;

@@ -48,8 +48,8 @@ class PodSource {
 };
 
 // `--source static --manifests DIR`: every *.json file in DIR holds one Pod object, a pod of
-// this node (docs/reference.md §1). Files are re-read when their size, mtime or inode change; a file
-// that does not parse is reported and skipped while the others still count. Priority class
+// this node (docs/reference.md §1). Files are re-read when their size, mtime or inode change; a
+// file that does not parse is reported and skipped while the others still count. Priority class
 // names resolve against the built-in classes (system-node-critical, system-cluster-critical).
 // The directory is watched (inotify): a refresh re-reads only the files named by its events
 // and changes only their pods in the set, so its cost is that of the changes, not of the

@@ -134,10 +134,9 @@ server::HttpResponse reviewBinding(Agent& agent, const server::HttpRequest& requ
     if (record.verdict != webhook::ReviewVerdict::FailedOpen) {
       agent.metrics().admissions.add({verdict, record.reason});
       if (Recorder* flight = agent.recorder()) {
-        for (record::DecisionRecord& r :
-             record::admissionRecords(wallNow(), record.node, record.pod, "", verdict,
-                                      record.reason, record.message, record.victims,
-                                      record.dryRun)) {
+        for (record::DecisionRecord& r : record::admissionRecords(
+                 wallNow(), record.node, record.pod, "", verdict, record.reason, record.message,
+                 record.victims, record.dryRun)) {
           flight->decision(std::move(r));
         }
       }

@@ -37,7 +37,8 @@ const char* kAgentUsage =
     "policy kept).\n"
     "\n"
     "Options:\n"
-    "  --policy FILE          eviction policy (docs/reference.md §4; see 'nodewarden check-policy').\n"
+    "  --policy FILE          eviction policy (docs/reference.md §4; see 'nodewarden "
+    "check-policy').\n"
     "                         Default: the kubelet's hard thresholds.\n"
     "  --node NAME            this node's name. Default: $NODE_NAME, then the host name.\n"
     "  --source kubernetes|static\n"
@@ -155,8 +156,9 @@ Result<std::optional<server::HttpServerOptions>> httpOptions(const Args& args,
     return Error{"--tls-cert and --tls-key go together (both or neither)"};
   }
   if (!http.tlsClientCaFile.empty() && http.tlsCertFile.empty()) {
-    return Error{"--tls-client-ca needs --tls-cert and --tls-key (client certificates are "
-                 "verified over TLS only)"};
+    return Error{
+        "--tls-client-ca needs --tls-cert and --tls-key (client certificates are "
+        "verified over TLS only)"};
   }
   // Beyond loopback, routes that can evict answer only a verified client.
   if (admissionRoutes && !isLoopbackAddress(http.address) && http.tlsClientCaFile.empty()) {
@@ -181,15 +183,17 @@ Result<AgentCommand> agentCommand(const Args& args) {
     return Error{"--source static needs --manifests DIR\n\n" + std::string(kAgentUsage)};
   }
   if (command.fromApi && command.manifests) {
-    return Error{"--manifests is for --source static; pods come from the API server with "
-                 "--source kubernetes"};
+    return Error{
+        "--manifests is for --source static; pods come from the API server with "
+        "--source kubernetes"};
   }
   for (const char* apiOnly : {"kubeconfig", "static-pod-manifests", "pod-cache"}) {
     if (!command.fromApi && args.value(apiOnly)) {
       return Error{"--" + std::string(apiOnly) + " is for --source kubernetes"};
     }
   }
-  command.api.staticPodPath = args.value("static-pod-manifests").value_or(kube::kDefaultStaticPodPath);
+  command.api.staticPodPath =
+      args.value("static-pod-manifests").value_or(kube::kDefaultStaticPodPath);
   command.api.podCacheFile = args.value("pod-cache").value_or("");
   AgentOptions& options = command.options;
   options.nodeName = args.value("node").value_or(defaultNodeName());
@@ -282,8 +286,7 @@ struct ApiWiring {
                         {"status", static_cast<int>(outcome.status)},
                         {"detail", outcome.detail}});
     };
-    auto pods =
-        std::make_unique<KubernetesPodSource>(io, *client, options.nodeName, sourceOptions);
+    auto pods = std::make_unique<KubernetesPodSource>(io, *client, options.nodeName, sourceOptions);
     source = pods.get();
     if (!options.dryRun) {
       admissionActions = std::make_unique<webhook::ApiAdmissionActions>(*writer);
@@ -312,8 +315,9 @@ struct ApiWiring {
     }
     server::logEvent(server::LogLevel::Warn, "api-not-synced",
                      {{"waited_s", static_cast<std::int64_t>(kInitialSyncWait.count())},
-                      {"effect", "starting anyway; pods the API has not listed rank as unknown "
-                                 "(priority 0) until it answers"}});
+                      {"effect",
+                       "starting anyway; pods the API has not listed rank as unknown "
+                       "(priority 0) until it answers"}});
   }
 
   std::size_t pendingWrites() const { return writer ? writer->pending() : 0; }
@@ -323,11 +327,27 @@ struct ApiWiring {
 
 int runAgent(const std::vector<std::string>& argv) {
   auto parsed = parseCommand("agent", argv,
-                             {"policy", "node", "source", "manifests", "kubeconfig",
-                              "cgroup-root", "kubepods-cgroup", "listen", "log-format", "nodefs",
-                              "imagefs", "tls-cert", "tls-key", "tls-client-ca",
-                              "static-pod-manifests", "pod-cache", "eviction-journal",
-                              "state-dir", "decision-log", "record-preroll", "record-settle"},
+                             {"policy",
+                              "node",
+                              "source",
+                              "manifests",
+                              "kubeconfig",
+                              "cgroup-root",
+                              "kubepods-cgroup",
+                              "listen",
+                              "log-format",
+                              "nodefs",
+                              "imagefs",
+                              "tls-cert",
+                              "tls-key",
+                              "tls-client-ca",
+                              "static-pod-manifests",
+                              "pod-cache",
+                              "eviction-journal",
+                              "state-dir",
+                              "decision-log",
+                              "record-preroll",
+                              "record-settle"},
                              {"dry-run", "help", "no-notifications", "admission-routes"},
                              kAgentUsage, std::cout, std::cerr);
   if (const int* exit = std::get_if<int>(&parsed)) return *exit;
@@ -370,23 +390,21 @@ int runAgent(const std::vector<std::string>& argv) {
   std::unique_ptr<PodSource> source =
       cluster ? api.wire(io, std::move(*cluster), command->api, options, makeActuator)
               : std::make_unique<StaticPodSource>(*command->manifests, options.nodeName);
-  const std::chrono::seconds drainFor =
-      std::chrono::seconds(policy->maxPodGracePeriodSeconds) + std::chrono::seconds(10) +
-      kDrainWait;
+  const std::chrono::seconds drainFor = std::chrono::seconds(policy->maxPodGracePeriodSeconds) +
+                                        std::chrono::seconds(10) + kDrainWait;
   Agent agent(io, std::move(options), std::move(policy).value(), std::move(pods).value(),
               std::move(source), makeActuator);
   if (api.source != nullptr) {
     api.awaitFirstList(io);
     if (!agent.options().dryRun) {
-      agent.onCycle = [&api, node = agent.options().nodeName](
-                          const policy::EvictionDecision& decision) {
+      agent.onCycle = [&api,
+                       node = agent.options().nodeName](const policy::EvictionDecision& decision) {
         publishNodeConditions(*api.writer, node, decision);
       };
     }
   }
   if (auto started = agent.start(); !started) {
-    server::logEvent(server::LogLevel::Error, "start-failed",
-                     {{"error", started.error().message}});
+    server::logEvent(server::LogLevel::Error, "start-failed", {{"error", started.error().message}});
     return kExitBadInput;
   }
   server::DaemonHooks hooks;

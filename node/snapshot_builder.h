@@ -14,13 +14,13 @@
 namespace nodewarden::node {
 
 struct SnapshotInputs {
-  const PodSet* pods = nullptr;           // the pod source's current set
+  const PodSet* pods = nullptr;              // the pod source's current set
   const policy::Summary* summary = nullptr;  // the scan: node and pod figures
   // Pod cgroups found on the node: UID → path below the hierarchy root.
   std::map<std::string, std::string> podCgroups;
-  std::string nodeName;                    // when the source has no Node object
-  std::vector<std::string> conditions;     // node conditions this agent observes now
-  unsigned cpus = 1;                       // the machine's CPUs, for a made-up Node
+  std::string nodeName;                 // when the source has no Node object
+  std::vector<std::string> conditions;  // node conditions this agent observes now
+  unsigned cpus = 1;                    // the machine's CPUs, for a made-up Node
 };
 
 struct BuiltSnapshot {

@@ -21,16 +21,26 @@ enum class Trigger {
 
 constexpr std::string_view toString(Trigger trigger) {
   switch (trigger) {
-    case Trigger::Start: return "start";
-    case Trigger::Timer: return "timer";
-    case Trigger::MemoryThreshold: return "memory-threshold";
-    case Trigger::Psi: return "psi";
-    case Trigger::MemoryPoll: return "memory-poll";
-    case Trigger::MemoryEvents: return "memory-events";
-    case Trigger::NotificationFollowUp: return "notification-follow-up";
-    case Trigger::GraceElapsed: return "grace-elapsed";
-    case Trigger::EvictionDone: return "eviction-done";
-    case Trigger::Manual: return "manual";
+    case Trigger::Start:
+      return "start";
+    case Trigger::Timer:
+      return "timer";
+    case Trigger::MemoryThreshold:
+      return "memory-threshold";
+    case Trigger::Psi:
+      return "psi";
+    case Trigger::MemoryPoll:
+      return "memory-poll";
+    case Trigger::MemoryEvents:
+      return "memory-events";
+    case Trigger::NotificationFollowUp:
+      return "notification-follow-up";
+    case Trigger::GraceElapsed:
+      return "grace-elapsed";
+    case Trigger::EvictionDone:
+      return "eviction-done";
+    case Trigger::Manual:
+      return "manual";
   }
   return "unknown";
 }

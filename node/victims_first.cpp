@@ -31,8 +31,8 @@ constexpr std::uint64_t kUnbounded = std::uint64_t(1) << 62;
 class Decider {
  public:
   Decider(const policy::NodeView& view, std::optional<std::uint64_t> kubepodsUsage,
-          const policy::Policy& policy, const policy::EvictionState& state,
-          policy::TimePoint now, PodFigureReader& reader, const VictimsFirstOptions& options)
+          const policy::Policy& policy, const policy::EvictionState& state, policy::TimePoint now,
+          PodFigureReader& reader, const VictimsFirstOptions& options)
       : view_(view),
         kubepodsUsage_(kubepodsUsage),
         policy_(policy),
@@ -92,9 +92,9 @@ class Decider {
   // Whether the agent acts on any eviction of the decision. When it does, every eviction
   // counts: an earlier threshold's victims decide what a later one still needs.
   bool anyCounts(const policy::EvictionDecision& decision) const {
-    return std::any_of(decision.evict.begin(), decision.evict.end(), [&](const policy::Eviction& e) {
-      return !options_.busy.contains(e.signal);
-    });
+    return std::any_of(
+        decision.evict.begin(), decision.evict.end(),
+        [&](const policy::Eviction& e) { return !options_.busy.contains(e.signal); });
   }
 
   std::vector<std::size_t> unreadVictims(const policy::EvictionDecision& decision) const {

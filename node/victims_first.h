@@ -79,9 +79,9 @@ enum class FullScanReason {
 std::string_view toString(FullScanReason reason);
 
 struct VictimsFirstOptions {
-  int lookahead = 3;      // pods read beyond the victims, in ranking order
-  int maxPodsRead = 64;   // read whole; beyond it a full scan is as cheap
-  int maxRounds = 4;      // step 2 repeated
+  int lookahead = 3;     // pods read beyond the victims, in ranking order
+  int maxPodsRead = 64;  // read whole; beyond it a full scan is as cheap
+  int maxRounds = 4;     // step 2 repeated
   // Signals whose victims will not be acted on (one is still exiting for them: the agent
   // chooses no second one). A decision with no other eviction is left as the figures last
   // read give it, nothing read nor certified: its evictions are not acted on.

@@ -1,4 +1,5 @@
-// Admission of a pod bound to a node, and the scheduler's preemption rules (docs/reference.md §5-§6).
+// Admission of a pod bound to a node, and the scheduler's preemption rules (docs/reference.md
+// §5-§6).
 #pragma once
 
 #include <cstdint>
@@ -44,8 +45,8 @@ struct AdmissionDecision {
   std::vector<const Pod*> nominatedPodsToClear;  // sorted by pod key; empty for reject
 };
 
-// docs/reference.md §5: the verdict for `pod` on `node`. `pdbs` are the cluster's disruption budgets.
-// Pure; `pod` need not be part of the index (if it is, it does not count against itself).
+// docs/reference.md §5: the verdict for `pod` on `node`. `pdbs` are the cluster's disruption
+// budgets. Pure; `pod` need not be part of the index (if it is, it does not count against itself).
 AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
                            const std::vector<PodDisruptionBudget>& pdbs, const Policy& policy);
 

@@ -4,10 +4,10 @@
 
 #include <string>
 
+#include "base/result.h"
 #include "policy/eviction.h"
 #include "policy/model.h"
 #include "policy/policy.h"
-#include "base/result.h"
 
 namespace nodewarden::policy {
 

@@ -171,7 +171,7 @@ bool isRead(std::string_view key) {
 bool isUserMap(std::string_view key) {
   static constexpr std::string_view kKeys[] = {
       "labels", "annotations", "nodeSelector", "matchLabels", "disruptedPods", "requests",
-      "limits", "overhead",    "capacity",     "allocatable", "stats", "allocatedResources",
+      "limits", "overhead",    "capacity",     "allocatable", "stats",         "allocatedResources",
   };
   for (auto k : kKeys) {
     if (k == key) return true;

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/quantity.h"
 #include "base/result.h"
+#include "policy/quantity.h"
 
 namespace nodewarden::policy {
 

@@ -101,7 +101,6 @@ std::optional<FsStats> parseFsStats(const JsonObject& parent, std::string_view k
   return out;
 }
 
-
 // A container's entry in status.containerStatuses[] / initContainerStatuses[]: what the
 // kubelet allocated and what the runtime applied (in-place resize).
 void parseContainerStatuses(const JsonObject& status, std::string_view key,
@@ -178,8 +177,8 @@ const ResourceList& containerRequests(const Container& c, RequestSet set) {
   return c.requests;
 }
 
-// Step 1 of docs/reference.md §3 (KEP-753): Σ regular + Σ sidecars, max'ed with each init container's
-// own request plus the sidecars declared before it.
+// Step 1 of docs/reference.md §3 (KEP-753): Σ regular + Σ sidecars, max'ed with each init
+// container's own request plus the sidecars declared before it.
 Nanos aggregateContainerRequests(const Pod& pod, RequestSet set) {
   Nanos reqs;
   for (const auto& c : pod.containers) addTo(reqs, containerRequests(c, set));
@@ -669,7 +668,8 @@ QosClass computeQos(const Pod& pod) {
     addTo(requests, pod.podLevelRequests);
     addTo(limits, pod.podLevelLimits);
     // As the API server defaults it: a limit without a request.
-    for (const auto& [name, v] : podLevelRequests(pod, RequestSet::Desired)) requests.emplace(name, v);
+    for (const auto& [name, v] : podLevelRequests(pod, RequestSet::Desired))
+      requests.emplace(name, v);
     return resourcesQos(requests, limits);
   }
   std::map<std::string, Int128> requests;
@@ -756,10 +756,12 @@ void resolveRequests(Pod& pod) {
   }
   pod.extendedRequests = false;
   for (const auto& [name, v] : pod.schedulerRequests) {
-    if (name != "cpu" && name != "memory" && name != "ephemeral-storage") pod.extendedRequests = true;
+    if (name != "cpu" && name != "memory" && name != "ephemeral-storage")
+      pod.extendedRequests = true;
   }
   for (const auto& [name, v] : pod.kubeletRequests) {
-    if (name != "cpu" && name != "memory" && name != "ephemeral-storage") pod.extendedRequests = true;
+    if (name != "cpu" && name != "memory" && name != "ephemeral-storage")
+      pod.extendedRequests = true;
   }
 }
 

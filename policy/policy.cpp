@@ -59,11 +59,9 @@ std::optional<float> parsePercentFraction(std::string_view text) {
 
 // The signal-keyed maps of the file: evictionHard, evictionSoft, ... Reports non-string values
 // and unknown signals; returns the usable entries.
-std::map<Signal, std::pair<std::string, std::string>> signalMap(const Json& root,
-                                                                std::string_view key,
-                                                                std::string_view expected,
-                                                                Diagnostics& diagnostics,
-                                                                std::vector<std::string>& warnings) {
+std::map<Signal, std::pair<std::string, std::string>> signalMap(
+    const Json& root, std::string_view key, std::string_view expected, Diagnostics& diagnostics,
+    std::vector<std::string>& warnings) {
   std::map<Signal, std::pair<std::string, std::string>> out;  // signal -> (text, path)
   auto it = root.find(key);
   if (it == root.end() || it->is_null()) return out;
@@ -75,11 +73,11 @@ std::map<Signal, std::pair<std::string, std::string>> signalMap(const Json& root
   for (auto entry = it->begin(); entry != it->end(); ++entry) {
     std::string path = childPath(key, entry.key());
     auto signal = parseSignal(entry.key());
-    if (!signal && std::find(std::begin(kDerivedSignals), std::end(kDerivedSignals),
-                             entry.key()) != std::end(kDerivedSignals)) {
+    if (!signal && std::find(std::begin(kDerivedSignals), std::end(kDerivedSignals), entry.key()) !=
+                       std::end(kDerivedSignals)) {
       if (!entry.value().is_string()) {
-        diagnostics.add(path,
-                        "expected " + std::string(expected) + ", got " + describeJson(entry.value()));
+        diagnostics.add(
+            path, "expected " + std::string(expected) + ", got " + describeJson(entry.value()));
       } else {
         warnings.push_back(path + ": ignored, as the kubelet ignores it: " + entry.key() +
                            " is derived from the nodefs thresholds (the imagefs ones when only "
@@ -321,10 +319,10 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
       signalMap(json, "evictionHard", "a quantity or a percentage", diagnostics, policy.warnings);
   auto soft =
       signalMap(json, "evictionSoft", "a quantity or a percentage", diagnostics, policy.warnings);
-  auto grace = signalMap(json, "evictionSoftGracePeriod", "a duration", diagnostics, policy.warnings);
-  auto reclaim =
-      signalMap(json, "evictionMinimumReclaim", "a quantity or a percentage", diagnostics,
-                policy.warnings);
+  auto grace =
+      signalMap(json, "evictionSoftGracePeriod", "a duration", diagnostics, policy.warnings);
+  auto reclaim = signalMap(json, "evictionMinimumReclaim", "a quantity or a percentage",
+                           diagnostics, policy.warnings);
 
   std::map<Signal, ThresholdValue> minReclaims;
   for (const auto& [signal, entry] : reclaim) {
@@ -421,7 +419,8 @@ std::optional<Policy> parsePolicy(const Json& json, Diagnostics& diagnostics) {
     if (it->is_boolean()) {
       policy.memoryRankingCountsSwap = it->get<bool>();
     } else {
-      diagnostics.add("memoryRankingCountsSwap", "expected true or false, got " + describeJson(*it));
+      diagnostics.add("memoryRankingCountsSwap",
+                      "expected true or false, got " + describeJson(*it));
     }
   }
   if (diagnostics.size() != before) return std::nullopt;

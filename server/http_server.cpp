@@ -288,7 +288,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       while (!value.empty()) {
         const std::size_t comma = value.find(',');
         std::string_view item = value.substr(0, comma);
-        while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+        while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+          item.remove_prefix(1);
         while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
         item = item.substr(0, item.find(';'));  // transfer parameters
         while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
@@ -376,9 +377,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       // With SSL_VERIFY_PEER a presented certificate that does not verify fails the
       // handshake, so one that is here verified.
       X509* peer = SSL_get1_peer_certificate(stream_.native_handle());
-      in.clientCertificateVerified =
-          peer != nullptr && SSL_get_verify_result(stream_.native_handle()) == X509_V_OK &&
-          !server_->options.tlsClientCaFile.empty();
+      in.clientCertificateVerified = peer != nullptr &&
+                                     SSL_get_verify_result(stream_.native_handle()) == X509_V_OK &&
+                                     !server_->options.tlsClientCaFile.empty();
       if (peer != nullptr) X509_free(peer);
     }
 

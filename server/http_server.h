@@ -1,5 +1,5 @@
-// The agent's small HTTP/1.1 server (docs/reference.md §7): /healthz, /metrics, /v1/... are routed by
-// one handler function that the daemon supplies.
+// The agent's small HTTP/1.1 server (docs/reference.md §7): /healthz, /metrics, /v1/... are routed
+// by one handler function that the daemon supplies.
 //
 // Threading: everything runs on one caller-owned boost::asio::io_context driven by a single
 // thread (the agent's loop). The handler is called on that thread, one request at a time, so it

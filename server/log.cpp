@@ -135,12 +135,11 @@ void appendNumber(std::string& out, double value) {
 void appendTextValue(std::string& out, std::string_view text) {
   // Control bytes and non-ASCII ones go through the JSON escaper too (which also replaces
   // bytes that are not UTF-8), so no raw byte from the network reaches a line.
-  const bool quote =
-      text.empty() || text.find_first_of(" \"=\t\n") != std::string_view::npos ||
-      std::any_of(text.begin(), text.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u < 0x20 || u >= 0x80;
-      });
+  const bool quote = text.empty() || text.find_first_of(" \"=\t\n") != std::string_view::npos ||
+                     std::any_of(text.begin(), text.end(), [](char c) {
+                       const auto u = static_cast<unsigned char>(c);
+                       return u < 0x20 || u >= 0x80;
+                     });
   if (quote) {
     appendJsonString(out, text);
   } else {

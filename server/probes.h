@@ -30,8 +30,8 @@ struct Probe {
 };
 
 struct ProbeRoutes {
-  std::function<Probe()> liveness;   // /healthz
-  std::function<Probe()> readiness;  // /readyz
+  std::function<Probe()> liveness;       // /healthz
+  std::function<Probe()> readiness;      // /readyz
   std::function<std::string()> metrics;  // /metrics, the text exposition
 };
 

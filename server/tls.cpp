@@ -178,7 +178,8 @@ Result<bool> TlsPair::load(bool reportFailure) {
     if (reportFailure) {
       // A half-written rotation is re-tried when the files change again.
       failed_.emplace(cert ? *cert : std::string(), key ? *key : std::string());
-      if (report_) report_(failure.message + (context_ ? " (keeping the previous certificate)" : ""));
+      if (report_)
+        report_(failure.message + (context_ ? " (keeping the previous certificate)" : ""));
     }
     return failure;
   }

@@ -24,7 +24,8 @@ const char* kWebhookUsage =
     "\n"
     "The binding admission webhook: the API server asks it about every pods/binding (the\n"
     "scheduler placing a pod on a node), and it answers with nodewarden's admission verdict\n"
-    "(docs/reference.md §5) from a cache of the cluster: admit; reject (unknown priority class, node\n"
+    "(docs/reference.md §5) from a cache of the cluster: admit; reject (unknown priority class, "
+    "node\n"
     "pressure, selector or taints, no room and no preemption allowed); wait (room comes once\n"
     "terminating pods are gone); or preempt (the victims are evicted through the Eviction API\n"
     "and the pod is nominated to the node; the binding is denied until they are gone). A\n"
@@ -35,7 +36,8 @@ const char* kWebhookUsage =
     "are also re-read when they change, checked at most once a minute).\n"
     "\n"
     "Options:\n"
-    "  --policy FILE          the policy (docs/reference.md §4); the webhook uses neverEvictPriority.\n"
+    "  --policy FILE          the policy (docs/reference.md §4); the webhook uses "
+    "neverEvictPriority.\n"
     "                         Default: the built-in defaults.\n"
     "  --kubeconfig FILE      the API server and credentials. Default: $KUBECONFIG, then\n"
     "                         ~/.kube/config, then the in-cluster service account.\n"
@@ -78,8 +80,9 @@ Result<WebhookCommand> webhookCommand(const Args& args) {
   }
   const auto tlsClientCa = args.value("tls-client-ca");
   if (tlsClientCa && (tlsClientCa->empty() || !tlsCert)) {
-    return Error{"--tls-client-ca needs a file name and --tls-cert/--tls-key (client "
-                 "certificates are verified over TLS only)"};
+    return Error{
+        "--tls-client-ca needs a file name and --tls-cert/--tls-key (client "
+        "certificates are verified over TLS only)"};
   }
   options.tlsCertFile = tlsCert.value_or("");
   options.tlsKeyFile = tlsKey.value_or("");
@@ -98,11 +101,10 @@ Result<WebhookCommand> webhookCommand(const Args& args) {
 
 // The command line, or the exit code to return now (printed what was wrong).
 std::variant<WebhookCommand, int> parseWebhookCommand(const std::vector<std::string>& argv) {
-  auto parsed = parseCommand(
-      "webhook", argv,
-      {"policy", "kubeconfig", "listen", "tls-cert", "tls-key", "tls-client-ca", "log-format",
-       "decision-log"},
-      {"help"}, kWebhookUsage, std::cout, std::cerr);
+  auto parsed = parseCommand("webhook", argv,
+                             {"policy", "kubeconfig", "listen", "tls-cert", "tls-key",
+                              "tls-client-ca", "log-format", "decision-log"},
+                             {"help"}, kWebhookUsage, std::cout, std::cerr);
   if (const int* exit = std::get_if<int>(&parsed)) return *exit;
   auto command = webhookCommand(std::get<Args>(parsed));
   if (!command) {
@@ -136,8 +138,7 @@ int runWebhook(const std::vector<std::string>& argv) {
   WebhookService service(io, std::move(command.service), std::move(policy).value(),
                          std::move(cluster).value());
   if (auto started = service.start(); !started) {
-    server::logEvent(server::LogLevel::Error, "start-failed",
-                     {{"error", started.error().message}});
+    server::logEvent(server::LogLevel::Error, "start-failed", {{"error", started.error().message}});
     return kExitBadInput;
   }
   server::runUntilStopped(io, service.daemonHooks());

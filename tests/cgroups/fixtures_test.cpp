@@ -752,7 +752,8 @@ TEST_CASE("fixtures: a control file missing from a live cgroup is an error, not 
   const Hierarchy h = discover(tree.path());
   PodCgroups pods(h, "kubepods");
   REQUIRE(REQUIRE_OK(pods.refresh()).added.size() == 3);
-  const std::string burstableDir = tree.path() + "/kubepods/burstable/pod" + std::string(kCgroupfsBurstable);
+  const std::string burstableDir =
+      tree.path() + "/kubepods/burstable/pod" + std::string(kCgroupfsBurstable);
   fs::remove(burstableDir + "/memory.current");
   const ScanResult scan = scanNode(pods, fixtureScanOptions(), kT0);
   CHECK(scan.vanished.size() == 0);

@@ -1,13 +1,13 @@
 // Killing a pod's process tree on real cgroups: every method, nothing outside touched.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 
 #include "cgroups/kill.h"
 #include "cgroups/readers.h"
@@ -53,7 +53,8 @@ bool alive(pid_t pid) {
 }
 
 // Waits (bounded) until the pod's cgroup lists `count` processes or more.
-std::vector<pid_t> waitForProcesses(const PodKiller& killer, const PodCgroup& pod, std::size_t count) {
+std::vector<pid_t> waitForProcesses(const PodKiller& killer, const PodCgroup& pod,
+                                    std::size_t count) {
   std::vector<pid_t> pids;
   for (int i = 0; i < 300; ++i) {
     pids = killer.processes(pod).value();
@@ -120,7 +121,7 @@ TEST_CASE("killPod empties a forking process tree and touches nothing outside th
     CHECK(killer.processes(*pod).value().empty());
     for (pid_t pid : before) CHECK_FALSE(alive(pid));
     MESSAGE(caseName << ": " << report->rounds << " rounds, " << report->signalled << " signalled, "
-                   << report->elapsed.count() << " us");
+                     << report->elapsed.count() << " us");
 
     // The neighbour pod, the outsider and this process are untouched.
     CHECK(alive(*neighbour));

@@ -1,11 +1,11 @@
 // Kernel notifications on real cgroups: v1 memory thresholds, PSI triggers, v2 file events.
 #include <doctest/doctest.h>
 
+#include <poll.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
-#include <poll.h>
 #include <thread>
-#include <unistd.h>
 
 #include "cgroups/detect.h"
 #include "cgroups/notify.h"
@@ -169,7 +169,8 @@ TEST_CASE("a cgroup2 file-modified watch fires on cgroup.events when a process j
   auto watcher = FileModifiedWatcher::watch(h.unified + "/" + rel + "/cgroup.events");
   REQUIRE(watcher);
   CHECK(watcher->consume().value() == 0);
-  auto child = sandbox.spawn(rel, [] { return test::allocateAndSleep(1 * kMiB); });  // populated 0→1
+  auto child =
+      sandbox.spawn(rel, [] { return test::allocateAndSleep(1 * kMiB); });  // populated 0→1
   REQUIRE(child);
   CHECK((waitFor(watcher->fd(), POLLIN, 2000ms) & POLLIN) != 0);
   CHECK(watcher->consume().value() >= 1);
@@ -228,7 +229,7 @@ TEST_CASE("the memory line poller sees a real allocation cross its line, v1 and 
   REQUIRE(after);
   CHECK_FALSE(after->crossed);
   CHECK(after->next <= 20ms);
-  MESSAGE("line crossed and seen " << std::chrono::duration<double, std::milli>(seen - started).count()
-                                   << " ms after starting a 64 MiB allocation, in " << polls
-                                   << " polls");
+  MESSAGE("line crossed and seen "
+          << std::chrono::duration<double, std::milli>(seen - started).count()
+          << " ms after starting a 64 MiB allocation, in " << polls << " polls");
 }

@@ -1,13 +1,13 @@
 #include "tests/cgroups/real_env.h"
 
-#include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <doctest/doctest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
 
 namespace nodewarden::test {
 namespace {
@@ -17,7 +17,9 @@ cgroups::Hierarchy gHierarchy;
 
 }  // namespace
 
-const cgroups::Hierarchy& realHierarchy() { return gHierarchy; }
+const cgroups::Hierarchy& realHierarchy() {
+  return gHierarchy;
+}
 
 cgroups::Sandbox makeSandbox(cgroups::Driver driver, bool useUnified, bool useFreezer,
                              std::optional<std::uint64_t> memoryLimit) {
@@ -37,7 +39,8 @@ int allocateAndSleep(std::size_t bytes, int lifetimeSeconds) {
   void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) return 2;
   std::memset(memory, 0x5a, bytes);  // touch every page: anonymous, unreclaimable without swap
-  for (int i = 0; i < lifetimeSeconds * 10; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < lifetimeSeconds * 10; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   return 0;
 }
 
@@ -65,11 +68,11 @@ extern "C" const char* nodewardenSkipReason() {
     return test::gSkipReason.c_str();
   }
   test::gHierarchy = std::move(hierarchy).value();
-  const std::string probe = test::gHierarchy.memory + "/nodewarden-test-" +
-                            std::to_string(::getpid()) + "-probe";
+  const std::string probe =
+      test::gHierarchy.memory + "/nodewarden-test-" + std::to_string(::getpid()) + "-probe";
   if (::mkdir(probe.c_str(), 0755) != 0) {
-    test::gSkipReason = "cannot create a cgroup in " + test::gHierarchy.memory + ": " +
-                        std::strerror(errno);
+    test::gSkipReason =
+        "cannot create a cgroup in " + test::gHierarchy.memory + ": " + std::strerror(errno);
     return test::gSkipReason.c_str();
   }
   ::rmdir(probe.c_str());

@@ -3,11 +3,11 @@
 
 #include <sys/stat.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 #include "cgroups/readers.h"
 #include "tests/cgroups/real_env.h"
@@ -27,7 +27,9 @@ std::string slurp(const std::string& path) {
   return text.str();
 }
 
-std::uint64_t kernelFigure(const std::string& path) { return std::stoull(slurp(path)); }
+std::uint64_t kernelFigure(const std::string& path) {
+  return std::stoull(slurp(path));
+}
 
 // The named key of a flat keyed file, read independently of the parsers under test.
 std::uint64_t kernelStat(const std::string& path, const std::string& key) {
@@ -103,7 +105,8 @@ TEST_CASE("the pod index maps kubelet pod cgroups to UIDs in both drivers") {
     CHECK(pods.find(uidB)->cpu.has_value());
     CHECK(pods.find(uidB)->pids.has_value());
     if (driver == Driver::Systemd) {
-      CHECK(b.find("kubepods-burstable.slice/kubepods-burstable-pod0b4c6f1e_2222_4a2b_9c3d_00000000000b.slice") !=
+      CHECK(b.find("kubepods-burstable.slice/"
+                   "kubepods-burstable-pod0b4c6f1e_2222_4a2b_9c3d_00000000000b.slice") !=
             std::string::npos);
     } else {
       CHECK(b.ends_with("kubepods/burstable/pod0b4c6f1e-2222-4a2b-9c3d-00000000000b"));
@@ -158,7 +161,8 @@ TEST_CASE("readers report what the kernel reports for a pod with real processes"
 
   auto memory = readMemory(pod->memory, buffer);
   REQUIRE(memory);
-  const char* inactiveKey = h.memoryVersion == Version::V1 ? "total_inactive_file" : "inactive_file";
+  const char* inactiveKey =
+      h.memoryVersion == Version::V1 ? "total_inactive_file" : "inactive_file";
   CHECK(memory->inactiveFile == kernelStat(memoryPath + "/memory.stat", inactiveKey));
   CHECK(memory->workingSet == memory->usage - std::min(memory->usage, memory->inactiveFile));
   CHECK(memory->workingSet >= 96 * kMiB);  // anonymous memory, no swap: all of it is working set
@@ -191,12 +195,14 @@ TEST_CASE("readers report what the kernel reports for a pod with real processes"
   // check holds however busy the machine is (the burner's share of a core varies with load).
   const std::uint64_t k0a = kernelCpu();
   auto t0 = std::chrono::steady_clock::now();
-  auto scan0 = scanNode(pods, ScanOptions{.procRoot = "/proc", .nodeFsPath = "/", .imageFsPath = ""}, t0);
+  auto scan0 =
+      scanNode(pods, ScanOptions{.procRoot = "/proc", .nodeFsPath = "/", .imageFsPath = ""}, t0);
   const std::uint64_t k0b = kernelCpu();
   std::this_thread::sleep_for(1s);
   const std::uint64_t k1a = kernelCpu();
   auto t1 = std::chrono::steady_clock::now();
-  auto scan1 = scanNode(pods, ScanOptions{.procRoot = "/proc", .nodeFsPath = "/", .imageFsPath = ""}, t1);
+  auto scan1 =
+      scanNode(pods, ScanOptions{.procRoot = "/proc", .nodeFsPath = "/", .imageFsPath = ""}, t1);
   const std::uint64_t k1b = kernelCpu();
   REQUIRE(scan0.summary.pods.size() == 1);
   REQUIRE(scan1.summary.pods.size() == 1);
@@ -209,7 +215,7 @@ TEST_CASE("readers report what the kernel reports for a pod with real processes"
   INFO("nanocores: " << nanoCores << ", kernel between " << lowest << " and " << highest);
   CHECK(double(nanoCores) >= lowest * 0.99);
   CHECK(double(nanoCores) <= highest * 1.01);
-  CHECK(nanoCores > 10'000'000);  // the burner got some CPU in a second, however busy
+  CHECK(nanoCores > 10'000'000);     // the burner got some CPU in a second, however busy
   CHECK(nanoCores < 1'150'000'000);  // one single-threaded process: at most one core
   CHECK(scan1.errors.empty());
   CHECK(scan1.summary.pods[0].uid == uidB);
@@ -281,8 +287,9 @@ TEST_CASE("a cgroup removed mid-scan is a normal event, not an error") {
     }
   });
   for (int round = 0; round < 200 && busyPods.size() > 0; ++round) {
-    auto s = scanNode(busyPods, ScanOptions{.procRoot = "/proc", .nodeFsPath = "", .imageFsPath = ""},
-                      std::chrono::steady_clock::now());
+    auto s =
+        scanNode(busyPods, ScanOptions{.procRoot = "/proc", .nodeFsPath = "", .imageFsPath = ""},
+                 std::chrono::steady_clock::now());
     vanished += s.vanished.size();
     for (const Error& error : s.errors) errors.push_back(error.message);
     auto refreshed = busyPods.refresh();
@@ -328,8 +335,8 @@ TEST_CASE("swap usage: read where the kernel accounts it, absent (not an error) 
   std::string buffer;
   auto swap = readSwapUsage(pod->memory, buffer);
   REQUIRE_MESSAGE(swap, (swap ? "" : swap.error().message));
-  const std::string file = h.memoryVersion == Version::V1 ? "/memory.memsw.usage_in_bytes"
-                                                          : "/memory.swap.current";
+  const std::string file =
+      h.memoryVersion == Version::V1 ? "/memory.memsw.usage_in_bytes" : "/memory.swap.current";
   struct stat st {};
   const bool accounted = ::stat((h.memory + "/" + rel + file).c_str(), &st) == 0;
   CHECK(swap->has_value() == accounted);

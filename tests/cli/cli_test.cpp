@@ -320,18 +320,24 @@ TEST_CASE("explain admission reads the pod from standard input and prints a tabl
 }
 
 TEST_CASE("explain admission/preemption --pod NAME -n NS: a pod of the snapshot, as if arriving") {
-  Run a = run("explain admission --snapshot examples/snapshot.json --node node-1 --pod scratch -n dev -o json");
+  Run a =
+      run("explain admission --snapshot examples/snapshot.json --node node-1 --pod scratch -n dev "
+          "-o json");
   REQUIRE_MESSAGE(a.status == 0, a.err);
   const Json decision = Json::parse(a.out);
   CHECK(decision["pod"] == "dev/scratch");
-  Run slash = run("explain admission --snapshot examples/snapshot.json --node node-1 --pod dev/scratch -o json");
+  Run slash =
+      run("explain admission --snapshot examples/snapshot.json --node node-1 --pod dev/scratch -o "
+          "json");
   REQUIRE(slash.status == 0);
   CHECK(Json::parse(slash.out) == decision);
-  Run pre = run("explain preemption --snapshot examples/snapshot.json --namespace shop --pod cache-0");
+  Run pre =
+      run("explain preemption --snapshot examples/snapshot.json --namespace shop --pod cache-0");
   REQUIRE_MESSAGE(pre.status == 0, pre.err);
   CHECK(pre.out.find("Pod shop/cache-0") != std::string::npos);
   // Not a file and not in the snapshot: exit 1, naming what is there.
-  Run missing = run("explain admission --snapshot examples/snapshot.json --node node-1 --pod nope -n shop");
+  Run missing =
+      run("explain admission --snapshot examples/snapshot.json --node node-1 --pod nope -n shop");
   CHECK(missing.status == 1);
   CHECK(missing.out.empty());
   CHECK(missing.err.find("cannot read nope") != std::string::npos);
@@ -451,7 +457,8 @@ TEST_CASE("examples/current: pod-level resources, a resize under way, swap, pres
 
 TEST_CASE("check-policy: containerfs thresholds are accepted and ignored with a warning") {
   const auto policy = std::filesystem::temp_directory_path() / "nodewarden-cli-containerfs.json";
-  std::ofstream(policy) << R"({"evictionHard": {"memory.available": "100Mi", "containerfs.available": "10%"}})";
+  std::ofstream(policy)
+      << R"({"evictionHard": {"memory.available": "100Mi", "containerfs.available": "10%"}})";
   Run r = run("check-policy " + policy.string());
   std::filesystem::remove(policy);
   REQUIRE_MESSAGE(r.status == 0, r.err);
@@ -460,13 +467,17 @@ TEST_CASE("check-policy: containerfs thresholds are accepted and ignored with a 
   CHECK(r.out.find("containerfs.available") == std::string::npos);
 }
 
-TEST_CASE("docs/reference.md §7: the admission routes beyond loopback need a verified client certificate") {
+TEST_CASE(
+    "docs/reference.md §7: the admission routes beyond loopback need a verified client "
+    "certificate") {
   // Refused before anything is read or served: exit 2 naming the flag.
-  Run open = run("agent --admission-routes --listen 0.0.0.0:0 --source static --manifests /nonexistent");
+  Run open =
+      run("agent --admission-routes --listen 0.0.0.0:0 --source static --manifests /nonexistent");
   CHECK(open.status == 2);
   CHECK(open.err.find("--tls-client-ca") != std::string::npos);
   CHECK(open.out.empty());
-  Run ipv6 = run("agent --admission-routes --listen [::]:0 --source static --manifests /nonexistent");
+  Run ipv6 =
+      run("agent --admission-routes --listen [::]:0 --source static --manifests /nonexistent");
   CHECK(ipv6.status == 2);
   Run noTls = run("agent --tls-client-ca ca.pem --source static --manifests /nonexistent");
   CHECK(noTls.status == 2);
@@ -517,8 +528,10 @@ TEST_CASE("explain --batch answers each line exactly as the command alone would"
   std::string text;
   for (const auto& c : commands) text += c + "\n\n";
   text += "{\"not\": \"an array\"}\n";
-  text += R"(["eviction", "--snapshot", "-"])" "\n";
-  text += R"(["--batch", "x"])" "\n";
+  text += R"(["eviction", "--snapshot", "-"])"
+          "\n";
+  text += R"(["--batch", "x"])"
+          "\n";
   fs::path batch = write("batch.jsonl", text);
   Run r = run("explain --batch " + quote(batch.string()));
   REQUIRE(r.status == 0);
@@ -550,7 +563,8 @@ TEST_CASE("explain --batch answers each line exactly as the command alone would"
 // The flight recorder's commands over a recorded state directory (tests/fixtures/record/state:
 // `nodewarden demo --baseline --node node-b`, where the agent only recorded and the kernel
 // killed prod/search). docs/reference.md §8.
-TEST_CASE("replay: the recorded policy gives the recorded decisions; a candidate prevents the kill") {
+TEST_CASE(
+    "replay: the recorded policy gives the recorded decisions; a candidate prevents the kill") {
   const std::string dir = "tests/fixtures/record/state";
   Run recorded = run("replay " + dir + " -o json");
   REQUIRE_MESSAGE(recorded.status == 0, recorded.err);
@@ -588,8 +602,8 @@ TEST_CASE("replay and why: a torn or corrupt file is exit 1 naming the file and 
   std::string bytes;
   for (const auto& entry : fs::directory_iterator(source)) bytes = slurp(entry.path());
   REQUIRE(!bytes.empty());
-  for (std::size_t cut : {std::size_t(0), std::size_t(5), std::size_t(12), bytes.size() / 2,
-                          bytes.size() - 1}) {
+  for (std::size_t cut :
+       {std::size_t(0), std::size_t(5), std::size_t(12), bytes.size() / 2, bytes.size() - 1}) {
     fs::path torn = write("torn.nwep", bytes.substr(0, cut));
     Run r = run("replay " + quote(torn.string()));
     CHECK(r.status == 1);
@@ -621,7 +635,8 @@ TEST_CASE("tune: the least disruptive threshold that leaves no OOM kill, as a po
   CHECK(tuned["recordedOomKills"] == 1);
   REQUIRE(tuned["recommended"].is_object());
   CHECK(tuned["recommended"]["oomKillsLeft"] == 0);
-  CHECK(tuned["recommended"]["evictions"].get<int>() <= tuned["kubeletDefault"]["evictions"].get<int>());
+  CHECK(tuned["recommended"]["evictions"].get<int>() <=
+        tuned["kubeletDefault"]["evictions"].get<int>());
   // The policy file it prints is one check-policy accepts.
   fs::path policy = write("tuned.json", tuned["policy"].dump());
   Run check = run("check-policy " + quote(policy.string()));

@@ -12,10 +12,10 @@
 
 using nodewarden::cluster::Cluster;
 using nodewarden::cluster::ClusterOptions;
-using nodewarden::cluster::Json;
-using nodewarden::cluster::Run;
 using nodewarden::cluster::example;
+using nodewarden::cluster::Json;
 using nodewarden::cluster::readJson;
+using nodewarden::cluster::Run;
 
 namespace {
 

@@ -12,14 +12,12 @@
 
 using nodewarden::cluster::Cluster;
 using nodewarden::cluster::ClusterOptions;
-using nodewarden::cluster::Json;
-using nodewarden::cluster::Run;
 using nodewarden::cluster::example;
+using nodewarden::cluster::Json;
 using nodewarden::cluster::readJson;
+using nodewarden::cluster::Run;
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("kubectl nodewarden explain answers over $KUBECONFIG's real cluster as --snapshot does") {
   ClusterOptions options;

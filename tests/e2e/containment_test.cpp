@@ -7,8 +7,8 @@
 
 #include <sys/wait.h>
 #include <csignal>
-#include <set>
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "tests/e2e/e2e_env.h"
@@ -94,8 +94,8 @@ TEST_CASE("never outside the sandbox's pods, never itself; unknown pods rank as 
   CHECK(signalOf(before, "allocatableMemory.available", "hard")["met"] == false);
 
   // Pressure from a process in kubepods but in no pod: ~395 MiB used of 768, ~373
-  // available, need ≈ 83 MiB against 456Mi: negative, unknown and agent-host are chosen. The agent must
-  // refuse to kill its own pod; it then backs off from it and the ranking moves on (the
+  // available, need ≈ 83 MiB against 456Mi: negative, unknown and agent-host are chosen. The agent
+  // must refuse to kill its own pod; it then backs off from it and the ranking moves on (the
   // pressure, held by a process in no pod, stays: the bystander is a legitimate victim).
   const std::size_t mark = agent.lines().size();
   // A leaf below kubepods that is no pod's: cgroup v2 allows no process in kubepods itself

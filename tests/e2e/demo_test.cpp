@@ -52,12 +52,19 @@ const char* kPolicy = R"({
 
 Json runDemo(const TempDir& files, const std::string& mode) {
   const std::string report = files.file("report" + mode + ".json");
-  std::vector<std::string> args = {NODEWARDEN_BINARY, "demo",    "--quiet",
-                                   "--scenario",      files.file("scenario.json"),
-                                   "--policy",        files.file("policy.json"),
-                                   "--report",        report,
-                                   "--plot",          files.file("plot" + mode + ".svg"),
-                                   "--state-dir",     files.file("state")};
+  std::vector<std::string> args = {NODEWARDEN_BINARY,
+                                   "demo",
+                                   "--quiet",
+                                   "--scenario",
+                                   files.file("scenario.json"),
+                                   "--policy",
+                                   files.file("policy.json"),
+                                   "--report",
+                                   report,
+                                   "--plot",
+                                   files.file("plot" + mode + ".svg"),
+                                   "--state-dir",
+                                   files.file("state")};
   if (!mode.empty()) args.push_back(mode);
   std::string command;
   for (const std::string& arg : args) command += "'" + arg + "' ";
@@ -66,8 +73,9 @@ Json runDemo(const TempDir& files, const std::string& mode) {
   std::ifstream out(files.file("out" + mode + ".txt"));
   std::stringstream text;
   text << out.rdbuf();
-  REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0),
-                  "nodewarden demo " << mode << " failed:\n" << text.str());
+  REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "nodewarden demo "
+                                                                       << mode << " failed:\n"
+                                                                       << text.str());
   std::ifstream in(report);
   REQUIRE_MESSAGE(in.good(), "no report; output:\n" << text.str());
   Json parsed = Json::parse(in, nullptr, false);

@@ -297,8 +297,8 @@ pid_t spawnAllocatorTo(cgroups::Sandbox& sandbox, const std::string& relative,
   const std::int64_t available = started ? sandboxAvailable(sandbox) : 0;
   const std::int64_t bytes = available - targetAvailable;
   const std::uint64_t amount = bytes > 0 ? std::uint64_t(bytes) : 0;
-  const bool sent = started && bytes > 0 &&
-                    ::write(command[1], &amount, sizeof amount) == ssize_t(sizeof amount);
+  const bool sent =
+      started && bytes > 0 && ::write(command[1], &amount, sizeof amount) == ssize_t(sizeof amount);
   ::close(command[1]);
   const bool ok = sent && awaitByte(ready[0], 'r');
   ::close(ready[0]);

@@ -1,5 +1,5 @@
-// A hard threshold on a real sandbox node: the agent evicts exactly the pods docs/reference.md §4 says
-// (the shortest prefix of the ranking covering threshold + minimum reclaim − available), at
+// A hard threshold on a real sandbox node: the agent evicts exactly the pods docs/reference.md §4
+// says (the shortest prefix of the ranking covering threshold + minimum reclaim − available), at
 // once, in the ranking's order, and nothing else.
 #include <doctest/doctest.h>
 

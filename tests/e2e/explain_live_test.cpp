@@ -72,8 +72,8 @@ void load(FakeApiServer& server, const json& snapshot) {
 TEST_CASE("explain --kubeconfig answers as --snapshot does over the same objects") {
   TempDir files;
   const json snapshot = exampleSnapshot();
-  const std::string snapshotFile = std::string(NODEWARDEN_SOURCE_ROOT) +
-                                   "/examples/current/snapshot.json";
+  const std::string snapshotFile =
+      std::string(NODEWARDEN_SOURCE_ROOT) + "/examples/current/snapshot.json";
   FakeApiServerOptions options;
   options.token = "explain-token";
   FakeApiServer server(options);
@@ -82,27 +82,28 @@ TEST_CASE("explain --kubeconfig answers as --snapshot does over the same objects
 
   const Run fromFile = runBinary(files, "explain eviction --snapshot " + snapshotFile + " -o json");
   REQUIRE_MESSAGE(fromFile.status == 0, fromFile.err);
-  const Run live = runBinary(files, "explain eviction --kubeconfig " + files.file("kubeconfig") +
-                                         " --save-snapshot " + files.file("saved.json") +
-                                         " -o json");
+  const Run live =
+      runBinary(files, "explain eviction --kubeconfig " + files.file("kubeconfig") +
+                           " --save-snapshot " + files.file("saved.json") + " -o json");
   REQUIRE_MESSAGE(live.status == 0, live.err);
   CHECK(json::parse(live.out) == json::parse(fromFile.out));
   CHECK(json::parse(live.out)["evict"][0]["pod"] == "batch/resizer");
 
   // What was read, saved, is a snapshot that gives the same answer again.
-  const Run saved = runBinary(files, "explain eviction --snapshot " + files.file("saved.json") +
-                                          " -o json");
+  const Run saved =
+      runBinary(files, "explain eviction --snapshot " + files.file("saved.json") + " -o json");
   REQUIRE_MESSAGE(saved.status == 0, saved.err);
   CHECK(json::parse(saved.out) == json::parse(fromFile.out));
 
   // Admission over the live cluster: the stats-derived MemoryPressure turns a BestEffort pod
   // away, as over the file.
-  const std::string pod = std::string(NODEWARDEN_SOURCE_ROOT) + "/examples/current/besteffort-pod.json";
+  const std::string pod =
+      std::string(NODEWARDEN_SOURCE_ROOT) + "/examples/current/besteffort-pod.json";
   const Run admitFile = runBinary(files, "explain admission --snapshot " + snapshotFile +
-                                              " --node node-1 --pod " + pod + " -o json");
-  const Run admitLive = runBinary(files, "explain admission --kubeconfig " +
-                                              files.file("kubeconfig") + " --node node-1 --pod " +
-                                              pod + " -o json");
+                                             " --node node-1 --pod " + pod + " -o json");
+  const Run admitLive =
+      runBinary(files, "explain admission --kubeconfig " + files.file("kubeconfig") +
+                           " --node node-1 --pod " + pod + " -o json");
   REQUIRE_MESSAGE(admitLive.status == 0, admitLive.err);
   CHECK(json::parse(admitLive.out) == json::parse(admitFile.out));
   CHECK(json::parse(admitLive.out)["reason"] == "Evicted");
@@ -132,8 +133,8 @@ TEST_CASE("explain --kubeconfig: a cluster that cannot be read is exit 1, naming
   CHECK(denied.err.find("kubectl auth can-i") == std::string::npos);
   CHECK(denied.out.empty());
 
-  const Run both = runBinary(files, "explain eviction --kubeconfig " + files.file("kubeconfig") +
-                                         " --snapshot x.json");
+  const Run both = runBinary(
+      files, "explain eviction --kubeconfig " + files.file("kubeconfig") + " --snapshot x.json");
   CHECK(both.status == 2);
   const Run missing = runBinary(files, "explain preemption --pod x.json");
   CHECK(missing.status == 2);

@@ -1,5 +1,5 @@
-// The agent's HTTP surface (docs/reference.md §7) over a real socket, on a real sandbox node: health,
-// metrics, the live state, admission, and bad requests that must not hurt it.
+// The agent's HTTP surface (docs/reference.md §7) over a real socket, on a real sandbox node:
+// health, metrics, the live state, admission, and bad requests that must not hurt it.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -151,9 +151,8 @@ TEST_CASE("HTTP: health, metrics, state, admission, and bad requests answered 40
     auto run = [&](const std::string& args) {
       const std::string out = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
                               "/nodewarden-e2e-status-" + std::to_string(::getpid());
-      const std::string command =
-          std::string("'") + NODEWARDEN_BINARY + "' status --agent " + agentUrl + " " + args +
-          " > '" + out + "' 2>&1";
+      const std::string command = std::string("'") + NODEWARDEN_BINARY + "' status --agent " +
+                                  agentUrl + " " + args + " > '" + out + "' 2>&1";
       const int status = std::system(command.c_str());
       std::ifstream in(out);
       std::stringstream text;
@@ -244,8 +243,9 @@ TEST_CASE("HTTP: health, metrics, state, admission, and bad requests answered 40
     // Bytes that are not UTF-8 in the target and in a body: a JSON error like any other (the
     // JSON writer used to throw here: 500 "internal error"), never the raw bytes in the log.
     checkJsonError(httpRaw(port, "GET /no/\xff\xfe\xc0\xaf HTTP/1.1\r\nHost: x\r\n\r\n"), 404);
-    checkJsonError(httpRaw(port, "POST /healthz\xff HTTP/1.1\r\nHost: x\r\n"
-                                 "Content-Length: 4\r\n\r\n\xff\xfe{}"),
+    checkJsonError(httpRaw(port,
+                           "POST /healthz\xff HTTP/1.1\r\nHost: x\r\n"
+                           "Content-Length: 4\r\n\r\n\xff\xfe{}"),
                    404);
     checkJsonError(httpRequest(port, "POST", "/v1/admit", "{\"kind\": \"\xff\xfe\"}"), 400);
     for (const LogLine& line : agent.lines()) {

@@ -87,19 +87,22 @@ TEST_CASE("kubectl nodewarden: plugin discovery, and explain over $KUBECONFIG's 
   REQUIRE_MESSAGE(version.status == 0, version.err);
   CHECK(version.out.starts_with("nodewarden "));
 
-  const Run fromFile = shell(files, std::string("'") + NODEWARDEN_BINARY +
-                                        "' explain eviction --snapshot '" + NODEWARDEN_SOURCE_ROOT +
-                                        "/examples/current/snapshot.json' -o json");
+  const Run fromFile =
+      shell(files, std::string("'") + NODEWARDEN_BINARY + "' explain eviction --snapshot '" +
+                       NODEWARDEN_SOURCE_ROOT + "/examples/current/snapshot.json' -o json");
   REQUIRE_MESSAGE(fromFile.status == 0, fromFile.err);
-  const Run live = shell(files, env + "'" + kubectl + "' nodewarden explain eviction --node node-1 -o json");
+  const Run live =
+      shell(files, env + "'" + kubectl + "' nodewarden explain eviction --node node-1 -o json");
   REQUIRE_MESSAGE(live.status == 0, live.err);
   CHECK(json::parse(live.out) == json::parse(fromFile.out));
   // kubectl's --context, as a plugin takes it.
-  const Run context = shell(files, env + "'" + kubectl +
-                                       "' nodewarden explain eviction --context e2e --node node-1 -o json");
+  const Run context =
+      shell(files, env + "'" + kubectl +
+                       "' nodewarden explain eviction --context e2e --node node-1 -o json");
   REQUIRE_MESSAGE(context.status == 0, context.err);
   CHECK(json::parse(context.out) == json::parse(fromFile.out));
   // Not as a plugin, a source stays required (no cluster is guessed at).
-  const Run plain = shell(files, env + "'" + NODEWARDEN_BINARY + "' explain eviction --node node-1");
+  const Run plain =
+      shell(files, env + "'" + NODEWARDEN_BINARY + "' explain eviction --node node-1");
   CHECK(plain.status == 2);
 }

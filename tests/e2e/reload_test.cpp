@@ -142,7 +142,8 @@ TEST_CASE("policy reload: an invalid file is rejected and the old policy acts; a
   CHECK(WEXITSTATUS(*status) == 0);
 }
 
-TEST_CASE("policy reload: a file cut short, replaced by rename, or deleted — the last good one acts") {
+TEST_CASE(
+    "policy reload: a file cut short, replaced by rename, or deleted — the last good one acts") {
   cgroups::Sandbox sandbox = makeSandbox(512 * kMiB);
   TempDir manifests;
   TempDir files;

@@ -51,8 +51,8 @@ TEST_CASE("restart: an eviction under way is finished once by the next run, no s
 
   // 120 MiB available: need 80 MiB, the victim's 100 MiB cover it (220 MiB after it goes).
   const pid_t pressure = spawnAllocatorTo(sandbox, webCgroup, 120 * std::int64_t(kMiB));
-  const auto evict = first->waitFor(
-      [&](const LogLine& line) { return line.event() == "evict"; }, 15000ms);
+  const auto evict =
+      first->waitFor([&](const LogLine& line) { return line.event() == "evict"; }, 15000ms);
   REQUIRE_MESSAGE(evict.has_value(), first->logText());
   CHECK(evict->field("pod") == victim.key());
   CHECK(evict->number("grace_seconds") == kPodGrace);

@@ -548,12 +548,13 @@ TEST_CASE("client: queryEscape") {
   CHECK(queryEscape("a b&c/d~_-") == "a+b%26c%2Fd~_-");
 }
 
-TEST_CASE("validUtf8: what dump() accepts, and a watch event type that is not UTF-8 is a bad event") {
+TEST_CASE(
+    "validUtf8: what dump() accepts, and a watch event type that is not UTF-8 is a bad event") {
   using nodewarden::kube::validUtf8;
   CHECK(validUtf8(""));
   CHECK(validUtf8("ADDED"));
-  CHECK(validUtf8("gr\xc3\xbc\xc3\x9f"));        // grüß
-  CHECK(validUtf8("\xf0\x9f\x98\x80"));          // U+1F600
+  CHECK(validUtf8("gr\xc3\xbc\xc3\x9f"));         // grüß
+  CHECK(validUtf8("\xf0\x9f\x98\x80"));           // U+1F600
   CHECK_FALSE(validUtf8("ADDED\xdc\xad\xa2st"));  // the fuzzer's: a continuation too many
   CHECK_FALSE(validUtf8("\xc3"));                 // cut short
   CHECK_FALSE(validUtf8("\xc0\xaf"));             // overlong

@@ -1,8 +1,8 @@
 // The strict fake Kubernetes API server: routing, an object store with a change history,
 // watch sessions fed from that history, and Status helpers. One io_context on one thread; the
 // object state is guarded by one mutex so the public functions work from any thread.
-#include <cstdio>
 #include "tests/kube/fake_apiserver.h"
+#include <cstdio>
 
 #include <arpa/inet.h>
 #include <openssl/bio.h>
@@ -1012,8 +1012,8 @@ Outcome FakeApiServer::Impl::handle(const http::request<http::string_body>& requ
   if (!token.empty() && !clientCertificate && record.authorization != "Bearer " + token) {
     outcome.reply = failure(401, "Unauthorized", "Unauthorized");
   } else if (failWith != 0) {
-    outcome.reply = failure(failWith, failWith >= 500 ? "InternalError" : "BadRequest",
-                            "injected fault");
+    outcome.reply =
+        failure(failWith, failWith >= 500 ? "InternalError" : "BadRequest", "injected fault");
   } else {
     // The real API server takes `timeout` on every request (kubectl --request-timeout sends it).
     std::string query;
@@ -1715,9 +1715,10 @@ void FakeApiServer::setFaults(FaultMode faults) {
 void FakeApiServer::cutWatchesMidObject() {
   std::lock_guard lock(impl_->mutex_);
   for (auto& watcher : impl_->watchers_) {
-    Json object = {{"kind", info(watcher->kind).kindName},
-                   {"apiVersion", info(watcher->kind).groupVersion},
-                   {"metadata", {{"name", "cut"}, {"resourceVersion", std::to_string(impl_->rv_)}}}};
+    Json object = {
+        {"kind", info(watcher->kind).kindName},
+        {"apiVersion", info(watcher->kind).groupVersion},
+        {"metadata", {{"name", "cut"}, {"resourceVersion", std::to_string(impl_->rv_)}}}};
     std::string line = eventLine("MODIFIED", object);
     impl_->pushLocked(watcher, {WatchItem::Op::Cut, line.substr(0, line.size() / 2)});
   }

@@ -83,7 +83,7 @@ struct RecordedRequest {
   std::string contentType;
   std::string authorization;
   std::string body;
-  unsigned status = 0;  // what the server answered
+  unsigned status = 0;             // what the server answered
   bool clientCertificate = false;  // the connection presented a certificate clientCaPem verified
 };
 

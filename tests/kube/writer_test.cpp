@@ -427,7 +427,8 @@ TEST_CASE("an evicted pod already gone from the API: no event or delete behind t
   evicted.pod = {"shop", "gone", "uid-gone"};
   evicted.resource = "memory";
   writer.podEvicted(evicted);
-  REQUIRE(runUntil(io, [&] { return writer.pending() == 0; }, 5s));
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 5s));
   REQUIRE(outcomes.size() == 3);
   CHECK(outcomes[0].what == "status");
   CHECK_FALSE(outcomes[0].ok);

@@ -72,7 +72,8 @@ struct Child {
   }
   bool exited() const {
     siginfo_t info{};
-    return ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+    return ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == pid;
   }
 };
 
@@ -90,8 +91,8 @@ struct Node {
                                dir("kubepods", {file("cgroup.controllers", "cpu memory pids\n"),
                                                 podV2(kUid, podFiles(1, pids))})})}
                   : std::vector<TreeEntry>{dir(
-                        "cg", {dir("memory", {dir("kubepods",
-                                                  {podV1Memory(kUid, podFiles(1, pids))})})})}),
+                        "cg", {dir("memory",
+                                   {dir("kubepods", {podV1Memory(kUid, podFiles(1, pids))})})})}),
         pods(hierarchy(), "kubepods"),
         podDir(std::string(isV2 ? "cg" : "cg/memory") + "/kubepods/pod" + kUid) {
     REQUIRE(pods.refresh());
@@ -171,7 +172,8 @@ TEST_CASE("grace 0 on v2: cgroup.kill is written before evict() returns, after o
   CHECK(node.tree.read(node.podDir + "/cgroup.kill") == "1");
   CHECK(opens.count() == 1);
   CHECK_FALSE(outcome);  // the pod still runs (this tree is no kernel)
-  runUntil(io, [] { return false; }, 300ms);
+  runUntil(
+      io, [] { return false; }, 300ms);
   CHECK_FALSE(outcome);
   CHECK(opens.count() == 0);  // emptiness is read from cgroup.events on v2, not cgroup.procs
   node.empty();
@@ -196,7 +198,8 @@ TEST_CASE("a grace period: SIGTERM at once, SIGKILL when the injected clock says
   actuator.evict(orderFor(5), [&](const EvictionOutcome& o) { outcome = o; });
   CHECK(child.terminated());
   CHECK(node.tree.read(node.podDir + "/cgroup.kill").empty());
-  runUntil(io, [] { return false; }, 300ms);  // real time passes; the clock does not
+  runUntil(
+      io, [] { return false; }, 300ms);  // real time passes; the clock does not
   CHECK(node.tree.read(node.podDir + "/cgroup.kill").empty());
   clock.advance(5s);
   runUntil(io, [&] { return !node.tree.read(node.podDir + "/cgroup.kill").empty(); });

@@ -4,10 +4,10 @@
 // one's cgroup is empty, policy reloads, and the HTTP routes.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include <random>
 
@@ -46,7 +46,9 @@ struct Tree {
     write(root / "cg/cgroup.controllers", "cpu memory pids\n");
     write(root / "cg/kubepods/cgroup.controllers", "cpu memory pids\n");
     write(root / "cg/kubepods/memory.max", std::to_string(1024 * kMiB) + "\n");
-    write(proc / "meminfo", "MemTotal: 8388608 kB\nMemFree: 4194304 kB\nMemAvailable: 6291456 kB\nInactive(file): 0 kB\n");
+    write(proc / "meminfo",
+          "MemTotal: 8388608 kB\nMemFree: 4194304 kB\nMemAvailable: 6291456 kB\nInactive(file): 0 "
+          "kB\n");
     write(proc / "sys/kernel/pid_max", "4194304\n");
     fs::create_directories(manifests);
     setKubepods(0);
@@ -59,7 +61,8 @@ struct Tree {
 
   void setKubepods(std::int64_t usage) {
     write(cg() / "kubepods/memory.current", std::to_string(usage) + "\n");
-    write(cg() / "kubepods/memory.stat", "anon " + std::to_string(usage) + "\nfile 0\ninactive_file 0\n");
+    write(cg() / "kubepods/memory.stat",
+          "anon " + std::to_string(usage) + "\nfile 0\ninactive_file 0\n");
   }
   fs::path tier(const std::string& qos) const {
     return cg() / "kubepods" / (qos == "guaranteed" ? "" : qos);
@@ -69,11 +72,13 @@ struct Tree {
               std::int64_t usage, const std::string& requestMemory, bool withManifest = true) {
     setUsage(uid, qos, usage);
     if (!withManifest) return;
-    std::string resources = requestMemory.empty() ? "{}" : R"({"requests":{"memory":")" + requestMemory + R"("}})";
-    write(manifests / (name + ".json"),
-          R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name + R"(","namespace":"default","uid":")" + uid +
-              R"("},"spec":{"priority":)" + std::to_string(priority) + R"(,"containers":[{"name":"c","resources":)" +
-              resources + "}]}}");
+    std::string resources =
+        requestMemory.empty() ? "{}" : R"({"requests":{"memory":")" + requestMemory + R"("}})";
+    write(manifests / (name + ".json"), R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" +
+                                            name + R"(","namespace":"default","uid":")" + uid +
+                                            R"("},"spec":{"priority":)" + std::to_string(priority) +
+                                            R"(,"containers":[{"name":"c","resources":)" +
+                                            resources + "}]}}");
   }
   // The pod's figures change (its files rewritten).
   void setUsage(const std::string& uid, const std::string& qos, std::int64_t usage) {
@@ -114,7 +119,8 @@ struct Harness {
     agent = std::make_unique<Agent>(
         io, options, *policy, cgroups::PodCgroups(*hierarchy, "kubepods"),
         std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
-        [this](boost::asio::io_context&, cgroups::PodCgroups&, const Clock&) -> std::unique_ptr<Actuator> {
+        [this](boost::asio::io_context&, cgroups::PodCgroups&,
+               const Clock&) -> std::unique_ptr<Actuator> {
           auto made = std::make_unique<RecordingActuator>(false);
           recorder = made.get();
           return made;
@@ -133,7 +139,8 @@ struct Harness {
   }
 };
 
-const char* kPolicy = R"({"evictionHard":{"allocatableMemory.available":"100Mi"},"evictionMaxPodsPerCycle":5})";
+const char* kPolicy =
+    R"({"evictionHard":{"allocatableMemory.available":"100Mi"},"evictionMaxPodsPerCycle":5})";
 
 }  // namespace
 
@@ -141,10 +148,12 @@ TEST_CASE("the agent orders the policy's victims and never chooses a terminating
   configureLogging(LogFormat::Text, LogLevel::Error);
   Tree tree;
   // 1 GiB allocatable; 960 MiB used: 64 MiB available, 36 MiB short of the 100 MiB threshold.
-  tree.addPod("critical-ish", "00000000-0000-4000-8000-000000000001", "burstable", 100000, 400 * kMiB, "500Mi");
+  tree.addPod("critical-ish", "00000000-0000-4000-8000-000000000001", "burstable", 100000,
+              400 * kMiB, "500Mi");
   tree.addPod("batch", "00000000-0000-4000-8000-000000000002", "burstable", 0, 300 * kMiB, "100Mi");
   tree.addPod("scratch", "00000000-0000-4000-8000-000000000003", "besteffort", 0, 20 * kMiB, "");
-  tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 240 * kMiB, "300Mi");
+  tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 240 * kMiB,
+              "300Mi");
   tree.setKubepods(960 * kMiB);
   Harness h(tree, kPolicy);
 
@@ -182,17 +191,20 @@ TEST_CASE("the agent orders the policy's victims and never chooses a terminating
     CHECK(pod != "default/batch");
   }
   const std::string metrics = h.agent->metricsText();
-  CHECK(metrics.find("nodewarden_evictions_total{signal=\"allocatableMemory.available\",reason=\"hard-threshold\"} 3") !=
-        std::string::npos);
+  CHECK(metrics.find("nodewarden_evictions_total{signal=\"allocatableMemory.available\",reason="
+                     "\"hard-threshold\"} 3") != std::string::npos);
   CHECK(metrics.find("nodewarden_eviction_latency_seconds_count 3") != std::string::npos);
-  CHECK(metrics.find("nodewarden_node_condition{condition=\"MemoryPressure\"} 1") != std::string::npos);
+  CHECK(metrics.find("nodewarden_node_condition{condition=\"MemoryPressure\"} 1") !=
+        std::string::npos);
 }
 
 TEST_CASE("pod cgroups without a manifest rank as priority 0; critical pods are never ordered") {
   configureLogging(LogFormat::Text, LogLevel::Error);
   Tree tree;
-  tree.addPod("node-agent", "00000000-0000-4000-8000-00000000000a", "burstable", 2000001000, 900 * kMiB, "100Mi");
-  tree.addPod("ghost", "00000000-0000-4000-8000-00000000000b", "besteffort", 0, 50 * kMiB, "", false);
+  tree.addPod("node-agent", "00000000-0000-4000-8000-00000000000a", "burstable", 2000001000,
+              900 * kMiB, "100Mi");
+  tree.addPod("ghost", "00000000-0000-4000-8000-00000000000b", "besteffort", 0, 50 * kMiB, "",
+              false);
   tree.setKubepods(950 * kMiB);
   Harness h(tree, kPolicy);
   // Only the unknown pod can be evicted; the critical one is left even though pressure stays.
@@ -222,13 +234,15 @@ TEST_CASE("dry run decides and logs but hands nothing to an actuator that acts")
   options.notifications = false;
   options.systemdNotify = false;
   options.dryRun = true;
-  Agent agent(io, options, *policy, cgroups::PodCgroups(*cgroups::discoverHierarchy(discover), "kubepods"),
-              std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"), dryRunActuator());
+  Agent agent(
+      io, options, *policy, cgroups::PodCgroups(*cgroups::discoverHierarchy(discover), "kubepods"),
+      std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"), dryRunActuator());
   REQUIRE(agent.start());
   io.poll();
   REQUIRE(agent.evictions().size() == 1);
   CHECK(agent.evictions()[0].order.dryRun);
-  CHECK(agent.metricsText().find("nodewarden_dry_run_evictions_total{signal=\"allocatableMemory.available\"} 1") !=
+  CHECK(agent.metricsText().find(
+            "nodewarden_dry_run_evictions_total{signal=\"allocatableMemory.available\"} 1") !=
         std::string::npos);
   // Logged once per pod per 30 s, not every cycle.
   agent.cycle(Trigger::Manual);
@@ -240,16 +254,19 @@ TEST_CASE("dry run decides and logs but hands nothing to an actuator that acts")
 TEST_CASE("a bad policy file is rejected and the last good policy kept; a good one applies") {
   configureLogging(LogFormat::Text, LogLevel::Error);
   Tree tree;
-  tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 100 * kMiB, "300Mi");
+  tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 100 * kMiB,
+              "300Mi");
   tree.setKubepods(100 * kMiB);
   Harness h(tree, kPolicy);
   const auto thresholds = h.agent->policy().thresholds.size();
   write(tree.policyFile, R"({"evictionHard":{"allocatableMemory.available":"9x"},"bogus":1})");
   CHECK_FALSE(h.agent->reloadPolicy());
   CHECK(h.agent->policy().thresholds.size() == thresholds);
-  CHECK(h.agent->metricsText().find("nodewarden_policy_reloads_total{result=\"rejected\"} 1") != std::string::npos);
-  write(tree.policyFile,
-        R"({"evictionHard":{"allocatableMemory.available":"200Mi","memory.available":"1Gi"},"housekeepingInterval":"2s"})");
+  CHECK(h.agent->metricsText().find("nodewarden_policy_reloads_total{result=\"rejected\"} 1") !=
+        std::string::npos);
+  write(
+      tree.policyFile,
+      R"({"evictionHard":{"allocatableMemory.available":"200Mi","memory.available":"1Gi"},"housekeepingInterval":"2s"})");
   CHECK(h.agent->reloadPolicy());
   CHECK(h.agent->policy().thresholds.size() == 2);
   CHECK(h.agent->policy().housekeepingInterval == std::chrono::seconds(2));
@@ -262,7 +279,8 @@ TEST_CASE("a bad policy file is rejected and the last good policy kept; a good o
 TEST_CASE("HTTP routes answer as docs/reference.md §7 says, and bad requests get JSON errors") {
   configureLogging(LogFormat::Text, LogLevel::Error);
   Tree tree;
-  tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 100 * kMiB, "300Mi");
+  tree.addPod("web", "00000000-0000-4000-8000-000000000004", "burstable", 1000, 100 * kMiB,
+              "300Mi");
   tree.setKubepods(100 * kMiB);
   Harness h(tree, kPolicy);
   CHECK(h.agent->handle({"GET", "/healthz", "", {}}).status == 200);
@@ -292,7 +310,8 @@ TEST_CASE("HTTP routes answer as docs/reference.md §7 says, and bad requests ge
 TEST_CASE("docs/reference.md §7: without --admission-routes the routes that can evict are 404") {
   configureLogging(LogFormat::Text, LogLevel::Error);
   Tree tree;
-  tree.addPod("web", "00000000-0000-4000-8000-000000000005", "burstable", 1000, 100 * kMiB, "300Mi");
+  tree.addPod("web", "00000000-0000-4000-8000-000000000005", "burstable", 1000, 100 * kMiB,
+              "300Mi");
   tree.setKubepods(100 * kMiB);
   Harness h(tree, kPolicy, /*dryRun=*/false, /*admissionRoutes=*/false);
   const std::string pod =
@@ -310,10 +329,15 @@ TEST_CASE("docs/reference.md §7: without --admission-routes the routes that can
 
 TEST_CASE("log lines: logfmt text and JSON lines carry the decision's fields") {
   const std::string text = formatEvent(LogFormat::Text, "evict",
-                                       {{"pod", "default/web"}, {"signal", "memory.available"},
-                                        {"available", std::int64_t(62914560)}, {"reason", "The node was low on resource: memory."}});
-  CHECK(text == R"(evict pod=default/web signal=memory.available available=62914560 reason="The node was low on resource: memory.")");
-  const std::string json = formatEvent(LogFormat::Json, "evict", {{"pod", "a\"b"}, {"latency_ms", 1.5}, {"dry_run", true}});
+                                       {{"pod", "default/web"},
+                                        {"signal", "memory.available"},
+                                        {"available", std::int64_t(62914560)},
+                                        {"reason", "The node was low on resource: memory."}});
+  CHECK(
+      text ==
+      R"(evict pod=default/web signal=memory.available available=62914560 reason="The node was low on resource: memory.")");
+  const std::string json = formatEvent(LogFormat::Json, "evict",
+                                       {{"pod", "a\"b"}, {"latency_ms", 1.5}, {"dry_run", true}});
   CHECK(json == R"({"event":"evict","pod":"a\"b","latency_ms":1.500,"dry_run":true})");
   CHECK(policy::Json::parse(json)["pod"] == "a\"b");
 
@@ -322,8 +346,10 @@ TEST_CASE("log lines: logfmt text and JSON lines carry the decision's fields") {
   const std::string odd = "a\xff\xc0\xaf\xed\xa0\x80z \xc3\xa9";
   const std::string oddJson = formatEvent(LogFormat::Json, "http-problem", {{"target", odd}});
   CHECK(oddJson ==
-        "{\"event\":\"http-problem\",\"target\":\"a\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdz \xc3\xa9\"}");
-  CHECK(policy::Json::parse(oddJson)["target"] == "a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz \xc3\xa9");
+        "{\"event\":\"http-problem\",\"target\":\"a\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdz "
+        "\xc3\xa9\"}");
+  CHECK(policy::Json::parse(oddJson)["target"] ==
+        "a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz \xc3\xa9");
   CHECK(formatEvent(LogFormat::Text, "x", {{"target", "\xff"}}) == "x target=\"\\ufffd\"");
 }
 
@@ -391,9 +417,11 @@ TEST_CASE("the journal is written after the first signal, and holds every order 
   options.journalPath = journal;
   boost::asio::io_context io;
   RecordingActuator* recorder = nullptr;
-  Agent agent(io, options, *policy, cgroups::PodCgroups(*cgroups::discoverHierarchy(discover), "kubepods"),
+  Agent agent(io, options, *policy,
+              cgroups::PodCgroups(*cgroups::discoverHierarchy(discover), "kubepods"),
               std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
-              [&](boost::asio::io_context&, cgroups::PodCgroups&, const Clock&) -> std::unique_ptr<Actuator> {
+              [&](boost::asio::io_context&, cgroups::PodCgroups&,
+                  const Clock&) -> std::unique_ptr<Actuator> {
                 auto made = std::make_unique<RecordingActuator>(false);
                 made->onOrder = [&journal, &journaledAtOrder](const EvictionOrder&) {
                   auto held = EvictionJournal(journal).load();
@@ -415,7 +443,8 @@ TEST_CASE("the journal is written after the first signal, and holds every order 
 
 // Victims first against a full scan through the whole agent, on a tree churned between two
 // cycles: pods grown past the last ranking's first, pods added and removed.
-TEST_CASE("on a churned tree the agent decides as a fresh agent's full scan does, reading few pods") {
+TEST_CASE(
+    "on a churned tree the agent decides as a fresh agent's full scan does, reading few pods") {
   configureLogging(LogFormat::Text, LogLevel::Error);
   std::mt19937_64 rng(0x636875726e);  // "churn"
   auto pick = [&](std::int64_t low, std::int64_t high) {
@@ -487,7 +516,8 @@ TEST_CASE("on a churned tree the agent decides as a fresh agent's full scan does
     REQUIRE(a.recorder->orders().size() == b.recorder->orders().size());
     for (std::size_t i = 0; i < b.recorder->orders().size(); ++i) {
       CHECK(a.recorder->orders()[i].message == b.recorder->orders()[i].message);
-      CHECK(a.recorder->orders()[i].gracePeriodSeconds == b.recorder->orders()[i].gracePeriodSeconds);
+      CHECK(a.recorder->orders()[i].gracePeriodSeconds ==
+            b.recorder->orders()[i].gracePeriodSeconds);
     }
     const VictimsFirstDecision& fast = a.agent->lastVictimsFirst();
     if (fast.fullScan == FullScanReason::None) {

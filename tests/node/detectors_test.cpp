@@ -25,12 +25,13 @@ constexpr std::int64_t kMiB = 1024 * 1024;
 // A cgroup v2 root with kubepods limited to 1 GiB, and an empty /proc.
 struct Node {
   CgroupTree tree{{
-      dir("cg", {file("cgroup.controllers", "cpu memory pids\n"),
-                 dir("kubepods", {file("cgroup.controllers", "cpu memory pids\n"),
-                                  file("memory.max", std::to_string(1024 * kMiB) + "\n"),
-                                  file("memory.current", std::to_string(800 * kMiB) + "\n"),
-                                  file("memory.stat", "anon 0\nfile 0\ninactive_file 0\n"),
-                                  file("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n")})}),
+      dir("cg",
+          {file("cgroup.controllers", "cpu memory pids\n"),
+           dir("kubepods", {file("cgroup.controllers", "cpu memory pids\n"),
+                            file("memory.max", std::to_string(1024 * kMiB) + "\n"),
+                            file("memory.current", std::to_string(800 * kMiB) + "\n"),
+                            file("memory.stat", "anon 0\nfile 0\ninactive_file 0\n"),
+                            file("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n")})}),
       dir("proc"),
   }};
   cgroups::PodCgroups pods;

@@ -51,7 +51,8 @@ TEST_CASE("a crossing seen by polling is dated at the last observation below the
   CHECK(tracker.crossedAt({Signal::MemoryAvailable, true}, clock.now()) == t0);
 }
 
-TEST_CASE("a kernel notification dates the crossing exactly; a threshold no longer met forgets it") {
+TEST_CASE(
+    "a kernel notification dates the crossing exactly; a threshold no longer met forgets it") {
   ManualClock clock;
   EvictionTracker tracker;
   policy::EvictionState before;

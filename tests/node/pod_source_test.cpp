@@ -54,13 +54,13 @@ TEST_CASE("a watched manifests directory is followed file by file, as a full rea
   CHECK(source.current().pods.size() == 20);
   CHECK_FALSE(source.refresh());  // nothing happened: no change
 
-  dir.write("new.json", manifest("new", "uid-new", 7));                       // added
-  dir.write("p3.json", manifest("p3", "uid-3", 1000));                        // edited
-  std::filesystem::remove(dir.path / "p4.json");                              // removed
+  dir.write("new.json", manifest("new", "uid-new", 7));  // added
+  dir.write("p3.json", manifest("p3", "uid-3", 1000));   // edited
+  std::filesystem::remove(dir.path / "p4.json");         // removed
   dir.write(".tmp-p5", manifest("p5", "uid-5", 55));
-  std::filesystem::rename(dir.path / ".tmp-p5", dir.path / "p5.json");        // renamed in
-  dir.write("p6.json", "{not json");                                          // broken
-  dir.write("notes.txt", "not a manifest");                                   // ignored
+  std::filesystem::rename(dir.path / ".tmp-p5", dir.path / "p5.json");  // renamed in
+  dir.write("p6.json", "{not json");                                    // broken
+  dir.write("notes.txt", "not a manifest");                             // ignored
   CHECK(source.refresh());
   CHECK(summary(source.current()) == fresh(dir));
   CHECK(source.current().pods.size() == 19);  // 20 + new − p4 − p6

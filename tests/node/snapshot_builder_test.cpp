@@ -104,7 +104,8 @@ TEST_CASE("pod cgroups without a pod object rank as priority 0 in namespace unkn
   CHECK(unknown.name == "u2");
   CHECK(unknown.priority == 0);
   CHECK(unknown.nodeName == "n");
-  CHECK(built.withoutObject == std::map<std::string, std::string>{{"u2", "kubepods/besteffort/podu2"}});
+  CHECK(built.withoutObject ==
+        std::map<std::string, std::string>{{"u2", "kubepods/besteffort/podu2"}});
 }
 
 TEST_CASE("a pod with one container gets its pod's working set as the container's") {

@@ -135,9 +135,9 @@ std::string describe(const std::vector<policy::Eviction>& evictions) {
 }
 
 struct Tally {
-  int decided = 0;    // victims first decided alone
-  int evicting = 0;   // … and evicted someone
-  int fellBack = 0;   // a full scan was needed
+  int decided = 0;           // victims first decided alone
+  int evicting = 0;          // … and evicted someone
+  int fellBack = 0;          // a full scan was needed
   int certifiedByUsage = 0;  // step 3 read usages
   int podsRead = 0;
 };
@@ -162,8 +162,8 @@ void compare(const Node& node, const policy::Policy& policy, Tally& tally) {
   // read), the figures are the last read's.
   const policy::NodeView stale = viewOf(all, node.last, stats, storage);
   Reader reader(node);
-  const VictimsFirstDecision got = decideVictimsFirst(
-      stale, std::uint64_t(kubepodsUsage(node)), policy, state, at, reader);
+  const VictimsFirstDecision got =
+      decideVictimsFirst(stale, std::uint64_t(kubepodsUsage(node)), policy, state, at, reader);
   if (got.fullScan != FullScanReason::None) {
     ++tally.fellBack;
     return;
@@ -285,8 +285,8 @@ TEST_CASE("a pod that grew unseen past the victim is caught, and a bounded one i
   for (int i = 0; i < 3; ++i) node.pods.push_back(makePod(i, 0, 0));
   node.pods.push_back(makePod(3, 1000, 0));  // higher priority: never before them
   policy::resolvePods(node.pods, {});
-  node.last = {{"uid-0", 300 * kMiB}, {"uid-1", 100 * kMiB}, {"uid-2", 10 * kMiB},
-               {"uid-3", 900 * kMiB}};
+  node.last = {
+      {"uid-0", 300 * kMiB}, {"uid-1", 100 * kMiB}, {"uid-2", 10 * kMiB}, {"uid-3", 900 * kMiB}};
   node.now = node.last;
   node.now["uid-1"] = 500 * kMiB;
   node.limit = 300 * kMiB + 500 * kMiB + 10 * kMiB + 900 * kMiB + 200 * kMiB;  // 200 available

@@ -14,8 +14,6 @@
 #include "policy/admission.h"
 #include "tests/support/policy_objects.h"
 
-using nodewarden::testing::podFrom;
-using nodewarden::testing::snapshotFrom;
 using nodewarden::policy::AdmissionDecision;
 using nodewarden::policy::ClusterIndex;
 using nodewarden::policy::Diagnostics;
@@ -25,6 +23,8 @@ using nodewarden::policy::Policy;
 using nodewarden::policy::PreemptionCandidate;
 using nodewarden::policy::Snapshot;
 using nodewarden::policy::Verdict;
+using nodewarden::testing::podFrom;
+using nodewarden::testing::snapshotFrom;
 
 namespace {
 
@@ -72,8 +72,7 @@ std::string pod(const std::string& name, int priority, int cpu, const std::strin
   return R"({"metadata": {"name": ")" + name + R"(", "namespace": "ns", "uid": "uid-)" + name +
          "\"" + extraMeta + R"(}, "spec": {"priority": )" + std::to_string(priority) +
          (nodeName.empty() ? "" : R"(, "nodeName": ")" + nodeName + "\"") + extraSpec +
-         (podLevelMode() ? R"(, "resources": )" + requests +
-                               R"(, "containers": [{"name": "c"}]})"
+         (podLevelMode() ? R"(, "resources": )" + requests + R"(, "containers": [{"name": "c"}]})"
                          : R"(, "containers": [{"name": "c", "resources": )" + requests + "}]}") +
          R"(, "status": {"phase": ")" + (nodeName.empty() ? "Pending" : "Running") + "\"" +
          extraStatus + "}}";

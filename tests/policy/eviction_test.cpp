@@ -1,5 +1,5 @@
-// Eviction (docs/reference.md §4) in the default "priority" ranking: signals, thresholds over simulated
-// time, rankings, the plan, messages and the JSON output.
+// Eviction (docs/reference.md §4) in the default "priority" ranking: signals, thresholds over
+// simulated time, rankings, the plan, messages and the JSON output.
 #include <doctest/doctest.h>
 
 #include <deque>

@@ -1660,8 +1660,8 @@ TEST_CASE("judge: a pod in the summary without a memory or process figure uses 0
 namespace {
 
 // A pod with one container of rootfs/logs figures and a disk emptyDir "scratch".
-PodStats diskDetail(const Pod& pod, std::uint64_t rootfs, std::uint64_t logs,
-                    std::uint64_t volume, std::uint64_t inodes) {
+PodStats diskDetail(const Pod& pod, std::uint64_t rootfs, std::uint64_t logs, std::uint64_t volume,
+                    std::uint64_t inodes) {
   PodStats s = statsOf(pod);
   ContainerStats c;
   c.name = pod.name;
@@ -1721,8 +1721,8 @@ TEST_CASE("judge: inodes exceed a request of 0; the ephemeral-storage request st
       makePod("uses-no-inodes", 0),
       makePod("requests-nothing", 10),
   };
-  NodeFixture node(pods, {inodeStats(pods[0], 30000), inodeStats(pods[1], 0),
-                          inodeStats(pods[2], 2000)});
+  NodeFixture node(pods,
+                   {inodeStats(pods[0], 30000), inodeStats(pods[1], 0), inodeStats(pods[2], 2000)});
   const Ranking r = rankDiskPressure(node.view(), kubeletRanking(), Signal::NodeFsInodesFree);
   // The two using inodes exceed and go before the one using none, whatever the priorities;
   // between them, the larger inodes - request: 2000 - 0 before 30000 - 136000000.

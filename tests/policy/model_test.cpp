@@ -391,7 +391,8 @@ std::string dump(const Snapshot& s) {
         o << " c " << c.name << opt(c.memoryWorkingSetBytes) << opt(c.rootfsUsedBytes)
           << opt(c.logsUsedBytes) << opt(c.rootfsInodesUsed) << opt(c.logsInodesUsed);
       }
-      for (const auto& v : ps.volumes) o << " v " << v.name << opt(v.usedBytes) << opt(v.inodesUsed);
+      for (const auto& v : ps.volumes)
+        o << " v " << v.name << opt(v.usedBytes) << opt(v.inodesUsed);
       o << "\n";
     }
   }
@@ -423,7 +424,8 @@ TEST_CASE("snapshot: skipping unread members while parsing loses nothing the mod
   std::ostringstream text;
   text << in.rdbuf();
   expectSameModel(text.str());
-  // Every field of docs/reference.md §2, with user data whose keys collide with skipped member names.
+  // Every field of docs/reference.md §2, with user data whose keys collide with skipped member
+  // names.
   expectSameModel(R"({
     "nodes": [{"metadata": {"name": "n", "labels": {"env": "prod", "volumes": "x", "images": "y"}},
                "spec": {"unschedulable": true, "taints": [{"key": "k", "value": "v", "effect": "NoExecute"}]},

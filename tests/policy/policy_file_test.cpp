@@ -112,7 +112,8 @@ TEST_CASE("policy: 0% and 100% disable a threshold") {
 TEST_CASE("policy: only the strings 0% and 100% disable; 100.00% is the whole capacity") {
   // The kubelet's parseThresholdStatement ignores exactly "0%" and "100%" as written
   // (judge case tests/judges/cases/eviction-threshold-100.00-percent.json).
-  Policy p = parseOk(R"({"evictionHard": {"pid.available": "100.00%", "memory.available": "100.0%"}})");
+  Policy p =
+      parseOk(R"({"evictionHard": {"pid.available": "100.00%", "memory.available": "100.0%"}})");
   const Threshold* pid = find(p, Signal::PidAvailable, true);
   REQUIRE(pid != nullptr);
   CHECK(pid->value.percentage == 1.0f);

@@ -29,8 +29,6 @@
 
 namespace {
 
-using nodewarden::testing::podFrom;
-using nodewarden::testing::snapshotFrom;
 using nodewarden::policy::AdmissionDecision;
 using nodewarden::policy::ClusterIndex;
 using nodewarden::policy::Diagnostics;
@@ -41,6 +39,8 @@ using nodewarden::policy::PreemptionDecision;
 using nodewarden::policy::Snapshot;
 using nodewarden::policy::Verdict;
 using nodewarden::policy::VictimSelection;
+using nodewarden::testing::podFrom;
+using nodewarden::testing::snapshotFrom;
 
 constexpr int kNeg = -100;
 constexpr int kLow = 0;
@@ -158,9 +158,9 @@ class PodJ {
       if (!stanza.empty()) spec.push_back(R"("resources": {)" + joined(stanza) + "}");
       spec.push_back(R"("containers": [)" + container("c0", rest, restLimits) + "]");
     } else {
-      spec.push_back(R"("containers": [)" +
-                     (containers_.empty() ? std::string(R"({"name": "c0"})") : joined(containers_)) +
-                     "]");
+      spec.push_back(
+          R"("containers": [)" +
+          (containers_.empty() ? std::string(R"({"name": "c0"})") : joined(containers_)) + "]");
     }
     if (!inits_.empty()) spec.push_back(R"("initContainers": [)" + joined(inits_) + "]");
     for (const auto& s : spec_) spec.push_back(s);
@@ -189,8 +189,8 @@ class PodJ {
     REQUIRE(json.has_value());
     for (auto it = json->begin(); it != json->end(); ++it) {
       const std::string member = quoted(it.key()) + ": " + it.value().dump();
-      const bool level = it.key() == "cpu" || it.key() == "memory" ||
-                         it.key().rfind("hugepages-", 0) == 0;
+      const bool level =
+          it.key() == "cpu" || it.key() == "memory" || it.key().rfind("hugepages-", 0) == 0;
       (level ? podLevel : rest).push_back(member);
     }
     return {joined(podLevel), joined(rest)};
@@ -320,7 +320,8 @@ bool startsWith(const std::string& text, const std::string& prefix) {
 // =============================================================================================
 // 1. TestDryRunPreemption (default_preemption_test.go, newest): victims per node.
 // Rows with custom filter plugins, inter-pod anti-affinity or topology spread (1-3, 9-11) are
-// outside nodewarden's model (docs/reference.md §2 reads no affinity or spread) and are not restated.
+// outside nodewarden's model (docs/reference.md §2 reads no affinity or spread) and are not
+// restated.
 
 TEST_CASE(
     "scheduler: TestDryRunPreemption - a pod that fits on both nodes when lower priority pods "
@@ -331,8 +332,8 @@ TEST_CASE(
   Pod p = podFrom(PodJ("p").prio(kHigh).c(kLarge), s);
   CHECK(describe(victimsOn(s, p, "node1")) == "{p1} v0");
   CHECK(describe(victimsOn(s, p, "node2")) == "{p2} v0");
-  // Both are candidates; upstream picks either (random tie). docs/reference.md §6.4 breaks the full tie
-  // by node name, ascending.
+  // Both are candidates; upstream picks either (random tie). docs/reference.md §6.4 breaks the full
+  // tie by node name, ascending.
   CHECK(describe(preempt(s, p)) == "node1 {p1} v0 | others: node2 {p2} v0;");
 }
 
@@ -482,8 +483,8 @@ TEST_CASE(
 TEST_CASE(
     "scheduler: TestDryRunPreemption - all nodes are possible candidates, but "
     "DefaultPreemptionArgs limits to 2") {
-  // docs/reference.md §6.3 evaluates every node: upstream stops after numCandidates (2, from a random
-  // offset) and returns node1 and node5 only. Here all five are candidates; the full tie is
+  // docs/reference.md §6.3 evaluates every node: upstream stops after numCandidates (2, from a
+  // random offset) and returns node1 and node5 only. Here all five are candidates; the full tie is
   // broken by node name (docs/reference.md §6.4), upstream picks at random among those it found.
   SUBCASE("all nodes are possible candidates") {
     std::vector<std::string> nodes, pods;
@@ -529,8 +530,8 @@ TEST_CASE(
   const Snapshot& s = snapshotFrom(snapJ(nodes, pods, {pdbJ("pdb", R"("app": "foo")", 0)}));
   Pod p = podFrom(PodJ("p").prio(kHigh).c(kLarge), s);
   // Upstream candidates: node1 {p1} v1, node3 {p3} v0, node5 {p5} v1 (the search stops once a
-  // non-violating node is found). docs/reference.md §6.3 evaluates every node; the choice is the same:
-  // rule 1 (fewest PDB violations) keeps node3 and node4, the name picks node3.
+  // non-violating node is found). docs/reference.md §6.3 evaluates every node; the choice is the
+  // same: rule 1 (fewest PDB violations) keeps node3 and node4, the name picks node3.
   CHECK(describe(victimsOn(s, p, "node1")) == "{p1} v1");
   CHECK(describe(victimsOn(s, p, "node3")) == "{p3} v0");
   CHECK(describe(victimsOn(s, p, "node5")) == "{p5} v1");
@@ -580,7 +581,8 @@ std::string chosenNode(const std::vector<std::vector<VictimSpec>>& perNode, int 
 
 TEST_CASE("scheduler: TestSelectBestCandidate - which node wins, by rule") {
   SUBCASE("a pod that fits on both nodes when lower priority pods are preempted") {
-    // Upstream accepts node1 or node2 (random tie); docs/reference.md §6.4 takes the name, ascending.
+    // Upstream accepts node1 or node2 (random tie); docs/reference.md §6.4 takes the name,
+    // ascending.
     CHECK(chosenNode({{{kMid, kLarge, 0}}, {{kMid, kLarge, 0}}}, kHigh, kLarge) == "node1");
   }
   SUBCASE("node with min highest priority pod is picked") {
@@ -667,8 +669,8 @@ TEST_CASE("scheduler: TestPickOneNodeForPreemption (v1.19) - nodes that need no 
 
 TEST_CASE("scheduler: TestSelectBestCandidate - pickOneNodeForPreemption on dry-run candidates") {
   // The first row again, as candidates handed to pickOneNodeForPreemption in reverse name
-  // order: upstream returns whichever comes first (random); docs/reference.md §6.4 picks node1 by name
-  // whatever the order.
+  // order: upstream returns whichever comes first (random); docs/reference.md §6.4 picks node1 by
+  // name whatever the order.
   const Snapshot& s = snapshotFrom(snapJ(
       {node500("node1"), node500("node2")},
       {PodJ("p1").prio(kMid).c(kLarge).on("node1"), PodJ("p2").prio(kMid).c(kLarge).on("node2")}));
@@ -717,8 +719,8 @@ TEST_CASE("scheduler: TestPreempt - basic preemption logic, policy unset, Never,
   }
   SUBCASE("calling preempt again after the victims got a deletionTimestamp preempts nothing") {
     // The preemptor is now nominated to node1, where its victims are terminating. Upstream
-    // refuses because they carry DisruptionTarget; docs/reference.md §6.2 refuses for any terminating
-    // lower-priority pod on the nominated node.
+    // refuses because they carry DisruptionTarget; docs/reference.md §6.2 refuses for any
+    // terminating lower-priority pod on the nominated node.
     const Snapshot& again = *snapshot(true);
     CHECK(describe(preempt(again, podFrom(PodJ("p").prio(kHigh).c(kVeryLarge).nominatedTo("node1"),
                                           again))) == "none");
@@ -821,13 +823,14 @@ TEST_CASE("scheduler: TestPodEligibleToPreemptOthers - preemptionPolicy and the 
   SUBCASE(
       "preemption victim pod terminating, as indicated by the dedicated DisruptionTarget "
       "condition") {
-    // Upstream: not eligible. Conditions are not read; docs/reference.md §6.2 gives the same answer.
+    // Upstream: not eligible. Conditions are not read; docs/reference.md §6.2 gives the same
+    // answer.
     CHECK(run(true, "", true, false) == "none");
   }
   SUBCASE("non-victim Pods terminating") {
-    // Upstream newest: eligible (no DisruptionTarget condition). docs/reference.md §6.2 deliberately
-    // keeps the older rule (DPT-121 "Pod with nominated node, but without nominated node
-    // status": not eligible): any terminating lower-priority pod on the nominated node blocks.
+    // Upstream newest: eligible (no DisruptionTarget condition). docs/reference.md §6.2
+    // deliberately keeps the older rule (DPT-121 "Pod with nominated node, but without nominated
+    // node status": not eligible): any terminating lower-priority pod on the nominated node blocks.
     CHECK(run(true, "", true, false) == "none");
     // Without the nomination the same pod preempts p2.
     CHECK(run(true, "", false, false) == "node1 {p2} v0 | others:");
@@ -1038,7 +1041,8 @@ TEST_CASE("scheduler: TestPreferNominatedNode (integration) - the nominated node
     REQUIRE(d.node != nullptr);
     CHECK(d.victims.empty());
     // Upstream (TestPreferNominatedNode) runs the pod on its nominated node when that node
-    // passes every filter; docs/reference.md §6.1 does not say which fitting node wins, so we follow it.
+    // passes every filter; docs/reference.md §6.1 does not say which fitting node wins, so we
+    // follow it.
     CHECK(d.node->name == "node-2");
   }
   SUBCASE("the nominated node does not pass: another feasible node") {
@@ -1053,9 +1057,9 @@ TEST_CASE("scheduler: TestPreferNominatedNode (integration) - the nominated node
 
 // =============================================================================================
 // 3. Kubelet admission.
-// The kubelet itself never preempts for a non-critical pod; docs/reference.md §5.7 does the scheduler's
-// victim selection. The rows below keep every pod at priority 0 so no victim can exist and the
-// kubelet's rejection is what is checked.
+// The kubelet itself never preempts for a non-critical pod; docs/reference.md §5.7 does the
+// scheduler's victim selection. The rows below keep every pod at priority 0 so no victim can exist
+// and the kubelet's rejection is what is checked.
 
 TEST_CASE("kubelet admission: TestGeneralPredicates - resources, taints, node selector") {
   // Node allocatable cpu 10m, memory 20, pods 32.
@@ -1208,8 +1212,8 @@ TEST_CASE("kubelet admission: TestEnoughRequests (noderesources fitsRequest) - t
       {"extended resource allocatable enforced for multiple init containers",
        PodJ("p").init(R"("example.com/aaa": "6")").init(R"("example.com/aaa": "3")"),
        R"("example.com/aaa": "2")", "example.com/aaa", 6, 2, 5},
-      // docs/reference.md §5.4 checks every extended resource against allocatable (0 when the node does
-      // not list it), as the scheduler's fitsRequest does. The kubelet's own admission first
+      // docs/reference.md §5.4 checks every extended resource against allocatable (0 when the node
+      // does not list it), as the scheduler's fitsRequest does. The kubelet's own admission first
       // drops extended requests the node does not list (removeMissingExtendedResources).
       {"extended resource allocatable enforced for unknown resource",
        PodJ("p").c(R"("example.com/bbb": "1")"), "", "example.com/bbb", 1, 0, 0},

@@ -19,8 +19,6 @@
 #include "policy/eviction.h"
 #include "tests/support/policy_objects.h"
 
-using nodewarden::testing::podFrom;
-using nodewarden::testing::snapshotFrom;
 using nodewarden::policy::AdmissionDecision;
 using nodewarden::policy::ClusterIndex;
 using nodewarden::policy::Diagnostics;
@@ -30,6 +28,8 @@ using nodewarden::policy::QosClass;
 using nodewarden::policy::ResourceAmounts;
 using nodewarden::policy::Snapshot;
 using nodewarden::policy::Verdict;
+using nodewarden::testing::podFrom;
+using nodewarden::testing::snapshotFrom;
 
 // Cases list only the PodSpec members they need.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -79,8 +79,8 @@ struct PodSpec {
 
 std::string podJson(const std::string& name, const PodSpec& p, const std::string& node = "n1",
                     int priority = 0) {
-  std::string spec = R"("priority": )" + std::to_string(priority) + R"(, "containers": [)" +
-                     p.containers + "]";
+  std::string spec =
+      R"("priority": )" + std::to_string(priority) + R"(, "containers": [)" + p.containers + "]";
   if (!node.empty()) spec += R"(, "nodeName": ")" + node + "\"";
   if (!p.initContainers.empty()) spec += R"(, "initContainers": [)" + p.initContainers + "]";
   if (!p.podResources.empty()) spec += R"(, "resources": {)" + p.podResources + "}";
@@ -136,7 +136,8 @@ TEST_CASE("CH TestPodLevelResourceRequests: the pod level replaces cpu, memory, 
   CHECK(at(c0.requests, "memory") == 11 * kMi);
   CHECK(at(c0.requests, "cpu") == 12);
   // An unsupported pod-level resource (storage 2Mi) leaves the container's 3Mi.
-  const Pod& d = podOf({container("c", R"("storage": "3Mi")"), "", R"("requests": {"storage": "2Mi"})"});
+  const Pod& d =
+      podOf({container("c", R"("storage": "3Mi")"), "", R"("requests": {"storage": "2Mi"})"});
   CHECK(at(d.requests, "storage") == 3 * kMi);
   // Pod-level hugepages-2Mi 10Mi over a container's 6Mi: 10Mi; the container's
   // hugepages-1Gi stays when the pod level sets only hugepages-2Mi.
@@ -154,8 +155,8 @@ TEST_CASE("KEP-2837 / PR #128407 defaulting: a pod-level limit without a request
   CHECK(at(a.requests, "cpu") == 2);
   CHECK(at(a.requests, "memory") == 3 * kMi);
   // No container requests memory: the pod requests its limit.
-  const Pod& b = podOf({container("c", R"("cpu": "2m")"), "",
-                        R"("limits": {"cpu": "4m", "memory": "8Mi"})"});
+  const Pod& b =
+      podOf({container("c", R"("cpu": "2m")"), "", R"("limits": {"cpu": "4m", "memory": "8Mi"})"});
   CHECK(at(b.requests, "cpu") == 2);
   CHECK(at(b.requests, "memory") == 8 * kMi);
 }
@@ -172,15 +173,14 @@ TEST_CASE("CH TestPodResourceRequests: resize, the three sets as the scheduler c
                         status("c", R"("cpu": "4")", R"("cpu": "2")"), "", kInfeasible});
   CHECK(at(b.schedulerRequests, "cpu") == 4000);
   // "resized, no resize status": spec 4, actual 2: 4.
-  const Pod& c =
-      podOf({container("c", R"("cpu": "4")"), "", "", status("c", "", R"("cpu": "2")")});
+  const Pod& c = podOf({container("c", R"("cpu": "4")"), "", "", status("c", "", R"("cpu": "2")")});
   CHECK(at(c.schedulerRequests, "cpu") == 4000);
   // "per-resource 3-way maximum": spec 30m/20M/10G, allocated 20m/10M/30G, actual
   // 10m/30M/20G: 30m/30M/30G.
-  const Pod& d = podOf(
-      {container("c", R"("cpu": "30m", "memory": "20M", "ephemeral-storage": "10G")"), "", "",
-       status("c", R"("cpu": "20m", "memory": "10M", "ephemeral-storage": "30G")",
-              R"("cpu": "10m", "memory": "30M", "ephemeral-storage": "20G")")});
+  const Pod& d =
+      podOf({container("c", R"("cpu": "30m", "memory": "20M", "ephemeral-storage": "10G")"), "", "",
+             status("c", R"("cpu": "20m", "memory": "10M", "ephemeral-storage": "30G")",
+                    R"("cpu": "10m", "memory": "30M", "ephemeral-storage": "20G")")});
   CHECK(at(d.schedulerRequests, "cpu") == 30);
   CHECK(at(d.schedulerRequests, "memory") == 30'000'000);
   CHECK(at(d.schedulerRequests, "ephemeral-storage") == 30'000'000'000);
@@ -195,9 +195,9 @@ TEST_CASE("CH TestPodResourceRequests: resize, the three sets as the scheduler c
 
 TEST_CASE("CH 1.37: the aggregate is the max of the sums, not the sum of per-container maxima") {
   // c1 spec 1 / allocated 2, c2 spec 2 / allocated 1: cpu 3, not 4.
-  const Pod& p = podOf({container("c1", R"("cpu": "1")") + "," + container("c2", R"("cpu": "2")"),
-                        "", "",
-                        status("c1", R"("cpu": "2")", "") + "," + status("c2", R"("cpu": "1")", "")});
+  const Pod& p =
+      podOf({container("c1", R"("cpu": "1")") + "," + container("c2", R"("cpu": "2")"), "", "",
+             status("c1", R"("cpu": "2")", "") + "," + status("c2", R"("cpu": "1")", "")});
   CHECK(at(p.schedulerRequests, "cpu") == 3000);
 }
 
@@ -211,12 +211,15 @@ TEST_CASE("TT TestCalculatePodResourcesWithResize: what the scheduler counts for
   // No pending resize.
   check(podOf({container("c", small), "", "", status("c", small, small)}), 500, 500);
   // Pod-level 700m/500Mi in the spec, the pod's status at 500m/500Mi.
-  check(podOf({container("c", small), "", R"("requests": {"cpu": "700m", "memory": "500Mi"})",
-               status("c", small, small), "",
-               R"(, "allocatedResources": {"cpu": "500m", "memory": "500Mi"}, "resources": {"requests": {"cpu": "500m", "memory": "500Mi"}})"}),
-        700, 500);
+  check(
+      podOf(
+          {container("c", small), "", R"("requests": {"cpu": "700m", "memory": "500Mi"})",
+           status("c", small, small), "",
+           R"(, "allocatedResources": {"cpu": "500m", "memory": "500Mi"}, "resources": {"requests": {"cpu": "500m", "memory": "500Mi"}})"}),
+      700, 500);
   // Resize Deferred: desired 700m/800Mi, status 500m/500Mi.
-  const Pod& deferred = podOf({container("c", big), "", "", status("c", small, small), "", kDeferred});
+  const Pod& deferred =
+      podOf({container("c", big), "", "", status("c", small, small), "", kDeferred});
   check(deferred, 700, 800);
   CHECK(deferred.midResize());
   CHECK(deferred.resizeState == "PodResizePending: Deferred");
@@ -239,7 +242,7 @@ TEST_CASE("FT TestEnoughRequests: pod-level requests in the kubelet's and the sc
         R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "10m", "memory": "20", "pods": "32")" +
         extraAllocatable + R"(}}}], "pods": [)" +
         podJson("used", {container("c", R"("cpu": ")" + usedCpu + R"(", "memory": ")" + usedMemory +
-                                           "\"")}) +
+                                            "\"")}) +
         "]}");
     static std::deque<ClusterIndex> indexes;
     indexes.push_back(nodewarden::policy::buildClusterIndex(s));
@@ -253,7 +256,8 @@ TEST_CASE("FT TestEnoughRequests: pod-level requests in the kubelet's and the sc
     return podJson("incoming", p, "");
   };
   // "both pod-level and container-level resources fit": pod 1m/2 over a container's 1m/1.
-  CHECK(decide(incoming(R"("cpu": "1m", "memory": "2")", container("c", R"("cpu": "1m", "memory": "1")")),
+  CHECK(decide(incoming(R"("cpu": "1m", "memory": "2")",
+                        container("c", R"("cpu": "1m", "memory": "1")")),
                "5m", "5")
             .verdict == Verdict::Admit);
   // "pod-level cpu resource not fit": pod 7m/2, used 5m/5.
@@ -262,7 +266,8 @@ TEST_CASE("FT TestEnoughRequests: pod-level requests in the kubelet's and the sc
       "5m", "5");
   CHECK(cpu.verdict == Verdict::Reject);
   CHECK(cpu.reason == "OutOfcpu");
-  CHECK(cpu.message == "Node didn't have enough resource: cpu, requested: 7, used: 5, capacity: 10");
+  CHECK(cpu.message ==
+        "Node didn't have enough resource: cpu, requested: 7, used: 5, capacity: 10");
   // "pod-level memory resource not fit": pod 3m/2, used 5m/19.
   AdmissionDecision memory = decide(
       incoming(R"("cpu": "3m", "memory": "2")", container("c", R"("cpu": "1m", "memory": "1")")),
@@ -272,10 +277,10 @@ TEST_CASE("FT TestEnoughRequests: pod-level requests in the kubelet's and the sc
         "Node didn't have enough resource: memory, requested: 2, used: 19, capacity: 20");
   // "one pod-level cpu resource fits and all init and non-init containers resources fit":
   // pod 3m/2 with a container and an init container of 1m/1 each, used 5m/19.
-  AdmissionDecision inits =
-      decide(incoming(R"("cpu": "3m", "memory": "2")", container("c", R"("cpu": "1m", "memory": "1")"),
-                      container("i", R"("cpu": "1m", "memory": "1")")),
-             "5m", "19");
+  AdmissionDecision inits = decide(
+      incoming(R"("cpu": "3m", "memory": "2")", container("c", R"("cpu": "1m", "memory": "1")"),
+               container("i", R"("cpu": "1m", "memory": "1")")),
+      "5m", "19");
   CHECK(inits.reason == "OutOfmemory");
   CHECK(inits.message ==
         "Node didn't have enough resource: memory, requested: 2, used: 19, capacity: 20");
@@ -332,16 +337,21 @@ TEST_CASE("kubelet admission: pod-level requests make a bare pod Burstable under
         Verdict::Admit);
 }
 
-TEST_CASE("KEP-5836: the kubelet counts others at max(allocated, actual), the scheduler adds desired") {
+TEST_CASE(
+    "KEP-5836: the kubelet counts others at max(allocated, actual), the scheduler adds desired") {
   // A 4-core node; the pod there asks for 3 cores in a Deferred resize but holds 1.
-  PodSpec resizing{container("c", R"("cpu": "3")"), "", "", status("c", R"("cpu": "1")", R"("cpu": "1")"),
-                   "", kDeferred};
+  PodSpec resizing{container("c", R"("cpu": "3")"),
+                   "",
+                   "",
+                   status("c", R"("cpu": "1")", R"("cpu": "1")"),
+                   "",
+                   kDeferred};
   const Snapshot& s = snapshotFrom(
       R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}],
-          "pods": [)" + podJson("resizing", resizing, "n1", 100) + "]}");
+          "pods": [)" +
+      podJson("resizing", resizing, "n1", 100) + "]}");
   const ClusterIndex index = nodewarden::policy::buildClusterIndex(s);
-  const Pod pod = podFrom(
-      podJson("new", {container("c", R"("cpu": "2")")}, "", 1000));
+  const Pod pod = podFrom(podJson("new", {container("c", R"("cpu": "2")")}, "", 1000));
   // The kubelet: 2 + 1 <= 4, admitted.
   CHECK(nodewarden::policy::admitPod(pod, *index.find("n1"), {}, Policy::defaults()).verdict ==
         Verdict::Admit);
@@ -354,24 +364,25 @@ TEST_CASE("KEP-5836: the kubelet counts others at max(allocated, actual), the sc
 
 TEST_CASE("RES GetResourceRequestQuantity: eviction with pod-level resources and allocations") {
   // Pod-level cpu only: container requests are ignored for every resource, so memory is 0.
-  const Pod& cpuOnly = podOf({container("c", R"("cpu": "1", "memory": "1Gi")"), "",
-                              R"("requests": {"cpu": "2"})"});
+  const Pod& cpuOnly =
+      podOf({container("c", R"("cpu": "1", "memory": "1Gi")"), "", R"("requests": {"cpu": "2"})"});
   CHECK(at(cpuOnly.rankingRequests, "memory") == 0);
   CHECK(at(cpuOnly.rankingRequests, "cpu") == 2000);
   CHECK(at(cpuOnly.requests, "memory") == 1024 * kMi);  // the scheduler still counts it
   // A pod-level limit alone has the same effect.
-  const Pod& limitOnly = podOf({container("c", R"("memory": "1Gi")"), "",
-                                R"("limits": {"cpu": "2"})"});
+  const Pod& limitOnly =
+      podOf({container("c", R"("memory": "1Gi")"), "", R"("limits": {"cpu": "2"})"});
   CHECK(at(limitOnly.rankingRequests, "memory") == 0);
   // Overhead only on a non-zero value.
-  PodSpec withOverhead{container("c", R"("memory": "1Gi")"), "", R"("requests": {"memory": "2Gi"})"};
+  PodSpec withOverhead{container("c", R"("memory": "1Gi")"), "",
+                       R"("requests": {"memory": "2Gi"})"};
   withOverhead.specExtra = R"(, "overhead": {"memory": "100Mi", "cpu": "100m"})";
   const Pod& overhead = podOf(withOverhead);
   CHECK(at(overhead.rankingRequests, "memory") == 2148 * kMi);
   CHECK(at(overhead.rankingRequests, "cpu") == 0);
   // Eviction reads the allocated set: a container resized down from 200Mi to 100Mi.
-  const Pod& resized =
-      podOf({container("c", R"("memory": "200Mi")"), "", "", status("c", R"("memory": "100Mi")", "")});
+  const Pod& resized = podOf(
+      {container("c", R"("memory": "200Mi")"), "", "", status("c", R"("memory": "100Mi")", "")});
   CHECK(at(resized.rankingRequests, "memory") == 100 * kMi);
   CHECK(at(resized.requests, "memory") == 200 * kMi);
   CHECK(resized.midResize());
@@ -385,7 +396,8 @@ std::string messageFor(const PodSpec& spec, const std::string& podUsage,
   const std::string text =
       R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"capacity": {"memory": "1Gi"}, "allocatable": {"memory": "1Gi"}}}],
           "pods": [)" +
-      podJson("p", spec) + R"(], "stats": {"n1": {"node": {"memory": {"availableBytes": 10485760, "workingSetBytes": 1063256064}},
+      podJson("p", spec) +
+      R"(], "stats": {"n1": {"node": {"memory": {"availableBytes": 10485760, "workingSetBytes": 1063256064}},
           "pods": [{"podRef": {"name": "p", "namespace": "ns", "uid": "uid-p"}, "memory": {"workingSetBytes": )" +
       podUsage + R"(}, "containers": [{"name": "testcontainer", "memory": {"workingSetBytes": )" +
       containerUsage + "}}]}]}}}";
@@ -402,18 +414,16 @@ std::string messageFor(const PodSpec& spec, const std::string& podUsage,
 
 TEST_CASE("EVT TestEvictonMessageWithResourceResize: the allocated request, and the pod level") {
   // Spec 200Mi, allocated 100Mi, usage 150Mi: the message names the allocated request.
-  const std::string resized = messageFor(
-      {container("testcontainer", R"("memory": "200Mi")"), "", "",
-       status("testcontainer", R"("memory": "100Mi")", "")},
-      "157286400", "157286400");
+  const std::string resized = messageFor({container("testcontainer", R"("memory": "200Mi")"), "",
+                                          "", status("testcontainer", R"("memory": "100Mi")", "")},
+                                         "157286400", "157286400");
   CHECK(resized.find("Container testcontainer was using 150Mi, request is 100Mi, has larger "
                      "consumption of memory. ") != std::string::npos);
   // A pod-level memory request: the pod is named against it whatever its usage (the kubelet
   // appends it without comparing), before the containers.
-  const std::string podLevel =
-      messageFor({container("testcontainer", R"("memory": "10Mi")"), "",
-                  R"("requests": {"memory": "500Mi"})"},
-                 "157286400", "157286400");
+  const std::string podLevel = messageFor(
+      {container("testcontainer", R"("memory": "10Mi")"), "", R"("requests": {"memory": "500Mi"})"},
+      "157286400", "157286400");
   CHECK(podLevel ==
         "The node was low on resource: memory. Threshold quantity: 100Mi, available: 10Mi. "
         "Pod p was using 150Mi, request is 500Mi, has larger consumption of memory. "
@@ -437,12 +447,11 @@ TEST_CASE("judge: a pod-level memory limit alone: the message names what the API
                  "157286400", "157286400");
   CHECK(fromContainers.find("Pod p was using 150Mi, request is 31125k, ") != std::string::npos);
   // A sidecar and a larger init container: the init peak, in its own format.
-  const std::string fromInit = messageFor(
-      {container("testcontainer", R"("memory": "100Mi")"),
-       container("sidecar", R"("memory": "28Mi")", "", true) + ", " +
-           container("init", R"("memory": "200M")"),
-       R"("limits": {"memory": "1Gi"})"},
-      "157286400", "157286400");
+  const std::string fromInit = messageFor({container("testcontainer", R"("memory": "100Mi")"),
+                                           container("sidecar", R"("memory": "28Mi")", "", true) +
+                                               ", " + container("init", R"("memory": "200M")"),
+                                           R"("limits": {"memory": "1Gi"})"},
+                                          "157286400", "157286400");
   CHECK(fromInit.find("request is 229360128, ") != std::string::npos);  // 200M + 28Mi
 }
 
@@ -455,17 +464,17 @@ TEST_CASE("bad input: malformed pod-level resources and resize status name their
   CHECK(errors[0].find("pods[0].status.containerStatuses[0].name") == 0);
   CHECK(errors[0].find("\"ghost\"") != std::string::npos);
 
-  errors = snapshotErrors(R"({"pods": [)" +
-                          podJson("p", {container("c", R"("cpu": "1")"), "", "",
-                                        status("c", R"("cpu": "-1")", "")}) +
-                          "]}");
+  errors = snapshotErrors(
+      R"({"pods": [)" +
+      podJson("p", {container("c", R"("cpu": "1")"), "", "", status("c", R"("cpu": "-1")", "")}) +
+      "]}");
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].find("pods[0].status.containerStatuses[0].allocatedResources.cpu") == 0);
 
-  errors = snapshotErrors(R"({"pods": [)" +
-                          podJson("p", {container("c", R"("cpu": "1")"), "",
-                                        R"("requests": {"memory": "lots"})"}) +
-                          "]}");
+  errors = snapshotErrors(
+      R"({"pods": [)" +
+      podJson("p", {container("c", R"("cpu": "1")"), "", R"("requests": {"memory": "lots"})"}) +
+      "]}");
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].find("pods[0].spec.resources.requests.memory") == 0);
 
@@ -484,7 +493,8 @@ TEST_CASE("async preemption (KEP-4832): a victim marked DisruptionTarget is not 
       R"(, "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}])";
   const Snapshot& s = snapshotFrom(
       R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}],
-          "pods": [)" + podJson("victim", victim, "n1", 0) + "]}");
+          "pods": [)" +
+      podJson("victim", victim, "n1", 0) + "]}");
   const ClusterIndex index = nodewarden::policy::buildClusterIndex(s);
   PodSpec preemptor{container("c", R"("cpu": "2")")};
   preemptor.statusExtra = R"(, "nominatedNodeName": "n1")";
@@ -496,7 +506,8 @@ TEST_CASE("async preemption (KEP-4832): a victim marked DisruptionTarget is not 
   // Without the mark, the same pod is a victim.
   const Snapshot& unmarked = snapshotFrom(
       R"({"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}],
-          "pods": [)" + podJson("victim", {container("c", R"("cpu": "3")")}, "n1", 0) + "]}");
+          "pods": [)" +
+      podJson("victim", {container("c", R"("cpu": "3")")}, "n1", 0) + "]}");
   const ClusterIndex index2 = nodewarden::policy::buildClusterIndex(unmarked);
   CHECK(nodewarden::policy::admitPod(pod, *index2.find("n1"), {}, Policy::defaults()).verdict ==
         Verdict::Preempt);
@@ -518,8 +529,9 @@ TEST_CASE("overflow: requests that sum past 2^63 never read as room on a full no
       nodewarden::policy::admitPod(pod, *index.find("n1"), {}, Policy::defaults());
   CHECK(decision.verdict == Verdict::Reject);
   CHECK(decision.reason == "OutOfmemory");
-  CHECK(decision.message == "Node didn't have enough resource: memory, requested: 1, used: "
-                            "11529215046068469760, capacity: 1073741824");
+  CHECK(decision.message ==
+        "Node didn't have enough resource: memory, requested: 1, used: "
+        "11529215046068469760, capacity: 1073741824");
   // The scheduler's view agrees: no node for it.
   CHECK(nodewarden::policy::preemptCluster(pod, index, {}, Policy::defaults()).node == nullptr);
 }

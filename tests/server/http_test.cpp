@@ -301,7 +301,8 @@ class SlowClient {
   bool closedWithin(std::chrono::milliseconds limit) {
     const auto deadline = Clock::now() + limit;
     for (int i = 0; i < 1000; ++i) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left <= 0ms) return false;
       pollfd polled{fd_, POLLIN, 0};
       const int ready = ::poll(&polled, 1, static_cast<int>(left.count()));
@@ -447,9 +448,8 @@ TEST_CASE("request smuggling: a Transfer-Encoding not ending in one chunked is 4
   // bytes as a second request (here a GET /healthz: 200).
   TestServer server;
   const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
-  for (const std::string coding :
-       {"gzip", "deflate", "identity", "gzip, chunked, identity", "chunked, chunked", "Chunked, gzip",
-        "chunked;q=1, gzip"}) {
+  for (const std::string coding : {"gzip", "deflate", "identity", "gzip, chunked, identity",
+                                   "chunked, chunked", "Chunked, gzip", "chunked;q=1, gzip"}) {
     CAPTURE(coding);
     Client client;
     REQUIRE(client.connect(server.port()));
@@ -894,7 +894,9 @@ TEST_CASE("beyond maxWaiting, the longest waiter gives way to a newcomer") {
   CHECK(server.openConnections() <= 5);
 }
 
-TEST_CASE("probes are answered every time while slow clients hold every slot's worth of connections and reconnect") {
+TEST_CASE(
+    "probes are answered every time while slow clients hold every slot's worth of connections and "
+    "reconnect") {
   // The kubelet's liveness probe must never be starved by slow clients (a probe answered
   // 503 or dropped gets the agent restarted). Before, slow clients held the agent's 64
   // connection slots, and a connection's slot went to a newcomer once 64 newer ones had
@@ -948,8 +950,8 @@ TEST_CASE("probes are answered every time while slow clients hold every slot's w
       REQUIRE(flood.back()->ok());
       if (flood.size() > 2 * kSlots) flood.pop_front();
     }
-    const bool accepted = eventually(
-        [&] { return server.openConnections() == held + flood.size() + 1; }, 10s);
+    const bool accepted =
+        eventually([&] { return server.openConnections() == held + flood.size() + 1; }, 10s);
     CHECK_MESSAGE(accepted, "connections were closed for newer ones");
     REQUIRE(client.send(get("/healthz"), 10s));
     const auto answer = client.read(10s);
@@ -1432,7 +1434,9 @@ TEST_CASE("TLS: stop() lets run() return while TLS connections are open") {
   CHECK(server.stopAndJoin(2s));
 }
 
-TEST_CASE("TLS: with a client CA, a signed client certificate is verified; none is allowed; a stranger's fails") {
+TEST_CASE(
+    "TLS: with a client CA, a signed client certificate is verified; none is allowed; a stranger's "
+    "fails") {
   TlsFiles files;
   const Pem server = makeSelfSigned("nodewarden-test");
   const Pem apiServer = makeSelfSigned("kube-apiserver");  // the client, its own CA here
@@ -1461,8 +1465,8 @@ TEST_CASE("TLS: with a client CA, a signed client certificate is verified; none 
   // A certificate the CA did not sign fails the handshake.
   TlsClient stranger(server.cert);
   stranger.useCertificate(makeSelfSigned("intruder"));
-  const bool refused = stranger.connect(running.port()) ||
-                       !stranger.roundTrip(get("/healthz")).has_value();
+  const bool refused =
+      stranger.connect(running.port()) || !stranger.roundTrip(get("/healthz")).has_value();
   CHECK(refused);
 }
 

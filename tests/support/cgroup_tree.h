@@ -82,37 +82,35 @@ inline std::string procsText(const std::vector<pid_t>& pids) {
 
 // The files of a cgroup v2 pod directory `name` ("pod<uid>").
 inline TreeEntry podV2(const std::string& uid, const PodFiles& files) {
-  return dir("pod" + uid,
-             {file("memory.current", std::to_string(files.usage) + "\n"),
-              file("memory.stat", "anon " + std::to_string(files.usage - files.inactiveFile) +
-                                      "\nfile " + std::to_string(files.inactiveFile) +
-                                      "\ninactive_file " + std::to_string(files.inactiveFile) +
-                                      "\n"),
-              file("memory.max", "max\n"),
-              file("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"),
-              file("cpu.stat", "usage_usec " + std::to_string(files.cpuMicros) +
-                                   "\nuser_usec 0\nsystem_usec 0\n"),
-              file("pids.current", std::to_string(files.pids.size()) + "\n"),
-              file("cgroup.procs", procsText(files.pids)),
-              file("cgroup.events", std::string("populated ") + (files.pids.empty() ? "0" : "1") +
-                                        "\nfrozen 0\n"),
-              file("cgroup.kill", "")});
+  return dir(
+      "pod" + uid,
+      {file("memory.current", std::to_string(files.usage) + "\n"),
+       file("memory.stat", "anon " + std::to_string(files.usage - files.inactiveFile) + "\nfile " +
+                               std::to_string(files.inactiveFile) + "\ninactive_file " +
+                               std::to_string(files.inactiveFile) + "\n"),
+       file("memory.max", "max\n"),
+       file("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"),
+       file("cpu.stat",
+            "usage_usec " + std::to_string(files.cpuMicros) + "\nuser_usec 0\nsystem_usec 0\n"),
+       file("pids.current", std::to_string(files.pids.size()) + "\n"),
+       file("cgroup.procs", procsText(files.pids)),
+       file("cgroup.events",
+            std::string("populated ") + (files.pids.empty() ? "0" : "1") + "\nfrozen 0\n"),
+       file("cgroup.kill", "")});
 }
 
 // The same pod's directory in a cgroup v1 memory hierarchy.
 inline TreeEntry podV1Memory(const std::string& uid, const PodFiles& files) {
   return dir("pod" + uid,
              {file("memory.usage_in_bytes", std::to_string(files.usage) + "\n"),
-              file("memory.stat", "cache " + std::to_string(files.inactiveFile) + "\nrss " +
-                                      std::to_string(files.usage - files.inactiveFile) +
-                                      "\ntotal_cache " + std::to_string(files.inactiveFile) +
-                                      "\ntotal_rss " +
-                                      std::to_string(files.usage - files.inactiveFile) +
-                                      "\ntotal_inactive_file " +
-                                      std::to_string(files.inactiveFile) + "\n"),
+              file("memory.stat",
+                   "cache " + std::to_string(files.inactiveFile) + "\nrss " +
+                       std::to_string(files.usage - files.inactiveFile) + "\ntotal_cache " +
+                       std::to_string(files.inactiveFile) + "\ntotal_rss " +
+                       std::to_string(files.usage - files.inactiveFile) + "\ntotal_inactive_file " +
+                       std::to_string(files.inactiveFile) + "\n"),
               file("memory.limit_in_bytes", "9223372036854771712\n"),
-              file("cgroup.procs", procsText(files.pids)),
-              file("tasks", procsText(files.pids))});
+              file("cgroup.procs", procsText(files.pids)), file("tasks", procsText(files.pids))});
 }
 
 // A tree in its own temporary directory.

@@ -15,8 +15,7 @@ class TempDir {
  public:
   // `prefix`: the start of the directory's name in $TMPDIR (or /tmp).
   explicit TempDir(const std::string& prefix = "nodewarden-test") {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr) {
       throw std::runtime_error("mkdtemp " + pattern + " failed");
     }

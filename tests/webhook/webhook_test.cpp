@@ -1,9 +1,9 @@
 // The binding admission webhook: AdmissionReview parsing and answers for every verdict of
-// docs/reference.md §5, the actions a verdict asks for (and never twice, never on dry runs), failing
-// open, malformed reviews, and the caches over a snapshot and over the reflectors' stores.
+// docs/reference.md §5, the actions a verdict asks for (and never twice, never on dry runs),
+// failing open, malformed reviews, and the caches over a snapshot and over the reflectors' stores.
+#include "tests/support/admission_review.h"
 #include "webhook/binding_webhook.h"
 #include "webhook/routes.h"
-#include "tests/support/admission_review.h"
 
 #include <doctest/doctest.h>
 
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "server/metrics.h"
 #include "kube/reflector.h"
 #include "policy/model.h"
+#include "server/metrics.h"
 
 // Pods are described with designated initializers naming only what matters to each test;
 // GCC warns about the members left to their defaults.
@@ -24,13 +24,13 @@
 namespace {
 
 using nlohmann::json;
+using nodewarden::server::HttpRequest;
+using nodewarden::server::HttpResponse;
+using nodewarden::server::MetricsRegistry;
 using nodewarden::webhook::AdmissionActions;
 using nodewarden::webhook::BindingReview;
 using nodewarden::webhook::BindingWebhook;
 using nodewarden::webhook::BindingWebhookOptions;
-using nodewarden::server::HttpRequest;
-using nodewarden::server::HttpResponse;
-using nodewarden::server::MetricsRegistry;
 using nodewarden::webhook::parseBindingReview;
 using nodewarden::webhook::RecordingAdmissionActions;
 using nodewarden::webhook::ReviewRecord;
@@ -86,9 +86,8 @@ json podJson(const std::string& ns, const std::string& name, const PodArgs& a) {
   if (!a.nodeSelector.empty()) pod["spec"]["nodeSelector"] = a.nodeSelector;
   if (a.terminating) pod["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z";
   if (a.disruptionTarget) {
-    pod["status"]["conditions"] = json::array({{{"type", "DisruptionTarget"},
-                                                {"status", "True"},
-                                                {"reason", "PreemptionByScheduler"}}});
+    pod["status"]["conditions"] = json::array(
+        {{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "PreemptionByScheduler"}}});
   }
   if (!a.node.empty()) pod["status"]["startTime"] = a.startTime;
   return pod;
@@ -365,13 +364,15 @@ TEST_CASE("reject Evicted under nodewarden's own pressure conditions") {
   json response = f.review("u-1", "ns", "best-effort", "node-mem");
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["reason"] == "Evicted");
-  CHECK(response["status"]["details"]["causes"][0]["message"] == "Evicted: The node had condition: [MemoryPressure]. ");
+  CHECK(response["status"]["details"]["causes"][0]["message"] ==
+        "Evicted: The node had condition: [MemoryPressure]. ");
   CHECK(f.review("u-2", "ns", "burstable", "node-mem")["allowed"] == true);
 
   // Any other pressure turns away every non-critical pod.
   response = f.review("u-3", "ns", "burstable", "node-disk");
   CHECK(response["allowed"] == false);
-  CHECK(response["status"]["details"]["causes"][0]["message"] == "Evicted: The node had condition: [DiskPressure]. ");
+  CHECK(response["status"]["details"]["causes"][0]["message"] ==
+        "Evicted: The node had condition: [DiskPressure]. ");
 
   // "False" is no pressure.
   CHECK(f.review("u-4", "ns", "best-effort", "node-off")["allowed"] == true);
@@ -389,7 +390,8 @@ TEST_CASE("reject NodeAffinity and TaintToleration") {
   json response = f.review("u-1", "ns", "picky", "node-1");
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["reason"] == "NodeAffinity");
-  CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().starts_with("NodeAffinity: "));
+  CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().starts_with(
+      "NodeAffinity: "));
   response = f.review("u-2", "ns", "plain", "node-t");
   CHECK(response["status"]["reason"] == "TaintToleration");
 }
@@ -466,8 +468,8 @@ TEST_CASE("a second review while the victims terminate waits and does not evict 
   f.clock.advance(std::chrono::minutes(10));  // long past the action memory: §5 alone must hold
   const json response = f.review("u-2", "ns", "high", "node-1");
   CHECK(response["allowed"] == false);
-  CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().find("once the terminating pods") !=
-        std::string::npos);
+  CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().find(
+            "once the terminating pods") != std::string::npos);
   REQUIRE(f.records.size() == 2);
   CHECK(f.records[1].verdict == ReviewVerdict::Wait);
   CHECK_FALSE(f.records[1].acted);
@@ -483,15 +485,16 @@ TEST_CASE("a second review while the victims terminate waits and does not evict 
   CHECK(f.actions.calls.size() == 2);
 }
 
-TEST_CASE("async preemption: nominated before its victims are deleted, the pod waits, no eviction") {
+TEST_CASE(
+    "async preemption: nominated before its victims are deleted, the pod waits, no eviction") {
   // The scheduler (SchedulerAsyncPreemption, on since 1.33) nominated high to node-1 and
   // marked low-b DisruptionTarget=True before deleting it; the binding arrives in between.
   json pods = json::array();
   pods.push_back(podJson("ns", "mid", {.node = "node-1", .memory = "1Gi", .priority = 500}));
   pods.push_back(podJson("ns", "low-a", {.node = "node-1", .memory = "1536Mi", .priority = 10}));
-  pods.push_back(podJson(
-      "ns", "low-b",
-      {.node = "node-1", .memory = "1536Mi", .priority = 10, .disruptionTarget = true}));
+  pods.push_back(
+      podJson("ns", "low-b",
+              {.node = "node-1", .memory = "1536Mi", .priority = 10, .disruptionTarget = true}));
   pods.push_back(
       podJson("ns", "high", {.nominated = "node-1", .memory = "1536Mi", .priority = 1000}));
   Fixture f(snapshotOf(json::array({nodeJson("node-1")}), pods));
@@ -508,7 +511,8 @@ TEST_CASE("a nomination as a plain reservation (1.35): the pod's own does not co
   // 1Gi of 4Gi: it fits once, and would not if its reservation were counted beside it.
   json pods = json::array();
   pods.push_back(podJson("ns", "mid", {.node = "node-1", .memory = "1Gi", .priority = 500}));
-  pods.push_back(podJson("ns", "res", {.nominated = "node-1", .memory = "2560Mi", .priority = 100}));
+  pods.push_back(
+      podJson("ns", "res", {.nominated = "node-1", .memory = "2560Mi", .priority = 100}));
   pods.push_back(podJson("ns", "other", {.memory = "1Gi", .priority = 50}));
   Fixture f(snapshotOf(json::array({nodeJson("node-1")}), pods));
   CHECK(f.review("u-res", "ns", "res", "node-1")["allowed"] == true);
@@ -538,7 +542,8 @@ TEST_CASE("a dryRun review gets the verdict but never acts") {
   Fixture f(preemptionCluster());
   const json response = f.review("u-dry", "ns", "high", "node-1", /*dryRun=*/true);
   CHECK(response["allowed"] == false);
-  CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().ends_with("ns/low-b"));
+  CHECK(response["status"]["details"]["causes"][0]["message"].get<std::string>().ends_with(
+      "ns/low-b"));
   CHECK(f.actions.calls.empty());
   REQUIRE(f.records.size() == 1);
   CHECK(f.records[0].dryRun);
@@ -569,7 +574,8 @@ TEST_CASE("each §5 verdict is its own review verdict and keeps its name; failin
   CHECK(std::string(reviewVerdictName(ReviewVerdict::FailedOpen)) == "allow-unchecked");
 }
 
-TEST_CASE("answerFor: admit is allowed bare; a denial carries the §5 reason; preempt names victims") {
+TEST_CASE(
+    "answerFor: admit is allowed bare; a denial carries the §5 reason; preempt names victims") {
   using nodewarden::webhook::answerFor;
   policy::AdmissionDecision admit;
   admit.verdict = policy::Verdict::Admit;
@@ -969,9 +975,7 @@ struct RoutedFixture {
   RoutedFixture()
       : fixture(snapshotOf(json::array({nodeJson("node-1")}),
                            json::array({podJson("ns", "p", {.memory = "1Gi"})}))) {
-    routes.probes.liveness = [] {
-      return nodewarden::server::Probe{true, {{"status", "ok"}}};
-    };
+    routes.probes.liveness = [] { return nodewarden::server::Probe{true, {{"status", "ok"}}}; };
     routes.probes.readiness = [this] {
       return nodewarden::server::Probe{ready, {{"status", ready ? "ready" : "not ready"}}};
     };
@@ -1002,8 +1006,8 @@ TEST_CASE("the webhook's router: probes, the review, and 404 naming the paths th
 
   // The API server calls the webhook with ?timeout=10s appended.
   const std::string body = reviewJson("u-routed", "ns", "p", "node-1").dump();
-  const json answer = responseOf(
-      f.serve(request("POST", "/v1/admission-review?timeout=10s", body)), "u-routed");
+  const json answer =
+      responseOf(f.serve(request("POST", "/v1/admission-review?timeout=10s", body)), "u-routed");
   CHECK(answer["allowed"] == true);
   REQUIRE(f.fixture.records.size() == 1);
   CHECK(f.fixture.records[0].verdict == ReviewVerdict::Admit);
