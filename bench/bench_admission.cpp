@@ -2,7 +2,7 @@
 //
 // With a fixed seed it builds policy::Snapshot objects in memory (Pods, Nodes, PriorityClasses
 // and PodDisruptionBudgets filled in C++ and resolved with policy::resolvePods, as parsing
-// would) and times
+// would; objects::ClusterGenerator, bench/support/generator.h) and times
 //   admitPod        one admission on one node of 110, 1,000 and 5,000 bound pods (by default)
 //                   that ends in a preempt verdict: the node is full on cpu and memory, so the
 //                   incoming pod (priority 500,000) needs several of the lower-priority pods
@@ -38,24 +38,21 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
-#include <set>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
+#include "bench/support/generator.h"
 #include "bench/support/measure.h"
+#include "bench/support/report.h"
 #include "policy/admission.h"
 #include "policy/model.h"
 #include "policy/policy.h"
@@ -64,518 +61,10 @@ namespace nodewarden::bench {
 namespace {
 
 constexpr std::uint64_t kSeed = 0x61646d6974706f64ULL;  // "admitpod"
-constexpr std::int64_t kKi = 1024;
-constexpr std::int64_t kMi = 1024 * kKi;
-constexpr std::int64_t kGi = 1024 * kMi;
 
-// ---------------------------------------------------------------------------------------------
-// Deterministic randomness. Own helpers rather than std::uniform_*_distribution, whose output
-// differs between standard libraries: the same seed gives the same snapshot everywhere.
-
-// The alphabet of Kubernetes' generated name suffixes (rand.SafeEncodeString).
-constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
-
-// 2026-11-20T08:00:00Z: cluster creation; pods start in the 30 days after it.
-const std::int64_t kClusterBirth =
-    std::chrono::sys_seconds{std::chrono::sys_days{std::chrono::year{2026} / 11 / 20}}
-        .time_since_epoch()
-        .count() +
-    8 * 3600;
-constexpr std::int64_t kMicros = 1'000'000;
-
-policy::Quantity cpuQuantity(std::int64_t milli) {
-  return policy::Quantity::fromMilli(milli, policy::QuantityFormat::DecimalSI);
-}
-policy::Quantity bytesQuantity(std::int64_t bytes) {
-  return policy::Quantity::fromValue(bytes, policy::QuantityFormat::BinarySI);
-}
-policy::Quantity countQuantity(std::int64_t n) {
-  return policy::Quantity::fromValue(n, policy::QuantityFormat::DecimalSI);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The synthetic cluster.
-
-struct ClassSpec {
-  const char* name;
-  std::int32_t value;
-  bool globalDefault;
-  bool never;  // preemptionPolicy: Never
-};
-
-// The incoming pod's class is "urgent": it may preempt everything below 500,000.
-constexpr ClassSpec kClasses[] = {
-    {"critical-apps", 1'000'000, false, false},  // above the incoming pod: never a victim
-    {"platform-daemon", 900'000, false, false},  // node agents: never a victim
-    {"urgent", 500'000, false, false},          {"high", 100'000, false, false},
-    {"business", 10'000, false, false},         {"standard", 1'000, false, false},
-    {"default-priority", 0, true, false},       {"preemptible-batch", -100, false, true},
-};
-
-constexpr std::int64_t kCpuChoices[] = {50,  100, 100, 100, 200,  250,  250,  250, 300,
-                                        500, 500, 500, 750, 1000, 1000, 1500, 2000};
-constexpr std::int64_t kMemoryChoices[] = {64 * kMi,  128 * kMi, 128 * kMi, 256 * kMi,  256 * kMi,
-                                           256 * kMi, 384 * kMi, 512 * kMi, 512 * kMi,  512 * kMi,
-                                           768 * kMi, 1 * kGi,   1 * kGi,   1536 * kMi, 2 * kGi,
-                                           3 * kGi,   4 * kGi};
-
-constexpr const char* kNamespaces[] = {
-    "payments", "checkout",   "search",        "catalog",       "recommendations", "ads",
-    "identity", "web",        "api-gateway",   "notifications", "media",           "analytics",
-    "batch",    "ml-serving", "data-pipeline", "reporting"};
-constexpr const char* kAppStems[] = {
-    "cart",    "ledger",  "invoice", "indexer", "ranker",    "feed",     "profile", "auth",
-    "session", "gateway", "render",  "thumbs",  "mailer",    "notifier", "billing", "fraud",
-    "geo",     "pricing", "stock",   "reviews", "bidder",    "etl",      "trainer", "exporter",
-    "reports", "sync",    "query",   "tagger",  "collector", "router",   "cache",   "scorer"};
-constexpr const char* kAppSuffixes[] = {"api", "worker", "svc", "consumer", "frontend", "backend"};
-constexpr const char* kTeams[] = {"core", "growth", "platform", "data", "money", "discovery"};
-
-enum class Kind { Deployment, StatefulSet, Job };
-
-struct Workload {
-  std::string ns;
-  std::string app;
-  Kind kind = Kind::Deployment;
-  std::string priorityClass;  // "" = the global default
-  std::int64_t cpu = 0;       // main container, millicores; 0 with memory 0 = BestEffort
-  std::int64_t memory = 0;    // main container, bytes
-  char qos = 'B';             // 'G'uaranteed, 'B'urstable, 'E' (BestEffort)
-  bool sidecar = false;       // a native istio-proxy sidecar
-  bool ephemeral = false;
-  std::string templateHash;
-  std::string team;
-  std::string tier;
-  std::int64_t rollout = 0;  // unix seconds of the current rollout
-  int nextOrdinal = 0;       // StatefulSet pod names
-};
-
-// What one generated case holds. The index points into the snapshot: the case is never moved
-// after generate() returns it (it lives behind a unique_ptr).
-struct Case {
-  policy::Snapshot snapshot;
-  policy::Pod incoming;
-  policy::ClusterIndex index;
-  int pdbsAllowingNone = 0;
-  std::size_t namespaces = 0;
-  std::size_t workloads = 0;
-};
-
-struct GenParams {
-  double pdbCoverage = 0.25;  // share of Deployments/StatefulSets with a PDB
-  double pdbNone = 0.3;       // share of those PDBs that allow no disruption
-  std::int64_t incomingCpu = 4000;
-  std::int64_t incomingMemory = 8 * kGi;
-  double taintedNodes = 0.0;  // share of nodes tainted dedicated=gpu:NoSchedule (tolerated)
-};
-
-class ClusterGenerator {
- public:
-  ClusterGenerator(std::uint64_t seed, GenParams params) : rng_(seed), params_(params) {}
-
-  // `nodeCount` nodes with `podsPerNode` bound, active pods each, every node full for the
-  // incoming pod.
-  std::unique_ptr<Case> generate(int nodeCount, int podsPerNode) {
-    auto out = std::make_unique<Case>();
-    policy::Snapshot& s = out->snapshot;
-    for (const auto& c : kClasses) {
-      policy::PriorityClass pc;
-      pc.name = c.name;
-      pc.value = c.value;
-      pc.globalDefault = c.globalDefault;
-      if (c.never) pc.preemptionPolicy = policy::PreemptionPolicy::Never;
-      s.priorityClasses.push_back(std::move(pc));
-    }
-    out->incoming = incomingPod();
-    policy::resolvePod(out->incoming, s.priorityClasses);
-
-    const int totalPods = nodeCount * podsPerNode;
-    makeWorkloads(std::max(12, totalPods / 6));
-    out->pdbsAllowingNone = makePdbs(s.podDisruptionBudgets);
-    out->namespaces = namespaces_;
-    out->workloads = workloads_.size();
-
-    for (int n = 0; n < nodeCount; ++n) {
-      s.nodes.push_back(node(rng_.chance(params_.taintedNodes)));
-      const std::string& nodeName = s.nodes.back().name;
-      podsForNode(s.pods, nodeName, podsPerNode);
-    }
-    if (nodeCount == 1) out->incoming.nodeName = s.nodes[0].name;  // bound, as the kubelet sees it
-    // kubectl get pods -A lists by namespace, then name.
-    std::sort(s.pods.begin(), s.pods.end(), [](const policy::Pod& a, const policy::Pod& b) {
-      return a.ns != b.ns ? a.ns < b.ns : a.name < b.name;
-    });
-    policy::resolvePods(s.pods, s.priorityClasses);
-    fillNodes(*out);
-    out->index = policy::buildClusterIndex(out->snapshot);
-    return out;
-  }
-
- private:
-  policy::Pod incomingPod() {
-    policy::Pod p;
-    p.ns = "checkout";
-    p.name = "checkout-api-" + rng_.fromAlphabet(kNameAlphabet, 10) + "-" +
-             rng_.fromAlphabet(kNameAlphabet, 5);
-    p.uid = rng_.uuid();
-    p.labels = {{"app", "checkout-api"},
-                {"app.kubernetes.io/name", "checkout-api"},
-                {"pod-template-hash", rng_.fromAlphabet(kNameAlphabet, 10)},
-                {"team", "money"}};
-    p.priorityClassName = "urgent";
-    p.phase = "Pending";
-    p.tolerations = {
-        {"dedicated", "Equal", "gpu", "NoSchedule"},
-        {"node.kubernetes.io/not-ready", "Exists", "", "NoExecute"},
-        {"node.kubernetes.io/unreachable", "Exists", "", "NoExecute"},
-    };
-    policy::Container c;
-    c.name = "checkout-api";
-    c.requests = {{"cpu", cpuQuantity(params_.incomingCpu)},
-                  {"memory", bytesQuantity(params_.incomingMemory)}};
-    c.limits = c.requests;
-    p.containers.push_back(std::move(c));
-    return p;
-  }
-
-  // True the first time `ns`/`name` is seen.
-  bool claimName(const std::string& ns, const std::string& name) {
-    return usedPodNames_.insert(ns + "/" + name).second;
-  }
-
-  // About 20 workloads per namespace: past the 16 named ones, tenants' copies ("search-7").
-  void makeWorkloads(int count) {
-    std::vector<std::string> namespaces(std::begin(kNamespaces), std::end(kNamespaces));
-    for (int i = 0; int(namespaces.size()) < count / 20; ++i) {
-      namespaces.push_back(std::string(kNamespaces[std::size_t(i) % std::size(kNamespaces)]) + "-" +
-                           std::to_string(2 + i / int(std::size(kNamespaces))));
-    }
-    namespaces_ = namespaces.size();
-    std::set<std::string> used;
-    workloads_.clear();
-    while (int(workloads_.size()) < count) {
-      Workload w;
-      w.ns = namespaces[std::size_t(rng_.between(0, std::int64_t(namespaces.size()) - 1))];
-      w.app = std::string(rng_.pick(kAppStems)) + "-" + rng_.pick(kAppSuffixes);
-      if (!used.insert(w.ns + "/" + w.app).second) {
-        w.app += "-" + std::to_string(rng_.between(2, 999));
-        if (!used.insert(w.ns + "/" + w.app).second) continue;
-      }
-      const bool batchNs = w.ns.rfind("batch", 0) == 0 || w.ns.rfind("data-pipeline", 0) == 0 ||
-                           w.ns.rfind("analytics", 0) == 0;
-      const double k = rng_.unit();
-      w.kind = batchNs && k < 0.5 ? Kind::Job : k < 0.12 ? Kind::StatefulSet : Kind::Deployment;
-      const double r = rng_.unit();
-      if (w.kind == Kind::Job) {
-        w.priorityClass = r < 0.6 ? "preemptible-batch" : "";
-      } else {
-        w.priorityClass = r < 0.07   ? "critical-apps"
-                          : r < 0.20 ? "high"
-                          : r < 0.42 ? "business"
-                          : r < 0.65 ? "standard"
-                          : r < 0.93 ? ""
-                                     : "preemptible-batch";
-      }
-      const double q = rng_.unit();
-      w.qos = q < 0.25 ? 'G' : q < 0.92 ? 'B' : 'E';
-      if (w.qos != 'E') {
-        w.cpu = rng_.pick(kCpuChoices);
-        w.memory = rng_.pick(kMemoryChoices);
-        if (w.qos == 'B' && rng_.chance(0.1)) w.cpu = 0;  // memory request only
-      }
-      w.sidecar = w.kind != Kind::Job && rng_.chance(0.25);
-      w.ephemeral = rng_.chance(0.2);
-      w.templateHash = rng_.fromAlphabet(kNameAlphabet, 10);
-      w.team = rng_.pick(kTeams);
-      w.tier = rng_.chance(0.5) ? "backend" : "frontend";
-      w.rollout = kClusterBirth + rng_.between(0, 29 * 86400);
-      workloads_.push_back(std::move(w));
-    }
-  }
-
-  // PDBs on a share of the Deployments and StatefulSets; returns how many allow no disruption.
-  int makePdbs(std::vector<policy::PodDisruptionBudget>& out) {
-    int none = 0;
-    for (const auto& w : workloads_) {
-      if (w.kind == Kind::Job || !rng_.chance(params_.pdbCoverage)) continue;
-      policy::PodDisruptionBudget pdb;
-      pdb.name = w.app + "-pdb";
-      pdb.ns = w.ns;
-      policy::LabelSelector sel;
-      if (rng_.chance(0.8)) {
-        sel.matchLabels = {{"app", w.app}};
-      } else {
-        sel.matchExpressions = {{"app", "In", {w.app, w.app + "-canary"}}, {"tier", "Exists", {}}};
-      }
-      sel.matchLabelsBloom = policy::labelBloom(sel.matchLabels);  // as parsePodDisruptionBudget
-      pdb.selector = std::move(sel);
-      const double a = rng_.unit();
-      pdb.disruptionsAllowed = a < params_.pdbNone ? 0 : a < 0.8 ? 1 : 2;
-      if (pdb.disruptionsAllowed == 0) ++none;
-      out.push_back(std::move(pdb));
-    }
-    // Budgets that select nothing: no selector, and an empty one (the scheduler skips both).
-    policy::PodDisruptionBudget unset;
-    unset.name = "legacy-pdb";
-    unset.ns = "web";
-    out.push_back(unset);
-    policy::PodDisruptionBudget empty;
-    empty.name = "everything-pdb";
-    empty.ns = "reporting";
-    empty.selector = policy::LabelSelector{};
-    out.push_back(std::move(empty));
-    return none;
-  }
-
-  policy::Node node(bool tainted) {
-    policy::Node n;
-    for (;;) {
-      n.name = "ip-10-" + std::to_string(rng_.between(0, 255)) + "-" +
-               std::to_string(rng_.between(0, 255)) + "-" + std::to_string(rng_.between(1, 254)) +
-               ".eu-west-1.compute.internal";
-      if (nodeNames_.insert(n.name).second) break;
-    }
-    const char* zones[] = {"eu-west-1a", "eu-west-1b", "eu-west-1c"};
-    n.labels = {{"kubernetes.io/arch", "amd64"},
-                {"kubernetes.io/hostname", n.name},
-                {"kubernetes.io/os", "linux"},
-                {"node.kubernetes.io/instance-type", tainted ? "g5.12xlarge" : "m6i.8xlarge"},
-                {"topology.kubernetes.io/zone", rng_.pick(zones)}};
-    if (tainted) {
-      n.labels["dedicated"] = "gpu";
-      n.taints.push_back({"dedicated", "gpu", "NoSchedule"});
-    }
-    n.conditions = {{"MemoryPressure", "False"},
-                    {"DiskPressure", "False"},
-                    {"PIDPressure", "False"},
-                    {"Ready", "True"}};
-    return n;  // capacity and allocatable are filled once the pods are resolved
-  }
-
-  policy::Pod basePod(const std::string& ns, const std::string& nodeName) {
-    policy::Pod p;
-    p.ns = ns;
-    p.uid = rng_.uuid();
-    p.nodeName = nodeName;
-    p.phase = "Running";
-    return p;
-  }
-
-  static policy::Container container(std::string name, std::int64_t cpu, std::int64_t memory,
-                                     char qos, bool ephemeral = false) {
-    policy::Container c;
-    c.name = std::move(name);
-    if (qos == 'E') return c;
-    if (cpu > 0) c.requests["cpu"] = cpuQuantity(cpu);
-    if (memory > 0) c.requests["memory"] = bytesQuantity(memory);
-    if (ephemeral) c.requests["ephemeral-storage"] = bytesQuantity(2 * kGi);
-    if (qos == 'G') {
-      c.limits = c.requests;
-    } else if (memory > 0) {
-      c.limits["memory"] = bytesQuantity(memory * 2);
-    }
-    return c;
-  }
-
-  policy::Pod daemonPod(const char* ns, const char* app, const char* cls, std::int64_t cpu,
-                        std::int64_t memory, const std::string& nodeName) {
-    policy::Pod p = basePod(ns, nodeName);
-    for (;;) {
-      p.name = std::string(app) + "-" + rng_.fromAlphabet(kNameAlphabet, 5);
-      if (claimName(p.ns, p.name)) break;
-    }
-    p.labels = {{"app.kubernetes.io/name", app},
-                {"controller-revision-hash", rng_.fromAlphabet(kNameAlphabet, 10)},
-                {"k8s-app", app},
-                {"pod-template-generation", "4"}};
-    p.priorityClassName = cls;
-    p.startTime = (kClusterBirth + rng_.between(60, 3600)) * kMicros;
-    p.containers.push_back(container(app, cpu, memory, 'B'));
-    return p;
-  }
-
-  policy::Pod workloadPod(Workload& w, const std::string& nodeName) {
-    policy::Pod p = basePod(w.ns, nodeName);
-    for (;;) {
-      if (w.kind == Kind::StatefulSet) {
-        p.name = w.app + "-" + std::to_string(w.nextOrdinal++);
-      } else if (w.kind == Kind::Job) {
-        p.name = w.app + "-" + std::to_string(29'000'000 + rng_.between(0, 99'999)) + "-" +
-                 rng_.fromAlphabet(kNameAlphabet, 5);
-      } else {
-        p.name = w.app + "-" + w.templateHash + "-" + rng_.fromAlphabet(kNameAlphabet, 5);
-      }
-      if (claimName(p.ns, p.name)) break;
-    }
-    p.labels = {{"app", w.app},
-                {"app.kubernetes.io/name", w.app},
-                {"app.kubernetes.io/part-of", w.ns},
-                {"team", w.team},
-                {"tier", w.tier}};
-    if (w.kind == Kind::Deployment) p.labels["pod-template-hash"] = w.templateHash;
-    if (w.kind == Kind::StatefulSet) p.labels["statefulset.kubernetes.io/pod-name"] = p.name;
-    if (w.kind == Kind::Job) p.labels["job-name"] = p.name.substr(0, p.name.rfind('-'));
-    p.annotations = {{"prometheus.io/scrape", "true"}};
-    if (rng_.chance(0.3)) p.annotations["kubectl.kubernetes.io/restartedAt"] = "2026-12-01";
-    p.priorityClassName = w.priorityClass;
-    if (rng_.chance(0.03)) {
-      // A hand-written object: spec.priority set, no class name.
-      p.specPriority = std::int32_t(rng_.between(0, 50'000));
-      p.priorityClassName.clear();
-    }
-    p.terminationGracePeriodSeconds = rng_.chance(0.2) ? 60 : 30;
-    // Pods of one rollout start within two minutes, at whole seconds, so ties happen; some
-    // were restarted later.
-    const std::int64_t start = rng_.chance(0.1) ? w.rollout + rng_.between(0, 10 * 86400)
-                                                : w.rollout + rng_.between(0, 120);
-    p.startTime = start * kMicros;
-    p.containers.push_back(container(w.app, w.cpu, w.memory, w.qos, w.ephemeral));
-    if (w.qos != 'E' && rng_.chance(0.2)) {
-      p.containers.push_back(container("log-shipper", 50, 64 * kMi, w.qos));
-    }
-    if (w.sidecar) {
-      policy::Container sc = container("istio-proxy", 100, 128 * kMi, w.qos);
-      sc.sidecar = true;
-      p.initContainers.push_back(std::move(sc));
-    }
-    if (rng_.chance(0.15)) {
-      // An init container whose request may exceed the main container's (the init peak).
-      p.initContainers.push_back(container("migrate", 500, 1 * kGi, w.qos));
-    }
-    return p;
-  }
-
-  // Skewed towards the first workloads, so some have many replicas and most have few.
-  Workload& someWorkload(Kind notKind) {
-    for (;;) {
-      const double u = rng_.unit();
-      Workload& w = workloads_[std::size_t(double(workloads_.size()) * u * u)];
-      if (w.kind != notKind) return w;
-    }
-  }
-  Workload* someJob() {
-    for (int tries = 0; tries < 64; ++tries) {
-      Workload& w = workloads_[std::size_t(rng_.between(0, std::int64_t(workloads_.size()) - 1))];
-      if (w.kind == Kind::Job) return &w;
-    }
-    return nullptr;
-  }
-
-  void podsForNode(std::vector<policy::Pod>& pods, const std::string& nodeName, int count) {
-    int placed = 0;
-    if (count >= 20) {
-      pods.push_back(
-          daemonPod("kube-system", "kube-proxy", "system-node-critical", 100, 0, nodeName));
-      pods.push_back(daemonPod("kube-system", "aws-node", "system-node-critical", 25, 0, nodeName));
-      pods.push_back(
-          daemonPod("kube-system", "ebs-csi-node", "system-node-critical", 10, 40 * kMi, nodeName));
-      pods.push_back(
-          daemonPod("monitoring", "node-exporter", "platform-daemon", 100, 64 * kMi, nodeName));
-      pods.push_back(
-          daemonPod("logging", "fluent-bit", "platform-daemon", 100, 128 * kMi, nodeName));
-      placed = 5;
-    }
-    int terminating = 0;
-    const int maxTerminating = count >= 100 ? 2 : 1;
-    for (; placed < count; ++placed) {
-      Workload* job = rng_.chance(0.06) ? someJob() : nullptr;
-      Workload& w = job ? *job : someWorkload(Kind::Job);
-      policy::Pod p = workloadPod(w, nodeName);
-      if (rng_.chance(0.01)) {
-        p.phase = "Pending";  // bound, containers still being created: no start time yet
-        p.startTime.reset();
-      } else if (terminating < maxTerminating && w.cpu <= 500 && rng_.chance(0.02)) {
-        // Terminating pods hold their resources but are never victims. Small ones, and
-        // fillNodes leaves less slack than the incoming pod needs beyond what they free, so
-        // their going does not make room (the verdict would be wait, not preempt).
-        p.terminating = true;
-        ++terminating;
-      }
-      pods.push_back(std::move(p));
-    }
-    // Finished Job pods: bound here but not counted (buildClusterIndex drops them).
-    if (Workload* job = someJob()) {
-      for (int i = 0; i < std::max(1, count / 40); ++i) {
-        policy::Pod p = workloadPod(*job, nodeName);
-        p.phase = rng_.chance(0.8) ? "Succeeded" : "Failed";
-        pods.push_back(std::move(p));
-      }
-    }
-    // Nominated pods, not bound: on every single-node case, on a few cluster nodes. One of
-    // higher priority than the incoming pod (it counts against it), two lower (to clear).
-    if (nominatedBudget_-- > 0 || rng_.chance(0.02)) {
-      const char* classes[] = {"critical-apps", "standard", "business"};
-      for (const char* cls : classes) {
-        policy::Pod p = workloadPod(someWorkload(Kind::Job), "");
-        p.priorityClassName = cls;
-        p.specPriority.reset();
-        p.phase = "Pending";
-        p.startTime.reset();
-        p.nominatedNodeName = nodeName;
-        p.containers = {container("app", 100, 128 * kMi, 'B')};
-        p.initContainers.clear();
-        pods.push_back(std::move(p));
-      }
-    }
-  }
-
-  // Allocatable = what the counted pods request plus a little slack, less than the incoming
-  // pod's request (so it does not fit) and leaving it short even once terminating pods go.
-  void fillNodes(Case& c) {
-    struct Use {
-      std::int64_t cpu = 0, memory = 0, pods = 0, termCpu = 0, termMemory = 0;
-    };
-    std::map<std::string, Use> use;
-    for (const auto& p : c.snapshot.pods) {
-      if (p.phase == "Succeeded" || p.phase == "Failed") continue;
-      const std::string* on = nullptr;
-      if (!p.nodeName.empty()) {
-        on = &p.nodeName;
-      } else if (!p.nominatedNodeName.empty() && p.priority >= c.incoming.priority) {
-        on = &p.nominatedNodeName;
-      }
-      if (on == nullptr) continue;
-      Use& u = use[*on];
-      auto get = [&](const char* r) {
-        auto it = p.requests.find(r);
-        return it == p.requests.end() ? std::int64_t(0) : it->second;
-      };
-      u.cpu += get("cpu");
-      u.memory += get("memory");
-      u.pods += 1;
-      if (p.terminating) {
-        u.termCpu += get("cpu");
-        u.termMemory += get("memory");
-      }
-    }
-    for (auto& n : c.snapshot.nodes) {
-      const Use& u = use[n.name];
-      const std::int64_t cpuRoom = std::max<std::int64_t>(0, params_.incomingCpu - u.termCpu - 1);
-      const std::int64_t memRoom =
-          std::max<std::int64_t>(0, params_.incomingMemory - u.termMemory - 1);
-      const std::int64_t cpu = u.cpu + rng_.between(0, cpuRoom / 2);
-      const std::int64_t memory = u.memory + rng_.between(0, memRoom / 2);
-      n.allocatable = {
-          {"cpu", cpuQuantity(cpu)},
-          {"memory", bytesQuantity(memory)},
-          {"ephemeral-storage", bytesQuantity(std::max<std::int64_t>(95 * kGi, u.pods * 4 * kGi))},
-          {"pods", countQuantity(u.pods + 2)}};
-      n.capacity = {{"cpu", cpuQuantity(cpu + 500)},
-                    {"memory", bytesQuantity(memory + 2 * kGi)},
-                    {"ephemeral-storage",
-                     bytesQuantity(std::max<std::int64_t>(100 * kGi, u.pods * 4 * kGi + 5 * kGi))},
-                    {"pods", countQuantity(u.pods + 2)}};
-    }
-  }
-
-  Random rng_;
-  GenParams params_;
-  std::vector<Workload> workloads_;
-  std::unordered_set<std::string> usedPodNames_;
-  std::unordered_set<std::string> nodeNames_;
-  int nominatedBudget_ = 1;  // the first node always gets nominated pods
-  std::size_t namespaces_ = 0;
-};
+using objects::Case;
+using objects::ClusterGenerator;
+using objects::GenParams;
 
 // ---------------------------------------------------------------------------------------------
 // Measuring.
@@ -626,14 +115,7 @@ constexpr double kAdmitTarget110Micros = 10;
 constexpr double kAdmitTarget1000Micros = 100;
 constexpr double kClusterTarget1000x50Millis = 100;
 
-const char* verdict(bool pass) {
-  return pass ? "PASS" : "MISS";
-}
-
-void printSamplesLine(const char* label, const Samples& s, double scale, const char* unit) {
-  std::printf("    %-40s median %10.3f %-2s  p99 %10.3f %-2s  min %10.3f  n=%zu\n", label,
-              s.median() / scale, unit, s.p99() / scale, unit, s.min() / scale, s.count());
-}
+constexpr int kLabelWidth = 40;
 
 std::string keysOf(const std::vector<const policy::Pod*>& pods, std::size_t limit = 6) {
   std::string out;
@@ -960,10 +442,10 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& budgets,
   std::printf("\n");
 
   std::printf("  per call:\n");
-  printSamplesLine("admitPod (preempt verdict)", r.admit, 1e3, "us");
-  printSamplesLine("selectVictimsOnNode", r.select, 1e3, "us");
+  printSamplesLine(kLabelWidth, "admitPod (preempt verdict)", r.admit, 1e3, "us");
+  printSamplesLine(kLabelWidth, "selectVictimsOnNode", r.select, 1e3, "us");
   if (r.naiveFinished) {
-    printSamplesLine("selectVictimsOnNodeNaive", r.naive, 1e3, "us");
+    printSamplesLine(kLabelWidth, "selectVictimsOnNodeNaive", r.naive, 1e3, "us");
     std::printf("    speedup of selectVictimsOnNode over the naive one: %.1fx (medians)\n",
                 r.naive.median() / r.select.median());
   } else {
@@ -1082,8 +564,8 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
     return ns;
   });
   std::printf("  per call:\n");
-  printSamplesLine("buildClusterIndex", r.index, 1e6, "ms");
-  printSamplesLine("preemptCluster (index prebuilt)", r.decide, 1e6, "ms");
+  printSamplesLine(kLabelWidth, "buildClusterIndex", r.index, 1e6, "ms");
+  printSamplesLine(kLabelWidth, "preemptCluster (index prebuilt)", r.decide, 1e6, "ms");
   std::printf("    = %.2f us per node evaluated (median / nodes)\n",
               r.decide.median() * 1e-3 / shape.nodes);
 
@@ -1144,10 +626,11 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
     return nanosSince(t0);
   });
   std::printf("  diagnostics (not part of any target):\n");
-  printSamplesLine("PDB filter alone, every node, all PDBs", r.pdbFilterAll, 1e6, "ms");
+  printSamplesLine(kLabelWidth, "PDB filter alone, every node, all PDBs", r.pdbFilterAll, 1e6,
+                   "ms");
   std::printf("    = %.0f%% of the preemptCluster median\n",
               100.0 * r.pdbFilterAll.median() / r.decide.median());
-  printSamplesLine("PDB filter alone, per-namespace PDBs", r.pdbFilterByNs, 1e6, "ms");
+  printSamplesLine(kLabelWidth, "PDB filter alone, per-namespace PDBs", r.pdbFilterByNs, 1e6, "ms");
   const auto freeStart = Clock::now();
   c.reset();
   std::printf("  (snapshot freed in %.0f ms, not timed above)\n\n", nanosSince(freeStart) * 1e-6);
@@ -1156,13 +639,6 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
 }
 
 // ---------------------------------------------------------------------------------------------
-
-std::string loadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  if (!(in >> one >> five >> fifteen)) return "unknown";
-  return one + " " + five + " " + fifteen;
-}
 
 void printUsage(std::FILE* out) {
   std::fprintf(
@@ -1185,70 +661,19 @@ void printUsage(std::FILE* out) {
       "arguments; 3 when the naive and the incremental victim selections ever differ.\n");
 }
 
-std::optional<int> parseInt(std::string_view item, int lo, int hi) {
-  int v = 0;
-  auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-  if (ec != std::errc() || end != item.data() + item.size() || v < lo || v > hi) {
-    return std::nullopt;
-  }
-  return v;
-}
-
-template <typename F>
-bool forEachItem(std::string_view text, F&& f) {
-  if (text.empty()) return false;
-  while (!text.empty()) {
-    const auto comma = text.find(',');
-    if (!f(text.substr(0, comma))) return false;
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return true;
-}
-
-std::optional<std::vector<int>> parseSizes(std::string_view text) {
-  std::vector<int> sizes;
-  const bool ok = forEachItem(text, [&](std::string_view item) {
-    auto v = parseInt(item, 20, 100'000);
-    if (v) sizes.push_back(*v);
-    return v.has_value();
-  });
-  if (!ok || sizes.empty()) return std::nullopt;
-  return sizes;
-}
-
 std::optional<std::vector<ClusterShape>> parseClusters(std::string_view text) {
   std::vector<ClusterShape> shapes;
   const bool ok = forEachItem(text, [&](std::string_view item) {
     const auto x = item.find('x');
     if (x == std::string_view::npos) return false;
-    auto n = parseInt(item.substr(0, x), 1, 20'000);
-    auto p = parseInt(item.substr(x + 1), 20, 10'000);
+    auto n = parseBounded(item.substr(0, x), 1, 20'000);
+    auto p = parseBounded(item.substr(x + 1), 20, 10'000);
     if (!n || !p || std::int64_t(*n) * *p > 2'000'000) return false;
     shapes.push_back({*n, *p});
     return true;
   });
   if (!ok || shapes.empty()) return std::nullopt;
   return shapes;
-}
-
-// "--name value" or "--name=value"; nullopt with a message when the value is missing.
-std::optional<std::string_view> optionValue(std::string_view arg, std::string_view name, int& i,
-                                            int argc, char** argv, bool& matched) {
-  matched = false;
-  if (arg == name) {
-    matched = true;
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%.*s needs a value\n", int(name.size()), name.data());
-      return std::nullopt;
-    }
-    return std::string_view(argv[++i]);
-  }
-  if (arg.size() > name.size() && arg.substr(0, name.size()) == name && arg[name.size()] == '=') {
-    matched = true;
-    return arg.substr(name.size() + 1);
-  }
-  return std::nullopt;
 }
 
 int run(int argc, char** argv) {
@@ -1267,14 +692,14 @@ int run(int argc, char** argv) {
       continue;
     }
     bool matched = false;
-    if (auto v = optionValue(arg, "--sizes", i, argc, argv, matched); matched) {
-      auto parsed = v ? parseSizes(*v) : std::nullopt;
+    if (auto v = optionValue("--sizes", i, argc, argv, matched); matched) {
+      auto parsed = v ? parseBoundedList(*v, 20, 100'000) : std::nullopt;
       if (!parsed) {
         std::fprintf(stderr, "--sizes: expected numbers from 20 to 100000 separated by commas\n");
         return 2;
       }
       sizes = *parsed;
-    } else if (auto cv = optionValue(arg, "--clusters", i, argc, argv, matched); matched) {
+    } else if (auto cv = optionValue("--clusters", i, argc, argv, matched); matched) {
       auto parsed = cv ? parseClusters(*cv) : std::nullopt;
       if (!parsed) {
         std::fprintf(stderr,
@@ -1283,8 +708,8 @@ int run(int argc, char** argv) {
         return 2;
       }
       clusters = *parsed;
-    } else if (auto nv = optionValue(arg, "--naive-cap", i, argc, argv, matched); matched) {
-      auto parsed = nv ? parseInt(*nv, 1, 3600) : std::nullopt;
+    } else if (auto nv = optionValue("--naive-cap", i, argc, argv, matched); matched) {
+      auto parsed = nv ? parseBounded(*nv, 1, 3600) : std::nullopt;
       if (!parsed) {
         std::fprintf(stderr, "--naive-cap: expected whole seconds from 1 to 3600\n");
         return 2;
@@ -1298,14 +723,8 @@ int run(int argc, char** argv) {
   }
 
   const auto start = Clock::now();
-  std::printf("nodewarden admission benchmark\n");
-  std::printf("  machine: nproc=%ld, cpu=%s\n", sysconf(_SC_NPROCESSORS_ONLN), cpuModel().c_str());
-  std::printf("  load average at start: %s (other work on the machine inflates medians)\n",
-              loadAverage().c_str());
-  std::printf("  compiler: %s (C++ %ld)\n", __VERSION__, long(__cplusplus));
-  const std::string build = buildFlavour();
-  std::printf("  build: %s; this binary only (policy/ is compiled with the same flags)\n",
-              build.c_str());
+  printEnvironment("nodewarden admission benchmark",
+                   "; this binary only (policy/ is compiled with the same flags)", true, false);
   const Budgets budgets = budgetsFor(quick, naiveCap);
   std::printf(
       "  mode: %s; single threaded, not pinned; times from steady_clock; policy: "
@@ -1338,7 +757,7 @@ int run(int argc, char** argv) {
     double t = r.pods == 110 ? kAdmitTarget110Micros : r.pods == 1000 ? kAdmitTarget1000Micros : 0;
     if (t > 0) {
       std::snprintf(target, sizeof target, "%.0f us", t);
-      v = verdict(med <= t);
+      v = passOrMiss(med <= t);
     }
     std::printf("%-34s | %9.2f us %9.2f us %9.2f us | %10s %5s\n", label, med, r.admit.p99() * 1e-3,
                 r.admit.min() * 1e-3, target, v);
@@ -1352,7 +771,7 @@ int run(int argc, char** argv) {
     const double med = r.decide.median() * 1e-6;
     if (r.shape.nodes == 1000 && r.shape.podsPerNode == 50) {
       std::snprintf(target, sizeof target, "%.0f ms", kClusterTarget1000x50Millis);
-      v = verdict(med <= kClusterTarget1000x50Millis);
+      v = passOrMiss(med <= kClusterTarget1000x50Millis);
     }
     std::printf("%-34s | %9.2f ms %9.2f ms %9.2f ms | %10s %5s\n", label, med,
                 r.decide.p99() * 1e-6, r.decide.min() * 1e-6, target, v);

@@ -46,7 +46,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -60,7 +59,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -76,8 +74,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,6 +83,8 @@
 #include "bench/support/agent_process.h"
 #include "bench/support/measure.h"
 #include "bench/support/process.h"
+#include "bench/support/report.h"
+#include "bench/support/sandbox.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/pods.h"
 #include "cgroups/readers.h"
@@ -1008,17 +1006,8 @@ IdleFigures runIdle(Sandbox& sandbox, const fs::path& dir, double sampleSeconds,
     const std::string uid = rng.uuid();
     char name[32];
     std::snprintf(name, sizeof name, "pod-%04d", i);
-    Json requests = Json::object();
-    Json limits = Json::object();
-    if (qos == "guaranteed") {
-      requests = {{"cpu", "100m"}, {"memory", "64Mi"}};
-      limits = requests;
-    } else if (qos == "burstable") {
-      requests = {{"cpu", "50m"}, {"memory", "32Mi"}};
-    }
-    if (!writeText(
-            manifests / ("bench_" + std::string(name) + ".json"),
-            podManifest("bench", name, uid, i % 3 == 0 ? 1000 : 0, requests, limits).dump(2))) {
+    if (!writeText(manifests / ("bench_" + std::string(name) + ".json"),
+                   idlePodManifest("bench", name, uid, i % 3 == 0 ? 1000 : 0, qos).dump(2))) {
       r.error = "cannot write a manifest";
       return r;
     }
@@ -1435,21 +1424,10 @@ void printUsage(std::FILE* out) {
       NODEWARDEN_EXE);
 }
 
-void printEnvironment(const cgroups::Hierarchy& h, bool quick) {
-  utsname uts{};
-  ::uname(&uts);
-  std::printf("nodewarden agent benchmark\n");
-  std::printf("  machine: nproc=%ld, cpu=%s\n", sysconf(_SC_NPROCESSORS_ONLN), cpuModel().c_str());
-  std::printf("  kernel: %s %s %s %s\n", uts.sysname, uts.release, uts.version, uts.machine);
-  std::printf("  compiler: %s (C++ %ld)\n", __VERSION__, long(__cplusplus));
-  const std::string build = buildFlavour();
-  std::printf("  build: %s (this binary; the nodewarden binary is built alongside)\n",
-              build.c_str());
-  std::printf("  cgroups: %s; memory=%s (%s) cpuacct=%s pids=%s freezer=%s unified=%s\n",
-              cgroups::toString(h.mode), h.memory.c_str(),
-              h.memoryVersion == cgroups::Version::V1 ? "v1" : "v2", h.cpuacct.c_str(),
-              h.pids.c_str(), h.freezer.empty() ? "-" : h.freezer.c_str(),
-              h.unified.empty() ? "-" : h.unified.c_str());
+void printAgentEnvironment(const cgroups::Hierarchy& h, bool quick) {
+  printEnvironment("nodewarden agent benchmark",
+                   " (this binary; the nodewarden binary is built alongside)", false, true);
+  printHierarchy(h);
   rlimit files{};
   ::getrlimit(RLIMIT_NOFILE, &files);
   std::printf("  nodewarden: %s; RLIMIT_NOFILE %llu/%llu; CAP_SYS_RESOURCE %s\n", NODEWARDEN_EXE,
@@ -1712,109 +1690,66 @@ int run(int argc, char** argv) {
       printUsage(stdout);
       return 0;
     }
-    if (arg == "--quick") {
-      settings.quick = true;
-    } else if (arg == "--skip-demo") {
-      settings.skipDemo = true;
-    } else if (arg == "--skip-idle") {
-      settings.skipIdle = true;
-    } else if (arg == "--skip-rates") {
-      settings.skipRates = true;
-    } else if (arg == "--only-rates") {
-      settings.onlyRates = true;
-    } else if (arg == "--skip-fire") {
-      settings.skipFire = true;
-    } else if (arg == "--only-fire") {
-      settings.onlyFire = true;
-    } else if (arg == "--pods" || arg == "--variants") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s: expected a value\n", argv[i]);
-        return 2;
-      }
-      const std::string value = argv[++i];
-      if (arg == "--variants") {
-        settings.variants = value;
-        continue;
-      }
-      int v = 0;
-      if (std::from_chars(value.data(), value.data() + value.size(), v).ec != std::errc() ||
-          v < 0 || v > 5000) {
+    const std::pair<std::string_view, bool*> flags[] = {
+        {"--quick", &settings.quick},          {"--skip-demo", &settings.skipDemo},
+        {"--skip-idle", &settings.skipIdle},   {"--skip-rates", &settings.skipRates},
+        {"--only-rates", &settings.onlyRates}, {"--skip-fire", &settings.skipFire},
+        {"--only-fire", &settings.onlyFire}};
+    auto flag = std::find_if(std::begin(flags), std::end(flags),
+                             [&](const auto& f) { return f.first == arg; });
+    if (flag != std::end(flags)) {
+      *flag->second = true;
+      continue;
+    }
+    bool matched = false;
+    if (auto vv = optionValue("--variants", i, argc, argv, matched); matched) {
+      if (!vv) return 2;
+      settings.variants = std::string(*vv);
+    } else if (auto pv = optionValue("--pods", i, argc, argv, matched); matched) {
+      auto parsed = pv ? parseBounded(*pv, 0, 5000) : std::nullopt;
+      if (!parsed) {
         std::fprintf(stderr, "--pods: expected a number from 0 to 5000\n");
         return 2;
       }
-      settings.pods = v;
-    } else if (arg == "--rates" || arg == "--rate-trials") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s: expected a value\n", argv[i]);
+      settings.pods = *parsed;
+    } else if (auto tv = optionValue("--rate-trials", i, argc, argv, matched); matched) {
+      auto parsed = tv ? parseBounded(*tv, 1, 100) : std::nullopt;
+      if (!parsed) {
+        std::fprintf(stderr, "--rate-trials: expected a number from 1 to 100\n");
         return 2;
       }
-      const std::string value = argv[++i];
-      if (arg == "--rate-trials") {
-        int v = 0;
-        if (std::from_chars(value.data(), value.data() + value.size(), v).ec != std::errc() ||
-            v < 1 || v > 100) {
-          std::fprintf(stderr, "--rate-trials: expected a number from 1 to 100\n");
-          return 2;
-        }
-        settings.rateTrials = v;
-        continue;
-      }
+      settings.rateTrials = *parsed;
+    } else if (auto rv = optionValue("--rates", i, argc, argv, matched); matched) {
       settings.rates.clear();
-      std::stringstream list(value);
-      std::string item;
-      while (std::getline(list, item, ',')) {
-        double v = 0;
-        if (item == "max") {
-          v = 0;
-        } else if (std::from_chars(item.data(), item.data() + item.size(), v).ec != std::errc() ||
-                   v < 1 || v > 100000) {
-          std::fprintf(stderr, "--rates: expected MiB/s from 1 to 100000 or 'max', got '%s'\n",
-                       item.c_str());
-          return 2;
-        }
-        settings.rates.push_back(v);
-      }
-      if (settings.rates.empty()) {
-        std::fprintf(stderr, "--rates: expected at least one rate\n");
+      const bool ok =
+          rv && forEachItem(*rv, [&](std::string_view item) {
+            auto v = item == "max" ? std::optional<double>(0) : parseBounded(item, 1.0, 100000.0);
+            if (v) settings.rates.push_back(*v);
+            return v.has_value();
+          });
+      if (!ok) {
+        std::fprintf(stderr,
+                     "--rates: expected MiB/s from 1 to 100000 or 'max', comma-separated\n");
         return 2;
       }
-    } else if (arg == "--trials" || arg.starts_with("--trials=")) {
-      std::string_view value;
-      if (arg == "--trials") {
-        if (i + 1 >= argc) {
-          std::fprintf(stderr, "--trials: expected a number from 1 to 1000\n");
-          return 2;
-        }
-        value = argv[++i];
-      } else {
-        value = arg.substr(std::strlen("--trials="));
-      }
-      int v = 0;
-      if (std::from_chars(value.data(), value.data() + value.size(), v).ec != std::errc() ||
-          v < 1 || v > 1000) {
+    } else if (auto tv2 = optionValue("--trials", i, argc, argv, matched); matched) {
+      auto parsed = tv2 ? parseBounded(*tv2, 1, 1000) : std::nullopt;
+      if (!parsed) {
         std::fprintf(stderr, "--trials: expected a number from 1 to 1000\n");
         return 2;
       }
-      settings.trials = v;
+      settings.trials = *parsed;
     } else {
       std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
       printUsage(stderr);
       return 2;
     }
   }
-  if (::geteuid() != 0) {
-    std::printf(
-        "bench_agent: skipped: needs root (it creates cgroups and moves processes into them)\n");
-    return 77;
-  }
-  auto discovered = cgroups::discoverHierarchy({});
-  if (!discovered) {
-    std::printf("bench_agent: skipped: no usable cgroup hierarchy: %s\n",
-                discovered.error().message.c_str());
-    return 77;
-  }
-  const cgroups::Hierarchy h = std::move(discovered).value();
-  printEnvironment(h, settings.quick);
+  auto hierarchy =
+      hierarchyForSandbox("bench_agent", "it creates cgroups and moves processes into them");
+  if (!hierarchy) return 77;
+  const cgroups::Hierarchy& h = *hierarchy;
+  printAgentEnvironment(h, settings.quick);
   installStopHandlers();
   // The in-process agent logs errors only (an eviction is a warning; they would drown the
   // figures); the subprocesses log to files.
@@ -1827,19 +1762,10 @@ int run(int argc, char** argv) {
                 NODEWARDEN_EXE);
   }
 
-  const int stale = cgroups::removeStaleSandboxes(h, kSandboxPrefix);
-  if (stale > 0) std::printf("removed %d stale sandbox directories\n", stale);
-  cgroups::SandboxOptions options;
-  options.name = std::string(kSandboxPrefix) + "-" + std::to_string(::getpid());
-  options.memoryLimit = std::uint64_t(kNodeMemory);
-  auto created = Sandbox::create(h, options);
-  if (!created) {
-    std::printf("bench_agent: skipped: cannot create the sandbox: %s\n",
-                created.error().message.c_str());
-    return 77;
-  }
-  Sandbox sandbox = std::move(created).value();
-  TempDir temp{fs::temp_directory_path() / options.name};
+  auto opened = openSandbox(h, "bench_agent", kSandboxPrefix, std::uint64_t(kNodeMemory));
+  if (!opened) return 77;
+  Sandbox& sandbox = *opened;
+  TempDir temp{fs::temp_directory_path() / sandbox.top()};
   std::error_code ec;
   fs::create_directories(temp.path, ec);
   if (ec) {
@@ -1959,20 +1885,9 @@ int run(int argc, char** argv) {
     std::printf("\ninterrupted: removing the sandbox\n");
     status = 130;
   }
-  const auto teardown = Clock::now();
-  auto destroyed = sandbox.destroy();
-  std::size_t left = 0;
-  for (const std::string& mount : {h.memory, h.cpuacct, h.pids, h.freezer, h.unified}) {
-    struct stat st {};
-    if (!mount.empty() && ::stat((mount + "/" + options.name).c_str(), &st) == 0) {
-      std::printf("WARNING: %s/%s is still there\n", mount.c_str(), options.name.c_str());
-      ++left;
-    }
-  }
-  std::printf("\nsandbox removed in %.2f s%s%s\n", nanosSince(teardown) * 1e-9,
-              destroyed ? "" : ": ", destroyed ? "" : destroyed.error().message.c_str());
+  const bool removed = closeSandbox(sandbox);
   std::printf("total wall time %.1f s\n", nanosSince(start) * 1e-9);
-  if (left > 0 && status == 0) status = 1;
+  if (!removed && status == 0) status = 1;
   return status;
 }
 

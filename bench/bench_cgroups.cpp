@@ -41,7 +41,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,13 +51,13 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/support/measure.h"
 #include "bench/support/process.h"
+#include "bench/support/report.h"
+#include "bench/support/sandbox.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/notify.h"
 #include "cgroups/parsers.h"
@@ -129,18 +128,12 @@ Budgets budgetsFor(bool quick) {
           {5, 40, 5.0},    {20, 500, 1.5}, 50,           300.0};
 }
 
-const char* verdict(bool meets) {
-  return meets ? "meets" : "MISSES";
-}
-
+// Per-pod reads in microseconds, scans and discovery in milliseconds.
 void printMicrosLine(const char* label, const Samples& s) {
-  std::printf("    %-44s median %8.2f us  p99 %8.2f us  min %8.2f  n=%zu\n", label,
-              s.median() * 1e-3, s.p99() * 1e-3, s.min() * 1e-3, s.count());
+  printSamplesLine(44, label, s, 1e3, "us");
 }
-
 void printMillisLine(const char* label, const Samples& s) {
-  std::printf("    %-44s median %8.2f ms  p99 %8.2f ms  min %8.2f  n=%zu\n", label,
-              s.median() * 1e-6, s.p99() * 1e-6, s.min() * 1e-6, s.count());
+  printSamplesLine(44, label, s, 1e6, "ms");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -907,55 +900,14 @@ void printUsage(std::FILE* out) {
       kNotifyP99TargetMillis);
 }
 
+// At least the per-pod read set (it is part of every size); at most 20,000 so that 5
+// hierarchies stay well below the kernel's 65,535 memory cgroup IDs. Sorted, no repeats.
 std::optional<std::vector<std::size_t>> parseSizes(std::string_view text) {
-  std::vector<std::size_t> sizes;
-  while (!text.empty()) {
-    const auto comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
-    std::size_t v = 0;
-    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    // At least the per-pod read set (it is part of every size); at most 20,000 so that
-    // 5 hierarchies stay well below the kernel's 65,535 memory cgroup IDs.
-    if (ec != std::errc() || end != item.data() + item.size() || v < kReadPods || v > 20'000) {
-      return std::nullopt;
-    }
-    sizes.push_back(v);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  if (sizes.empty()) return std::nullopt;
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  auto sizes = parseBoundedList<std::size_t>(text, kReadPods, 20'000);
+  if (!sizes) return std::nullopt;
+  std::sort(sizes->begin(), sizes->end());
+  sizes->erase(std::unique(sizes->begin(), sizes->end()), sizes->end());
   return sizes;
-}
-
-std::optional<std::string_view> optionValue(int argc, char** argv, int& i, std::string_view name) {
-  const std::string_view arg = argv[i];
-  if (arg == name) {
-    if (i + 1 >= argc) return std::nullopt;
-    return std::string_view(argv[++i]);
-  }
-  return arg.substr(name.size() + 1);  // --name=value
-}
-
-void printEnvironment(const cgroups::Hierarchy& h, bool quick) {
-  utsname uts{};
-  ::uname(&uts);
-  std::printf("nodewarden cgroup benchmark\n");
-  std::printf("  machine: nproc=%ld, cpu=%s\n", sysconf(_SC_NPROCESSORS_ONLN), cpuModel().c_str());
-  std::printf("  kernel: %s %s %s %s\n", uts.sysname, uts.release, uts.version, uts.machine);
-  std::printf("  compiler: %s (C++ %ld)\n", __VERSION__, long(__cplusplus));
-  const std::string build = buildFlavour();
-  std::printf("  build: %s; this binary only (cgroups/ is compiled with the same flags)\n",
-              build.c_str());
-  std::printf("  cgroups: %s; memory=%s (%s) cpuacct=%s pids=%s freezer=%s unified=%s\n",
-              cgroups::toString(h.mode), h.memory.c_str(),
-              h.memoryVersion == cgroups::Version::V1 ? "v1" : "v2", h.cpuacct.c_str(),
-              h.pids.c_str(), h.freezer.empty() ? "-" : h.freezer.c_str(),
-              h.unified.empty() ? "-" : h.unified.c_str());
-  std::printf("  mode: %s; single threaded, not pinned; times from steady_clock\n\n",
-              quick ? "--quick" : "full");
-  std::fflush(stdout);
 }
 
 // The measurements, on a sandbox that run() owns and destroys whatever this returns.
@@ -1308,8 +1260,10 @@ int run(int argc, char** argv) {
     }
     if (arg == "--quick") {
       quick = true;
-    } else if (arg == "--sizes" || arg.starts_with("--sizes=")) {
-      auto value = optionValue(argc, argv, i, "--sizes");
+      continue;
+    }
+    bool matched = false;
+    if (auto value = optionValue("--sizes", i, argc, argv, matched); matched) {
       auto parsed = value ? parseSizes(*value) : std::nullopt;
       if (!parsed) {
         std::fprintf(stderr, "--sizes: expected numbers from %zu to 20000 separated by commas\n",
@@ -1318,16 +1272,13 @@ int run(int argc, char** argv) {
       }
       sizes = *parsed;
       sizesGiven = true;
-    } else if (arg == "--trials" || arg.starts_with("--trials=")) {
-      auto value = optionValue(argc, argv, i, "--trials");
-      int v = 0;
-      if (!value ||
-          std::from_chars(value->data(), value->data() + value->size(), v).ec != std::errc() ||
-          v < 1 || v > 10000) {
+    } else if (auto tv = optionValue("--trials", i, argc, argv, matched); matched) {
+      auto parsed = tv ? parseBounded(*tv, 1, 10000) : std::nullopt;
+      if (!parsed) {
         std::fprintf(stderr, "--trials: expected a number from 1 to 10000\n");
         return 2;
       }
-      trials = v;
+      trials = *parsed;
     } else {
       std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
       printUsage(stderr);
@@ -1338,20 +1289,16 @@ int run(int argc, char** argv) {
   Budgets budgets = budgetsFor(quick);
   if (trials > 0) budgets.trials = trials;
 
-  if (::geteuid() != 0) {
-    std::printf(
-        "bench_cgroups: skipped: needs root (it creates cgroups and moves processes "
-        "into them)\n");
-    return 77;
-  }
-  auto discovered = cgroups::discoverHierarchy({});
-  if (!discovered) {
-    std::printf("bench_cgroups: skipped: no usable cgroup hierarchy: %s\n",
-                discovered.error().message.c_str());
-    return 77;
-  }
-  const cgroups::Hierarchy h = std::move(discovered).value();
-  printEnvironment(h, quick);
+  auto hierarchy =
+      hierarchyForSandbox("bench_cgroups", "it creates cgroups and moves processes into them");
+  if (!hierarchy) return 77;
+  const cgroups::Hierarchy& h = *hierarchy;
+  printEnvironment("nodewarden cgroup benchmark",
+                   "; this binary only (cgroups/ is compiled with the same flags)", false, true);
+  printHierarchy(h);
+  std::printf("  mode: %s; single threaded, not pinned; times from steady_clock\n\n",
+              quick ? "--quick" : "full");
+  std::fflush(stdout);
   installStopHandlers();
 
   auto descriptorsFor = [](std::size_t pods) {
@@ -1401,17 +1348,9 @@ int run(int argc, char** argv) {
     sizes = kept;
   }
 
-  const int stale = cgroups::removeStaleSandboxes(h, kSandboxPrefix);
-  if (stale > 0) std::printf("removed %d stale sandbox directories\n", stale);
-  cgroups::SandboxOptions options;
-  options.name = std::string(kSandboxPrefix) + "-" + std::to_string(::getpid());
-  auto created = Sandbox::create(h, options);
-  if (!created) {
-    std::printf("bench_cgroups: skipped: cannot create the sandbox: %s\n",
-                created.error().message.c_str());
-    return 77;
-  }
-  Sandbox sandbox = std::move(created).value();
+  auto opened = openSandbox(h, "bench_cgroups", kSandboxPrefix);
+  if (!opened) return 77;
+  Sandbox& sandbox = *opened;
   std::printf("sandbox: %s/%s (and the same below the other hierarchy roots)\n\n", h.memory.c_str(),
               sandbox.kubepods().c_str());
   std::fflush(stdout);
@@ -1423,23 +1362,10 @@ int run(int argc, char** argv) {
     status = 130;
   }
 
-  // Children first, then every cgroup, deepest first; bounded inside destroy().
-  const auto teardown = Clock::now();
-  auto destroyed = sandbox.destroy();
-  const double teardownSeconds = nanosSince(teardown) * 1e-9;
-  std::size_t left = 0;
-  for (const std::string& mount : {h.memory, h.cpuacct, h.pids, h.freezer, h.unified}) {
-    struct stat st {};
-    if (!mount.empty() && ::stat((mount + "/" + options.name).c_str(), &st) == 0) {
-      std::printf("WARNING: %s/%s is still there\n", mount.c_str(), options.name.c_str());
-      ++left;
-    }
-  }
-  std::printf("\nsandbox removed in %.2f s%s%s\n", teardownSeconds, destroyed ? "" : ": ",
-              destroyed ? "" : destroyed.error().message.c_str());
+  const bool removed = closeSandbox(sandbox);
   std::printf("total wall time %.1f s (sink %llu)\n", nanosSince(start) * 1e-9,
               static_cast<unsigned long long>(gSink));
-  if (left > 0 && status == 0) status = 1;
+  if (!removed && status == 0) status = 1;
   return status;
 }
 

@@ -31,14 +31,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +44,8 @@
 #include "bench/support/agent_process.h"
 #include "bench/support/measure.h"
 #include "bench/support/process.h"
+#include "bench/support/report.h"
+#include "bench/support/sandbox.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/readers.h"
 #include "cgroups/sandbox.h"
@@ -219,18 +219,10 @@ class Node {
     const std::string uid = rng_.uuid();
     char name[32];
     std::snprintf(name, sizeof name, "pod-%06d", i);
-    Json requests = Json::object();
-    Json limits = Json::object();
-    if (qos == "guaranteed") {
-      requests = {{"cpu", "100m"}, {"memory", "64Mi"}};
-      limits = requests;
-    } else if (qos == "burstable") {
-      requests = {{"cpu", "50m"}, {"memory", "32Mi"}};
-    }
     Idle pod;
     pod.manifest = manifests_ / ("soak_" + std::string(name) + ".json");
     // Idle pods outrank the hogs: an eviction of one of them is a wrong victim.
-    if (!writeText(pod.manifest, podManifest("soak", name, uid, 1000, requests, limits).dump(2)))
+    if (!writeText(pod.manifest, idlePodManifest("soak", name, uid, 1000, qos).dump(2)))
       return "cannot write a manifest in " + manifests_.string();
     auto relative = sandbox_.addPod(uid, qos);
     if (!relative) return "cannot create a pod cgroup: " + relative.error().message;
@@ -602,15 +594,6 @@ void printUsage(std::FILE* out) {
       NODEWARDEN_EXE, kSandboxPrefix, kProbeTargetMs, kRssGrowthTargetMiB, kFdGrowthTarget);
 }
 
-bool parseInt(std::string_view text, int low, int high, int& out) {
-  int v = 0;
-  if (std::from_chars(text.data(), text.data() + text.size(), v).ec != std::errc() || v < low ||
-      v > high)
-    return false;
-  out = v;
-  return true;
-}
-
 int run(int argc, char** argv) {
   Settings settings;
   struct IntOption {
@@ -650,28 +633,21 @@ int run(int argc, char** argv) {
       printUsage(stderr);
       return 2;
     }
-    if (i + 1 >= argc || !parseInt(argv[i + 1], option->low, option->high, *option->value)) {
+    auto parsed = i + 1 < argc ? parseBounded(argv[++i], option->low, option->high) : std::nullopt;
+    if (!parsed) {
       std::fprintf(stderr, "%s: expected a number from %d to %d\n", option->name, option->low,
                    option->high);
       return 2;
     }
-    ++i;
+    *option->value = *parsed;
   }
-  if (::geteuid() != 0) {
-    std::printf("bench_soak: skipped: needs root (it creates cgroups)\n");
-    return 77;
-  }
+  auto hierarchy = hierarchyForSandbox("bench_soak", "it creates cgroups");
+  if (!hierarchy) return 77;
+  const cgroups::Hierarchy& h = *hierarchy;
   if (::access(NODEWARDEN_EXE, X_OK) != 0) {
     std::printf("bench_soak: skipped: the nodewarden binary %s is not there\n", NODEWARDEN_EXE);
     return 77;
   }
-  auto discovered = cgroups::discoverHierarchy({});
-  if (!discovered) {
-    std::printf("bench_soak: skipped: no usable cgroup hierarchy: %s\n",
-                discovered.error().message.c_str());
-    return 77;
-  }
-  const cgroups::Hierarchy h = std::move(discovered).value();
   installStopHandlers();
   (void)cgroups::raiseOpenFileLimit(std::uint64_t(settings.slowClients) * 2 + 1024);
   std::printf("bench_soak: %s; %ld cores; load %s", buildFlavour().c_str(),
@@ -679,18 +655,10 @@ int run(int argc, char** argv) {
   std::printf("  memory hierarchy %s (cgroup %s)\n\n", h.memory.c_str(),
               h.memoryVersion == cgroups::Version::V1 ? "v1" : "v2");
 
-  (void)cgroups::removeStaleSandboxes(h, kSandboxPrefix);
-  cgroups::SandboxOptions sandboxOptions;
-  sandboxOptions.name = std::string(kSandboxPrefix) + "-" + std::to_string(::getpid());
-  sandboxOptions.memoryLimit = std::uint64_t(kNodeMemory);
-  auto created = Sandbox::create(h, sandboxOptions);
-  if (!created) {
-    std::printf("bench_soak: skipped: cannot create the sandbox: %s\n",
-                created.error().message.c_str());
-    return 77;
-  }
-  Sandbox sandbox = std::move(created).value();
-  TempDir temp{fs::temp_directory_path() / sandboxOptions.name};
+  auto opened = openSandbox(h, "bench_soak", kSandboxPrefix, std::uint64_t(kNodeMemory));
+  if (!opened) return 77;
+  Sandbox& sandbox = *opened;
+  TempDir temp{fs::temp_directory_path() / sandbox.top()};
   std::error_code ec;
   fs::create_directories(temp.path, ec);
   int status = 0;
@@ -783,11 +751,7 @@ int run(int argc, char** argv) {
     std::printf("  agent stopped with SIGTERM: %s\n", node.exitStatus().c_str());
   }
   if (stopped()) status = 130;
-  auto destroyed = sandbox.destroy();
-  if (!destroyed) {
-    std::printf("WARNING: the sandbox was not removed: %s\n", destroyed.error().message.c_str());
-    if (status == 0) status = 1;
-  }
+  if (!closeSandbox(sandbox) && status == 0) status = 1;
   return status;
 }
 

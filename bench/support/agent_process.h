@@ -32,6 +32,7 @@
 
 #include "bench/support/measure.h"
 #include "bench/support/process.h"
+#include "bench/support/report.h"
 
 namespace nodewarden::bench {
 
@@ -39,10 +40,6 @@ using Json = nlohmann::json;
 
 inline std::int64_t steadyNanos(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-
-inline const char* verdict(bool meets) {
-  return meets ? "meets" : "MISSES";
 }
 
 // The last `lines` lines of a log, indented, for failure messages.
@@ -88,6 +85,21 @@ inline Json podManifest(const std::string& ns, const std::string& name, const st
             {"priority", priority},
             {"terminationGracePeriodSeconds", 5}}},
           {"status", {{"phase", "Running"}}}};
+}
+
+// An idle pod's manifest by QoS class: "guaranteed" requests 100m and 64Mi with equal limits,
+// "burstable" requests 50m and 32Mi, "besteffort" nothing.
+inline Json idlePodManifest(const std::string& ns, const std::string& name, const std::string& uid,
+                            std::int64_t priority, const std::string& qos) {
+  Json requests = Json::object();
+  Json limits = Json::object();
+  if (qos == "guaranteed") {
+    requests = {{"cpu", "100m"}, {"memory", "64Mi"}};
+    limits = requests;
+  } else if (qos == "burstable") {
+    requests = {{"cpu", "50m"}, {"memory", "32Mi"}};
+  }
+  return podManifest(ns, name, uid, priority, requests, limits);
 }
 
 // Percentiles of a sample in milliseconds (Samples' fields say nanos; the unit is ours).

@@ -1,0 +1,89 @@
+// bench/support: the cgroup sandbox the root benchmarks (bench_cgroups, bench_agent,
+// bench_soak) run in — the checks that say why a machine cannot run them (exit 77), the
+// sandbox's creation after removing what a killed earlier run left, the environment line
+// about the hierarchy, and the teardown that says whether anything was left behind.
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "bench/support/measure.h"
+#include "cgroups/hierarchy.h"
+#include "cgroups/sandbox.h"
+
+namespace nodewarden::bench {
+
+// The hierarchy to build the sandbox in, or nullopt after printing "<program>: skipped: why"
+// (the caller exits 77): not root, or no usable cgroup hierarchy.
+inline std::optional<cgroups::Hierarchy> hierarchyForSandbox(const char* program,
+                                                             const char* whyRoot) {
+  if (::geteuid() != 0) {
+    std::printf("%s: skipped: needs root (%s)\n", program, whyRoot);
+    return std::nullopt;
+  }
+  auto discovered = cgroups::discoverHierarchy({});
+  if (!discovered) {
+    std::printf("%s: skipped: no usable cgroup hierarchy: %s\n", program,
+                discovered.error().message.c_str());
+    return std::nullopt;
+  }
+  return std::move(discovered).value();
+}
+
+// The environment line about the hierarchy the sandbox is built in.
+inline void printHierarchy(const cgroups::Hierarchy& h) {
+  std::printf("  cgroups: %s; memory=%s (%s) cpuacct=%s pids=%s freezer=%s unified=%s\n",
+              cgroups::toString(h.mode), h.memory.c_str(),
+              h.memoryVersion == cgroups::Version::V1 ? "v1" : "v2", h.cpuacct.c_str(),
+              h.pids.c_str(), h.freezer.empty() ? "-" : h.freezer.c_str(),
+              h.unified.empty() ? "-" : h.unified.c_str());
+}
+
+// Removes the sandboxes of earlier runs that were killed ("<prefix>-<pid>" of a dead process)
+// and creates "<prefix>-<this pid>", with `memoryLimit` on its kubepods. On failure prints
+// "<program>: skipped: cannot create the sandbox: why" and returns nullopt (exit 77).
+inline std::optional<cgroups::Sandbox> openSandbox(const cgroups::Hierarchy& h, const char* program,
+                                                   const char* prefix,
+                                                   std::optional<std::uint64_t> memoryLimit = {}) {
+  const int stale = cgroups::removeStaleSandboxes(h, prefix);
+  if (stale > 0) std::printf("removed %d stale sandbox directories\n", stale);
+  cgroups::SandboxOptions options;
+  options.name = std::string(prefix) + "-" + std::to_string(::getpid());
+  options.memoryLimit = memoryLimit;
+  auto created = cgroups::Sandbox::create(h, options);
+  if (!created) {
+    std::printf("%s: skipped: cannot create the sandbox: %s\n", program,
+                created.error().message.c_str());
+    return std::nullopt;
+  }
+  return std::move(created).value();
+}
+
+// Destroys the sandbox (children first, then every cgroup, deepest first; bounded inside
+// destroy()), warns about any top directory still there, and prints how long it took. False
+// when something was left behind.
+inline bool closeSandbox(cgroups::Sandbox& sandbox) {
+  const cgroups::Hierarchy h = sandbox.hierarchy();
+  const std::string top = sandbox.top();
+  const auto teardown = Clock::now();
+  auto destroyed = sandbox.destroy();
+  const double seconds = nanosSince(teardown) * 1e-9;
+  std::size_t left = 0;
+  for (const std::string& mount : {h.memory, h.cpuacct, h.pids, h.freezer, h.unified}) {
+    struct stat st {};
+    if (!mount.empty() && ::stat((mount + "/" + top).c_str(), &st) == 0) {
+      std::printf("WARNING: %s/%s is still there\n", mount.c_str(), top.c_str());
+      ++left;
+    }
+  }
+  std::printf("\nsandbox removed in %.2f s%s%s\n", seconds, destroyed ? "" : ": ",
+              destroyed ? "" : destroyed.error().message.c_str());
+  return left == 0;
+}
+
+}  // namespace nodewarden::bench
