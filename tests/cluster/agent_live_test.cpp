@@ -298,6 +298,7 @@ TEST_CASE("the agent against the real API server: watch, relist, eviction, condi
   REQUIRE_MESSAGE(relisted.has_value(), agent.logText());
   CHECK_MESSAGE(relisted->field("detail").find("410 Gone") != std::string::npos,
                 relisted->field("detail"));
+  MESSAGE("the expired watch: " << relisted->field("detail"));
   CHECK_MESSAGE(e2e::waitUntil(
                     [&] {
                       const auto keys = ranking(agent);
@@ -392,6 +393,17 @@ TEST_CASE("the agent against the real API server: watch, relist, eviction, condi
   CHECK(conditionOf(node, "MemoryPressure")["status"] == "False");
   CHECK(conditionOf(node, "MemoryPressure")["reason"] == "KubeletHasSufficientMemory");
   CHECK(conditionOf(node, "Ready")["status"] == "True");
+
+  // Every write the real server was sent, it took (a write the fake server accepts and the
+  // real one refuses shows here), and every object it served, the agent read.
+  std::string writes;
+  for (const auto& line : agent.events("api-write")) {
+    writes += line.raw + "\n";
+    CHECK_MESSAGE(line.json.value("ok", false), line.raw);
+  }
+  MESSAGE("the agent's writes:\n" << writes << "the eviction message: " << message);
+  CHECK_MESSAGE(agent.events("pod-source-problem").empty(), agent.logText());
+  CHECK_MESSAGE(agent.events("api-bad event").empty(), agent.logText());
 
   // ---- RBAC: refused nothing, granted nothing unused
   std::string refused;
