@@ -189,8 +189,11 @@ ApiRecordingActuator::ApiRecordingActuator(std::unique_ptr<Actuator> local, kube
 void ApiRecordingActuator::evict(const EvictionOrder& order, Done done) {
   local_->evict(order, [this, order, done = std::move(done)](const EvictionOutcome& outcome) {
     // Only a pod whose processes are really gone is marked Failed: the kubelet's status
-    // manager owns a running pod's status.
-    if (outcome.emptied && !order.dryRun) {
+    // manager owns a running pod's status. A pod cgroup without an object in the API
+    // (podWithoutObject(): "unknown/<uid>", e.g. a pod deleted before its cgroup went) has
+    // nothing there to record: its writes would only meet 404s.
+    const bool withoutObject = order.pod == "unknown/" + order.uid;
+    if (outcome.emptied && !order.dryRun && !withoutObject) {
       kube::EvictedPod evicted;
       const auto slash = order.pod.find('/');
       evicted.pod.ns = order.pod.substr(0, slash);

@@ -315,22 +315,17 @@ rbac() {
       }' | sort
 }
 # "" is the core group.
-agent_rbac='|pods|get
-|pods|list
+agent_rbac='|pods|list
 |pods|watch
 |pods|delete
 |pods/status|patch
 |pods/eviction|create
 |events|create
-|events|patch
-|nodes|get
 |nodes|list
 |nodes|watch
 |nodes/status|patch
-scheduling.k8s.io|priorityclasses|get
 scheduling.k8s.io|priorityclasses|list
 scheduling.k8s.io|priorityclasses|watch
-policy|poddisruptionbudgets|get
 policy|poddisruptionbudgets|list
 policy|poddisruptionbudgets|watch'
 webhook_rbac='|pods|get
