@@ -193,6 +193,9 @@ int holdMemory(std::size_t bytes, pid_t parent) {
   return 0;
 }
 
+// The niceness this process started with: the hogs run at it whatever the agent's loop has.
+const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
+
 // The hog: maps the log's pages, touches the first `prePages`, says 'r'; on 'g' touches page
 // by page up to the target the parent wrote, logging each page's time, and after each page
 // reads kubepods' usage (`usageFd`) until it is above the log's usage threshold: that page is
@@ -258,11 +261,8 @@ struct Variant {
   int trials;
   bool kernelWakeups = true;  // false: the adaptive memory poller alone (the cgroup v2 path)
   Fault fault = Fault::None;
-  std::optional<int> loopNice;  // the agent's loop thread, as shipped (AgentOptions::loopNice)
+  std::optional<int> loopNice = std::nullopt;  // the agent's loop, as shipped (--nice)
 };
-
-// The niceness this process started with: the hogs run at it whatever the agent's loop has.
-const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
 
 struct VariantFigures {
   std::vector<double> latencyMs;           // the child's crossing → signalledAt
