@@ -103,7 +103,7 @@ const char* kAgentUsage =
     "  --no-notifications     poll only (for comparisons); default: kernel memory thresholds\n"
     "                         and PSI triggers wake the loop at once.\n"
     "  --nice N               the niceness of the agent's loop thread, -20..19 (default: as\n"
-    "                         started; the unit sets Nice=-20, the DaemonSet --nice -20):\n"
+    "                         started; the unit sets Nice=-20, the DaemonSet --nice=-20):\n"
     "                         notifications are answered ahead of busy pods. Below the\n"
     "                         current value it needs CAP_SYS_NICE, else a warning.\n"
     "\n"
