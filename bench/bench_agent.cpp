@@ -193,6 +193,9 @@ int holdMemory(std::size_t bytes, pid_t parent) {
   return 0;
 }
 
+// The niceness this process started with: the hogs run at it whatever the agent's loop has.
+const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
+
 // The hog: maps the log's pages, touches the first `prePages`, says 'r'; on 'g' touches page
 // by page up to the target the parent wrote, logging each page's time, and after each page
 // reads kubepods' usage (`usageFd`) until it is above the log's usage threshold: that page is
@@ -201,6 +204,7 @@ int holdMemory(std::size_t bytes, pid_t parent) {
 int hog(int readyFd, int goFd, int usageFd, const TouchLog& log, std::size_t prePages,
         std::size_t pageSize, pid_t parent) {
   if (!dieWithParent(parent)) return 0;
+  (void)::setpriority(PRIO_PROCESS, 0, kStartNice);  // not the agent loop's niceness
   const std::size_t length = log.pages * pageSize;
   void* mapped = ::mmap(nullptr, length, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -257,6 +261,7 @@ struct Variant {
   int trials;
   bool kernelWakeups = true;  // false: the adaptive memory poller alone (the cgroup v2 path)
   Fault fault = Fault::None;
+  std::optional<int> loopNice = std::nullopt;  // the agent's loop, as shipped (--nice)
 };
 
 struct VariantFigures {
@@ -511,6 +516,7 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
   options.kernelWakeups = variant.kernelWakeups;
   options.intervalOverride = variant.interval;
   options.systemdNotify = false;
+  options.loopNice = variant.loopNice;
   if (variant.fault == Fault::Wrk) {
     server::HttpServerOptions http;
     http.port = 0;
@@ -648,6 +654,7 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
   if (kubeSource != nullptr) kubeSource->stop();
   pumpUntil(io, 3, [&] { return io.stopped(); });  // lets in-flight actuator timers finish
   agent.reset();
+  if (variant.loopNice) (void)::setpriority(PRIO_PROCESS, ::gettid(), kStartNice);
   f.seconds = nanosSince(start) * 1e-9;
   return f;
 }
@@ -1415,7 +1422,7 @@ void printUsage(std::FILE* out) {
       "     410 Gone to every watch; and with wrk on /metrics and /v1/state\n"
       "  --skip-fire  leave out part 5; --only-fire runs part 5 alone (--trials N per variant)\n"
       "  --pods N     part 1 with N idle pods beside its two (empty cgroups with manifests)\n"
-      "  --variants LIST  part 1's variants, comma-separated from a,a2,b,c (default all)\n"
+      "  --variants LIST  part 1's variants, comma-separated from a,an,a2,b,c (default all)\n"
       "Targets: p99 <= %.0f ms with notifications; no kernel OOM kill in the demo with the\n"
       "agent; idle <= %.1f %% of a core and <= %.0f MiB RSS. A missed target prints MISSES\n"
       "but does not change the exit status. Exit 77: the machine cannot run it.\n"
@@ -1451,7 +1458,7 @@ struct Settings {
   bool skipFire = false;
   bool onlyFire = false;
   int pods = 0;  // part 1: idle pod cgroups (with manifests) beside the two pods
-  std::string variants = "a,a2,b,c";  // part 1's variants to run
+  std::string variants = "a,an,a2,b,c";  // part 1's variants to run
 };
 
 void printVariantLine(const Variant& v, const VariantFigures& f) {
@@ -1495,12 +1502,14 @@ std::optional<double> latencyPart(Sandbox& sandbox, const cgroups::Hierarchy& h,
   };
   const Variant all[] = {
       {"(a) notifications + 1 s timer", true, 1000ms, trialsFor(30, 5)},
+      {"(an) (a), the agent's loop at nice -20 (as shipped)", true, 1000ms, trialsFor(30, 5), true,
+       Fault::None, -20},
       {"(a2) adaptive memory poller alone + 1 s timer (what cgroup v2 offers)", true, 1000ms,
        trialsFor(30, 5), false},
       {"(b) polling only, 1 s", false, 1000ms, trialsFor(30, 5)},
       {"(c) polling only, 10 s (kubelet)", false, 10000ms, trialsFor(20, 3)},
   };
-  const char* names[] = {"a", "a2", "b", "c"};
+  const char* names[] = {"a", "an", "a2", "b", "c"};
   std::vector<Variant> variants;
   for (std::size_t i = 0; i < std::size(all); ++i) {
     if (("," + settings.variants + ",").find(std::string(",") + names[i] + ",") !=

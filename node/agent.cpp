@@ -1,10 +1,12 @@
 #include "node/agent.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include <boost/asio/post.hpp>
@@ -49,6 +51,27 @@ const policy::SignalStatus* statusOf(const policy::EvictionDecision& decision,
     if (s.key == key) found = &s;
   }
   return found;
+}
+
+// AgentOptions::loopNice for the calling thread alone (Linux keeps a niceness per thread).
+// Going below the current value needs CAP_SYS_NICE: refused, the agent runs on as it is.
+void applyLoopNice(int nice) {
+  const auto self = static_cast<id_t>(::gettid());
+  if (::setpriority(PRIO_PROCESS, self, nice) == 0) {
+    server::logEvent(server::LogLevel::Info, "loop-priority",
+                     {{"nice", static_cast<std::int64_t>(nice)}});
+    return;
+  }
+  const int error = errno;
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, self);
+  server::logEvent(server::LogLevel::Warn, "loop-priority",
+                   {{"wanted", static_cast<std::int64_t>(nice)},
+                    {"nice", static_cast<std::int64_t>(errno == 0 ? now : 0)},
+                    {"error", std::string("setpriority: ") + std::strerror(error)},
+                    {"fix",
+                     "grant CAP_SYS_NICE, or set the niceness from outside (the "
+                     "unit's Nice=)"}});
 }
 
 }  // namespace
@@ -137,6 +160,7 @@ Result<void> Agent::start() {
       server::logEvent(server::LogLevel::Warn, "recorder", {{"error", opened.error().message}});
     }
   }
+  if (options_.loopNice) applyLoopNice(*options_.loopNice);
   if (pods_.hierarchy().memoryVersion == cgroups::Version::V1) {
     // The kubelet's own words (CgroupV1MaintenanceModeWarning, since 1.31); from 1.35 the
     // kubelet refuses v1 unless failCgroupV1 is false. nodewarden keeps working on v1.

@@ -89,6 +89,11 @@ struct AgentOptions {
   webhook::AdmissionActions* admissionActions = nullptr;
   // The flight recorder (recorder.h): episodes and decision records. nullopt: none.
   std::optional<RecorderOptions> recorder;
+  // The niceness start() gives the thread that calls it, the loop's (--nice; the unit's
+  // Nice= does it for the whole process): a notification is then answered ahead of the
+  // pods' busy processes instead of behind them (docs/performance.md). Refused (no
+  // CAP_SYS_NICE): logged, and the agent runs at the niceness it has. nullopt: unchanged.
+  std::optional<int> loopNice;
 };
 
 // Makes the agent's actuator once the agent owns the pod index it acts on; the clock is the

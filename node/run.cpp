@@ -3,6 +3,7 @@
 #include "node/run.h"
 
 #include <unistd.h>
+#include <cstdlib>
 #include <iostream>
 
 #include <boost/asio/ip/address.hpp>
@@ -29,7 +30,7 @@ const char* kAgentUsage =
     "                        [--static-pod-manifests DIR] [--pod-cache FILE]\n"
     "                        [--eviction-journal FILE] [--state-dir DIR]\n"
     "                        [--decision-log FILE|-] [--record-preroll DURATION]\n"
-    "                        [--record-settle DURATION]\n"
+    "                        [--record-settle DURATION] [--nice N]\n"
     "\n"
     "Watches this node's pod cgroups and evicts pods, in the policy's order, before the\n"
     "kernel's OOM killer has to act. Runs until SIGTERM or SIGINT; SIGHUP reloads the policy\n"
@@ -101,6 +102,10 @@ const char* kAgentUsage =
     "  --imagefs PATH         the container runtime's filesystem for imagefs signals.\n"
     "  --no-notifications     poll only (for comparisons); default: kernel memory thresholds\n"
     "                         and PSI triggers wake the loop at once.\n"
+    "  --nice N               the niceness of the agent's loop thread, -20..19 (default: as\n"
+    "                         started; the unit sets Nice=-20, the DaemonSet --nice=-20):\n"
+    "                         notifications are answered ahead of busy pods. Below the\n"
+    "                         current value it needs CAP_SYS_NICE, else a warning.\n"
     "\n"
     "Exit status: 0 after SIGTERM/SIGINT, 1 bad input or start failure, 2 usage error.\n";
 
@@ -209,6 +214,14 @@ Result<AgentCommand> agentCommand(const Args& args) {
     options.scan.podSwap = meminfo->swapTotal > 0;
   }
   options.admissionRoutes = args.flag("admission-routes");
+  if (auto nice = args.value("nice")) {
+    char* end = nullptr;
+    const long value = std::strtol(nice->c_str(), &end, 10);
+    if (nice->empty() || *end != '\0' || value < -20 || value > 19) {
+      return Error{"--nice " + *nice + ": expected a niceness from -20 to 19"};
+    }
+    options.loopNice = int(value);
+  }
   RecorderOptions recorder;
   recorder.nodeName = options.nodeName;
   recorder.stateDir = args.value("state-dir").value_or(kDefaultStateDir);
@@ -347,7 +360,8 @@ int runAgent(const std::vector<std::string>& argv) {
                               "state-dir",
                               "decision-log",
                               "record-preroll",
-                              "record-settle"},
+                              "record-settle",
+                              "nice"},
                              {"dry-run", "help", "no-notifications", "admission-routes"},
                              kAgentUsage, std::cout, std::cerr);
   if (const int* exit = std::get_if<int>(&parsed)) return *exit;

@@ -1,12 +1,13 @@
 // Least privilege, proven on the kernel (issue 14): the real agent, started as root with only
 // the capabilities systemd/kubernetes/daemonset.yaml adds (as effective and permitted sets,
-// those a container runtime gives a root container with `drop: [ALL], add: [KILL]`), against
-// pods whose processes run as another user (65534, as a container's usually do). With that
+// those a container runtime gives a root container with `drop: [ALL], add: [KILL, SYS_NICE]`),
+// against pods whose processes run as another user (65534, as a container's usually do). With that
 // set it reads the pod's usage, arms its kernel notifications and evicts it (SIGTERM, then
 // SIGKILL). Without CAP_KILL the kernel refuses every signal to another user's process; the
 // agent names the refusal (EPERM, CAP_KILL) in its eviction-failed line, leaves the pod alone
 // and keeps running. cgroup.kill (v2, or a hybrid host's cgroup2 tree) is the kernel's own
-// kill and needs no capability: the last case shows that too.
+// kill and needs no capability: the last case shows that too. CAP_SYS_NICE is for --nice=-20
+// (the loop thread's niceness): taken with it, refused and logged without it.
 //
 // Why the other candidates are left out (the first case runs without them): DAC_OVERRIDE and
 // DAC_READ_SEARCH (the cgroup files, /proc/pressure and the agent's own files are root's, and
@@ -55,7 +56,7 @@ constexpr CapMask capBit(int cap) {
 }
 // What the DaemonSet adds after dropping ALL (tests/systemd/kustomize.sh checks the manifest
 // against the same list).
-constexpr CapMask kDaemonSetCaps = capBit(CAP_KILL);
+constexpr CapMask kDaemonSetCaps = capBit(CAP_KILL) | capBit(CAP_SYS_NICE);
 constexpr uid_t kPodUser = 65534;  // nobody
 constexpr gid_t kPodGroup = 65534;
 
@@ -272,7 +273,7 @@ struct Node {
     config.kubepods = sandbox.kubepods();
     // The DaemonSet's state directory: the agent writes its journal there (as root, the
     // owner, without CAP_DAC_OVERRIDE).
-    config.extraArgs = {"--eviction-journal", files.file("evictions.json")};
+    config.extraArgs = {"--eviction-journal", files.file("evictions.json"), "--nice=-20"};
     return config;
   }
 
@@ -305,7 +306,9 @@ bool onV1() {
 
 }  // namespace
 
-TEST_CASE("with only CAP_KILL the agent reads, arms and evicts a pod of another user") {
+TEST_CASE(
+    "with the DaemonSet's KILL and SYS_NICE the agent reads, arms and evicts a pod of another "
+    "user") {
   Node node(/*hard=*/false, /*withUnified=*/false);
   const std::unique_ptr<AgentProcess> agent = startAgent(node.agentConfig(), kDaemonSetCaps);
 
@@ -330,6 +333,11 @@ TEST_CASE("with only CAP_KILL the agent reads, arms and evicts a pod of another 
     // Only v2's notice that it has no memory thresholds; nothing refused.
     CHECK_MESSAGE(line.field("what") == "memory thresholds", line.raw);
   }
+  // --nice=-20 with CAP_SYS_NICE: its loop thread took it.
+  const auto priority = agent->waitForEvent("loop-priority", 5s);
+  REQUIRE_MESSAGE(priority.has_value(), agent->logText());
+  CHECK_MESSAGE(priority->field("level") == "info", priority->raw);
+  CHECK(priority->number("nice") == -20);
 
   const std::size_t mark = agent->lines().size();
   node.pressure();
@@ -375,6 +383,11 @@ TEST_CASE("with only CAP_KILL the agent reads, arms and evicts a pod of another 
 TEST_CASE("without CAP_KILL a soft eviction of another user's pod is refused with EPERM") {
   Node node(/*hard=*/false, /*withUnified=*/false);
   const std::unique_ptr<AgentProcess> agent = startAgent(node.agentConfig(), 0);
+  // --nice=-20 without CAP_SYS_NICE: refused, said, and the agent runs on at its niceness.
+  const auto priority = agent->waitForEvent("loop-priority", 10s);
+  REQUIRE_MESSAGE(priority.has_value(), agent->logText());
+  CHECK_MESSAGE(priority->field("level") == "warn", priority->raw);
+  CHECK(priority->field("error").find("setpriority") != std::string::npos);
 
   const std::size_t mark = agent->lines().size();
   node.pressure();

@@ -4,10 +4,13 @@
 // one's cgroup is empty, policy reloads, and the HTTP routes.
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <random>
 
@@ -96,7 +99,8 @@ struct Harness {
   std::unique_ptr<Agent> agent;
 
   Harness(const Tree& tree, const std::string& policyText, bool dryRun = false,
-          bool admissionRoutes = true, std::optional<std::string> journal = std::nullopt) {
+          bool admissionRoutes = true, std::optional<std::string> journal = std::nullopt,
+          std::optional<int> loopNice = std::nullopt) {
     write(tree.policyFile, policyText);
     policy::Diagnostics diagnostics;
     auto policy = policy::parsePolicyText(policyText, diagnostics);
@@ -116,6 +120,7 @@ struct Harness {
     options.dryRun = dryRun;
     options.admissionRoutes = admissionRoutes;
     options.journalPath = journal;
+    options.loopNice = loopNice;
     agent = std::make_unique<Agent>(
         io, options, *policy, cgroups::PodCgroups(*hierarchy, "kubepods"),
         std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
@@ -527,4 +532,24 @@ TEST_CASE(
     CHECK_FALSE(b.recorder->orders().empty());
   }
   CHECK(decidedAlone > 0);
+}
+
+TEST_CASE("--nice: start() gives the loop's thread that niceness, and no other thread") {
+  Tree tree;
+  const auto niceOf = [] { return ::getpriority(PRIO_PROCESS, id_t(::gettid())); };
+  const int before = niceOf();
+  if (before >= 19) {
+    MESSAGE("skipped: this thread already runs at niceness 19, none higher to ask for");
+    return;
+  }
+  // Higher (kinder) than the test's own: allowed without CAP_SYS_NICE.
+  const int wanted = before + 1;
+  int inLoop = before;
+  std::thread loop([&] {
+    Harness harness(tree, kPolicy, false, true, std::nullopt, wanted);
+    inLoop = niceOf();
+  });
+  loop.join();
+  CHECK(inLoop == wanted);
+  CHECK(niceOf() == before);
 }

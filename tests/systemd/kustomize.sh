@@ -135,7 +135,7 @@ esac
 # Least privilege: no container of the DaemonSet is privileged or may gain privileges, and
 # the agent drops every capability and adds back exactly the set that
 # tests/e2e/capabilities_test.cpp proves (kDaemonSetCaps there; why each, in daemonset.yaml).
-agent_caps='KILL'
+agent_caps=$(printf 'KILL\nSYS_NICE')
 # caps FILE JSONPATH: capability names one a line, upper case, without CAP_, sorted.
 caps() { q "$1" "{range $2[*]}{@}{\"\\n\"}{end}" | tr 'a-z' 'A-Z' | sed 's/^CAP_//; /^$/d' | sort -u; }
 for kind in initContainers containers; do
