@@ -30,9 +30,11 @@
 #    Then: /readyz answers 200 within the startupProbe's budget (in the container's network
 #    namespace, on 127.0.0.1:<containerPort>); /v1/state lists the sandbox's pods, the
 #    agent's own (never evictable) among them; the kernel shows the agent's process with
-#    UID 0, only CAP_KILL, no_new_privs and a seccomp filter; a pod whose processes run as
-#    UID 65534 goes below a soft threshold the test adds on the sandbox's allocatable memory
-#    (the shipped policy watches the whole machine's memory), and the agent evicts it
+#    UID 0, only the capabilities the DaemonSet adds (KILL, SYS_NICE), no_new_privs and a
+#    seccomp filter; and that its loop thread runs at the niceness --nice asks (SYS_NICE);
+#    a pod whose processes run as UID 65534 goes below a soft threshold the test adds on the
+#    sandbox's allocatable memory (the shipped policy watches the whole machine's memory),
+#    and the agent evicts it
 #    (SIGTERM to another user's processes: CAP_KILL, under the seccomp filter); SIGTERM
 #    stops the agent with status 0.
 set -u
@@ -346,12 +348,35 @@ done
 [ "$(jq '.signals[] | select(.signal == "allocatableMemory.available") | .capacity' "$tmp/state.json")" = 1073741824 ] ||
   fail "/v1/state: allocatableMemory.available's capacity is not the sandbox's 1 GiB"
 # What the kernel says the agent runs with: the DaemonSet's security context.
-caps_hex=$(printf '%016x' $((1 << 5)))  # CAP_KILL
+# The capability set the rendered DaemonSet adds ($caps, all others dropped), as the kernel
+# prints it: one bit per capability number (linux/capability.h).
+cap_bits=0
+for cap in $(jq -r '.[]' <<<"$caps"); do
+  case $cap in
+    CAP_KILL) n=5 ;;
+    CAP_SYS_NICE) n=23 ;;
+    *) fail "the DaemonSet adds $cap, which this test does not know the number of: add it here" ;;
+  esac
+  cap_bits=$((cap_bits | (1 << n)))
+done
+caps_hex=$(printf '%016x' "$cap_bits")
 for line in "CapEff:	$caps_hex" "CapPrm:	$caps_hex" "CapBnd:	$caps_hex" "CapInh:	0000000000000000" \
             "CapAmb:	0000000000000000" "NoNewPrivs:	1" "Seccomp:	2" "Uid:	0	0	0	0"; do
   grep -qxF "$line" "/proc/$pid/status" || fail "the agent's /proc/$pid/status has no '$line': $(grep "^${line%%:*}:" "/proc/$pid/status")"
 done
 echo "the agent's process: $(grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' "/proc/$pid/status" | tr -s '\t\n' '  ')"
+# The loop thread's niceness, as the DaemonSet's --nice asks (SYS_NICE lets it be taken): the
+# agent logs loop-priority with the niceness it runs at, or a warning with "wanted" if refused.
+want_nice=$(jq -r --arg c "$container" '.containers[] | select(.name == $c) | .args[]? |
+  select(startswith("--nice=")) | ltrimstr("--nice=")' "$tmp/podspec.json")
+if [ -n "$want_nice" ]; then
+  priority=$(grep '"event":"loop-priority"' "$log" | head -n 1)
+  case $priority in
+    *'"wanted"'*|'') fail "the agent's loop thread did not take --nice=$want_nice: ${priority:-no loop-priority line}" ;;
+    *"\"nice\":$want_nice"[,}]*) echo "the agent's loop thread: nice $want_nice" ;;
+    *) fail "the agent's loop-priority line does not say nice $want_nice: $priority" ;;
+  esac
+fi
 
 # The eviction: the hog pod takes the sandbox node's allocatable memory below the soft
 # threshold added above (and nowhere near a hard one); after the soft grace period the agent
