@@ -1,8 +1,8 @@
 // A small asynchronous Kubernetes API client on Boost.Asio/Beast with OpenSSL: one-shot
 // requests (GET, POST, PATCH, DELETE) and watch streams, authenticated and routed as the
-// ClusterConfig says (tokens, client certificates, exec credential plugins, an http:// proxy,
-// impersonation). Errors from the server come back as the status code and the Status
-// object's message; transport errors as status 0.
+// ClusterConfig says (tokens, client certificates, exec credential plugins, an http://, https://
+// or socks5:// proxy, impersonation). Errors from the server come back as the status code and
+// the Status object's message; transport errors as status 0.
 //
 // Threading: every call and every callback runs on the io_context's thread (the agent's
 // loop). Callbacks are never called from inside the call that started the request. The

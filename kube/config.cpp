@@ -111,25 +111,43 @@ std::optional<std::string> parseServer(const std::string& written, bool defaultT
   return std::nullopt;
 }
 
-// proxy-url: an http:// proxy, its user information sent as Proxy-Authorization.
-std::optional<std::string> parseProxy(const std::string& url, ClusterConfig& c) {
+// proxy-url as kubectl reads it (client-go's parseProxyURL): http://, https:// or socks5://,
+// the port defaulting to the scheme's (80, 443, 1080); the user information becomes
+// Proxy-Authorization (http, https) or the SOCKS5 username and password.
+std::optional<std::string> parseProxy(const std::string& url, const std::string& clusterName,
+                                      ClusterConfig& c) {
+  const std::string invalid =
+      "invalid proxy-url \"" + url + "\" for cluster \"" + clusterName + "\": ";
   auto parsed = boost::urls::parse_uri(url);
-  if (!parsed) return "cannot parse \"" + url + "\": " + parsed.error().message();
+  if (!parsed) return invalid + "cannot parse it: " + parsed.error().message();
   const boost::urls::url_view& u = *parsed;
-  if (u.scheme() == "https" || u.scheme() == "socks5")
-    return "a " + std::string(u.scheme()) +
-           ":// proxy is not supported (kubectl takes it; nodewarden speaks to http:// proxies "
-           "only, with CONNECT)";
-  if (u.scheme() != "http")
-    return "unsupported scheme \"" + std::string(u.scheme()) + "\", expected http://";
+  const std::string scheme(u.scheme());
+  std::string defaultPort;
+  if (scheme == "http") {
+    c.proxyScheme = ProxyScheme::Http;
+    defaultPort = "80";
+  } else if (scheme == "https") {
+    c.proxyScheme = ProxyScheme::Https;
+    defaultPort = "443";
+  } else if (scheme == "socks5") {
+    c.proxyScheme = ProxyScheme::Socks5;
+    defaultPort = "1080";
+  } else {
+    return invalid + "unsupported scheme \"" + scheme + "\", must be http, https, or socks5";
+  }
   c.proxyUrl = url;
   c.proxyHost = u.host_address();
-  if (c.proxyHost.empty()) return "no host in \"" + url + "\"";
-  c.proxyPort = u.has_port() ? std::string(u.port()) : "80";
-  if (!validPort(c.proxyPort)) return "bad port in \"" + url + "\"";
-  if (u.has_userinfo())
-    c.proxyAuthorization =
-        "Basic " + base64(std::string(u.user()) + ":" + std::string(u.password()));
+  if (c.proxyHost.empty()) return invalid + "no host";
+  c.proxyPort = u.has_port() && !u.port().empty() ? std::string(u.port()) : defaultPort;
+  if (!validPort(c.proxyPort)) return invalid + "bad port";
+  if (!u.has_userinfo()) return std::nullopt;
+  std::string user = u.user(), password = u.password();
+  if (c.proxyScheme == ProxyScheme::Socks5) {
+    // Checked (1 to 255 bytes, RFC 1929) when the proxy asks for them, as Go's client does.
+    c.proxyCredentials = std::make_pair(std::move(user), std::move(password));
+  } else {
+    c.proxyAuthorization = "Basic " + base64(user + ":" + password);
+  }
   return std::nullopt;
 }
 
@@ -275,7 +293,7 @@ Result<ClusterConfig> interpret(const kubeconfig::Config& config, const std::str
   c.tlsServerName = k.tlsServerName;
   c.disableCompression = k.disableCompression;
   if (!k.proxyUrl.empty()) {
-    if (auto problem = parseProxy(k.proxyUrl, c))
+    if (auto problem = parseProxy(k.proxyUrl, x.cluster, c))
       return at(k.origin, k.origin.at("proxy-url") + ": " + *problem);
   }
   if (!x.user.empty()) {

@@ -35,6 +35,9 @@ struct ExecConfig {
   std::string user;  // the kubeconfig user's name, for messages
 };
 
+// The scheme of a cluster's proxy-url (None: no proxy).
+enum class ProxyScheme { None, Http, Https, Socks5 };
+
 struct ClusterConfig {
   std::string host;      // "10.96.0.1", "api.example.com", "::1" (no brackets)
   std::string port;      // "443"
@@ -51,11 +54,16 @@ struct ClusterConfig {
   bool insecureSkipTlsVerify = false;
   std::string tlsServerName;        // name verified in the server certificate (default: host)
   bool disableCompression = false;  // read for KUBERNETES_EXEC_INFO; nothing is compressed
-  // An http:// proxy (the cluster's proxy-url): https is tunnelled with CONNECT, http is sent
-  // to it in absolute form.
+  // The cluster's proxy-url, as kubectl takes it. http:// and https:// (TLS to the proxy,
+  // made with the cluster's own TLS settings as client-go does): an https server is tunnelled
+  // with CONNECT, an http one is sent to the proxy in absolute form. socks5://: SOCKS5
+  // (RFC 1928), the server's host name sent to the proxy to resolve, with the URL's user
+  // information as RFC 1929 username/password authentication.
   std::string proxyUrl;  // as written, "" for none
+  ProxyScheme proxyScheme = ProxyScheme::None;
   std::string proxyHost, proxyPort;
-  std::string proxyAuthorization;  // "Basic …" from the proxy URL's user information, or ""
+  std::string proxyAuthorization;  // http(s): "Basic …" from the URL's user information, or ""
+  std::optional<std::pair<std::string, std::string>> proxyCredentials;  // socks5: user, password
   // Impersonation (the user's as, as-uid, as-groups, as-user-extra): Impersonate-* headers.
   std::string impersonateUser, impersonateUid;
   std::vector<std::string> impersonateGroups;

@@ -1,11 +1,11 @@
 // Internal to kube/ (kube::Client's parts): one HTTP exchange with the API server, as a state
 // machine on the client's loop — credentials (an exec plugin's answer, when one is needed and
-// none is cached), a connection (an idle one, or a new one: resolve, connect, CONNECT through
-// the proxy, TLS), the request, and the response, whose reading the subclass does (the whole
-// body for a request, a stream for a watch). Everything after the credentials runs under one
-// deadline; a reused connection the server had closed is replaced once, transparently; a 401
-// with a token file or a plugin re-reads the file or runs the plugin again and tries once
-// more, under a new deadline.
+// none is cached), a connection (an idle one, or a new one: resolve, connect, the proxy's
+// TLS, CONNECT or SOCKS5 through the proxy, TLS), the request, and the response, whose reading the
+// subclass does (the whole body for a request, a stream for a watch). Everything after the
+// credentials runs under one deadline; a reused connection the server had closed is replaced once,
+// transparently; a 401 with a token file or a plugin re-reads the file or runs the plugin again and
+// tries once more, under a new deadline.
 //
 // Threading: the client's io_context thread. Callbacks of subclasses are never called from
 // inside start().
@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -71,8 +72,24 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void onConnected(error_code ec);
   void sendConnect();
   void onConnectAnswer(error_code ec);
-  void handshake();
-  void onHandshake(error_code ec);
+  // TLS with the proxy (an https:// proxy) or with the server.
+  void handshake(bool withProxy);
+  void onHandshake(error_code ec, bool withProxy);
+  // SOCKS5 (RFC 1928, RFC 1929): greeting, authentication, CONNECT, then the server's TLS.
+  void socksGreet();
+  void onSocksGreetSent();
+  void onSocksMethod(error_code ec);
+  void socksAuthenticate();
+  void onSocksAuthSent();
+  void onSocksAuthAnswer(error_code ec);
+  void socksConnect();
+  void onSocksConnectSent();
+  void onSocksReply(error_code ec);
+  void onSocksBoundNameLength(error_code ec);
+  void onSocksBound(error_code ec);
+  void socksWrite(void (Exchange::*next)());
+  void socksRead(std::size_t n, void (Exchange::*next)(error_code));
+  void afterTunnel();  // the tunnel to the server is open: its TLS, or the request
   void send();
   void onSent(error_code ec);
   std::string timeoutMessage() const;
@@ -84,6 +101,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   http::request<http::string_body> request_;
   http::request<http::empty_body> connectRequest_;
   std::optional<http::response_parser<http::empty_body>> connectAnswer_;
+  std::vector<unsigned char> socksBuffer_;
   std::uint64_t usedGeneration_ = 0;  // of the credentials request_ carries
   bool reused_ = false;
   bool retriedStale_ = false;

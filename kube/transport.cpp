@@ -53,7 +53,7 @@ ClientCore::ClientCore(asio::io_context& ioContext, ClusterConfig clusterConfig,
     proxy.port = config.proxyPort;
     proxyAddress = hostPort(proxy);
   }
-  if (config.tls) setUpTls({}, {});
+  if (config.tls || config.proxyScheme == ProxyScheme::Https) setUpTls({}, {});
 }
 
 std::unique_ptr<Connection> ClientCore::takeIdle() {
@@ -90,7 +90,8 @@ void ClientCore::shutdown() {
 }
 
 void ClientCore::useCredentials() {
-  if (!config.tls || credentials.generation() == tlsGeneration) return;
+  const bool anyTls = config.tls || config.proxyScheme == ProxyScheme::Https;
+  if (!anyTls || credentials.generation() == tlsGeneration) return;
   tlsGeneration = credentials.generation();
   const bool pluginCertificate = !credentials.certificatePem().empty();
   if (!pluginCertificate && !tlsHasPluginCertificate) return;  // tokens: the context stays

@@ -43,22 +43,32 @@ using Clock = std::chrono::steady_clock;
 // "10 s" or "250 ms", for messages.
 std::string formatDuration(std::chrono::milliseconds d);
 
-// One connection to the API server: plain or TLS, with the bytes read past the last message.
+// One connection to the API server: plain, TLS, or — through an https:// proxy to an https
+// server — TLS inside the TLS to the proxy; with the bytes read past the last message. Through
+// an https:// proxy to an http server, `tls` is the TLS to the proxy.
 struct Connection {
-  std::shared_ptr<ssl::context> tlsContext;  // what `tls` was made with (outlives it)
+  using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+  using TlsInTlsStream = beast::ssl_stream<ssl::stream<beast::tcp_stream>>;
+  std::shared_ptr<ssl::context> tlsContext;  // what `tls` or `tlsInTls` was made with (outlives it)
   std::unique_ptr<beast::tcp_stream> plain;
-  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  std::unique_ptr<TlsStream> tls;
+  std::unique_ptr<TlsInTlsStream> tlsInTls;
   beast::flat_buffer buffer;
   Clock::time_point idleSince;
 
-  beast::tcp_stream& lowest() { return plain ? *plain : beast::get_lowest_layer(*tls); }
+  beast::tcp_stream& lowest() {
+    if (plain) return *plain;
+    return tls ? beast::get_lowest_layer(*tls) : beast::get_lowest_layer(*tlsInTls);
+  }
   void close();
   template <typename F>
   void visit(F&& f) {
     if (plain)
       f(*plain);
-    else
+    else if (tls)
       f(*tls);
+    else
+      f(*tlsInTls);
   }
 };
 
@@ -90,6 +100,8 @@ struct ClientCore {
   Credentials credentials;
   std::string address;       // "host:port" for messages and the Host header
   std::string proxyAddress;  // "host:port" of the proxy, "" without one
+  // Made with the cluster's TLS settings, for the server (https) and for an https:// proxy,
+  // as client-go uses one TLS configuration for both.
   std::shared_ptr<ssl::context> sslContext;
   std::string tlsSetupError;        // set: every exchange fails with it
   std::uint64_t tlsGeneration = 0;  // the credentials' generation sslContext was made for

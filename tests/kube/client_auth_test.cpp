@@ -1,7 +1,8 @@
 // kube/client with what a kubeconfig can ask for beyond a token: exec credential plugins (real
 // scripts: a token, a client certificate, cached until they expire, run again after a 401,
-// once for requests that wait together), an http:// proxy (a real CONNECT proxy for https and
-// absolute-form requests for http) and impersonation headers — against the fake API server.
+// once for requests that wait together), proxies (http:// and https://: a real CONNECT proxy
+// for https and absolute-form requests for http; socks5://: a real SOCKS5 proxy, with and
+// without a password) and impersonation headers — against the fake API server.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -22,9 +23,12 @@
 namespace asio = boost::asio;
 namespace kube = nodewarden::kube;
 using nodewarden::testing::ConnectProxy;
+using nodewarden::testing::ConnectProxyOptions;
 using nodewarden::testing::FakeApiServer;
 using nodewarden::testing::FakeApiServerOptions;
 using nodewarden::testing::makeTestCertificate;
+using nodewarden::testing::Socks5Proxy;
+using nodewarden::testing::Socks5ProxyOptions;
 using nodewarden::testing::TempDir;
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -226,6 +230,7 @@ TEST_CASE("client through an http:// proxy: CONNECT for https, absolute form for
     c.caData = caPem;
     c.token = "test-token";
     c.proxyUrl = proxy.url();
+    c.proxyScheme = kube::ProxyScheme::Http;
     c.proxyHost = "127.0.0.1";
     c.proxyPort = std::to_string(proxy.port());
     return c;
@@ -275,6 +280,205 @@ TEST_CASE("client through an http:// proxy: CONNECT for https, absolute form for
     c.proxyAuthorization = "Basic dXNlcjpzZWNyZXQ=";
     kube::Client client(loop.io, c);
     CHECK(get(loop, client, "/api/v1/nodes").status == 200);
+  }
+}
+
+TEST_CASE("client through an https:// proxy: TLS to the proxy, then CONNECT or absolute form") {
+  // As client-go: the proxy's certificate is verified with the cluster's own TLS settings
+  // (here the one certificate authority signed both, as the proxy serves the same certificate).
+  auto serverCert = makeTestCertificate("127.0.0.1");
+  FakeApiServerOptions tlsOptions;
+  tlsOptions.tls = true;
+  tlsOptions.certPem = serverCert.certPem;
+  tlsOptions.keyPem = serverCert.keyPem;
+  FakeApiServer tlsServer(tlsOptions);
+  FakeApiServer plainServer;
+  Loop loop;
+  auto through = [&](const FakeApiServer& server, const ConnectProxy& proxy, bool tls) {
+    kube::ClusterConfig c;
+    c.host = "127.0.0.1";
+    c.port = std::to_string(server.port());
+    c.tls = tls;
+    c.caData = serverCert.certPem;
+    c.token = "test-token";
+    c.proxyUrl = proxy.url();
+    c.proxyScheme = kube::ProxyScheme::Https;
+    c.proxyHost = "127.0.0.1";
+    c.proxyPort = std::to_string(proxy.port());
+    return c;
+  };
+  ConnectProxyOptions options;
+  options.tlsCertPem = serverCert.certPem;
+  options.tlsKeyPem = serverCert.keyPem;
+
+  SUBCASE("https server: TLS inside the proxy's TLS, requests and a watch") {
+    ConnectProxy proxy(options);
+    kube::Client client(loop.io, through(tlsServer, proxy, true));
+    auto nodes = get(loop, client, "/api/v1/nodes");
+    CHECK_MESSAGE(nodes.status == 200, nodes.describe());
+    std::optional<kube::ApiResponse> end;
+    auto watch =
+        client.watch("/api/v1/pods?watch=1&timeoutSeconds=1",
+                     {nullptr, nullptr, [&](kube::ApiResponse r) { end = std::move(r); }}, 5000ms);
+    REQUIRE(loop.runUntil([&] { return end.has_value(); }));
+    CHECK_MESSAGE(end->status == 200, end->describe());
+    CHECK(proxy.tlsHandshakes() >= 1);
+    auto seen = proxy.requests();
+    REQUIRE(seen.size() >= 1);
+    for (const auto& r : seen) {
+      CHECK(r.method == "CONNECT");
+      CHECK(r.target == "127.0.0.1:" + std::to_string(tlsServer.port()));
+    }
+    CHECK(tlsServer.requests().size() == 2);
+  }
+  SUBCASE("http server: absolute form inside the proxy's TLS") {
+    ConnectProxy proxy(options);
+    kube::Client client(loop.io, through(plainServer, proxy, false));
+    auto nodes = get(loop, client, "/api/v1/nodes?limit=5");
+    CHECK_MESSAGE(nodes.status == 200, nodes.describe());
+    auto seen = proxy.requests();
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].method == "GET");
+    CHECK(proxy.tlsHandshakes() == 1);
+  }
+  SUBCASE("credentials: 407 without, through with the URL's user info") {
+    options.requiredAuthorization = "Basic dXNlcjpzZWNyZXQ=";
+    ConnectProxy proxy(options);
+    kube::ClusterConfig c = through(tlsServer, proxy, true);
+    {
+      kube::Client client(loop.io, c);
+      auto refused = get(loop, client, "/api/v1/nodes");
+      CHECK(refused.status == 0);
+      CHECK(refused.error == "CONNECT to 127.0.0.1:" + std::to_string(tlsServer.port()) +
+                                 " through the proxy 127.0.0.1:" + std::to_string(proxy.port()) +
+                                 ": the proxy answered 407 Proxy Authentication Required");
+    }
+    c.proxyAuthorization = "Basic dXNlcjpzZWNyZXQ=";
+    kube::Client client(loop.io, c);
+    CHECK(get(loop, client, "/api/v1/nodes").status == 200);
+  }
+  SUBCASE("a proxy whose certificate no authority of the kubeconfig signed is refused") {
+    auto other = makeTestCertificate("127.0.0.1");
+    options.tlsCertPem = other.certPem;
+    options.tlsKeyPem = other.keyPem;
+    ConnectProxy proxy(options);
+    kube::Client client(loop.io, through(tlsServer, proxy, true));
+    auto refused = get(loop, client, "/api/v1/nodes");
+    CHECK(refused.status == 0);
+    CHECK(refused.error.starts_with(
+        "TLS handshake with the proxy 127.0.0.1:" + std::to_string(proxy.port()) + ": "));
+    CHECK(refused.error.find("signed the proxy's certificate") != std::string::npos);
+    CHECK(proxy.requests().empty());
+    CHECK(tlsServer.requests().empty());
+  }
+}
+
+TEST_CASE("client through a socks5:// proxy: RFC 1928, RFC 1929, the name resolved remotely") {
+  auto serverCert = makeTestCertificate("127.0.0.1");
+  FakeApiServerOptions tlsOptions;
+  tlsOptions.tls = true;
+  tlsOptions.certPem = serverCert.certPem;
+  tlsOptions.keyPem = serverCert.keyPem;
+  FakeApiServer tlsServer(tlsOptions);
+  FakeApiServer plainServer;
+  Loop loop;
+  auto through = [&](const FakeApiServer& server, const Socks5Proxy& proxy, bool tls,
+                     const std::string& host) {
+    kube::ClusterConfig c;
+    c.host = host;
+    c.port = std::to_string(server.port());
+    c.tls = tls;
+    c.caData = serverCert.certPem;
+    c.token = "test-token";
+    c.proxyUrl = proxy.url();
+    c.proxyScheme = kube::ProxyScheme::Socks5;
+    c.proxyHost = "127.0.0.1";
+    c.proxyPort = std::to_string(proxy.port());
+    return c;
+  };
+
+  SUBCASE("no authentication, an address: TLS through the tunnel, requests and a watch") {
+    Socks5Proxy proxy;
+    kube::Client client(loop.io, through(tlsServer, proxy, true, "127.0.0.1"));
+    auto nodes = get(loop, client, "/api/v1/nodes");
+    CHECK_MESSAGE(nodes.status == 200, nodes.describe());
+    std::optional<kube::ApiResponse> end;
+    auto watch =
+        client.watch("/api/v1/pods?watch=1&timeoutSeconds=1",
+                     {nullptr, nullptr, [&](kube::ApiResponse r) { end = std::move(r); }}, 5000ms);
+    REQUIRE(loop.runUntil([&] { return end.has_value(); }));
+    CHECK_MESSAGE(end->status == 200, end->describe());
+    auto seen = proxy.requests();
+    REQUIRE(seen.size() >= 1);
+    for (const auto& r : seen) {
+      CHECK(r.methods == std::vector<unsigned>{0});
+      CHECK(r.addressType == 1);
+      CHECK(r.host == "127.0.0.1");
+      CHECK(r.port == tlsServer.port());
+      CHECK(r.reply == 0);
+    }
+    CHECK(tlsServer.requests().size() == 2);
+  }
+  SUBCASE("a host name goes to the proxy to resolve (socks5h), plain http in origin form") {
+    Socks5Proxy proxy;
+    kube::Client client(loop.io, through(plainServer, proxy, false, "localhost"));
+    auto nodes = get(loop, client, "/api/v1/nodes?limit=5");
+    CHECK_MESSAGE(nodes.status == 200, nodes.describe());
+    auto seen = proxy.requests();
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].addressType == 3);
+    CHECK(seen[0].host == "localhost");
+    auto atServer = plainServer.requests();
+    REQUIRE(atServer.size() == 1);
+    CHECK(atServer[0].path == "/api/v1/nodes");
+  }
+  SUBCASE("username/password: accepted, refused, and none offered to a proxy that wants them") {
+    Socks5ProxyOptions options;
+    options.user = "user";
+    options.password = "s3cret";
+    Socks5Proxy proxy(options);
+    kube::ClusterConfig c = through(tlsServer, proxy, true, "127.0.0.1");
+    const std::string at = "127.0.0.1:" + std::to_string(proxy.port());
+    {
+      kube::Client client(loop.io, c);
+      auto refused = get(loop, client, "/api/v1/nodes");
+      CHECK(refused.status == 0);
+      CHECK(refused.error == "SOCKS5 greeting to the proxy " + at +
+                                 ": the proxy accepts none of the authentication methods offered "
+                                 "(none; put user:password@ in proxy-url if it needs them)");
+    }
+    c.proxyCredentials = std::make_pair(std::string("user"), std::string("wrong"));
+    {
+      kube::Client client(loop.io, c);
+      auto refused = get(loop, client, "/api/v1/nodes");
+      CHECK(refused.status == 0);
+      CHECK(refused.error == "SOCKS5 username/password authentication with the proxy " + at +
+                                 ": the proxy refused the user name and password (status 1)");
+    }
+    c.proxyCredentials = std::make_pair(std::string("user"), std::string("s3cret"));
+    kube::Client client(loop.io, c);
+    auto nodes = get(loop, client, "/api/v1/nodes");
+    CHECK_MESSAGE(nodes.status == 200, nodes.describe());
+    auto seen = proxy.requests();
+    REQUIRE(seen.size() == 3);
+    CHECK(seen[0].methods == std::vector<unsigned>{0});
+    CHECK(seen[1].methods == std::vector<unsigned>{0, 2});
+    CHECK(seen[1].password == "wrong");
+    CHECK(seen[2].user == "user");
+    CHECK(seen[2].password == "s3cret");
+    CHECK(seen[2].reply == 0);
+  }
+  SUBCASE("a proxy that refuses the CONNECT: its RFC 1928 reply, and nothing reaches the server") {
+    Socks5ProxyOptions options;
+    options.refuseWith = 2;
+    Socks5Proxy proxy(options);
+    kube::Client client(loop.io, through(tlsServer, proxy, true, "127.0.0.1"));
+    auto refused = get(loop, client, "/api/v1/nodes");
+    CHECK(refused.status == 0);
+    CHECK(refused.error == "SOCKS5 CONNECT to 127.0.0.1:" + std::to_string(tlsServer.port()) +
+                               " through the proxy 127.0.0.1:" + std::to_string(proxy.port()) +
+                               ": the proxy answered connection not allowed by ruleset");
+    CHECK(tlsServer.requests().empty());
   }
 }
 

@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 using nodewarden::kube::ClusterConfig;
 using nodewarden::kube::inClusterConfig;
 using nodewarden::kube::loadKubeconfig;
+using nodewarden::kube::ProxyScheme;
 using nodewarden::kube::TokenSource;
 
 using nodewarden::testing::TempDir;
@@ -441,11 +442,33 @@ TEST_CASE("kubeconfig: exec plugins, proxies, impersonation and servers as kubec
     CHECK(config->proxyHost == "127.0.0.1");
     CHECK(config->proxyPort == "3128");
     CHECK(config->proxyAuthorization == "Basic dXNlcjpzZWNyZXQ=");
+    CHECK(config->proxyScheme == ProxyScheme::Http);
     CHECK(config->impersonateUser == "jane");
     CHECK(config->impersonateUid == "42");
     CHECK(config->impersonateGroups == std::vector<std::string>{"devs", "ops"});
     REQUIRE(config->impersonateExtra.size() == 1);
     CHECK(config->impersonateExtra[0].first == "scopes");
+  }
+  SUBCASE("proxy-url: https and socks5, their default ports, SOCKS5 credentials") {
+    auto https = load("    token: t\n", "    proxy-url: https://user:secret@proxy.example\n");
+    REQUIRE_MESSAGE(https.ok(), https.error().message);
+    CHECK(https->proxyScheme == ProxyScheme::Https);
+    CHECK(https->proxyHost == "proxy.example");
+    CHECK(https->proxyPort == "443");
+    CHECK(https->proxyAuthorization == "Basic dXNlcjpzZWNyZXQ=");
+    auto socks = load("    token: t\n", "    proxy-url: socks5://us%40er:p%3Ass@10.0.0.9\n");
+    REQUIRE_MESSAGE(socks.ok(), socks.error().message);
+    CHECK(socks->proxyScheme == ProxyScheme::Socks5);
+    CHECK(socks->proxyHost == "10.0.0.9");
+    CHECK(socks->proxyPort == "1080");
+    CHECK(socks->proxyAuthorization.empty());
+    REQUIRE(socks->proxyCredentials);
+    CHECK(socks->proxyCredentials->first == "us@er");
+    CHECK(socks->proxyCredentials->second == "p:ss");
+    auto plain = load("    token: t\n", "    proxy-url: socks5://127.0.0.1:9050\n");
+    REQUIRE_MESSAGE(plain.ok(), plain.error().message);
+    CHECK(plain->proxyPort == "9050");
+    CHECK_FALSE(plain->proxyCredentials);
   }
   SUBCASE("a server without a scheme: https with TLS settings, http without") {
     auto secure = load("    token: t\n", "    insecure-skip-tls-verify: true\n", "10.0.0.1:6443");
@@ -555,10 +578,11 @@ TEST_CASE("kubeconfig: every refusal names the file and the place inside it") {
         "users[0].user: a client certificate needs both the certificate and its key");
   CHECK(load(replace(admin, "    client-key-data", "    tokenFile: gone\n    client-key-data")) ==
         "users[0].user.tokenFile: " + (dir.path / "gone").string() + ": No such file or directory");
-  CHECK(
-      load(replace(admin, "    server:", "    proxy-url: socks5://127.0.0.1:1080\n    server:")) ==
-      "clusters[0].cluster.proxy-url: a socks5:// proxy is not supported (kubectl takes it; "
-      "nodewarden speaks to http:// proxies only, with CONNECT)");
+  // kubectl's own words: "invalid 'proxy-url' "ftp://…" for cluster "kubernetes":
+  // unsupported scheme "ftp", must be http, https, or socks5".
+  CHECK(load(replace(admin, "    server:", "    proxy-url: ftp://127.0.0.1:21\n    server:")) ==
+        "clusters[0].cluster.proxy-url: invalid proxy-url \"ftp://127.0.0.1:21\" for cluster "
+        "\"kubernetes\": unsupported scheme \"ftp\", must be http, https, or socks5");
   // Refused with what to use instead.
   CHECK(load(replace(admin, "    client-certificate-data",
                      "    auth-provider:\n      name: oidc\n    client-certificate-data")) ==

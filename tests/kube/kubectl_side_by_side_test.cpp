@@ -1,17 +1,19 @@
 // Every kubeconfig kubectl accepts, side by side with the real kubectl: for each shape of file
-// (flow style, anchors, JSON, token files, client certificates, tls-server-name, a CONNECT
-// proxy, exec plugins of both API versions, $KUBECONFIG lists, ~/.kube/config, --context),
-// `kubectl get --raw /api/v1/nodes` and nodewarden (`explain eviction --kubeconfig F`, or
-// `kubectl nodewarden explain eviction` where kubectl's own resolution is the point) both
-// work against the same server; for each file kubectl refuses, both refuse, and the two
-// messages are printed side by side.
+// (flow style, anchors, JSON, token files, client certificates, tls-server-name, proxies:
+// http:// and https:// CONNECT, socks5:// with and without a password, exec plugins of both API
+// versions, $KUBECONFIG lists, ~/.kube/config, --context), `kubectl get --raw /api/v1/nodes` and
+// nodewarden (`explain eviction --kubeconfig F`, or `kubectl nodewarden explain eviction` where
+// kubectl's own resolution is the point) both work against the same server; for each file kubectl
+// refuses, both refuse, and the two messages are printed side by side.
 //
 // The server under test is one parameter. By default it is the fake API server of this
 // folder over TLS, seeded with examples/current. With $NODEWARDEN_TEST_APISERVER=DIR it is
 // whatever DIR describes: `server` (its URL), `ca.crt`, `token` (a bearer token it accepts),
 // and optionally `client.crt` + `client.key` (a client certificate it accepts) and
 // `server-name` (a DNS name its certificate carries); shapes that need what DIR lacks are
-// skipped, saying so. Skips (77) when /usr/bin/kubectl is absent.
+// skipped, saying so (the https:// proxy serves the fake server's own certificate, which the
+// kubeconfig's certificate authority verifies, so it needs the fake server). Skips (77) when
+// /usr/bin/kubectl is absent.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -38,9 +40,12 @@
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using nodewarden::testing::ConnectProxy;
+using nodewarden::testing::ConnectProxyOptions;
 using nodewarden::testing::FakeApiServer;
 using nodewarden::testing::FakeApiServerOptions;
 using nodewarden::testing::makeTestCertificate;
+using nodewarden::testing::Socks5Proxy;
+using nodewarden::testing::Socks5ProxyOptions;
 using nodewarden::testing::TempDir;
 
 namespace {
@@ -94,7 +99,8 @@ struct ServerUnderTest {
   std::string clientCertPem, clientKeyPem;  // "" when not known
   std::string serverName;  // a DNS name in its certificate other than its address, or ""
   std::string wrongCaPem;  // a CA that did not sign its certificate
-  std::unique_ptr<FakeApiServer> fake;  // when it is the fake one
+  std::string servingCertPem, servingKeyPem;  // its certificate and key, when it is the fake one
+  std::unique_ptr<FakeApiServer> fake;        // when it is the fake one
 };
 
 ServerUnderTest serverUnderTest() {
@@ -127,6 +133,8 @@ ServerUnderTest serverUnderTest() {
   for (const auto& [node, summary] : snapshot["stats"].items()) s.fake->setNodeStats(node, summary);
   s.url = s.fake->url();
   s.caPem = serving.certPem;
+  s.servingCertPem = serving.certPem;
+  s.servingKeyPem = serving.keyPem;
   s.token = options.token;
   s.clientCertPem = client.certPem;
   s.clientKeyPem = client.keyPem;
@@ -212,6 +220,14 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
   }
   ServerUnderTest server = serverUnderTest();
   ConnectProxy proxy;
+  // An https:// proxy needs a certificate the kubeconfig's authority signed: the fake
+  // server's own (a real server's key is not at hand).
+  std::unique_ptr<ConnectProxy> httpsProxy;
+  if (!server.servingKeyPem.empty())
+    httpsProxy = std::make_unique<ConnectProxy>(
+        ConnectProxyOptions{{}, server.servingCertPem, server.servingKeyPem});
+  Socks5Proxy socks;
+  Socks5Proxy socksWithPassword(Socks5ProxyOptions{"proxy-user", "pa:ss@word", 0});
   TempDir dir("nodewarden-kubectl");
   const std::string root = dir.path.string();
   fs::create_directories(dir.path / "bin");
@@ -348,6 +364,20 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
        "config"},
       {"proxy-url: through an HTTP CONNECT proxy",
        at("config", file(cluster("    proxy-url: " + proxy.url() + "\n"), tokenUser)), "config"},
+      {"proxy-url: through an https:// proxy (TLS to it, CONNECT inside)",
+       at("config", file(cluster("    proxy-url: " + (httpsProxy ? httpsProxy->url() : "") + "\n"),
+                         tokenUser)),
+       "config",
+       {},
+       {},
+       "the fake server's key"},
+      {"proxy-url: through a socks5:// proxy",
+       at("config", file(cluster("    proxy-url: " + socks.url() + "\n"), tokenUser)), "config"},
+      {"proxy-url: through a socks5:// proxy with a user name and password",
+       at("config", file(cluster("    proxy-url: " +
+                                 socksWithPassword.url("proxy-user:pa%3Ass%40word") + "\n"),
+                         tokenUser)),
+       "config"},
       {"exec v1: a plugin on the PATH with args, env and cluster info",
        at("config", file(cluster("    extensions:\n    - name: client.authentication.k8s.io/exec\n"
                                  "      extension: {audience: side-by-side}\n"),
@@ -401,7 +431,8 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
   for (const Shape& shape : shapes) {
     CAPTURE(shape.name);
     if ((shape.needs == "client certificate" && server.clientCertPem.empty()) ||
-        (shape.needs == "server name" && server.serverName.empty())) {
+        (shape.needs == "server name" && server.serverName.empty()) ||
+        (shape.needs == "the fake server's key" && !httpsProxy)) {
       MESSAGE("skipped for this server (it gives no " << shape.needs << "): " << shape.name);
       continue;
     }
@@ -412,6 +443,9 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
     if (!shape.kubeconfig.empty()) flags += " --kubeconfig '" + root + "/" + shape.kubeconfig + "'";
     if (!shape.context.empty()) flags += " --context " + shape.context;
     const auto proxyBefore = proxy.requests().size();
+    const auto httpsProxyBefore = httpsProxy ? httpsProxy->requests().size() : 0;
+    const auto socksBefore = socks.requests().size();
+    const auto socksWithPasswordBefore = socksWithPassword.requests().size();
     fs::remove(dir.path / "plugin-runs");
 
     const Run kubectl = shell(
@@ -440,11 +474,32 @@ TEST_CASE("kubeconfig shapes: kubectl and nodewarden both work, or both refuse")
       CHECK_MESSAGE(log.find("listed ") != std::string::npos, log);
       CHECK_MESSAGE(log.find(server.url) != std::string::npos, log);
     }
-    if (shape.name.starts_with("proxy-url")) {
+    if (shape.name.starts_with("proxy-url: through an HTTP")) {
       // Both went through the proxy, each with CONNECT to the server.
       auto seen = proxy.requests();
       CHECK(seen.size() >= proxyBefore + 2);
       for (std::size_t i = proxyBefore; i < seen.size(); ++i) CHECK(seen[i].method == "CONNECT");
+    }
+    if (shape.name.starts_with("proxy-url: through an https")) {
+      auto seen = httpsProxy->requests();
+      CHECK(seen.size() >= httpsProxyBefore + 2);
+      for (std::size_t i = httpsProxyBefore; i < seen.size(); ++i)
+        CHECK(seen[i].method == "CONNECT");
+      CHECK(httpsProxy->tlsHandshakes() >= 2);
+    }
+    if (shape.name.starts_with("proxy-url: through a socks5")) {
+      // Both went through the proxy, kubectl and nodewarden alike, and authenticated alike.
+      const bool password = shape.name.find("password") != std::string::npos;
+      auto seen = password ? socksWithPassword.requests() : socks.requests();
+      const std::size_t before = password ? socksWithPasswordBefore : socksBefore;
+      CHECK(seen.size() >= before + 2);
+      for (std::size_t i = before; i < seen.size(); ++i) {
+        CAPTURE(i);
+        CHECK(seen[i].reply == 0);
+        CHECK(seen[i].methods ==
+              (password ? std::vector<unsigned>{0, 2} : std::vector<unsigned>{0}));
+        if (password) CHECK(seen[i].password == "pa:ss@word");
+      }
     }
     if (shape.name.starts_with("exec")) {
       const std::string runs = slurp(root + "/plugin-runs");
@@ -468,6 +523,10 @@ TEST_CASE("kubeconfig files kubectl refuses: nodewarden refuses them too, as cle
     std::exit(77);
   }
   ServerUnderTest server = serverUnderTest();
+  Socks5Proxy socksWithPassword(Socks5ProxyOptions{"proxy-user", "secret", 0});
+  Socks5Proxy socksThatRefuses(Socks5ProxyOptions{{}, {}, 2});
+  const auto otherCert = makeTestCertificate("127.0.0.1");  // no authority of the file's
+  ConnectProxy httpsProxyOtherCa(ConnectProxyOptions{{}, otherCert.certPem, otherCert.keyPem});
   TempDir dir("nodewarden-kubectl-bad");
   const std::string root = dir.path.string();
   const std::string caData = base64(server.caPem);
@@ -560,6 +619,18 @@ TEST_CASE("kubeconfig files kubectl refuses: nodewarden refuses them too, as cle
        "expected an https:// or http:// URL"},
       {"a proxy-url that is not a proxy URL",
        config(ca + "    proxy-url: ftp://127.0.0.1:21\n", token), "unsupported scheme"},
+      {"a socks5:// proxy that wants a password, none given",
+       config(ca + "    proxy-url: " + socksWithPassword.url() + "\n", token),
+       "the proxy accepts none of the authentication methods offered"},
+      {"a socks5:// proxy given the wrong password",
+       config(ca + "    proxy-url: " + socksWithPassword.url("proxy-user:wrong") + "\n", token),
+       "the proxy refused the user name and password"},
+      {"a socks5:// proxy that refuses the connection",
+       config(ca + "    proxy-url: " + socksThatRefuses.url() + "\n", token),
+       "connection not allowed by ruleset"},
+      {"an https:// proxy whose certificate the file's authority did not sign",
+       config(ca + "    proxy-url: " + httpsProxyOtherCa.url() + "\n", token),
+       "signed the proxy's certificate"},
       {"a tls-server-name its certificate does not carry",
        config(ca + "    tls-server-name: not-this.example\n", token), "certificate"},
       {"a certificate authority that did not sign its certificate",
