@@ -458,9 +458,9 @@ struct Socks5Proxy::Impl {
       if (!recvExactly(client, a, 16)) return -1;
       request.host = "(IPv6)";
     }
-    unsigned char port[2];
-    if (!recvExactly(client, port, 2)) return -1;
-    request.port = static_cast<std::uint16_t>(port[0] << 8 | port[1]);
+    unsigned char portBytes[2];
+    if (!recvExactly(client, portBytes, 2)) return -1;
+    request.port = static_cast<std::uint16_t>(portBytes[0] << 8 | portBytes[1]);
     auto answer = [&](unsigned reply) {
       request.reply = reply;
       sendAll(client, std::string{5, static_cast<char>(reply), 0, 1, 127, 0, 0, 1, 0, 0});
