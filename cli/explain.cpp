@@ -300,7 +300,7 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
 
   // explain has no history: "now" is an arbitrary origin and the state is empty, unless the
   // user asks to treat soft thresholds as having been met for their whole grace period.
-  const policy::TimePoint now{std::chrono::hours(24 * 365)};
+  const SteadyTime now{std::chrono::hours(24 * 365)};
   policy::EvictionState state;
   if (args->flag("assume-grace-elapsed")) state = policy::assumeGraceElapsed(*policy, now);
   policy::NodeView view = policy::makeNodeView(*snapshot, node);
