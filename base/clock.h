@@ -6,9 +6,9 @@
 
 #include <chrono>
 
-namespace nodewarden {
+#include "base/time.h"
 
-using SteadyTime = std::chrono::steady_clock::time_point;
+namespace nodewarden {
 
 class Clock {
  public:

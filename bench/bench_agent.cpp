@@ -94,6 +94,7 @@
 #include "node/agent.h"
 #include "node/kube_source.h"
 #include "node/pod_source.h"
+#include "node/routes.h"
 #include "policy/policy.h"
 #include "server/log.h"
 #include "tests/kube/fake_apiserver.h"
@@ -517,11 +518,8 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
   options.intervalOverride = variant.interval;
   options.systemdNotify = false;
   options.loopNice = variant.loopNice;
-  if (variant.fault == Fault::Wrk) {
-    server::HttpServerOptions http;
-    http.port = 0;
-    options.http = http;
-  }
+  std::optional<server::HttpServerOptions> httpOptions;  // the agent's routes (node/routes.h)
+  if (variant.fault == Fault::Wrk) httpOptions.emplace().port = 0;
   cgroups::PodCgroups pods(h_, sandbox_.kubepods());
 
   // With an API server: the agent's real wiring (node/run.cpp ApiWiring) in this process.
@@ -560,6 +558,14 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
     kubeSource->start();
     if (!pumpUntil(io, 10, [&] { return kubeSource->synced(); })) {
       f.firstError = "the agent's API source did not sync with the fake API server in 10 s";
+      return f;
+    }
+  }
+  std::unique_ptr<server::HttpServer> http;
+  if (httpOptions) {
+    http = node::agentServer(io, *httpOptions, *agent, {});
+    if (auto listening = http->start(); !listening) {
+      f.firstError = "the agent's HTTP server did not start: " + listening.error().message;
       return f;
     }
   }
@@ -606,7 +612,7 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
       });
       break;
     case Fault::Wrk: {
-      const std::string base = "http://127.0.0.1:" + std::to_string(agent->httpPort());
+      const std::string base = "http://127.0.0.1:" + std::to_string(http->port());
       const int seconds = int(budget) + 5;
       for (const char* path : {"/metrics", "/v1/state"}) {
         wrkLogs.push_back(manifests_.parent_path() /
@@ -651,8 +657,10 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
   f.cycles = agent->cycles();
   f.rssAfterMiB = selfRssMiB();
   agent->stop();
+  if (http) http->stop();
   if (kubeSource != nullptr) kubeSource->stop();
   pumpUntil(io, 3, [&] { return io.stopped(); });  // lets in-flight actuator timers finish
+  http.reset();
   agent.reset();
   if (variant.loopNice) (void)::setpriority(PRIO_PROCESS, ::gettid(), kStartNice);
   f.seconds = nanosSince(start) * 1e-9;

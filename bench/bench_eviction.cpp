@@ -160,7 +160,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   const policy::Policy defaults = policy::Policy::defaults();
   policy::Policy kubelet = policy;
   kubelet.ranking = policy::RankingMode::Kubelet;
-  const policy::TimePoint now = policy::TimePoint{} + std::chrono::hours(24 * 400);
+  const SteadyTime now = SteadyTime{} + std::chrono::hours(24 * 400);
   const policy::EvictionState state = policy::assumeGraceElapsed(policy, now);
   const policy::EvictionState emptyState;
 

@@ -6,14 +6,15 @@
 
 namespace nodewarden::cgroups {
 
-Nanos pollDelay(std::int64_t headroomBytes, double growthBytesPerSecond, const PollTuning& tuning) {
+Duration pollDelay(std::int64_t headroomBytes, double growthBytesPerSecond,
+                   const PollTuning& tuning) {
   if (headroomBytes <= 0) return tuning.floor;
   const double rate = std::max(growthBytesPerSecond, tuning.assumedBytesPerSecond);
   if (!(rate > 0) || !(tuning.safety > 0)) return tuning.ceiling;
   const double seconds = double(headroomBytes) / rate / tuning.safety;
   const double ceiling = std::chrono::duration<double>(tuning.ceiling).count();
   if (!(seconds < ceiling)) return std::max(tuning.floor, tuning.ceiling);
-  const Nanos delay(static_cast<std::int64_t>(seconds * 1e9));
+  const Duration delay(static_cast<std::int64_t>(seconds * 1e9));
   return std::clamp(delay, tuning.floor, std::max(tuning.floor, tuning.ceiling));
 }
 

@@ -20,15 +20,13 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/time.h"
 
 namespace nodewarden::cgroups {
 
-using SteadyTime = std::chrono::steady_clock::time_point;
-using Nanos = std::chrono::nanoseconds;
-
 struct PollTuning {
-  Nanos floor = std::chrono::milliseconds(2);
-  Nanos ceiling = std::chrono::seconds(1);  // the housekeeping interval
+  Duration floor = std::chrono::milliseconds(2);
+  Duration ceiling = std::chrono::seconds(1);  // the housekeeping interval
   // Polls before the line is reached at the current rate.
   double safety = 4.0;
   // The growth assumed when the measured one is lower: a process can start allocating at any
@@ -38,7 +36,8 @@ struct PollTuning {
 
 // The delay until the next poll with `headroomBytes` left before the closest line (≤ 0: at or
 // past it) at `growthBytesPerSecond`.
-Nanos pollDelay(std::int64_t headroomBytes, double growthBytesPerSecond, const PollTuning& tuning);
+Duration pollDelay(std::int64_t headroomBytes, double growthBytesPerSecond,
+                   const PollTuning& tuning);
 
 class MemoryLinePoller {
  public:
@@ -60,7 +59,7 @@ class MemoryLinePoller {
     // earliest, this poll the latest; the earliest is reported, so latency figures built on
     // it are upper bounds.
     SteadyTime crossedAfter{};
-    Nanos next{};  // when to poll again
+    Duration next{};  // when to poll again
     double growthBytesPerSecond = 0;
   };
   Result<Sample> poll(SteadyTime now);

@@ -235,32 +235,22 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
   }
   std::set<std::string> options{"node", "policy", "output"};
   options.insert(kSourceOptions.begin(), kSourceOptions.end());
-  auto args = parseArgs({argv.begin() + 1, argv.end()}, options, {"assume-grace-elapsed"});
-  if (!args) {
-    err << "nodewarden explain eviction: " << args.error().message << "\n\n" << kExplainUsage;
-    return kExitUsage;
-  }
-  if (args->flag("help")) {
-    out << kExplainUsage;
-    return kExitOk;
-  }
-  if (!args->positional.empty()) {
-    err << "nodewarden explain eviction: unexpected argument \"" << args->positional[0] << "\"\n\n"
-        << kExplainUsage;
-    return kExitUsage;
-  }
-  auto source = chooseSource(*args);
+  auto parsed = parseCommand("explain eviction", {argv.begin() + 1, argv.end()}, options,
+                             {"assume-grace-elapsed"}, kExplainUsage, out, err);
+  if (const int* exit = std::get_if<int>(&parsed)) return *exit;
+  const Args& args = std::get<Args>(parsed);
+  auto source = chooseSource(args);
   if (!source) {
     err << "nodewarden explain eviction: " << source.error().message << "\n\n" << kExplainUsage;
     return kExitUsage;
   }
-  std::string output = args->value("output").value_or("table");
+  std::string output = args.value("output").value_or("table");
   if (output != "table" && output != "json") {
     err << "nodewarden explain eviction: -o must be table or json, got \"" << output << "\"\n\n"
         << kExplainUsage;
     return kExitUsage;
   }
-  auto policy = loadPolicyOption(*args, err);
+  auto policy = loadPolicyOption(args, err);
   if (!policy) {
     err << policy.error().message << "\n";
     return kExitBadInput;
@@ -283,7 +273,7 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
     return s.empty() ? std::string("none") : s;
   };
   std::string node;
-  if (auto n = args->value("node")) {
+  if (auto n = args.value("node")) {
     node = *n;
     if (std::find(known.begin(), known.end(), node) == known.end()) {
       err << source->name << ": nodes: node \"" << node
@@ -300,9 +290,9 @@ int runExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
 
   // explain has no history: "now" is an arbitrary origin and the state is empty, unless the
   // user asks to treat soft thresholds as having been met for their whole grace period.
-  const policy::TimePoint now{std::chrono::hours(24 * 365)};
+  const SteadyTime now{std::chrono::hours(24 * 365)};
   policy::EvictionState state;
-  if (args->flag("assume-grace-elapsed")) state = policy::assumeGraceElapsed(*policy, now);
+  if (args.flag("assume-grace-elapsed")) state = policy::assumeGraceElapsed(*policy, now);
   policy::NodeView view = policy::makeNodeView(*snapshot, node);
   policy::EvictionResult result = policy::evaluateEviction(view, *policy, state, now);
   if (output == "json") {

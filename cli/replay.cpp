@@ -400,11 +400,10 @@ int runTune(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   auto row = [&](const record::TuneSetting& s, const std::string& mark) {
     char lead[32] = "-";
     if (s.minLeadTimeMs) std::snprintf(lead, sizeof lead, "%.1f s", *s.minLeadTimeMs / 1000.0);
-    rows.push_back(
-        {mark, s.threshold,
-         s.grace == policy::Duration(0) ? "hard" : "soft " + policy::formatGoDuration(s.grace),
-         std::to_string(s.oomKillsLeft), std::to_string(s.evictions), std::to_string(s.falseAlarms),
-         lead});
+    rows.push_back({mark, s.threshold,
+                    s.grace == Duration(0) ? "hard" : "soft " + policy::formatGoDuration(s.grace),
+                    std::to_string(s.oomKillsLeft), std::to_string(s.evictions),
+                    std::to_string(s.falseAlarms), lead});
   };
   for (std::size_t i = 0; i < result.settings.size(); ++i) {
     row(result.settings[i], result.recommended && *result.recommended == i ? "*" : "");

@@ -106,34 +106,24 @@ volatile std::sig_atomic_t interrupted = 0;
 }  // namespace
 
 int runStatus(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  auto args = parseArgs(argv, {"agent", "output", "interval", "count"}, {"watch", "help"});
-  if (!args) {
-    err << "nodewarden status: " << args.error().message << "\n\n" << kStatusUsage;
-    return kExitUsage;
-  }
-  if (args->flag("help")) {
-    out << kStatusUsage;
-    return kExitOk;
-  }
-  if (!args->positional.empty()) {
-    err << "nodewarden status: unexpected argument \"" << args->positional[0] << "\"\n\n"
-        << kStatusUsage;
-    return kExitUsage;
-  }
-  const std::string output = args->value("output").value_or("table");
+  auto parsed = parseCommand("status", argv, {"agent", "output", "interval", "count"},
+                             {"watch", "help"}, kStatusUsage, out, err);
+  if (const int* exit = std::get_if<int>(&parsed)) return *exit;
+  const Args& args = std::get<Args>(parsed);
+  const std::string output = args.value("output").value_or("table");
   if (output != "table" && output != "json") {
     err << "nodewarden status: -o must be table or json, got \"" << output << "\"\n\n"
         << kStatusUsage;
     return kExitUsage;
   }
-  const bool watch = args->flag("watch");
-  if (!watch && (args->value("interval") || args->value("count"))) {
+  const bool watch = args.flag("watch");
+  if (!watch && (args.value("interval") || args.value("count"))) {
     err << "nodewarden status: --interval and --count go with --watch\n\n" << kStatusUsage;
     return kExitUsage;
   }
   double interval = 2;
   long count = 0;  // 0: until interrupted
-  if (auto text = args->value("interval")) {
+  if (auto text = args.value("interval")) {
     char* end = nullptr;
     interval = std::strtod(text->c_str(), &end);
     if (end == text->c_str() || *end != '\0' || !(interval >= 0.1 && interval <= 3600)) {
@@ -142,7 +132,7 @@ int runStatus(const std::vector<std::string>& argv, std::ostream& out, std::ostr
       return kExitUsage;
     }
   }
-  if (auto text = args->value("count")) {
+  if (auto text = args.value("count")) {
     char* end = nullptr;
     count = std::strtol(text->c_str(), &end, 10);
     if (end == text->c_str() || *end != '\0' || count < 1) {
@@ -151,7 +141,7 @@ int runStatus(const std::vector<std::string>& argv, std::ostream& out, std::ostr
       return kExitUsage;
     }
   }
-  const std::string url = args->value("agent").value_or("http://127.0.0.1:10290");
+  const std::string url = args.value("agent").value_or("http://127.0.0.1:10290");
   auto endpoint = parseAgentUrl(url);
   if (!endpoint) {
     err << "nodewarden status: " << endpoint.error().message << "\n";

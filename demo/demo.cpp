@@ -285,118 +285,167 @@ int runDemoLoad(const std::vector<std::string>& argv) {
   return 0;
 }
 
-int runDemo(const std::vector<std::string>& argv) {
-  auto args =
-      parseArgs(argv, {"policy", "scenario", "report", "duration", "plot", "state-dir", "node"},
-                {"baseline", "kubelet-like", "quiet", "help"});
-  if (!args) {
-    std::cerr << "nodewarden demo: " << args.error().message << "\n\n" << kDemoUsage;
-    return kExitUsage;
-  }
-  if (args->flag("help")) {
-    std::cout << kDemoUsage;
-    return kExitOk;
-  }
-  const bool baseline = args->flag("baseline");
-  const bool kubeletLike = args->flag("kubelet-like");
-  const bool quiet = args->flag("quiet");
+namespace {
 
-  // Inputs first: a bad file changes nothing.
+// What the command line asks for.
+struct DemoSettings {
+  bool baseline = false;     // the agent only records; the kernel's OOM killer decides
+  bool kubeletLike = false;  // 10 s polling, no kernel notifications, one pod per cycle
+  bool quiet = false;        // no live table
+  std::string nodeName;
+  std::string stateDir;
+  std::optional<std::string> plotPath;
+  std::optional<std::string> reportPath;
+};
+
+// The state the steps of a run share. Members are destroyed in reverse: the agent and the
+// timers before the io_context, the manifests before the sandbox that holds the pods.
+struct DemoRun {
+  DemoSettings settings;
+  Scenario scenario;
+  policy::Policy policy;
+
+  std::optional<cgroups::Hierarchy> hierarchy;
+  std::optional<cgroups::Sandbox> sandbox;
+  struct RemoveDir {
+    std::filesystem::path path;
+    ~RemoveDir() {
+      std::error_code ignored;
+      if (!path.empty()) std::filesystem::remove_all(path, ignored);
+    }
+  } manifests;
+  SteadyTime started{};
+
+  asio::io_context io;
+  std::unique_ptr<Agent> agent;
+
+  // OOM kills: v1 counts them on the victim's own cgroup (memory.oom_control oom_kill), v2
+  // hierarchically (memory.events): kubepods and every pod cgroup are summed, v1 and v2 alike.
+  std::optional<cgroups::CgroupDir> kubepodsDir;
+  std::vector<cgroups::CgroupDir> podDirs;
+  std::uint64_t oomBefore = 0;
+  std::uint64_t kernelKills = 0;
+  std::string buffer;  // reads of cgroup files
+
+  std::map<std::string, policy::Signal> evictedUids;
+  std::vector<PlotMark> oomMarks;
+  Plot plot;
+  std::vector<std::optional<cgroups::CgroupDir>> plotDirs;
+
+  // Set by finish(): a timer's handler already queued when finish() cancels it runs with no
+  // error, so every handler checks this too, or it would re-arm and io.run() never return.
+  bool finished = false;
+  bool interrupted = false;
+  double settledAt = -1;  // seconds into the run when every growing pod peaked or went
+  asio::steady_timer sampler{io};
+  asio::steady_timer tick{io};
+  asio::signal_set stopSignals{io, SIGINT, SIGTERM};
+
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  std::string cgroupPath(const std::string& relative) const {
+    return hierarchy->memory + "/" + relative;
+  }
+};
+
+// Inputs first: a bad file changes nothing. An error's message is what to print.
+Result<void> readInputs(const Args& args, DemoRun& run) {
+  DemoSettings& settings = run.settings;
+  settings.baseline = args.flag("baseline");
+  settings.kubeletLike = args.flag("kubelet-like");
+  settings.quiet = args.flag("quiet");
+  settings.nodeName = args.value("node").value_or("demo-node");
+  settings.stateDir = args.value("state-dir").value_or("/var/lib/nodewarden");
+  settings.plotPath = args.value("plot");
+  settings.reportPath = args.value("report");
+
   std::string scenarioText = kDefaultScenario;
   std::string scenarioName = "the built-in scenario (examples/demo/scenario.json)";
-  if (auto path = args->value("scenario")) {
+  if (auto path = args.value("scenario")) {
     auto text = readFile(*path);
-    if (!text) {
-      std::cerr << text.error().message << "\n";
-      return kExitBadInput;
-    }
+    if (!text) return text.error();
     scenarioText = *text;
     scenarioName = *path;
   }
   policy::Diagnostics diagnostics;
   auto scenario = parseScenario(scenarioText, diagnostics);
   if (!scenario) {
-    for (const Error& error : diagnostics.errors())
-      std::cerr << scenarioName << ": " << error.message << "\n";
-    return kExitBadInput;
-  }
-  if (auto duration = args->value("duration"))
-    scenario->durationSeconds = std::clamp(std::strtod(duration->c_str(), nullptr), 1.0, 3600.0);
-  policy::Policy policy;
-  std::string policyText = kDefaultPolicy;
-  if (auto path = args->value("policy")) {
-    auto loaded = policy::loadPolicy(&*path);
-    if (!loaded) {
-      std::cerr << loaded.error().message << "\n";
-      return kExitBadInput;
+    std::string message;
+    for (const Error& error : diagnostics.errors()) {
+      message += (message.empty() ? "" : "\n") + scenarioName + ": " + error.message;
     }
-    policy = *loaded;
+    return Error{message};
+  }
+  run.scenario = std::move(*scenario);
+  if (auto duration = args.value("duration")) {
+    run.scenario.durationSeconds = std::clamp(std::strtod(duration->c_str(), nullptr), 1.0, 3600.0);
+  }
+  if (auto path = args.value("policy")) {
+    auto loaded = policy::loadPolicy(&*path);
+    if (!loaded) return loaded.error();
+    run.policy = *loaded;
   } else {
     policy::Diagnostics policyDiagnostics;
-    policy = *policy::parsePolicyText(policyText, policyDiagnostics);
+    run.policy = *policy::parsePolicyText(kDefaultPolicy, policyDiagnostics);
   }
-  if (kubeletLike) {
-    policy.maxPodsPerCycle = 1;
-    policy.housekeepingInterval = 10s;
+  if (settings.kubeletLike) {
+    run.policy.maxPodsPerCycle = 1;
+    run.policy.housekeepingInterval = 10s;
   }
+  return {};
+}
 
+// The sandbox node: a kubepods cgroup limited to the scenario's memory, and a manifests
+// directory for the pod source.
+Result<void> setUpSandbox(DemoRun& run) {
   if (::geteuid() != 0) {
-    std::cerr << "nodewarden demo: needs root (it creates cgroups and moves processes into them)\n";
-    return kExitBadInput;
+    return Error{"needs root (it creates cgroups and moves processes into them)"};
   }
   auto hierarchy = cgroups::discoverHierarchy({});
-  if (!hierarchy) {
-    std::cerr << "nodewarden demo: " << hierarchy.error().message << "\n";
-    return kExitBadInput;
-  }
-  cgroups::removeStaleSandboxes(*hierarchy, "nodewarden-demo");
-  cgroups::SandboxOptions sandboxOptions;
-  sandboxOptions.name = "nodewarden-demo-" + std::to_string(::getpid());
-  sandboxOptions.memoryLimit = std::uint64_t(scenario->nodeMemory);
-  auto created = cgroups::Sandbox::create(*hierarchy, sandboxOptions);
-  if (!created) {
-    std::cerr << "nodewarden demo: " << created.error().message << "\n";
-    return kExitBadInput;
-  }
-  cgroups::Sandbox sandbox = std::move(created).value();
-  if (hierarchy->memoryVersion == cgroups::Version::V1) {
+  if (!hierarchy) return hierarchy.error();
+  run.hierarchy = std::move(hierarchy).value();
+  cgroups::removeStaleSandboxes(*run.hierarchy, "nodewarden-demo");
+  cgroups::SandboxOptions options;
+  options.name = "nodewarden-demo-" + std::to_string(::getpid());
+  options.memoryLimit = std::uint64_t(run.scenario.nodeMemory);
+  auto created = cgroups::Sandbox::create(*run.hierarchy, options);
+  if (!created) return created.error();
+  run.sandbox.emplace(std::move(created).value());
+  if (run.hierarchy->memoryVersion == cgroups::Version::V1) {
     // No swap escape: the limit is the node's memory.
-    (void)sandbox.writeMemoryFile(sandbox.kubepods(), "memory.memsw.limit_in_bytes",
-                                  std::to_string(scenario->nodeMemory));
+    (void)run.sandbox->writeMemoryFile(run.sandbox->kubepods(), "memory.memsw.limit_in_bytes",
+                                       std::to_string(run.scenario.nodeMemory));
   }
-  const std::filesystem::path manifests =
+  run.manifests.path =
       std::filesystem::temp_directory_path() / ("nodewarden-demo-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(manifests);
-  struct RemoveDir {
-    std::filesystem::path path;
-    ~RemoveDir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } removeManifests{manifests};
+  std::filesystem::create_directories(run.manifests.path);
+  return {};
+}
 
-  std::cout
-      << "nodewarden demo: " << scenario->description << "\n"
-      << "  node: " << sandbox.hierarchy().memory << "/" << sandbox.kubepods() << " limited to "
-      << mib(scenario->nodeMemory) << "; " << scenario->pods.size() << " pods; "
-      << scenario->durationSeconds << " s; "
-      << (baseline
-              ? "NO eviction (baseline: the agent only records; the kernel's OOM killer decides)"
-          : kubeletLike ? "agent with kubelet-like settings (10 s polling, 1 pod per cycle)"
-                        : "agent with kernel notifications")
-      << "\n";
+void printHeader(const DemoRun& run) {
+  const DemoSettings& settings = run.settings;
+  std::cout << "nodewarden demo: " << run.scenario.description << "\n"
+            << "  node: " << run.sandbox->hierarchy().memory << "/" << run.sandbox->kubepods()
+            << " limited to " << mib(run.scenario.nodeMemory) << "; " << run.scenario.pods.size()
+            << " pods; " << run.scenario.durationSeconds << " s; "
+            << (settings.baseline ? "NO eviction (baseline: the agent only records; the kernel's "
+                                    "OOM killer decides)"
+                : settings.kubeletLike
+                    ? "agent with kubelet-like settings (10 s polling, 1 pod per cycle)"
+                    : "agent with kernel notifications")
+            << "\n";
+}
 
-  // Pods: cgroup, manifest, process.
+// Each pod: its cgroup, its manifest, and its process (this binary's demo-load).
+Result<void> startPods(DemoRun& run) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
-  const auto started = std::chrono::steady_clock::now();
-  for (DemoPod& pod : scenario->pods) {
-    auto rel = sandbox.addPod(pod.uid, pod.qos);
-    if (!rel) {
-      std::cerr << "nodewarden demo: " << rel.error().message << "\n";
-      return kExitBadInput;
-    }
-    pod.cgroup = *rel;
-    std::ofstream(manifests / (pod.ns + "_" + pod.name + ".json")) << pod.object.dump(2);
+  run.started = std::chrono::steady_clock::now();
+  for (DemoPod& pod : run.scenario.pods) {
+    auto relative = run.sandbox->addPod(pod.uid, pod.qos);
+    if (!relative) return relative.error();
+    pod.cgroup = *relative;
+    std::ofstream(run.manifests.path / (pod.ns + "_" + pod.name + ".json")) << pod.object.dump(2);
     std::vector<std::string> loadArgs = {self,
                                          "demo-load",
                                          "--start-mib",
@@ -410,259 +459,252 @@ int runDemo(const std::vector<std::string>& argv) {
                                          "--cpu-millicores",
                                          std::to_string(pod.load.cpuMillicores),
                                          "--lifetime",
-                                         std::to_string(scenario->durationSeconds + 30)};
-    auto pid = sandbox.spawn(pod.cgroup, [&] {
+                                         std::to_string(run.scenario.durationSeconds + 30)};
+    auto pid = run.sandbox->spawn(pod.cgroup, [&] {
       std::vector<char*> raw;
       for (std::string& arg : loadArgs) raw.push_back(arg.data());
       raw.push_back(nullptr);
       ::execv(raw[0], raw.data());
       return 127;
     });
-    if (!pid) {
-      std::cerr << "nodewarden demo: " << pid.error().message << "\n";
-      return kExitBadInput;
-    }
+    if (!pid) return pid.error();
     pod.pid = *pid;
     pod.state = "running";
   }
+  return {};
+}
 
-  asio::io_context io;
+// The agent over the sandbox, in this process. --baseline: it only watches and records, as a
+// dry run; the kernel decides.
+Result<void> startAgent(DemoRun& run) {
+  const DemoSettings& settings = run.settings;
   server::configureLogging(server::LogFormat::Text,
-                           quiet ? server::LogLevel::Error : server::LogLevel::Warn);
-  std::unique_ptr<Agent> agent;
-  {  // --baseline: the agent only watches and records, as a dry run; the kernel decides.
-    AgentOptions options;
-    options.nodeName = args->value("node").value_or("demo-node");
-    options.scan.nodeFsPath = "";  // the demo is about memory
-    options.notifications = !kubeletLike;
-    options.systemdNotify = false;
-    options.dryRun = baseline;
-    if (baseline) server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
-    node::RecorderOptions recorder;
-    recorder.nodeName = options.nodeName;
-    recorder.stateDir = args->value("state-dir").value_or("/var/lib/nodewarden");
-    recorder.dryRun = baseline;
-    options.recorder = recorder;
-    cgroups::PodCgroups pods(*hierarchy, sandbox.kubepods());
-    agent = std::make_unique<Agent>(
-        io, options, policy, std::move(pods),
-        std::make_unique<StaticPodSource>(manifests.string(), options.nodeName),
-        baseline ? node::dryRunActuator() : cgroupActuator());
-    auto ok = agent->start();
-    if (!ok) {
-      std::cerr << "nodewarden demo: " << ok.error().message << "\n";
-      return kExitBadInput;
-    }
-  }
-
-  // OOM kills: v1 counts them on the victim's own cgroup (memory.oom_control oom_kill), v2
-  // hierarchically (memory.events): sum kubepods and every pod cgroup, v1 and v2 alike.
-  auto kubepodsDir = cgroups::CgroupDir::open(hierarchy->memory + "/" + sandbox.kubepods(),
-                                              hierarchy->memoryVersion);
-  std::vector<cgroups::CgroupDir> podDirs;
-  for (const DemoPod& pod : scenario->pods) {
-    if (auto dir = cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup,
-                                            hierarchy->memoryVersion)) {
-      podDirs.push_back(std::move(dir).value());
-    }
-  }
-  std::string buffer;
-  auto oomKills = [&]() -> std::uint64_t {
-    if (!kubepodsDir) return 0;
-    auto kills = cgroups::readOomKills(*kubepodsDir, buffer);
-    std::uint64_t total = kills ? *kills : 0;
-    if (hierarchy->memoryVersion == cgroups::Version::V1) {
-      for (const cgroups::CgroupDir& dir : podDirs) {
-        if (auto podKills = cgroups::readOomKills(dir, buffer)) total += *podKills;
-      }
-    }
-    return total;
-  };
-  const std::uint64_t oomBefore = oomKills();
-
-  std::map<std::string, policy::Signal> evictedUids;
-  std::vector<PlotMark> oomMarks;
-  auto reap = [&] {
-    for (DemoPod& pod : scenario->pods) {
-      if (pod.pid <= 0) continue;
-      int status = 0;
-      if (::waitpid(pod.pid, &status, WNOHANG) != pod.pid) continue;
-      pod.pid = 0;
-      const bool evicted = evictedUids.contains(pod.uid);
-      if (evicted) {
-        pod.state = "evicted";
-      } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
-        pod.state = "oom-killed";
-        oomMarks.push_back(PlotMark{
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-            "OOM kill " + pod.key(), true});
-        std::cout << "  !! the kernel's OOM killer killed " << pod.key() << "\n";
-      } else {
-        pod.state = "exited";
-      }
-    }
-  };
-  if (agent && !baseline) {
-    agent->onEviction = [&](const EvictionRecord& record) {
-      evictedUids[record.order.uid] = record.order.threshold.signal;
+                           settings.quiet ? server::LogLevel::Error : server::LogLevel::Warn);
+  AgentOptions options;
+  options.nodeName = settings.nodeName;
+  options.scan.nodeFsPath = "";  // the demo is about memory
+  options.notifications = !settings.kubeletLike;
+  options.systemdNotify = false;
+  options.dryRun = settings.baseline;
+  if (settings.baseline) server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
+  node::RecorderOptions recorder;
+  recorder.nodeName = options.nodeName;
+  recorder.stateDir = settings.stateDir;
+  recorder.dryRun = settings.baseline;
+  options.recorder = recorder;
+  cgroups::PodCgroups pods(*run.hierarchy, run.sandbox->kubepods());
+  run.agent = std::make_unique<Agent>(
+      run.io, options, run.policy, std::move(pods),
+      std::make_unique<StaticPodSource>(run.manifests.path.string(), options.nodeName),
+      settings.baseline ? node::dryRunActuator() : cgroupActuator());
+  if (auto ok = run.agent->start(); !ok) return ok.error();
+  if (!settings.baseline) {
+    run.agent->onEviction = [&run](const EvictionRecord& record) {
+      run.evictedUids[record.order.uid] = record.order.threshold.signal;
     };
   }
+  return {};
+}
 
-  // --plot: every pod's and the node's memory, sampled every 100 ms.
-  const std::optional<std::string> plotPath = args->value("plot");
-  Plot plot;
-  std::vector<std::optional<cgroups::CgroupDir>> plotDirs;
-  for (const DemoPod& pod : scenario->pods) {
-    plot.series.push_back(PlotSeries{pod.key(), {}});
-    auto dir =
-        cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup, hierarchy->memoryVersion);
-    plotDirs.push_back(dir ? std::optional<cgroups::CgroupDir>(std::move(dir).value())
-                           : std::nullopt);
+std::uint64_t oomKills(DemoRun& run) {
+  if (!run.kubepodsDir) return 0;
+  auto kills = cgroups::readOomKills(*run.kubepodsDir, run.buffer);
+  std::uint64_t total = kills ? *kills : 0;
+  if (run.hierarchy->memoryVersion == cgroups::Version::V1) {
+    for (const cgroups::CgroupDir& dir : run.podDirs) {
+      if (auto podKills = cgroups::readOomKills(dir, run.buffer)) total += *podKills;
+    }
   }
-  plot.series.push_back(PlotSeries{"node", {}});
-  // Set by finish(): a timer's handler already queued when finish() cancels it runs with no
-  // error, so every handler checks this too, or it would re-arm and io.run() never return.
-  bool finished = false;
-  asio::steady_timer sampler(io);
-  std::function<void()> sample = [&] {
-    reap();
-    plot.seconds.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    for (std::size_t i = 0; i < scenario->pods.size(); ++i) {
-      double value = -1;
-      if (scenario->pods[i].state == "running" && plotDirs[i]) {
-        if (auto usage = cgroups::readWorkingSet(*plotDirs[i], buffer)) {
-          value = double(usage->workingSet) / double(kMiB);
-        }
-      }
-      plot.series[i].mib.push_back(value);
-    }
-    double node = -1;
-    if (kubepodsDir) {
-      if (auto memory = cgroups::readWorkingSet(*kubepodsDir, buffer)) {
-        node = double(memory->workingSet) / double(kMiB);
-      }
-    }
-    plot.series.back().mib.push_back(node);
-    sampler.expires_after(100ms);
-    sampler.async_wait([&](const boost::system::error_code& ec) {
-      if (!ec && !finished) sample();
-    });
-  };
-  if (plotPath) sample();
+  return total;
+}
 
-  bool interrupted = false;
-  asio::signal_set stopSignals(io, SIGINT, SIGTERM);
-  asio::steady_timer tick(io);
-  auto finish = [&] {
-    finished = true;
-    tick.cancel();
-    sampler.cancel();
-    stopSignals.cancel();
-    if (agent) agent->stop();
-  };
-  stopSignals.async_wait([&](const boost::system::error_code& ec, int) {
+void countOomKillsFromNow(DemoRun& run) {
+  const cgroups::Version version = run.hierarchy->memoryVersion;
+  if (auto dir = cgroups::CgroupDir::open(run.cgroupPath(run.sandbox->kubepods()), version)) {
+    run.kubepodsDir = std::move(dir).value();
+  }
+  for (const DemoPod& pod : run.scenario.pods) {
+    if (auto dir = cgroups::CgroupDir::open(run.cgroupPath(pod.cgroup), version)) {
+      run.podDirs.push_back(std::move(dir).value());
+    }
+  }
+  run.oomBefore = oomKills(run);
+}
+
+// Pods whose process ended: evicted (the agent ordered it), OOM-killed (SIGKILL otherwise)
+// or exited.
+void reap(DemoRun& run) {
+  for (DemoPod& pod : run.scenario.pods) {
+    if (pod.pid <= 0) continue;
+    int status = 0;
+    if (::waitpid(pod.pid, &status, WNOHANG) != pod.pid) continue;
+    pod.pid = 0;
+    if (run.evictedUids.contains(pod.uid)) {
+      pod.state = "evicted";
+    } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+      pod.state = "oom-killed";
+      run.oomMarks.push_back(PlotMark{run.elapsed(), "OOM kill " + pod.key(), true});
+      std::cout << "  !! the kernel's OOM killer killed " << pod.key() << "\n";
+    } else {
+      pod.state = "exited";
+    }
+  }
+}
+
+// --plot: every pod's and the node's memory, every 100 ms.
+void sample(DemoRun& run) {
+  reap(run);
+  run.plot.seconds.push_back(run.elapsed());
+  for (std::size_t i = 0; i < run.scenario.pods.size(); ++i) {
+    double value = -1;
+    if (run.scenario.pods[i].state == "running" && run.plotDirs[i]) {
+      if (auto usage = cgroups::readWorkingSet(*run.plotDirs[i], run.buffer)) {
+        value = double(usage->workingSet) / double(kMiB);
+      }
+    }
+    run.plot.series[i].mib.push_back(value);
+  }
+  double node = -1;
+  if (run.kubepodsDir) {
+    if (auto memory = cgroups::readWorkingSet(*run.kubepodsDir, run.buffer)) {
+      node = double(memory->workingSet) / double(kMiB);
+    }
+  }
+  run.plot.series.back().mib.push_back(node);
+  run.sampler.expires_after(100ms);
+  run.sampler.async_wait([&run](const boost::system::error_code& ec) {
+    if (!ec && !run.finished) sample(run);
+  });
+}
+
+void startSampling(DemoRun& run) {
+  for (const DemoPod& pod : run.scenario.pods) {
+    run.plot.series.push_back(PlotSeries{pod.key(), {}});
+    auto dir = cgroups::CgroupDir::open(run.cgroupPath(pod.cgroup), run.hierarchy->memoryVersion);
+    run.plotDirs.push_back(dir ? std::optional<cgroups::CgroupDir>(std::move(dir).value())
+                               : std::nullopt);
+  }
+  run.plot.series.push_back(PlotSeries{"node", {}});
+  if (run.settings.plotPath) sample(run);
+}
+
+void finish(DemoRun& run) {
+  run.finished = true;
+  run.tick.cancel();
+  run.sampler.cancel();
+  run.stopSignals.cancel();
+  if (run.agent) run.agent->stop();
+}
+
+// The live table's line: the node's and each pod's working set, or how the pod ended.
+void printLiveLine(DemoRun& run, double elapsed) {
+  std::string line;
+  char head[64];
+  std::snprintf(head, sizeof head, "t=%4.1fs", elapsed);
+  line += head;
+  if (run.kubepodsDir) {
+    if (auto memory = cgroups::readMemory(*run.kubepodsDir, run.buffer)) {
+      line +=
+          "  node " + mib(std::int64_t(memory->workingSet)) + "/" + mib(run.scenario.nodeMemory);
+    }
+  }
+  for (const DemoPod& pod : run.scenario.pods) {
+    line += "  " + pod.name + ":";
+    if (pod.state == "running") {
+      auto dir = cgroups::CgroupDir::open(run.cgroupPath(pod.cgroup), run.hierarchy->memoryVersion);
+      auto usage = dir ? cgroups::readWorkingSet(*dir, run.buffer)
+                       : Result<cgroups::MemoryReading>(Error{"gone"});
+      line += usage ? mib(std::int64_t(usage->workingSet)) : std::string("?");
+    } else {
+      line += pod.state;
+    }
+  }
+  std::cout << line << "\n" << std::flush;
+}
+
+// endWhenSettled: every growing pod at its peak or gone, and a second more for the agent.
+bool settled(DemoRun& run, double elapsed) {
+  bool peaked = true;
+  for (const DemoPod& pod : run.scenario.pods) {
+    if (pod.load.growMiBPerSecond <= 0 || pod.state != "running") continue;
+    auto dir = cgroups::CgroupDir::open(run.cgroupPath(pod.cgroup), run.hierarchy->memoryVersion);
+    auto usage =
+        dir ? cgroups::readMemoryUsage(*dir, run.buffer) : Result<std::uint64_t>(Error{"gone"});
+    if (!usage || std::int64_t(*usage) < pod.load.maxMiB * kMiB) peaked = false;
+  }
+  if (peaked && run.settledAt < 0) run.settledAt = elapsed;
+  return run.settledAt >= 0 && elapsed >= run.settledAt + 1.0;
+}
+
+void scheduleTick(DemoRun& run, std::chrono::milliseconds after);
+
+void onTick(DemoRun& run) {
+  reap(run);
+  const double elapsed = run.elapsed();
+  if (!run.settings.quiet) printLiveLine(run, elapsed);
+  if (elapsed >= run.scenario.durationSeconds) return finish(run);
+  if (run.scenario.endWhenSettled && settled(run, elapsed)) return finish(run);
+  scheduleTick(run, 1s);
+}
+
+void scheduleTick(DemoRun& run, std::chrono::milliseconds after) {
+  run.tick.expires_after(after);
+  run.tick.async_wait([&run](const boost::system::error_code& ec) {
+    if (!ec && !run.finished) onTick(run);
+  });
+}
+
+// The pressure: the pods run and the agent acts until the scenario's end (or Ctrl-C).
+void drivePressure(DemoRun& run) {
+  run.stopSignals.async_wait([&run](const boost::system::error_code& ec, int) {
     if (ec) return;
-    interrupted = true;
+    run.interrupted = true;
     std::cout << "\ninterrupted: cleaning up\n";
-    finish();
+    finish(run);
   });
-  double settledAt = -1;  // seconds into the run when every growing pod peaked or went
-  std::function<void()> onTick = [&] {
-    reap();
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (!quiet) {
-      std::string line;
-      char head[64];
-      std::snprintf(head, sizeof head, "t=%4.1fs", elapsed);
-      line += head;
-      if (kubepodsDir) {
-        if (auto memory = cgroups::readMemory(*kubepodsDir, buffer)) {
-          line +=
-              "  node " + mib(std::int64_t(memory->workingSet)) + "/" + mib(scenario->nodeMemory);
-        }
-      }
-      for (const DemoPod& pod : scenario->pods) {
-        line += "  " + pod.name + ":";
-        if (pod.state == "running") {
-          auto dir = cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup,
-                                              hierarchy->memoryVersion);
-          auto usage = dir ? cgroups::readWorkingSet(*dir, buffer)
-                           : Result<cgroups::MemoryReading>(Error{"gone"});
-          line += usage ? mib(std::int64_t(usage->workingSet)) : std::string("?");
-        } else {
-          line += pod.state;
-        }
-      }
-      std::cout << line << "\n" << std::flush;
-    }
-    if (elapsed >= scenario->durationSeconds) return finish();
-    if (scenario->endWhenSettled) {
-      bool settled = true;
-      for (const DemoPod& pod : scenario->pods) {
-        if (pod.load.growMiBPerSecond <= 0 || pod.state != "running") continue;
-        auto dir = cgroups::CgroupDir::open(hierarchy->memory + "/" + pod.cgroup,
-                                            hierarchy->memoryVersion);
-        auto usage =
-            dir ? cgroups::readMemoryUsage(*dir, buffer) : Result<std::uint64_t>(Error{"gone"});
-        if (!usage || std::int64_t(*usage) < pod.load.maxMiB * kMiB) settled = false;
-      }
-      if (settled && settledAt < 0) settledAt = elapsed;
-      if (settledAt >= 0 && elapsed >= settledAt + 1.0) return finish();
-    }
-    tick.expires_after(1s);
-    tick.async_wait([&](const boost::system::error_code& ec) {
-      if (!ec && !finished) onTick();
-    });
-  };
-  tick.expires_after(200ms);
-  tick.async_wait([&](const boost::system::error_code& ec) {
-    if (!ec && !finished) onTick();
-  });
-  io.run();
-  reap();
-  const std::uint64_t kernelKills = oomKills() - oomBefore;
+  scheduleTick(run, 200ms);
+  run.io.run();
+  reap(run);
+  run.kernelKills = oomKills(run) - run.oomBefore;
+}
 
-  // The report.
-  std::cout << "\nreport ("
-            << (baseline      ? "baseline, no agent"
-                : kubeletLike ? "kubelet-like agent"
-                              : "nodewarden agent")
-            << ")\n";
-  policy::OrderedJson report;
+// The agent's evictions in order, with the latency split, as text and into the report.
+void reportEvictions(const DemoRun& run, policy::OrderedJson& report) {
   report["evictions"] = policy::OrderedJson::array();
-  if (agent && !baseline) {
-    int n = 0;
-    for (const EvictionRecord& record : agent->evictions()) {
-      const double at = std::chrono::duration<double>(record.signalledAt - started).count();
-      const LatencySplit split = splitLatency(record, policy);
-      std::printf(
-          "  %d. t=%.1fs evicted %s (%s, %s threshold, grace %llds): latency %.1f ms "
-          "(threshold's grace %.1f ms + agent's reaction %.1f ms)\n     %s\n",
-          ++n, at, record.order.pod.c_str(),
-          std::string(policy::toString(record.order.threshold.signal)).c_str(),
-          record.order.threshold.hard ? "hard" : "soft",
-          static_cast<long long>(record.order.gracePeriodSeconds), record.latencyMs, split.graceMs,
-          split.reactionMs, record.order.message.c_str());
-      policy::OrderedJson entry;
-      entry["pod"] = record.order.pod;
-      entry["signal"] = std::string(policy::toString(record.order.threshold.signal));
-      entry["latencyMs"] = tenths(record.latencyMs);
-      entry["graceMs"] = tenths(split.graceMs);
-      entry["reactionMs"] = tenths(split.reactionMs);
-      report["evictions"].push_back(entry);
-    }
-    if (n == 0) std::cout << "  no evictions\n";
+  if (!run.agent || run.settings.baseline) return;
+  int n = 0;
+  for (const EvictionRecord& record : run.agent->evictions()) {
+    const double at = std::chrono::duration<double>(record.signalledAt - run.started).count();
+    const LatencySplit split = splitLatency(record, run.policy);
+    std::printf(
+        "  %d. t=%.1fs evicted %s (%s, %s threshold, grace %llds): latency %.1f ms "
+        "(threshold's grace %.1f ms + agent's reaction %.1f ms)\n     %s\n",
+        ++n, at, record.order.pod.c_str(),
+        std::string(policy::toString(record.order.threshold.signal)).c_str(),
+        record.order.threshold.hard ? "hard" : "soft",
+        static_cast<long long>(record.order.gracePeriodSeconds), record.latencyMs, split.graceMs,
+        split.reactionMs, record.order.message.c_str());
+    policy::OrderedJson entry;
+    entry["pod"] = record.order.pod;
+    entry["signal"] = std::string(policy::toString(record.order.threshold.signal));
+    entry["latencyMs"] = tenths(record.latencyMs);
+    entry["graceMs"] = tenths(split.graceMs);
+    entry["reactionMs"] = tenths(split.reactionMs);
+    report["evictions"].push_back(entry);
   }
-  report["kernelOomKills"] = kernelKills;
+  if (n == 0) std::cout << "  no evictions\n";
+}
+
+// The kernel's OOM kills, the pods still standing, and the flight recorder's episode.
+void reportOutcome(const DemoRun& run, policy::OrderedJson& report) {
+  report["kernelOomKills"] = run.kernelKills;
   report["survivors"] = policy::OrderedJson::array();
   std::vector<std::string> oomVictims;
-  for (const DemoPod& pod : scenario->pods) {
+  for (const DemoPod& pod : run.scenario.pods) {
     if (pod.state == "running" || pod.state == "exited") report["survivors"].push_back(pod.key());
     if (pod.state == "oom-killed") oomVictims.push_back(pod.key());
   }
-  std::cout << "  kernel OOM kills: " << kernelKills;
+  std::cout << "  kernel OOM kills: " << run.kernelKills;
   if (!oomVictims.empty()) {
     std::cout << " (the kernel chose:";
     for (const std::string& victim : oomVictims) std::cout << " " << victim;
@@ -671,78 +713,135 @@ int runDemo(const std::vector<std::string>& argv) {
   std::cout << "\n  survivors:";
   for (const auto& survivor : report["survivors"]) std::cout << " " << survivor.get<std::string>();
   std::cout << "\n";
-  // The flight recorder's episode, replayed (agent->stop() in finish() wrote it whole).
-  if (Recorder* recorder = agent ? agent->recorder() : nullptr) {
+  // The episode, replayed (agent->stop() in finish() wrote it whole).
+  if (Recorder* recorder = run.agent ? run.agent->recorder() : nullptr) {
     const std::vector<std::string> episodes = recorder->episodeFiles();
     if (episodes.empty())
       std::cout << "  episode: none recorded (" << recorder->stateDir() << ")\n";
     report["episodes"] = summarizeEpisodes(episodes, std::cout);
   }
-  if (plotPath) {
-    plot.title = baseline      ? "baseline: no agent, the kernel's OOM killer decides"
-                 : kubeletLike ? "kubelet-like agent (10 s polling, one pod per cycle)"
-                               : "nodewarden agent";
-    plot.limitMiB = double(scenario->nodeMemory) / double(kMiB);
-    for (const policy::Threshold& t : policy.thresholds) {
-      if (t.signal != policy::Signal::AllocatableMemoryAvailable &&
-          t.signal != policy::Signal::MemoryAvailable) {
+}
+
+// The plot's threshold line (the lowest memory threshold) and its marks: each crossing once
+// (evictions of one cycle share it), each signal with the agent's reaction (the grace period
+// is the gap between the two), each kernel OOM kill.
+void finishPlot(DemoRun& run) {
+  const DemoSettings& settings = run.settings;
+  Plot& plot = run.plot;
+  plot.title = settings.baseline      ? "baseline: no agent, the kernel's OOM killer decides"
+               : settings.kubeletLike ? "kubelet-like agent (10 s polling, one pod per cycle)"
+                                      : "nodewarden agent";
+  plot.limitMiB = double(run.scenario.nodeMemory) / double(kMiB);
+  for (const policy::Threshold& t : run.policy.thresholds) {
+    if (t.signal != policy::Signal::AllocatableMemoryAvailable &&
+        t.signal != policy::Signal::MemoryAvailable) {
+      continue;
+    }
+    const double line =
+        double(run.scenario.nodeMemory - t.value.resolve(run.scenario.nodeMemory).value()) /
+        double(kMiB);
+    if (plot.thresholdMiB < 0 || line < plot.thresholdMiB) {
+      plot.thresholdMiB = line;
+      plot.thresholdLabel = std::string(policy::toString(t.signal)) + " < " + t.value.text +
+                            (t.hard() ? "" : " (soft)");
+    }
+  }
+  if (run.agent && !settings.baseline) {
+    std::vector<SteadyTime> crossings;
+    for (const EvictionRecord& record : run.agent->evictions()) {
+      if (std::find(crossings.begin(), crossings.end(), record.crossedAt) != crossings.end())
         continue;
-      }
-      const double line =
-          double(scenario->nodeMemory - t.value.resolve(scenario->nodeMemory).value()) /
-          double(kMiB);
-      if (plot.thresholdMiB < 0 || line < plot.thresholdMiB) {
-        plot.thresholdMiB = line;
-        plot.thresholdLabel = std::string(policy::toString(t.signal)) + " < " + t.value.text +
-                              (t.hard() ? "" : " (soft)");
-      }
+      crossings.push_back(record.crossedAt);
+      const LatencySplit split = splitLatency(record, run.policy);
+      char label[128];
+      std::snprintf(label, sizeof label, "%s crossed (%s, grace %.1f s)",
+                    std::string(policy::toString(record.order.threshold.signal)).c_str(),
+                    record.order.threshold.hard ? "hard" : "soft", split.graceMs / 1000);
+      plot.marks.push_back(PlotMark{
+          std::chrono::duration<double>(record.crossedAt - run.started).count(), label, false});
     }
-    if (agent && !baseline) {
-      // Each crossing once (evictions of one cycle share it), then each signal with the
-      // agent's reaction: the grace period is the gap between the two.
-      std::vector<SteadyTime> crossings;
-      for (const EvictionRecord& record : agent->evictions()) {
-        if (std::find(crossings.begin(), crossings.end(), record.crossedAt) != crossings.end())
-          continue;
-        crossings.push_back(record.crossedAt);
-        const LatencySplit split = splitLatency(record, policy);
-        char label[128];
-        std::snprintf(label, sizeof label, "%s crossed (%s, grace %.1f s)",
-                      std::string(policy::toString(record.order.threshold.signal)).c_str(),
-                      record.order.threshold.hard ? "hard" : "soft", split.graceMs / 1000);
-        plot.marks.push_back(PlotMark{
-            std::chrono::duration<double>(record.crossedAt - started).count(), label, false});
-      }
-      for (const EvictionRecord& record : agent->evictions()) {
-        char reaction[64];
-        std::snprintf(reaction, sizeof reaction, ", reaction %.1f ms",
-                      splitLatency(record, policy).reactionMs);
-        plot.marks.push_back(
-            PlotMark{std::chrono::duration<double>(record.signalledAt - started).count(),
-                     "evicted " + record.order.pod + reaction, false});
-      }
-    }
-    plot.marks.insert(plot.marks.end(), oomMarks.begin(), oomMarks.end());
-    std::ofstream out(*plotPath);
-    out << renderPlotSvg(plot);
-    if (!out) {
-      std::cerr << "nodewarden demo: cannot write " << *plotPath << "\n";
-      return kExitBadInput;
-    }
-    std::cout << "  plot: " << *plotPath << "\n";
-  }
-  if (auto path = args->value("report")) {
-    std::ofstream out(*path);
-    out << report.dump(2) << "\n";
-    if (!out) {
-      std::cerr << "nodewarden demo: cannot write " << *path << "\n";
-      return kExitBadInput;
+    for (const EvictionRecord& record : run.agent->evictions()) {
+      char reaction[64];
+      std::snprintf(reaction, sizeof reaction, ", reaction %.1f ms",
+                    splitLatency(record, run.policy).reactionMs);
+      plot.marks.push_back(
+          PlotMark{std::chrono::duration<double>(record.signalledAt - run.started).count(),
+                   "evicted " + record.order.pod + reaction, false});
     }
   }
-  agent.reset();
-  auto destroyed = sandbox.destroy();
+  plot.marks.insert(plot.marks.end(), run.oomMarks.begin(), run.oomMarks.end());
+}
+
+Result<void> writeText(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) return Error{"cannot write " + path};
+  return {};
+}
+
+// The report: text on stdout, then the files --plot and --report ask for.
+Result<void> report(DemoRun& run) {
+  const DemoSettings& settings = run.settings;
+  std::cout << "\nreport ("
+            << (settings.baseline      ? "baseline, no agent"
+                : settings.kubeletLike ? "kubelet-like agent"
+                                       : "nodewarden agent")
+            << ")\n";
+  policy::OrderedJson json;
+  reportEvictions(run, json);
+  reportOutcome(run, json);
+  if (settings.plotPath) {
+    finishPlot(run);
+    if (auto written = writeText(*settings.plotPath, renderPlotSvg(run.plot)); !written) {
+      return written;
+    }
+    std::cout << "  plot: " << *settings.plotPath << "\n";
+  }
+  if (settings.reportPath) return writeText(*settings.reportPath, json.dump(2) + "\n");
+  return {};
+}
+
+}  // namespace
+
+int runDemo(const std::vector<std::string>& argv) {
+  auto args =
+      parseArgs(argv, {"policy", "scenario", "report", "duration", "plot", "state-dir", "node"},
+                {"baseline", "kubelet-like", "quiet", "help"});
+  if (!args) {
+    std::cerr << "nodewarden demo: " << args.error().message << "\n\n" << kDemoUsage;
+    return kExitUsage;
+  }
+  if (args->flag("help")) {
+    std::cout << kDemoUsage;
+    return kExitOk;
+  }
+  DemoRun run;
+  if (auto read = readInputs(*args, run); !read) {
+    std::cerr << read.error().message << "\n";
+    return kExitBadInput;
+  }
+  if (auto ready = setUpSandbox(run); !ready) {
+    std::cerr << "nodewarden demo: " << ready.error().message << "\n";
+    return kExitBadInput;
+  }
+  printHeader(run);
+  for (auto step : {startPods, startAgent}) {
+    if (auto done = step(run); !done) {
+      std::cerr << "nodewarden demo: " << done.error().message << "\n";
+      return kExitBadInput;
+    }
+  }
+  countOomKillsFromNow(run);
+  startSampling(run);
+  drivePressure(run);
+  if (auto reported = report(run); !reported) {
+    std::cerr << "nodewarden demo: " << reported.error().message << "\n";
+    return kExitBadInput;
+  }
+  run.agent.reset();
+  auto destroyed = run.sandbox->destroy();
   if (!destroyed) std::cerr << "nodewarden demo: " << destroyed.error().message << "\n";
-  return interrupted ? 130 : kExitOk;
+  return run.interrupted ? 130 : kExitOk;
 }
 
 }  // namespace nodewarden::demo

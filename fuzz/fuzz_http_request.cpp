@@ -36,7 +36,7 @@
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using std::chrono::steady_clock;
 
 namespace {
 
@@ -80,9 +80,9 @@ World& world() {
 // Runs the loop until `done` or aborts after `limit` (a hang).
 template <typename Done>
 void runUntil(asio::io_context& io, Done&& done, std::chrono::milliseconds limit) {
-  const auto deadline = Clock::now() + limit;
+  const auto deadline = steady_clock::now() + limit;
   while (!done()) {
-    if (Clock::now() > deadline) std::abort();
+    if (steady_clock::now() > deadline) std::abort();
     io.run_one_for(std::chrono::milliseconds(50));
   }
 }

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& node : snapshot->nodes) {
     const policy::NodeView view = policy::makeNodeView(*snapshot, node.name);
     auto result =
-        policy::evaluateEviction(view, rules, policy::EvictionState{}, policy::TimePoint{});
+        policy::evaluateEviction(view, rules, policy::EvictionState{}, nodewarden::SteadyTime{});
     (void)policy::evictionToJson(result.decision).dump();
   }
   const policy::ClusterIndex cluster = policy::buildClusterIndex(*snapshot);

@@ -209,7 +209,7 @@ class WatchExchange final : public Exchange {
     }
     finishDeadline();
     phase_ = "watch " + target_;
-    lastByte_ = Clock::now();
+    lastByte_ = std::chrono::steady_clock::now();
     armIdle();
     readSome();
   }
@@ -222,7 +222,8 @@ class WatchExchange final : public Exchange {
           auto self = weak.lock();
           if (!self || ec || self->stopped() || self->ended_) return;
           // Bytes came meanwhile: wait for the rest of the window.
-          if (self->lastByte_ + self->idleTimeout_ > Clock::now()) return self->armIdle();
+          if (self->lastByte_ + self->idleTimeout_ > std::chrono::steady_clock::now())
+            return self->armIdle();
           self->idleExpired_ = true;
           if (self->conn_) self->conn_->close();
         });
@@ -243,7 +244,7 @@ class WatchExchange final : public Exchange {
   void onSome(error_code ec, std::size_t bytes) {
     if (stopped()) return;
     if (ec == http::error::need_buffer) ec = {};
-    if (bytes > 0) lastByte_ = Clock::now();
+    if (bytes > 0) lastByte_ = std::chrono::steady_clock::now();
     std::size_t got = chunk_.size() - parser_->get().body().size;
     if (got > 0) {
       std::string_view data(chunk_.data(), got);
@@ -303,7 +304,7 @@ class WatchExchange final : public Exchange {
   Client::WatchHandlers handlers_;
   std::chrono::milliseconds idleTimeout_;
   asio::steady_timer idleTimer_;
-  Clock::time_point lastByte_ = Clock::now();
+  SteadyTime lastByte_ = std::chrono::steady_clock::now();
   std::vector<char> chunk_;
   std::optional<http::response_parser<http::buffer_body>> parser_;
   WatchDecoder decoder_;

@@ -6,11 +6,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "base/time.h"
+
 namespace nodewarden::kube {
 
 namespace asio = boost::asio;
 using policy::Json;
-using Clock = std::chrono::steady_clock;
+using std::chrono::steady_clock;
 
 namespace {
 
@@ -50,7 +52,7 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
         timer(ioContext),
         random(options.seed != 0
                    ? options.seed
-                   : static_cast<std::uint64_t>(Clock::now().time_since_epoch().count())),
+                   : static_cast<std::uint64_t>(steady_clock::now().time_since_epoch().count())),
         backoff(options.initialBackoff) {
     auto slash = options.listPath.rfind('/');
     resource = slash == std::string::npos ? options.listPath : options.listPath.substr(slash + 1);
@@ -155,7 +157,7 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
         options.watchTimeout +
         std::max<std::chrono::seconds>(std::chrono::seconds(5), options.watchTimeout / 10));
     ++stats.watches;
-    watchStarted = Clock::now();
+    watchStarted = steady_clock::now();
     watchDelivered = false;
     watchFromList = startedFromList;
     startedFromList = false;
@@ -230,7 +232,7 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
     // (a lagging watch cache, a compaction loop): relisting at once would hammer it with full
     // lists (thousands a second, measured in bench_agent part 5), so that relist backs off, as
     // client-go's reflector does between ListAndWatch runs.
-    const bool healthy = watchDelivered || Clock::now() - watchStarted >= kHealthyWatch;
+    const bool healthy = watchDelivered || steady_clock::now() - watchStarted >= kHealthyWatch;
     if (watchFromList && !healthy) {
       const auto delay = nextBackoff();
       say("relist", "410 Gone at once after a list (" + why + "): relisting in " + seconds(delay));
@@ -244,7 +246,7 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
   void onWatchEnd(ApiResponse response) {
     watch.reset();
     if (response.status == 410) return gone("watch: " + response.describe());
-    bool healthy = watchDelivered || Clock::now() - watchStarted >= kHealthyWatch;
+    bool healthy = watchDelivered || steady_clock::now() - watchStarted >= kHealthyWatch;
     if (response.status != 200 && response.status != 0)
       return failure("watch " + options.listPath + ": " + response.describe(), true);
     if (!healthy) {
@@ -334,7 +336,7 @@ struct Reflector::Impl : std::enable_shared_from_this<Impl> {
   std::string continueToken;
   int goneWhilePaging = 0;
   std::shared_ptr<WatchStream> watch;
-  Clock::time_point watchStarted{};
+  SteadyTime watchStarted{};
   bool watchDelivered = false;
   bool startedFromList = false;  // the next watch starts from the list just made
   bool watchFromList = false;    // the current one did

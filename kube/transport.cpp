@@ -57,7 +57,7 @@ ClientCore::ClientCore(asio::io_context& ioContext, ClusterConfig clusterConfig,
 }
 
 std::unique_ptr<Connection> ClientCore::takeIdle() {
-  auto now = Clock::now();
+  auto now = std::chrono::steady_clock::now();
   while (!idle.empty()) {
     std::unique_ptr<Connection> conn = std::move(idle.back());
     idle.pop_back();
@@ -72,7 +72,7 @@ void ClientCore::putIdle(std::unique_ptr<Connection> conn) {
     conn->close();
     return;
   }
-  conn->idleSince = Clock::now();
+  conn->idleSince = std::chrono::steady_clock::now();
   idle.push_back(std::move(conn));
   if (idle.size() > kMaxIdleConnections) {
     idle.front()->close();

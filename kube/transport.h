@@ -26,6 +26,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #pragma GCC diagnostic pop
 
+#include "base/time.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/credentials.h"
@@ -38,7 +39,6 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
-using Clock = std::chrono::steady_clock;
 
 // "10 s" or "250 ms", for messages.
 std::string formatDuration(std::chrono::milliseconds d);
@@ -54,7 +54,7 @@ struct Connection {
   std::unique_ptr<TlsStream> tls;
   std::unique_ptr<TlsInTlsStream> tlsInTls;
   beast::flat_buffer buffer;
-  Clock::time_point idleSince;
+  SteadyTime idleSince;
 
   beast::tcp_stream& lowest() {
     if (plain) return *plain;

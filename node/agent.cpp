@@ -11,7 +11,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include "node/routes.h"
 #include "node/snapshot_builder.h"
 #include "policy/files.h"
 #include "server/log.h"
@@ -131,21 +130,8 @@ std::optional<SteadyTime> Agent::lastCycleAt() const {
   return lastCycleAt_;
 }
 
-Result<void> Agent::start() {
+Result<void> Agent::start(const std::string& listen) {
   if (options_.policyPath) (void)policyFileChanged();  // remember the file as loaded
-  if (options_.http) {
-    if (!options_.http->onProblem) {
-      options_.http->onProblem = [](const std::string& problem) {
-        server::logEvent(server::LogLevel::Warn, "http-problem", {{"problem", problem}});
-      };
-    }
-    http_ = std::make_unique<server::HttpServer>(
-        io_, *options_.http, [this](const server::HttpRequest& r) { return handle(r); });
-    if (auto started = http_->start(); !started) {
-      http_.reset();
-      return started.error();
-    }
-  }
   server::logEvent(server::LogLevel::Info, "agent-start",
                    {{"node", options_.nodeName},
                     {"source", source_->describe()},
@@ -153,8 +139,7 @@ Result<void> Agent::start() {
                     {"cgroups", cgroups::toString(pods_.hierarchy().mode)},
                     {"actuator", actuator_->name()},
                     {"interval_ms", static_cast<std::int64_t>(interval().count())},
-                    {"listen", http_ ? options_.http->address + ":" + std::to_string(http_->port())
-                                     : std::string("off")}});
+                    {"listen", listen}});
   if (recorder_) {
     if (auto opened = recorder_->open(); !opened) {
       server::logEvent(server::LogLevel::Warn, "recorder", {{"error", opened.error().message}});
@@ -195,7 +180,6 @@ void Agent::stop() {
   cgroupChanges_.close(ignored);
   sourceChanges_.close(ignored);
   detectors_.stop();
-  if (http_) http_->stop();
   if (recorder_) recorder_->stop(std::chrono::seconds(1));
   notifySystemd("STOPPING=1");
 }
@@ -879,10 +863,6 @@ policy::OrderedJson Agent::stateJson() const {
   auto result = policy::evaluateEviction(candidateView(), policy_, state_, clock_.now(),
                                          policy::Rankings::All);
   return policy::evictionToJson(result.decision);
-}
-
-server::HttpResponse Agent::handle(const server::HttpRequest& request) {
-  return serveAgent(*this, request);
 }
 
 }  // namespace nodewarden::node

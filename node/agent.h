@@ -8,7 +8,8 @@
 //             a full scan would make, reading only the pods it can be about
 //   act       one EvictionOrder per victim to actuator.h (the first signal at once), then
 //             the eviction journal, then logs and metrics
-//   publish   agent_metrics.h, the log, systemd's status, routes.h's /v1/state, and the
+//   publish   agent_metrics.h, the log, systemd's status, agent_surface.h (what routes.h
+//             serves from, over run.cpp's HTTP server), and the
 //             detectors' lines from the figures this cycle read
 //
 // The path of a threshold crossing (docs/reference.md §4.8) is therefore: detector wake-up →
@@ -45,6 +46,7 @@
 #include "cgroups/readers.h"
 #include "node/actuator.h"
 #include "node/agent_metrics.h"
+#include "node/agent_surface.h"
 #include "node/detectors.h"
 #include "node/eviction_journal.h"
 #include "node/eviction_tracker.h"
@@ -55,11 +57,6 @@
 #include "node/victims_first.h"
 #include "policy/eviction.h"
 #include "policy/policy.h"
-#include "server/http_server.h"
-
-namespace nodewarden::webhook {
-class AdmissionActions;  // webhook/admission_actions.h
-}
 
 namespace nodewarden::node {
 
@@ -75,18 +72,10 @@ struct AgentOptions {
   bool kernelWakeups = true;
   // Overrides the policy's housekeepingInterval when set (benchmarks: the kubelet's 10 s).
   std::optional<std::chrono::milliseconds> intervalOverride;
-  std::optional<server::HttpServerOptions> http;  // nullopt: no HTTP server
-  // POST /v1/admit and /v1/admission-review can lead to evictions: served only when set
-  // (otherwise 404), and, when http->tlsClientCaFile is set, only to a client whose
-  // certificate verified (otherwise 403). docs/reference.md §7.
-  bool admissionRoutes = false;
   bool systemdNotify = true;  // sd_notify READY/STATUS/WATCHDOG when under systemd
   // Evictions under way, kept on disk so that a restarted agent finishes them
   // (eviction_journal.h). nullopt: none kept.
   std::optional<std::string> journalPath;
-  // What a `preempt` verdict at POST /v1/admission-review does (evict the victims, nominate
-  // the pod): the API writer with --source kubernetes; null: verdicts only, nothing acts.
-  webhook::AdmissionActions* admissionActions = nullptr;
   // The flight recorder (recorder.h): episodes and decision records. nullopt: none.
   std::optional<RecorderOptions> recorder;
   // The niceness start() gives the thread that calls it, the loop's (--nice; the unit's
@@ -103,7 +92,7 @@ using ActuatorFactory = std::function<std::unique_ptr<Actuator>(
 ActuatorFactory cgroupActuator();  // the real one: SIGTERM, grace, SIGKILL through cgroups
 ActuatorFactory dryRunActuator();  // --dry-run
 
-class Agent {
+class Agent final : public AgentSurface {
  public:
   Agent(boost::asio::io_context& io, AgentOptions options, policy::Policy policy,
         cgroups::PodCgroups pods, std::unique_ptr<PodSource> source,
@@ -112,10 +101,11 @@ class Agent {
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
-  // Runs the first cycle, arms the detectors and the timer, starts the HTTP server. An error
-  // (e.g. the port is taken) leaves nothing running.
-  Result<void> start();
-  // Stops timers, detectors and the HTTP server so io_context::run() can return.
+  // Runs the first cycle, arms the detectors and the timer. An error leaves nothing running.
+  // `listen`: where the routes are served ("ADDRESS:PORT" of run.cpp's HTTP server, routes.h),
+  // for the agent-start log line.
+  Result<void> start(const std::string& listen = "off");
+  // Stops timers and detectors so io_context::run() can return.
   void stop();
   bool stopped() const { return stopped_; }
 
@@ -126,11 +116,9 @@ class Agent {
   // Runs one cycle now (tests and benchmarks drive time this way too).
   void cycle(Trigger trigger);
 
-  // The HTTP routes of docs/reference.md §7 (routes.h).
-  server::HttpResponse handle(const server::HttpRequest& request);
   // `explain eviction -o json` for this node, live.
-  policy::OrderedJson stateJson() const;
-  std::string metricsText() const { return metrics_.registry.render(); }
+  policy::OrderedJson stateJson() const override;
+  std::string metricsText() const override { return metrics_.registry.render(); }
 
   const std::vector<EvictionRecord>& evictions() const { return tracker_.records(); }
   // Evictions ordered whose pod's processes are not gone yet.
@@ -141,20 +129,21 @@ class Agent {
   std::function<void(const policy::EvictionDecision&)> onCycle;
 
   const AgentOptions& options() const { return options_; }
-  const policy::Policy& policy() const { return policy_; }
+  const policy::Policy& policy() const override { return policy_; }
   const cgroups::PodCgroups& podCgroups() const { return pods_; }
   // The last cycle's snapshot, and the unscheduled pods the source knows (admission).
   // The node as a snapshot (for admission): built when asked, until the pods change.
-  const policy::Snapshot& snapshot() const;
-  const std::vector<policy::Pod>& pendingPods() const { return source_->current().pending; }
-  AgentMetrics& metrics() { return metrics_; }
-  Recorder* recorder() { return recorder_.get(); }
-  const Clock& clock() const { return clock_; }
-  std::uint16_t httpPort() const { return http_ ? http_->port() : 0; }
-  bool ready() const { return ready_; }
+  const policy::Snapshot& snapshot() const override;
+  const std::vector<policy::Pod>& pendingPods() const override {
+    return source_->current().pending;
+  }
+  AgentMetrics& metrics() override { return metrics_; }
+  Recorder* recorder() override { return recorder_.get(); }
+  const Clock& clock() const override { return clock_; }
+  bool ready() const override { return ready_; }
   // Ready, not stopped, and a cycle within three intervals.
-  bool healthy() const;
-  std::optional<SteadyTime> lastCycleAt() const;
+  bool healthy() const override;
+  std::optional<SteadyTime> lastCycleAt() const override;
   std::uint64_t cycles() const { return cycles_; }
   // Reads of every pod's figures (the first cycle, background refreshes, fallbacks).
   std::uint64_t fullScans() const { return fullScans_; }
@@ -232,7 +221,6 @@ class Agent {
   cgroups::PodCgroups pods_;
   std::unique_ptr<PodSource> source_;
   std::unique_ptr<Actuator> actuator_;
-  std::unique_ptr<server::HttpServer> http_;
   AgentMetrics metrics_;
   EvictionTracker tracker_;
   std::optional<EvictionJournal> journal_;

@@ -1,7 +1,5 @@
 #include "node/routes.h"
 
-#include "node/agent.h"
-
 #include <chrono>
 #include <string_view>
 
@@ -41,7 +39,7 @@ std::string percentDecode(std::string_view text) {
   return out;
 }
 
-server::Probe liveness(const Agent& agent) {
+server::Probe liveness(const AgentSurface& agent) {
   server::Probe probe;
   probe.ok = agent.healthy();
   probe.body["status"] = probe.ok ? "ok" : "stalled";
@@ -51,7 +49,7 @@ server::Probe liveness(const Agent& agent) {
   return probe;
 }
 
-server::Probe readiness(const Agent& agent) {
+server::Probe readiness(const AgentSurface& agent) {
   server::Probe probe;
   probe.ok = agent.ready();
   probe.body["status"] = probe.ok ? "ready" : "not ready: no full scan yet";
@@ -60,17 +58,16 @@ server::Probe readiness(const Agent& agent) {
 
 // The admission routes can lead to evictions: off unless --admission-routes, and with
 // --tls-client-ca only for a client whose certificate verified.
-std::optional<server::HttpResponse> admissionDoor(const Agent& agent,
+std::optional<server::HttpResponse> admissionDoor(const AgentSurface& agent,
+                                                  const RouteOptions& options,
                                                   const server::HttpRequest& request,
                                                   const std::string& path) {
-  const AgentOptions& options = agent.options();
   if (!options.admissionRoutes) {
     return server::errorResponse(404, "no such path: " + path +
                                           " (the admission routes are off: start the agent "
                                           "with --admission-routes)");
   }
-  if (options.http && !options.http->tlsClientCaFile.empty() &&
-      !request.clientCertificateVerified) {
+  if (options.verifiedClientsOnly && !request.clientCertificateVerified) {
     return server::errorResponse(403, request.method + " " + path +
                                           " needs a client certificate signed by the "
                                           "--tls-client-ca authority");
@@ -80,7 +77,7 @@ std::optional<server::HttpResponse> admissionDoor(const Agent& agent,
   return std::nullopt;
 }
 
-server::HttpResponse admitOne(Agent& agent, const server::HttpRequest& request) {
+server::HttpResponse admitOne(AgentSurface& agent, const server::HttpRequest& request) {
   const policy::Snapshot& snapshot = agent.snapshot();
   policy::Diagnostics diagnostics;
   auto json = policy::parseKubernetesJsonText(request.body, diagnostics);
@@ -116,7 +113,8 @@ server::HttpResponse admitOne(Agent& agent, const server::HttpRequest& request) 
 // This node as the agent sees it (its pods, its live pressure conditions) plus the
 // unscheduled pods its source knows (the pod under review is one of them). A binding to
 // another node is not this agent's to judge: the webhook fails open and says so.
-server::HttpResponse reviewBinding(Agent& agent, const server::HttpRequest& request) {
+server::HttpResponse reviewBinding(AgentSurface& agent, const RouteOptions& routes,
+                                   const server::HttpRequest& request) {
   const policy::Snapshot& snapshot = agent.snapshot();
   policy::Snapshot cluster;
   cluster.nodes = snapshot.nodes;
@@ -126,7 +124,7 @@ server::HttpResponse reviewBinding(Agent& agent, const server::HttpRequest& requ
   cluster.podDisruptionBudgets = snapshot.podDisruptionBudgets;
   webhook::SnapshotClusterCache cache(std::move(cluster));
   webhook::RecordingAdmissionActions recorder;  // static source: decided, not acted on
-  webhook::AdmissionActions* acting = agent.options().admissionActions;
+  webhook::AdmissionActions* acting = routes.admissionActions;
   webhook::AdmissionActions& actions = acting != nullptr ? *acting : recorder;
   webhook::BindingWebhookOptions options;
   options.onReview = [&agent, acting](const webhook::ReviewRecord& record) {
@@ -159,7 +157,7 @@ server::HttpResponse reviewBinding(Agent& agent, const server::HttpRequest& requ
 }
 
 // GET /v1/decisions?pod=NS/NAME: the pod's decision records (docs/reference.md §8).
-server::HttpResponse decisions(Agent& agent, const server::HttpRequest& request) {
+server::HttpResponse decisions(AgentSurface& agent, const server::HttpRequest& request) {
   if (!server::isRead(request)) return server::methodNotAllowed(request);
   std::optional<std::string> pod;
   const std::size_t question = request.target.find('?');
@@ -184,7 +182,8 @@ server::HttpResponse decisions(Agent& agent, const server::HttpRequest& request)
 
 }  // namespace
 
-server::HttpResponse serveAgent(Agent& agent, const server::HttpRequest& request) {
+server::HttpResponse serveAgent(AgentSurface& agent, const RouteOptions& options,
+                                const server::HttpRequest& request) {
   const server::ProbeRoutes probes{[&] { return liveness(agent); },
                                    [&] { return readiness(agent); },
                                    [&] { return agent.metricsText(); }};
@@ -198,15 +197,29 @@ server::HttpResponse serveAgent(Agent& agent, const server::HttpRequest& request
   }
   if (path == "/v1/decisions") return decisions(agent, request);
   if (path == "/v1/admit" || path == "/v1/admission-review") {
-    if (auto refused = admissionDoor(agent, request, path)) return *refused;
-    return path == "/v1/admit" ? admitOne(agent, request) : reviewBinding(agent, request);
+    if (auto refused = admissionDoor(agent, options, request, path)) return *refused;
+    return path == "/v1/admit" ? admitOne(agent, request) : reviewBinding(agent, options, request);
   }
   return server::errorResponse(
       404, "no such path: " + path +
-               (agent.options().admissionRoutes
+               (options.admissionRoutes
                     ? " (try /healthz, /readyz, /metrics, /v1/state, /v1/decisions, POST "
                       "/v1/admit, POST /v1/admission-review)"
                     : " (try /healthz, /readyz, /metrics, /v1/state, /v1/decisions)"));
+}
+
+std::unique_ptr<server::HttpServer> agentServer(boost::asio::io_context& io,
+                                                server::HttpServerOptions http, AgentSurface& agent,
+                                                RouteOptions options) {
+  if (!http.onProblem) {
+    http.onProblem = [](const std::string& problem) {
+      server::logEvent(server::LogLevel::Warn, "http-problem", {{"problem", problem}});
+    };
+  }
+  return std::make_unique<server::HttpServer>(
+      io, std::move(http), [&agent, options](const server::HttpRequest& request) {
+        return serveAgent(agent, options, request);
+      });
 }
 
 }  // namespace nodewarden::node

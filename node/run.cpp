@@ -13,6 +13,7 @@
 #include "kube/writer.h"
 #include "node/agent.h"
 #include "node/kube_source.h"
+#include "node/routes.h"
 #include "policy/files.h"
 #include "server/daemon.h"
 #include "server/log.h"
@@ -133,6 +134,8 @@ std::string defaultNodeName() {
 // What the command line asks for, checked for shape (every error here is a usage error).
 struct AgentCommand {
   AgentOptions options;
+  std::optional<server::HttpServerOptions> http;  // nullopt: --listen off
+  RouteOptions routes;
   bool fromApi = true;
   std::optional<std::string> manifests;
   std::optional<std::string> kubeconfig;
@@ -213,7 +216,7 @@ Result<AgentCommand> agentCommand(const Args& args) {
   if (auto meminfo = cgroups::readMemInfo(options.scan.procRoot)) {
     options.scan.podSwap = meminfo->swapTotal > 0;
   }
-  options.admissionRoutes = args.flag("admission-routes");
+  command.routes.admissionRoutes = args.flag("admission-routes");
   if (auto nice = args.value("nice")) {
     char* end = nullptr;
     const long value = std::strtol(nice->c_str(), &end, 10);
@@ -239,9 +242,10 @@ Result<AgentCommand> agentCommand(const Args& args) {
     }
   }
   options.recorder = recorder;
-  auto http = httpOptions(args, options.admissionRoutes);
+  auto http = httpOptions(args, command.routes.admissionRoutes);
   if (!http) return http.error();
-  options.http = *http;
+  command.http = *http;
+  command.routes.verifiedClientsOnly = command.http && !command.http->tlsClientCaFile.empty();
   command.cgroupRoot = args.value("cgroup-root").value_or("/sys/fs/cgroup");
   command.kubepodsCgroup = args.value("kubepods-cgroup");
   return command;
@@ -303,7 +307,6 @@ struct ApiWiring {
     source = pods.get();
     if (!options.dryRun) {
       admissionActions = std::make_unique<webhook::ApiAdmissionActions>(*writer);
-      options.admissionActions = admissionActions.get();
       makeActuator = [local = std::move(makeActuator), w = writer.get()](
                          boost::asio::io_context& context, cgroups::PodCgroups& cgroups,
                          const Clock& clock) {
@@ -417,13 +420,28 @@ int runAgent(const std::vector<std::string>& argv) {
       };
     }
   }
-  if (auto started = agent.start(); !started) {
+  // The routes answer from the agent (routes.h) on a server this command owns; the port is
+  // bound before the first cycle, so that a taken port leaves nothing running.
+  command->routes.admissionActions = api.admissionActions.get();
+  std::unique_ptr<server::HttpServer> http;
+  std::string listen = "off";
+  if (command->http) {
+    http = agentServer(io, *command->http, agent, command->routes);
+    if (auto started = http->start(); !started) {
+      server::logEvent(server::LogLevel::Error, "start-failed",
+                       {{"error", started.error().message}});
+      return kExitBadInput;
+    }
+    listen = command->http->address + ":" + std::to_string(http->port());
+  }
+  if (auto started = agent.start(listen); !started) {
     server::logEvent(server::LogLevel::Error, "start-failed", {{"error", started.error().message}});
     return kExitBadInput;
   }
   server::DaemonHooks hooks;
   hooks.stop = [&] {
-    agent.stop();  // no new cycles or requests; evictions under way finish
+    agent.stop();            // no new cycles; evictions under way finish
+    if (http) http->stop();  // no new requests
     if (api.source != nullptr) api.source->stop();
   };
   hooks.reload = [&] { agent.reloadPolicy(); };

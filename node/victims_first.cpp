@@ -31,7 +31,7 @@ constexpr std::uint64_t kUnbounded = std::uint64_t(1) << 62;
 class Decider {
  public:
   Decider(const policy::NodeView& view, std::optional<std::uint64_t> kubepodsUsage,
-          const policy::Policy& policy, const policy::EvictionState& state, policy::TimePoint now,
+          const policy::Policy& policy, const policy::EvictionState& state, SteadyTime now,
           PodFigureReader& reader, const VictimsFirstOptions& options)
       : view_(view),
         kubepodsUsage_(kubepodsUsage),
@@ -244,7 +244,7 @@ class Decider {
   std::optional<std::uint64_t> kubepodsUsage_;
   const policy::Policy& policy_;
   const policy::EvictionState& state_;
-  policy::TimePoint now_;
+  SteadyTime now_;
   PodFigureReader& reader_;
   VictimsFirstOptions options_;
   std::unordered_map<const policy::Pod*, std::size_t> position_;
@@ -261,7 +261,7 @@ class Decider {
 VictimsFirstDecision decideVictimsFirst(const policy::NodeView& view,
                                         std::optional<std::uint64_t> viewUsage,
                                         const policy::Policy& policy,
-                                        const policy::EvictionState& state, policy::TimePoint now,
+                                        const policy::EvictionState& state, SteadyTime now,
                                         PodFigureReader& reader,
                                         const VictimsFirstOptions& options) {
   return Decider(view, viewUsage, policy, state, now, reader, options).run();

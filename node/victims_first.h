@@ -106,7 +106,7 @@ struct VictimsFirstDecision {
 VictimsFirstDecision decideVictimsFirst(const policy::NodeView& view,
                                         std::optional<std::uint64_t> viewUsage,
                                         const policy::Policy& policy,
-                                        const policy::EvictionState& state, policy::TimePoint now,
+                                        const policy::EvictionState& state, SteadyTime now,
                                         PodFigureReader& reader,
                                         const VictimsFirstOptions& options = {});
 

@@ -509,7 +509,7 @@ std::vector<Observation> observeSignals(const NodeView& view) {
   return out;
 }
 
-EvictionState assumeGraceElapsed(const Policy& policy, TimePoint now) {
+EvictionState assumeGraceElapsed(const Policy& policy, SteadyTime now) {
   EvictionState state;
   for (const auto& t : policy.thresholds) {
     state.firstObservedAt[ThresholdKey{t.signal, t.hard()}] = now - t.gracePeriod;
@@ -558,7 +558,7 @@ namespace {
 // period. Records in `next` when each met threshold was first seen met.
 std::vector<SignalStatus> thresholdStatuses(const std::vector<Observation>& observations,
                                             const Policy& policy, const EvictionState& state,
-                                            TimePoint now, EvictionState& next) {
+                                            SteadyTime now, EvictionState& next) {
   std::vector<SignalStatus> statuses;
   for (const auto& t : policy.thresholds) {
     auto o = std::find_if(observations.begin(), observations.end(),
@@ -577,7 +577,7 @@ std::vector<SignalStatus> thresholdStatuses(const std::vector<Observation>& obse
         st.available < st.threshold || (reclaiming && st.available < st.threshold + st.minReclaim);
     if (st.met) {
       auto first = state.firstObservedAt.find(st.key);
-      TimePoint since = first == state.firstObservedAt.end() ? now : first->second;
+      SteadyTime since = first == state.firstObservedAt.end() ? now : first->second;
       next.firstObservedAt[st.key] = since;
       st.metFor = now - since;
       st.actionable = st.metFor >= t.gracePeriod;
@@ -592,7 +592,7 @@ std::vector<SignalStatus> thresholdStatuses(const std::vector<Observation>& obse
 // transition period after last being observed.
 std::vector<std::string> nodeConditions(const std::vector<SignalStatus>& statuses,
                                         const Policy& policy, const EvictionState& state,
-                                        TimePoint now, EvictionState& next) {
+                                        SteadyTime now, EvictionState& next) {
   std::set<std::string> observedNow;
   for (const SignalStatus& st : statuses) {
     if (st.met) observedNow.insert(std::string(nodeConditionFor(st.key.signal)));
@@ -735,7 +735,7 @@ const Ranking& shownRanking(const EvictionDecision& decision, Signal signal) {
 }
 
 EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
-                                const EvictionState& state, TimePoint now, Rankings rankings) {
+                                const EvictionState& state, SteadyTime now, Rankings rankings) {
   EvictionResult result;
   EvictionDecision& decision = result.decision;
   decision.node = view.name;
@@ -752,7 +752,7 @@ std::vector<std::string> addDerivedPressureConditions(Snapshot& snapshot, std::s
   std::vector<std::string> derived;
   {
     const NodeView view = makeNodeView(snapshot, nodeName);
-    derived = evaluateEviction(view, policy, EvictionState{}, TimePoint{}, Rankings::Needed)
+    derived = evaluateEviction(view, policy, EvictionState{}, SteadyTime{}, Rankings::Needed)
                   .decision.conditions;
   }
   std::vector<std::string> added;

@@ -54,17 +54,17 @@ struct ThresholdKey {
 // What eviction remembers between cycles; a plain value the caller keeps.
 struct EvictionState {
   // When each currently met threshold was first seen met (for grace periods).
-  std::map<ThresholdKey, TimePoint> firstObservedAt;
+  std::map<ThresholdKey, SteadyTime> firstObservedAt;
   // Thresholds met in the last cycle: once met, a threshold stays met until available >=
   // threshold + minimum reclaim (docs/reference.md §4).
   std::set<ThresholdKey> met;
   // When each node condition was last observed (for the transition period).
-  std::map<std::string, TimePoint> conditionLastObservedAt;
+  std::map<std::string, SteadyTime> conditionLastObservedAt;
 };
 
 // A state in which every soft threshold has already been met for its grace period at `now`
 // (for `explain --assume-grace-elapsed`).
-EvictionState assumeGraceElapsed(const Policy& policy, TimePoint now);
+EvictionState assumeGraceElapsed(const Policy& policy, SteadyTime now);
 
 struct SignalStatus {
   ThresholdKey key;
@@ -130,7 +130,7 @@ enum class Rankings { Needed, All };
 // The whole eviction decision for one node at `now`. Pure: the same inputs give the same
 // decision, and `state` is only read.
 EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
-                                const EvictionState& state, TimePoint now,
+                                const EvictionState& state, SteadyTime now,
                                 Rankings rankings = Rankings::All);
 
 // The ranking a decision shows for a signal's resource: PIDs, ephemeral storage for a disk

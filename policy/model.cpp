@@ -160,7 +160,8 @@ void parseResizeStatus(const JsonObject& status, Pod& pod, Diagnostics& diagnost
   });
 }
 
-using Nanos = std::map<std::string, Int128>;
+// Resource name → amount in nano-units (a Quantity scaled by 10^9), for exact sums.
+using NanoAmounts = std::map<std::string, Int128>;
 
 const ResourceList& containerRequests(const Container& c, RequestSet set) {
   switch (set) {
@@ -179,11 +180,11 @@ const ResourceList& containerRequests(const Container& c, RequestSet set) {
 
 // Step 1 of docs/reference.md §3 (KEP-753): Σ regular + Σ sidecars, max'ed with each init
 // container's own request plus the sidecars declared before it.
-Nanos aggregateContainerRequests(const Pod& pod, RequestSet set) {
-  Nanos reqs;
+NanoAmounts aggregateContainerRequests(const Pod& pod, RequestSet set) {
+  NanoAmounts reqs;
   for (const auto& c : pod.containers) addTo(reqs, containerRequests(c, set));
-  Nanos restartable;
-  Nanos initPeak;
+  NanoAmounts restartable;
+  NanoAmounts initPeak;
   for (const auto& c : pod.initContainers) {
     const ResourceList& own = containerRequests(c, set);
     if (c.sidecar) {
@@ -191,7 +192,7 @@ Nanos aggregateContainerRequests(const Pod& pod, RequestSet set) {
       addTo(restartable, own);
       maxInto(initPeak, restartable);
     } else {
-      Nanos candidate = restartable;
+      NanoAmounts candidate = restartable;
       addTo(candidate, own);
       maxInto(initPeak, candidate);
     }
@@ -203,13 +204,13 @@ Nanos aggregateContainerRequests(const Pod& pod, RequestSet set) {
 // The pod-level requests of `set`, cpu, memory and hugepages only. The desired set is the
 // spec as the API server defaults it: a pod-level limit without a request requests the
 // containers' value when a container requests that resource, else the limit.
-Nanos podLevelRequests(const Pod& pod, RequestSet set) {
+NanoAmounts podLevelRequests(const Pod& pod, RequestSet set) {
   const ResourceList* status = nullptr;
   if (set == RequestSet::Actual) status = pod.podLevelActual ? &*pod.podLevelActual : nullptr;
   if (set != RequestSet::Desired && status == nullptr && pod.podLevelAllocated) {
     status = &*pod.podLevelAllocated;
   }
-  Nanos out;
+  NanoAmounts out;
   if (status != nullptr) {
     for (const auto& [name, q] : *status) {
       if (isPodLevelResource(name)) out.emplace(name, q.nanoValue());
@@ -224,7 +225,7 @@ Nanos podLevelRequests(const Pod& pod, RequestSet set) {
     needsDefault |= isPodLevelResource(name) && out.count(name) == 0;
   }
   if (!needsDefault) return out;
-  const Nanos containers = aggregateContainerRequests(pod, RequestSet::Desired);
+  const NanoAmounts containers = aggregateContainerRequests(pod, RequestSet::Desired);
   for (const auto& [name, q] : pod.podLevelLimits) {
     if (!isPodLevelResource(name) || out.count(name) != 0) continue;
     auto it = containers.find(name);
@@ -233,7 +234,7 @@ Nanos podLevelRequests(const Pod& pod, RequestSet set) {
   return out;
 }
 
-void addOverhead(Nanos& reqs, const Pod& pod, bool onlyIfNonZero) {
+void addOverhead(NanoAmounts& reqs, const Pod& pod, bool onlyIfNonZero) {
   for (const auto& [name, q] : pod.overhead) {
     auto it = reqs.find(name);
     const bool nonZero = it != reqs.end() && it->second != 0;
@@ -241,7 +242,7 @@ void addOverhead(Nanos& reqs, const Pod& pod, bool onlyIfNonZero) {
   }
 }
 
-ResourceAmounts toAmounts(const Nanos& nanos) {
+ResourceAmounts toAmounts(const NanoAmounts& nanos) {
   ResourceAmounts out;
   for (const auto& [name, v] : nanos) out.emplace(name, toAmount(name, v));
   return out;
@@ -255,11 +256,11 @@ void maxAmountsInto(ResourceAmounts& target, const ResourceAmounts& other) {
 }
 
 // Kubernetes' resourceQOS over one requests/limits pair, cpu and memory only.
-QosClass resourcesQos(const Nanos& requests, const Nanos& limits) {
+QosClass resourcesQos(const NanoAmounts& requests, const NanoAmounts& limits) {
   if (requests.empty() && limits.empty()) return QosClass::BestEffort;
   std::optional<QosClass> common;
   for (const char* name : {"cpu", "memory"}) {
-    auto nanos = [&](const Nanos& list) {
+    auto nanos = [&](const NanoAmounts& list) {
       auto it = list.find(name);
       return it == list.end() ? Int128(0) : it->second;
     };
@@ -654,7 +655,7 @@ bool hasPodLevelResources(const Pod& pod) {
 }
 
 ResourceAmounts podRequests(const Pod& pod, RequestSet set, bool overheadOnlyIfNonZero) {
-  Nanos reqs = aggregateContainerRequests(pod, set);
+  NanoAmounts reqs = aggregateContainerRequests(pod, set);
   // Step 2: the pod level replaces the containers' value of each resource it names.
   for (const auto& [name, v] : podLevelRequests(pod, set)) reqs[name] = v;
   addOverhead(reqs, pod, overheadOnlyIfNonZero);
@@ -664,7 +665,7 @@ ResourceAmounts podRequests(const Pod& pod, RequestSet set, bool overheadOnlyIfN
 QosClass computeQos(const Pod& pod) {
   // A pod-level stanza that names anything decides alone (an empty one does not count).
   if (!pod.podLevelRequests.empty() || !pod.podLevelLimits.empty()) {
-    Nanos requests, limits;
+    NanoAmounts requests, limits;
     addTo(requests, pod.podLevelRequests);
     addTo(limits, pod.podLevelLimits);
     // As the API server defaults it: a limit without a request.
@@ -737,7 +738,7 @@ void resolveRequests(Pod& pod) {
   // Eviction: the allocated set; with pod-level resources only the pod level counts, for
   // every resource (the kubelet's GetResourceRequestQuantity).
   if (hasPodLevelResources(pod)) {
-    Nanos reqs = podLevelRequests(pod, RequestSet::Allocated);
+    NanoAmounts reqs = podLevelRequests(pod, RequestSet::Allocated);
     addOverhead(reqs, pod, /*onlyIfNonZero=*/true);
     pod.rankingRequests = toAmounts(reqs);
   } else if (statusReported || !pod.overhead.empty()) {

@@ -7,13 +7,13 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "base/time.h"
 
 namespace nodewarden::policy {
 
-using Duration = std::chrono::nanoseconds;
-// The decision core's notion of "now": any monotonic time line chosen by the caller. Time is
-// an input to policy/, never read inside it.
-using TimePoint = std::chrono::steady_clock::time_point;
+// Durations are nodewarden::Duration and the decision core's "now" a nodewarden::SteadyTime
+// (base/time.h): any monotonic time line chosen by the caller. Time is an input to policy/,
+// never read inside it.
 
 // Wall-clock instants from Kubernetes objects (startTime, creationTimestamp), in microseconds
 // since the Unix epoch.

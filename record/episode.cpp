@@ -1058,7 +1058,7 @@ void buildView(const Episode& episode, const Sample& sample, SampleView& out) {
   buildView(episode, sample.node, sample.pods, out);
 }
 
-policy::EvictionState initialState(const Episode& episode, policy::TimePoint origin) {
+policy::EvictionState initialState(const Episode& episode, SteadyTime origin) {
   policy::EvictionState state;
   for (const auto& since : episode.state.firstObservedAt) {
     state.firstObservedAt[since.key] = origin + std::chrono::nanoseconds(since.t);

@@ -264,7 +264,7 @@ void buildView(const Episode& episode, const NodeFigures& node, const std::vecto
 
 // The EvictionState at the episode's first sample, on a time line where the origin is
 // `origin`.
-policy::EvictionState initialState(const Episode& episode, policy::TimePoint origin);
+policy::EvictionState initialState(const Episode& episode, SteadyTime origin);
 
 // CRC-32 (IEEE 802.3, as zlib's crc32) of `bytes`, continuing from `crc`.
 std::uint32_t crc32(std::string_view bytes, std::uint32_t crc = 0);

@@ -15,9 +15,9 @@ using policy::OrderedJson;
 using policy::Signal;
 
 constexpr std::int64_t kSecond = 1'000'000'000;
-constexpr policy::TimePoint kOrigin = policy::TimePoint{} + std::chrono::hours(1);
+constexpr SteadyTime kOrigin = SteadyTime{} + std::chrono::hours(1);
 
-policy::TimePoint at(std::int64_t t) {
+SteadyTime at(std::int64_t t) {
   return kOrigin + std::chrono::nanoseconds(t);
 }
 

@@ -32,7 +32,7 @@ policy::ThresholdValue valueOf(std::int64_t bytes) {
 
 // `base` with the thresholds of `signal` replaced by one.
 policy::Policy withThreshold(const policy::Policy& base, Signal signal, std::int64_t bytes,
-                             policy::Duration grace, const policy::ThresholdValue& minReclaim) {
+                             Duration grace, const policy::ThresholdValue& minReclaim) {
   policy::Policy p = base;
   std::erase_if(p.thresholds, [&](const policy::Threshold& t) { return t.signal == signal; });
   policy::Threshold t;
@@ -72,7 +72,7 @@ OrderedJson settingJson(const TuneSetting& s) {
   out["setting"] = s.label;
   out["threshold"] = s.threshold;
   out["thresholdBytes"] = s.thresholdBytes;
-  out["kind"] = s.grace == policy::Duration(0) ? "hard" : "soft";
+  out["kind"] = s.grace == Duration(0) ? "hard" : "soft";
   out["gracePeriod"] = policy::formatGoDuration(s.grace);
   out["oomKillsLeft"] = s.oomKillsLeft;
   out["evictions"] = s.evictions;
@@ -125,16 +125,15 @@ TuneResult tune(const std::vector<const Episode*>& episodes, const TuneOptions& 
   for (std::int64_t mib : kGrid) {
     const std::int64_t bytes = mib * kMi;
     if (capacity > 0 && bytes > capacity / 2) break;
-    std::vector<policy::Duration> graces{policy::Duration(0)};
+    std::vector<Duration> graces{Duration(0)};
     for (int g : kGraceSeconds) graces.push_back(std::chrono::seconds(g));
-    for (policy::Duration grace : graces) {
+    for (Duration grace : graces) {
       TuneSetting s;
       s.thresholdBytes = bytes;
       s.threshold = quantityText(bytes);
       s.grace = grace;
-      s.label =
-          s.threshold +
-          (grace == policy::Duration(0) ? " hard" : " soft " + policy::formatGoDuration(grace));
+      s.label = s.threshold +
+                (grace == Duration(0) ? " hard" : " soft " + policy::formatGoDuration(grace));
       s.policy = withThreshold(base, result.signal, bytes, grace, minReclaim);
       score(s, episodes);
       result.settings.push_back(std::move(s));
@@ -147,8 +146,8 @@ TuneResult tune(const std::vector<const Episode*>& episodes, const TuneOptions& 
     k.threshold = "100Mi";
     k.label = "kubelet default (" + std::string(policy::toString(result.signal)) +
               "<100Mi hard, one pod per cycle)";
-    k.policy = withThreshold(base, result.signal, k.thresholdBytes, policy::Duration(0),
-                             policy::ThresholdValue{});
+    k.policy =
+        withThreshold(base, result.signal, k.thresholdBytes, Duration(0), policy::ThresholdValue{});
     k.policy.maxPodsPerCycle = 1;
     k.policy.ranking = policy::RankingMode::Kubelet;
     score(k, episodes);

@@ -28,8 +28,8 @@ struct TuneSetting {
   std::string label;      // "64Mi hard", "128Mi soft 10s", "kubelet default …"
   policy::Policy policy;  // the whole policy file this setting stands for
   std::int64_t thresholdBytes = 0;
-  std::string threshold;      // as a quantity ("64Mi")
-  policy::Duration grace{0};  // 0: hard
+  std::string threshold;  // as a quantity ("64Mi")
+  Duration grace{0};      // 0: hard
   std::size_t oomKillsLeft = 0;
   std::size_t evictions = 0;
   // Episodes where it evicted although the kernel alone would have killed nothing.

@@ -27,9 +27,9 @@ struct FakeUsage {
 TEST_CASE("pollDelay: time to the line over the safety factor, between floor and ceiling") {
   PollTuning tuning;  // floor 2 ms, ceiling 1 s, safety 4, assumed 1 GiB/s
   // 300 MiB at the assumed 1 GiB/s: 293 ms to the line, a poll every 73 ms.
-  CHECK(pollDelay(300 * kMiB, 0, tuning) == Nanos(73'242'187));
+  CHECK(pollDelay(300 * kMiB, 0, tuning) == Duration(73'242'187));
   // Faster growth measured: 2 GiB/s → half that.
-  CHECK(pollDelay(300 * kMiB, 2.0 * 1024 * kMiB, tuning) == Nanos(36'621'093));
+  CHECK(pollDelay(300 * kMiB, 2.0 * 1024 * kMiB, tuning) == Duration(36'621'093));
   // Far away: the ceiling; at or past the line, or nearly there: the floor.
   CHECK(pollDelay(std::int64_t(64) * 1024 * kMiB, 0, tuning) == 1s);
   CHECK(pollDelay(0, 0, tuning) == 2ms);
@@ -52,7 +52,7 @@ TEST_CASE("MemoryLinePoller: a crossing is reported once, dated by the previous 
   CHECK_FALSE(first->crossed);
   CHECK(first->usage == 100 * kMiB);
   // 300 MiB to the closest line at the assumed 1 GiB/s.
-  CHECK(first->next == Nanos(73'242'187));
+  CHECK(first->next == Duration(73'242'187));
 
   // Growing at 2 GiB/s: the period halves at once (fast attack).
   fake.usage = 300 * kMiB;
@@ -60,7 +60,7 @@ TEST_CASE("MemoryLinePoller: a crossing is reported once, dated by the previous 
   REQUIRE(second);
   CHECK_FALSE(second->crossed);
   CHECK(second->growthBytesPerSecond == doctest::Approx(2000.0 * kMiB));
-  CHECK(second->next == Nanos(12'500'000));  // 100 MiB at 2000 MiB/s, over 4
+  CHECK(second->next == Duration(12'500'000));  // 100 MiB at 2000 MiB/s, over 4
 
   // Past 400 MiB: crossed, dated by the previous poll (an upper bound on latency).
   fake.usage = 410 * kMiB;

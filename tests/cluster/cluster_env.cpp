@@ -27,13 +27,15 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/time.h"
+
 extern char** environ;
 
 namespace nodewarden::cluster {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using std::chrono::steady_clock;
 
 std::string slurpFd(int fd) {
   std::string text;
@@ -67,13 +69,13 @@ std::vector<std::string> splitSpaces(const std::string& text) {
 }
 
 // Waits for `pid` until `deadline`; SIGKILLs it past that. Returns the wait status.
-int waitBounded(pid_t pid, Clock::time_point deadline, bool* timedOut = nullptr) {
+int waitBounded(pid_t pid, SteadyTime deadline, bool* timedOut = nullptr) {
   int status = 0;
   for (;;) {
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) return status;
     if (done < 0 && errno != EINTR) return -1;
-    if (Clock::now() > deadline) {
+    if (steady_clock::now() > deadline) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
       if (timedOut != nullptr) *timedOut = true;
@@ -185,7 +187,7 @@ Run run(const std::vector<std::string>& argv, const std::string& input,
   }
   bool timedOut = false;
   const int status =
-      waitBounded(pid, Clock::now() + std::chrono::seconds(timeoutSeconds), &timedOut);
+      waitBounded(pid, steady_clock::now() + std::chrono::seconds(timeoutSeconds), &timedOut);
   Run result;
   result.status = (!timedOut && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
   result.out = slurpFd(out);
@@ -254,11 +256,12 @@ Cluster::Cluster(const ClusterOptions& options) {
 
   // The launcher prints one JSON line when ready; EOF first means it ended.
   std::string line;
-  const auto deadline = Clock::now() + std::chrono::seconds(options.readyTimeoutSeconds + 60);
+  const auto deadline =
+      steady_clock::now() + std::chrono::seconds(options.readyTimeoutSeconds + 60);
   bool eof = false;
   while (line.find('\n') == std::string::npos && !eof) {
     const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
     if (left.count() <= 0) break;
     pollfd fd{ready[0], POLLIN, 0};
     const int n = ::poll(&fd, 1, static_cast<int>(std::min<long>(left.count(), 1000)));
@@ -272,7 +275,7 @@ Cluster::Cluster(const ClusterOptions& options) {
   ::close(ready[0]);
   if (line.find('\n') == std::string::npos) {
     ::kill(launcher_, SIGTERM);
-    const int status = waitBounded(launcher_, Clock::now() + std::chrono::seconds(60));
+    const int status = waitBounded(launcher_, steady_clock::now() + std::chrono::seconds(60));
     launcher_ = -1;
     const std::string log = slurp(logPath);
     if (eof && WIFEXITED(status) && WEXITSTATUS(status) == 77) {
@@ -290,7 +293,7 @@ Cluster::Cluster(const ClusterOptions& options) {
 Cluster::~Cluster() {
   if (launcher_ <= 0) return;
   ::kill(launcher_, SIGTERM);
-  waitBounded(launcher_, Clock::now() + std::chrono::seconds(60));
+  waitBounded(launcher_, steady_clock::now() + std::chrono::seconds(60));
   if (std::getenv("NW_CLUSTER_KEEP") != nullptr) {
     std::error_code ignored;
     const auto kept =
@@ -401,10 +404,10 @@ Json Cluster::replaceStatus(const std::string& path, const Json& status) const {
 }
 
 bool Cluster::waitUntil(const std::function<bool()>& condition, int timeoutSeconds) const {
-  const auto deadline = Clock::now() + std::chrono::seconds(timeoutSeconds);
+  const auto deadline = steady_clock::now() + std::chrono::seconds(timeoutSeconds);
   for (;;) {
     if (condition()) return true;
-    if (Clock::now() > deadline) return false;
+    if (steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 }

@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "base/time.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/sandbox.h"
 
 namespace nodewarden::e2e {
 
 using Json = nlohmann::json;
-using SteadyTime = std::chrono::steady_clock::time_point;
 using Millis = std::chrono::milliseconds;
 
 constexpr std::uint64_t kMiB = 1024 * 1024;

@@ -42,6 +42,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "base/time.h"
+
 namespace nodewarden::testing {
 namespace {
 
@@ -51,7 +53,7 @@ namespace http = beast::http;
 namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 using Json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
+using std::chrono::steady_clock;
 
 // ---------------------------------------------------------------- resources
 
@@ -863,16 +865,16 @@ net::awaitable<bool> FakeApiServer::Impl::streamWatch(std::shared_ptr<Connection
   if (headerError) co_return false;
   watchPeer(conn, watcher);
 
-  auto deadline = outcome.watchTimeout.count() > 0 ? Clock::now() + outcome.watchTimeout
-                                                   : Clock::time_point::max();
+  auto deadline = outcome.watchTimeout.count() > 0 ? steady_clock::now() + outcome.watchTimeout
+                                                   : SteadyTime::max();
   const auto bookmarkEvery = std::max(options_.bookmarkEvery, std::chrono::milliseconds(10));
-  auto nextBookmark = outcome.bookmarks ? Clock::now() + bookmarkEvery : Clock::time_point::max();
+  auto nextBookmark = outcome.bookmarks ? steady_clock::now() + bookmarkEvery : SteadyTime::max();
   const char* kindName = info(watcher->kind).kindName;
   for (;;) {
     if (watcher->peerGone) co_return false;
     std::optional<WatchItem> item;
     std::string bookmark;
-    auto now = Clock::now();
+    auto now = steady_clock::now();
     {
       std::lock_guard lock(mutex_);
       if (!watcher->queue.empty()) {
@@ -1746,17 +1748,17 @@ std::vector<RecordedRequest> FakeApiServer::requests() const {
 bool FakeApiServer::waitFor(
     const std::function<bool(const std::vector<RecordedRequest>&)>& predicate,
     std::chrono::milliseconds timeout) const {
-  auto deadline = Clock::now() + timeout;
+  auto deadline = steady_clock::now() + timeout;
   std::unique_lock lock(impl_->mutex_);
   for (;;) {
     std::vector<RecordedRequest> copy = impl_->requests_;
     lock.unlock();
     if (predicate(copy)) return true;
     lock.lock();
-    if (Clock::now() >= deadline) return false;
+    if (steady_clock::now() >= deadline) return false;
     // Re-check at least every 50 ms: the predicate may depend on more than the requests.
     impl_->requestsChanged_.wait_until(
-        lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
+        lock, std::min(deadline, steady_clock::now() + std::chrono::milliseconds(50)));
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "node/agent.h"
 #include "node/eviction_journal.h"
+#include "node/routes.h"
 #include "server/log.h"
 #include "tests/support/cgroup_tree.h"
 
@@ -97,6 +98,7 @@ struct Harness {
   boost::asio::io_context io;
   RecordingActuator* recorder = nullptr;
   std::unique_ptr<Agent> agent;
+  RouteOptions routes;
 
   Harness(const Tree& tree, const std::string& policyText, bool dryRun = false,
           bool admissionRoutes = true, std::optional<std::string> journal = std::nullopt,
@@ -118,7 +120,7 @@ struct Harness {
     options.notifications = false;
     options.systemdNotify = false;
     options.dryRun = dryRun;
-    options.admissionRoutes = admissionRoutes;
+    routes.admissionRoutes = admissionRoutes;
     options.journalPath = journal;
     options.loopNice = loopNice;
     agent = std::make_unique<Agent>(
@@ -137,6 +139,8 @@ struct Harness {
     agent->stop();
     io.poll();
   }
+  // A request to the agent's routes, as run.cpp's HTTP server hands it over.
+  HttpResponse serve(const HttpRequest& request) { return serveAgent(*agent, routes, request); }
   std::vector<std::string> ordered() const {
     std::vector<std::string> pods;
     for (const EvictionOrder& order : recorder->orders()) pods.push_back(order.pod);
@@ -186,7 +190,7 @@ TEST_CASE("the agent orders the policy's victims and never chooses a terminating
   CHECK(h.recorder->orders()[2].pod == "default/web");
 
   // /v1/state is the explain JSON: the evicted and terminating pods are not in the ranking.
-  HttpResponse state = h.agent->handle({"GET", "/v1/state", "", {}});
+  HttpResponse state = h.serve({"GET", "/v1/state", "", {}});
   CHECK(state.status == 200);
   auto json = policy::Json::parse(state.body);
   CHECK(json["node"] == "node-1");
@@ -288,26 +292,26 @@ TEST_CASE("HTTP routes answer as docs/reference.md §7 says, and bad requests ge
               "300Mi");
   tree.setKubepods(100 * kMiB);
   Harness h(tree, kPolicy);
-  CHECK(h.agent->handle({"GET", "/healthz", "", {}}).status == 200);
-  CHECK(h.agent->handle({"GET", "/readyz", "", {}}).status == 200);
-  HttpResponse metrics = h.agent->handle({"GET", "/metrics", "", {}});
+  CHECK(h.serve({"GET", "/healthz", "", {}}).status == 200);
+  CHECK(h.serve({"GET", "/readyz", "", {}}).status == 200);
+  HttpResponse metrics = h.serve({"GET", "/metrics", "", {}});
   CHECK(metrics.status == 200);
   CHECK(metrics.contentType.starts_with("text/plain; version=0.0.4"));
-  CHECK(h.agent->handle({"POST", "/healthz", "", {}}).status == 405);
-  CHECK(h.agent->handle({"GET", "/nope", "", {}}).status == 404);
-  HttpResponse bad = h.agent->handle({"POST", "/v1/admit", "{not json", {}});
+  CHECK(h.serve({"POST", "/healthz", "", {}}).status == 405);
+  CHECK(h.serve({"GET", "/nope", "", {}}).status == 404);
+  HttpResponse bad = h.serve({"POST", "/v1/admit", "{not json", {}});
   CHECK(bad.status == 400);
   CHECK(policy::Json::parse(bad.body).contains("error"));
   const std::string pod =
       R"({"metadata":{"name":"new","namespace":"default","uid":"u-new"},"spec":{"priority":10,)"
       R"("containers":[{"name":"c","resources":{"requests":{"memory":"100Mi","cpu":"100m"}}}]}})";
-  HttpResponse admitted = h.agent->handle({"POST", "/v1/admit", pod, {}});
+  HttpResponse admitted = h.serve({"POST", "/v1/admit", pod, {}});
   REQUIRE(admitted.status == 200);
   CHECK(policy::Json::parse(admitted.body)["verdict"] == "admit");
   const std::string huge =
       R"({"metadata":{"name":"huge","namespace":"default","uid":"u-huge"},"spec":{"priority":10,)"
       R"("containers":[{"name":"c","resources":{"requests":{"memory":"64Gi"}}}]}})";
-  HttpResponse rejected = h.agent->handle({"POST", "/v1/admit", huge, {}});
+  HttpResponse rejected = h.serve({"POST", "/v1/admit", huge, {}});
   REQUIRE(rejected.status == 200);
   CHECK(policy::Json::parse(rejected.body)["verdict"] != "admit");
 }
@@ -322,14 +326,14 @@ TEST_CASE("docs/reference.md §7: without --admission-routes the routes that can
   const std::string pod =
       R"({"metadata":{"name":"new","namespace":"default","uid":"u-new"},"spec":{"priority":10,)"
       R"("containers":[{"name":"c","resources":{"requests":{"memory":"100Mi"}}}]}})";
-  HttpResponse admit = h.agent->handle({"POST", "/v1/admit", pod, {}});
+  HttpResponse admit = h.serve({"POST", "/v1/admit", pod, {}});
   CHECK(admit.status == 404);
   CHECK(policy::Json::parse(admit.body)["error"].get<std::string>().find("--admission-routes") !=
         std::string::npos);
-  CHECK(h.agent->handle({"POST", "/v1/admission-review", "{}", {}}).status == 404);
+  CHECK(h.serve({"POST", "/v1/admission-review", "{}", {}}).status == 404);
   // Everything else is served as before.
-  CHECK(h.agent->handle({"GET", "/healthz", "", {}}).status == 200);
-  CHECK(h.agent->handle({"GET", "/v1/state", "", {}}).status == 200);
+  CHECK(h.serve({"GET", "/healthz", "", {}}).status == 200);
+  CHECK(h.serve({"GET", "/v1/state", "", {}}).status == 200);
 }
 
 TEST_CASE("log lines: logfmt text and JSON lines carry the decision's fields") {

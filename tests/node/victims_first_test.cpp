@@ -155,7 +155,7 @@ void compare(const Node& node, const policy::Policy& policy, Tally& tally) {
   // A full scan: every pod still there, read now.
   const policy::NodeView full = viewOf(present, node.now, stats, storage);
   const policy::EvictionState state;
-  const policy::TimePoint at{};
+  const SteadyTime at{};
   const policy::EvictionResult expected =
       policy::evaluateEviction(full, policy, state, at, policy::Rankings::Needed);
   // Victims first: the index still lists the pods gone since (their cgroups vanish when
@@ -269,9 +269,8 @@ TEST_CASE("a quiet node is decided from the node's figures alone") {
   for (const policy::Pod& pod : node.pods) all.push_back(&pod);
   std::deque<policy::PodStats> storage;
   Reader reader(node);
-  const VictimsFirstDecision got =
-      decideVictimsFirst(viewOf(all, node.last, stats, storage), std::nullopt, policy, {},
-                         policy::TimePoint{}, reader);
+  const VictimsFirstDecision got = decideVictimsFirst(
+      viewOf(all, node.last, stats, storage), std::nullopt, policy, {}, SteadyTime{}, reader);
   REQUIRE(got.result);
   CHECK(got.result->decision.evict.empty());
   CHECK(reader.whole == 0);
@@ -304,7 +303,7 @@ TEST_CASE("a pod that grew unseen past the victim is caught, and a bounded one i
   Reader reader(node);
   const VictimsFirstDecision got =
       decideVictimsFirst(viewOf(all, node.last, stats, storage), std::uint64_t(kubepodsUsage(node)),
-                         policy, {}, policy::TimePoint{}, reader, options);
+                         policy, {}, SteadyTime{}, reader, options);
   REQUIRE(got.result);
   REQUIRE(got.result->decision.evict.size() == 1);
   CHECK(got.result->decision.evict[0].pod->name == "pod-1");  // the one that grew
@@ -332,7 +331,7 @@ TEST_CASE("thresholds of other resources, and swap in the ranking, are left to a
   std::deque<policy::PodStats> storage;
   Reader reader(node);
   const VictimsFirstDecision other = decideVictimsFirst(
-      viewOf(all, node.last, stats, storage), std::nullopt, *pids, {}, policy::TimePoint{}, reader);
+      viewOf(all, node.last, stats, storage), std::nullopt, *pids, {}, SteadyTime{}, reader);
   CHECK((other.fullScan == FullScanReason::OtherResource));
   CHECK_FALSE(other.result);
 
@@ -343,6 +342,6 @@ TEST_CASE("thresholds of other resources, and swap in the ranking, are left to a
   node.limit = 200 * kMiB;
   const policy::NodeStats tight = nodeStats(node);
   const VictimsFirstDecision swapped = decideVictimsFirst(
-      viewOf(all, node.last, tight, storage), std::nullopt, *swap, {}, policy::TimePoint{}, reader);
+      viewOf(all, node.last, tight, storage), std::nullopt, *swap, {}, SteadyTime{}, reader);
   CHECK((swapped.fullScan == FullScanReason::SwapRanked));
 }

@@ -9,6 +9,7 @@
 #include "policy/eviction.h"
 
 using namespace std::chrono_literals;
+using nodewarden::SteadyTime;
 using nodewarden::policy::Diagnostics;
 using nodewarden::policy::EvictionResult;
 using nodewarden::policy::EvictionState;
@@ -16,7 +17,6 @@ using nodewarden::policy::Json;
 using nodewarden::policy::Policy;
 using nodewarden::policy::Signal;
 using nodewarden::policy::Snapshot;
-using nodewarden::policy::TimePoint;
 
 namespace {
 
@@ -113,20 +113,20 @@ std::vector<std::string> evicted(const EvictionResult& r) {
 }
 
 EvictionResult evaluate(const Snapshot& s, const Policy& p, const EvictionState& state,
-                        TimePoint now) {
+                        SteadyTime now) {
   return nodewarden::policy::evaluateEviction(nodewarden::policy::makeNodeView(s, "n"), p, state,
                                               now);
 }
 
 // Decisions point into their snapshot: a snapshot made for one call is kept alive here for
 // the rest of the test run.
-EvictionResult evaluate(Snapshot&& s, const Policy& p, const EvictionState& state, TimePoint now) {
+EvictionResult evaluate(Snapshot&& s, const Policy& p, const EvictionState& state, SteadyTime now) {
   static std::deque<Snapshot> kept;
   kept.push_back(std::move(s));
   return evaluate(kept.back(), p, state, now);
 }
 
-const TimePoint kStart{std::chrono::hours(1000)};
+const SteadyTime kStart{std::chrono::hours(1000)};
 
 }  // namespace
 
@@ -286,7 +286,7 @@ TEST_CASE("a soft threshold acts only after its grace period, continuously met")
   Snapshot low = makeSnapshot(pods, 400);
   Snapshot ok = makeSnapshot(pods, 800);
   EvictionState state;
-  TimePoint now = kStart;
+  SteadyTime now = kStart;
   auto step = [&](const Snapshot& s, std::chrono::milliseconds dt) {
     now += dt;
     auto r = evaluate(s, p, state, now);

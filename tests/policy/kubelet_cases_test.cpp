@@ -23,6 +23,8 @@
 #include "policy/times.h"
 
 using namespace nodewarden::policy;
+using nodewarden::Duration;
+using nodewarden::SteadyTime;
 
 namespace {
 
@@ -214,7 +216,7 @@ struct Simulation {
   NodeFixture& node;
   Policy pol;
   EvictionState state;
-  TimePoint now = TimePoint{} + std::chrono::hours(24);
+  SteadyTime now = SteadyTime{} + std::chrono::hours(24);
 
   EvictionDecision step(Duration advance) {
     now += advance;
@@ -1155,7 +1157,7 @@ TEST_CASE(
     REQUIRE(pol.thresholds.size() == 3);
     CHECK(signalName(pol.thresholds[0].signal) == signalName(Signal::MemoryAvailable));
     const NodeView view = node.view();
-    EvictionResult r = evaluateEviction(view, pol, EvictionState{}, TimePoint{});
+    EvictionResult r = evaluateEviction(view, pol, EvictionState{}, SteadyTime{});
     CHECK(conditions(r.decision) == "MemoryPressure, DiskPressure, PIDPressure");
     REQUIRE(r.decision.evict.size() == 1);
     CHECK(signalName(r.decision.evict[0].signal) == signalName(Signal::MemoryAvailable));
@@ -1167,7 +1169,7 @@ TEST_CASE(
         R"("evictionHard": { "nodefs.available": "1Gi", "pid.available": "100",
                              "allocatableMemory.available": "1Gi" })"));
     const NodeView view = node.view();
-    EvictionResult r = evaluateEviction(view, pol, EvictionState{}, TimePoint{});
+    EvictionResult r = evaluateEviction(view, pol, EvictionState{}, SteadyTime{});
     REQUIRE(r.decision.evict.size() == 1);
     CHECK(signalName(r.decision.evict[0].signal) == signalName(Signal::AllocatableMemoryAvailable));
   }
@@ -1356,7 +1358,7 @@ TEST_CASE("kubelet: TestThresholdsMet - hard memory.available < 1Gi, minimum rec
   // enforceMinReclaim in the kubelet = the threshold was acted on in the previous cycle.
   EvictionState reclaiming;
   reclaiming.met.insert(hardMemory);
-  const TimePoint now = TimePoint{} + minutes(10);
+  const SteadyTime now = SteadyTime{} + minutes(10);
 
   auto met = [&](std::uint64_t available, const EvictionState& st) {
     setMemoryOf(node.summary(), available, 4 * kGi);
@@ -1402,7 +1404,7 @@ TEST_CASE("kubelet: TestPercentageThresholdsMet - memory < 20% (min reclaim 5%),
   const Policy pol = parsePolicyOrFail(R"({
       "evictionHard": {"memory.available": "20%", "nodefs.available": "30%"},
       "evictionMinimumReclaim": {"memory.available": "5%"}})");
-  const TimePoint now = TimePoint{} + minutes(10);
+  const SteadyTime now = SteadyTime{} + minutes(10);
   EvictionState reclaimingMemory;
   reclaimingMemory.met.insert(ThresholdKey{Signal::MemoryAvailable, true});
 
@@ -1455,8 +1457,8 @@ TEST_CASE("kubelet: TestThresholdsMetGracePeriod and TestThresholdsFirstObserved
       "evictionSoftGracePeriod": {"memory.available": "1m"}})");
   const ThresholdKey hardKey{Signal::MemoryAvailable, true};
   const ThresholdKey softKey{Signal::MemoryAvailable, false};
-  const TimePoint now = TimePoint{} + std::chrono::hours(1);
-  const TimePoint twoMinutesAgo = now - minutes(2);
+  const SteadyTime now = SteadyTime{} + std::chrono::hours(1);
+  const SteadyTime twoMinutesAgo = now - minutes(2);
   const NodeView view = node.view();
 
   SUBCASE("empty: no thresholds, nothing actionable") {
@@ -1496,8 +1498,8 @@ TEST_CASE(
     "kubelet: TestNodeConditions, TestNodeConditionsLastObservedAt and "
     "TestNodeConditionsObservedSince") {
   NodeFixture node({});
-  const TimePoint now = TimePoint{} + std::chrono::hours(1);
-  const TimePoint oneMinuteAgo = now - minutes(1);
+  const SteadyTime now = SteadyTime{} + std::chrono::hours(1);
+  const SteadyTime oneMinuteAgo = now - minutes(1);
   auto policyWithTransition = [](const char* period) {
     return parsePolicyOrFail(std::string(R"({"evictionHard": {"memory.available": "1Gi"},
                                              "evictionPressureTransitionPeriod": ")") +

@@ -405,7 +405,7 @@ std::string messageFor(const PodSpec& spec, const std::string& podUsage,
   auto view = nodewarden::policy::makeNodeView(s, "n1");
   nodewarden::policy::EvictionState state;
   auto result = nodewarden::policy::evaluateEviction(view, Policy::defaults(), state,
-                                                     nodewarden::policy::TimePoint());
+                                                     nodewarden::SteadyTime());
   REQUIRE(result.decision.evict.size() == 1);
   return result.decision.evict[0].message;
 }

@@ -71,7 +71,7 @@ Episode recordWorld(const World& world, const policy::Policy& recorded, bool act
   std::vector<std::size_t> inFlight;  // freed at the next sample
   policy::EvictionState state;
   SampleView view;
-  const policy::TimePoint origin = policy::TimePoint{} + std::chrono::hours(1);
+  const SteadyTime origin = SteadyTime{} + std::chrono::hours(1);
   for (int i = 0; i < world.samples; ++i) {
     for (std::size_t p : inFlight) gone.insert(p);
     inFlight.clear();

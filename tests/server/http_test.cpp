@@ -56,7 +56,7 @@ using nodewarden::server::HttpServer;
 using nodewarden::server::HttpServerOptions;
 using nodewarden::server::parseListenAddress;
 
-using Clock = std::chrono::steady_clock;
+using std::chrono::steady_clock;
 
 // The routes every test server answers.
 HttpResponse routes(const HttpRequest& request) {
@@ -203,12 +203,12 @@ class Client {
     std::string data = beast::buffers_to_string(buffer_.data());
     buffer_.clear();
     closed = false;
-    const auto deadline = Clock::now() + limit;
-    for (int i = 0; i < 100000 && Clock::now() < deadline; ++i) {
+    const auto deadline = steady_clock::now() + limit;
+    for (int i = 0; i < 100000 && steady_clock::now() < deadline; ++i) {
       char chunk[4096];
       std::size_t got = 0;
       const auto remaining =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
       const beast::error_code ec = run(
           [&](auto handler) {
             socket_.async_read_some(asio::buffer(chunk),
@@ -299,10 +299,10 @@ class SlowClient {
   // True when the server closed the connection (end of stream or a reset) within `limit`;
   // whatever it sent first is discarded.
   bool closedWithin(std::chrono::milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
+    const auto deadline = steady_clock::now() + limit;
     for (int i = 0; i < 1000; ++i) {
       const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
       if (left <= 0ms) return false;
       pollfd polled{fd_, POLLIN, 0};
       const int ready = ::poll(&polled, 1, static_cast<int>(left.count()));
@@ -332,10 +332,10 @@ void raiseDescriptorLimit(rlim_t wanted) {
 // Polls `condition` every 10 ms for at most `limit`.
 template <typename Condition>
 bool eventually(Condition condition, std::chrono::milliseconds limit = 2s) {
-  const auto deadline = Clock::now() + limit;
+  const auto deadline = steady_clock::now() + limit;
   for (int i = 0; i < 1000; ++i) {
     if (condition()) return true;
-    if (Clock::now() >= deadline) return false;
+    if (steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(10ms);
   }
   return condition();
@@ -582,8 +582,8 @@ TEST_CASE("1000 random garbage payloads: every connection ends and the server st
   std::uniform_int_distribution<int> byte(0, 255);
   int unclosed = 0;
   int statuses[6] = {};  // 0: no answer, 1xx..5xx
-  const auto started = Clock::now();
-  for (int i = 0; i < 1000 && Clock::now() - started < 60s; ++i) {
+  const auto started = steady_clock::now();
+  for (int i = 0; i < 1000 && steady_clock::now() - started < 60s; ++i) {
     std::string payload;
     switch (i % 4) {
       case 0: {  // random bytes
@@ -686,12 +686,12 @@ TEST_CASE("a client idle or trickling past the timeout is disconnected") {
     Client client;
     REQUIRE(client.connect(server.port()));
     REQUIRE(client.send("GET /healthz HTTP/1.1\r\nHo"));
-    const auto sent = Clock::now();
+    const auto sent = steady_clock::now();
     bool closed = false;
     const std::string answer = client.readToEnd(3s, closed);
     CHECK(closed);
     CHECK(answer.empty());
-    const auto waited = Clock::now() - sent;
+    const auto waited = steady_clock::now() - sent;
     CHECK(waited >= 150ms);
     CHECK(waited < 2s);
   }
@@ -966,8 +966,8 @@ TEST_CASE(
   std::atomic<int> opened{0};
   std::thread flooder([&] {
     std::deque<std::unique_ptr<SlowClient>> own;
-    const auto until = Clock::now() + 30s;
-    for (int i = 0; i < 512 && flooding.load() && Clock::now() < until; ++i) {
+    const auto until = steady_clock::now() + 30s;
+    for (int i = 0; i < 512 && flooding.load() && steady_clock::now() < until; ++i) {
       own.push_back(std::make_unique<SlowClient>(server.port()));
       if (own.back()->ok()) ++opened;
       if (own.size() > 2 * kSlots) own.pop_front();
@@ -1002,9 +1002,9 @@ TEST_CASE("stop() lets run() return while idle connections are open") {
   REQUIRE(silent.connect(server.port()));
   CHECK(eventually([&] { return server.openConnections() == 3; }));
 
-  const auto before = Clock::now();
+  const auto before = steady_clock::now();
   CHECK(server.stopAndJoin(3s));
-  CHECK(Clock::now() - before < 1s);  // not waiting for the 2 s timeout
+  CHECK(steady_clock::now() - before < 1s);  // not waiting for the 2 s timeout
 
   for (Client* client : {&afterAnswer, &halfRequest, &silent}) {
     bool closed = false;
@@ -1311,11 +1311,11 @@ TEST_CASE("TLS: a client silent during the handshake is disconnected after the t
   TestServer server(options);
   Client silent;
   REQUIRE(silent.connect(server.port()));
-  const auto start = Clock::now();
+  const auto start = steady_clock::now();
   bool closed = false;
   silent.readToEnd(3s, closed);
   CHECK(closed);
-  CHECK(Clock::now() - start < 2s);
+  CHECK(steady_clock::now() - start < 2s);
   CHECK(answersHttps(server.port(), pem.cert));
 }
 
