@@ -156,13 +156,13 @@ int runStatus(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     }
     if (output == "json") {
       policy::Diagnostics diagnostics;
-      auto parsed = policy::parseJsonText(*body, diagnostics);
-      if (!parsed) {
+      auto state = policy::parseJsonText(*body, diagnostics);
+      if (!state) {
         err << "nodewarden status: the agent at " << url
             << " answered with invalid JSON: " << diagnostics.joined() << "\n";
         return false;
       }
-      out << (watch ? parsed->dump() : parsed->dump(2)) << "\n" << std::flush;
+      out << (watch ? state->dump() : state->dump(2)) << "\n" << std::flush;
       return true;
     }
     auto text = renderState(*body, url);
