@@ -92,7 +92,8 @@ func ReadPreemptionCase(path string) (*PreemptionCase, error) {
 // Drawn from a stream of their own (extraStream), so that a seed without them gives the
 // scenario it gave before: in about a tenth of the scenarios one of the classes is the
 // global default (the judge runs those alone on the control plane), and in about a fifth
-// one or two pending pods are nominated to a node (Nominated).
+// one or two pending pods are nominated to a node (Nominated), and in about an eighth some
+// running pods are in an in-place resize (resize).
 //
 // What the scenario leaves out, and why: static and mirror pods (the API server does not run
 // them; the scheduler does not treat them apart).
@@ -262,6 +263,9 @@ func Preemption(seed uint64) (*PreemptionCase, error) {
 		if x.R.Chance(0.2) {
 			c.nominate(x, *stored.Spec.Priority)
 		}
+		if r := NewGen(seed ^ resizeStream); r.R.Chance(0.15) {
+			c.resize(r)
+		}
 		break
 	}
 	return c, nil
@@ -270,6 +274,49 @@ func Preemption(seed uint64) (*PreemptionCase, error) {
 // extraStream names the random stream of what generator preemption/2 added to
 // preemption/1 (a global default class, nominated pods).
 const extraStream = 0x6e6f6d696e617465 // "nominate"
+
+// resizeStream names the random stream of the in-place resizes (generator preemption/2).
+const resizeStream = 0x726573697a65 // "resize"
+
+// resize puts some running pods in an in-place resize state (KEP-1287), as their kubelet
+// reports it: the spec holds the desired resources (Gen.resizeSpec: cpu and memory of the
+// regular containers, QoS class kept), the container statuses the old ones the kubelet
+// still runs with, and a condition says PodResizePending (Deferred or Infeasible) or
+// PodResizeInProgress. Not drawn yet: resizes of pods with pod-level resources (the pod's
+// own status.resources) and allocatedResources (the scheduler does not read it).
+func (c *PreemptionCase) resize(x *Gen) {
+	for i := range c.Pods {
+		p := &c.Pods[i]
+		if !x.R.Chance(0.35) || p.Spec.Resources != nil {
+			continue
+		}
+		stored, err := CreatePod(p, c.PriorityClasses)
+		if err != nil || stored.Status.QOSClass == v1.PodQOSBestEffort {
+			continue
+		}
+		old := p.DeepCopy()
+		x.resizeSpec(p)
+		if _, err := CreatePod(p, c.PriorityClasses); err != nil {
+			*p = *old
+			continue
+		}
+		for k, ctr := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, v1.ContainerStatus{
+				Name: ctr.Name, Image: ctr.Image, Ready: true, Started: ptrTo(true),
+				State:     v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: *p.Status.StartTime}},
+				Resources: old.Spec.Containers[k].Resources.DeepCopy(),
+			})
+		}
+		switch Pick(x.R, Deferred, Infeasible, InProgress) {
+		case Deferred:
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred})
+		case Infeasible:
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonInfeasible})
+		default:
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue})
+		}
+	}
+}
 
 // nominate adds one or two nominated pods (PreemptionCase.Nominated), each with a class of
 // its own whose value is the preemptor's (`priority`), just below, above, or anything.
