@@ -283,7 +283,7 @@ const resizeStream = 0x726573697a65 // "resize"
 // regular containers, QoS class kept), the container statuses the old ones the kubelet
 // still runs with, and a condition says PodResizePending (Deferred or Infeasible) or
 // PodResizeInProgress. Not drawn yet: resizes of pods with pod-level resources (the pod's
-// own status.resources) and allocatedResources (the scheduler does not read it).
+// own status.resources) and the container statuses' allocatedResources.
 func (c *PreemptionCase) resize(x *Gen) {
 	for i := range c.Pods {
 		p := &c.Pods[i]
