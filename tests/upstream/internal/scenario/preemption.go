@@ -283,11 +283,14 @@ const resizeStream = 0x726573697a65 // "resize"
 // regular containers, QoS class kept), the container statuses the old ones the kubelet
 // still runs with, and a condition says PodResizePending (Deferred or Infeasible) or
 // PodResizeInProgress. Not drawn yet: resizes of pods with pod-level resources (the pod's
-// own status.resources) and the container statuses' allocatedResources.
+// own status.resources), of pods with init containers (for an infeasible resize the
+// scheduler counts nothing for a container whose status reports no resources, which a
+// terminated init container's never does: not judged yet), and the container statuses'
+// allocatedResources.
 func (c *PreemptionCase) resize(x *Gen) {
 	for i := range c.Pods {
 		p := &c.Pods[i]
-		if !x.R.Chance(0.35) || p.Spec.Resources != nil {
+		if !x.R.Chance(0.35) || p.Spec.Resources != nil || len(p.Spec.InitContainers) > 0 {
 			continue
 		}
 		stored, err := CreatePod(p, c.PriorityClasses)
