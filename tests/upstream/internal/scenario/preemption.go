@@ -306,8 +306,10 @@ func (c *PreemptionCase) resize(x *Gen) {
 		for k, ctr := range p.Spec.Containers {
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, v1.ContainerStatus{
 				Name: ctr.Name, Image: ctr.Image, Ready: true, Started: ptrTo(true),
-				State:     v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: *p.Status.StartTime}},
-				Resources: old.Spec.Containers[k].Resources.DeepCopy(),
+				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: *p.Status.StartTime}},
+				// What the kubelet runs: the old resources as the API server stored them
+				// (requests defaulted from limits).
+				Resources: stored.Spec.Containers[k].Resources.DeepCopy(),
 			})
 		}
 		switch Pick(x.R, Deferred, Infeasible, InProgress) {
