@@ -285,8 +285,7 @@ const resizeStream = 0x726573697a65 // "resize"
 // PodResizeInProgress. Not drawn yet: resizes of pods with pod-level resources (the pod's
 // own status.resources), of pods with init containers (for an infeasible resize the
 // scheduler counts nothing for a container whose status reports no resources, which a
-// terminated init container's never does: not judged yet), and the container statuses'
-// allocatedResources.
+// terminated init container's never does: not judged yet).
 func (c *PreemptionCase) resize(x *Gen) {
 	for i := range c.Pods {
 		p := &c.Pods[i]
@@ -299,20 +298,28 @@ func (c *PreemptionCase) resize(x *Gen) {
 		}
 		old := p.DeepCopy()
 		x.resizeSpec(p)
-		if _, err := CreatePod(p, c.PriorityClasses); err != nil {
+		resized, err := CreatePod(p, c.PriorityClasses)
+		if err != nil {
 			*p = *old
 			continue
 		}
+		state := Pick(x.R, Deferred, Infeasible, InProgress)
 		for k, ctr := range p.Spec.Containers {
+			// What the kubelet runs: the old resources as the API server stored them
+			// (requests defaulted from limits); what it has allocated: the old requests, or
+			// the new ones once the resize is in progress.
+			allocated := stored.Spec.Containers[k].Resources.Requests.DeepCopy()
+			if state == InProgress {
+				allocated = resized.Spec.Containers[k].Resources.Requests.DeepCopy()
+			}
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, v1.ContainerStatus{
 				Name: ctr.Name, Image: ctr.Image, Ready: true, Started: ptrTo(true),
-				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: *p.Status.StartTime}},
-				// What the kubelet runs: the old resources as the API server stored them
-				// (requests defaulted from limits).
-				Resources: stored.Spec.Containers[k].Resources.DeepCopy(),
+				State:              v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: *p.Status.StartTime}},
+				AllocatedResources: allocated,
+				Resources:          stored.Spec.Containers[k].Resources.DeepCopy(),
 			})
 		}
-		switch Pick(x.R, Deferred, Infeasible, InProgress) {
+		switch state {
 		case Deferred:
 			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred})
 		case Infeasible:
