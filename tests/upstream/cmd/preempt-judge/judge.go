@@ -132,7 +132,15 @@ func judge(ctx context.Context, cs *kubernetes.Clientset, nw *nodewarden, c *sce
 	}
 	snapPath := filepath.Join(dir, "snapshot.json")
 	podPath := filepath.Join(dir, "preemptor.json")
-	preemptor, _ := json.MarshalIndent(r.Preemptor, "", " ")
+	// The preemptor as the API server stored it, except that a pod written without a
+	// priorityClassName is given as written: explain resolves its priority and
+	// preemptionPolicy from the snapshot's classes (the global default, when there is one),
+	// as the Priority admission plugin did.
+	given := r.Preemptor.DeepCopy()
+	if c.Preemptor.Spec.PriorityClassName == "" {
+		given.Spec.PriorityClassName, given.Spec.Priority, given.Spec.PreemptionPolicy = "", nil, nil
+	}
+	preemptor, _ := json.MarshalIndent(given, "", " ")
 	if err := os.WriteFile(snapPath, r.Snapshot, 0o644); err != nil {
 		return nil, err
 	}

@@ -130,6 +130,9 @@ func run() int {
 
 	ctx := context.Background()
 	var mu sync.Mutex
+	// A scenario with a global default class runs alone: the Priority admission plugin would
+	// give its value to the pods of every other scenario created meanwhile.
+	var alone sync.RWMutex
 	tally := &tally{kinds: map[string]int{}}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -143,7 +146,15 @@ func run() int {
 				pc, err := work[i]()
 				var res *result
 				if err == nil {
-					res, err = judge(ctx, cs, nw, pc, *out)
+					if pc.HasGlobalDefault() {
+						alone.Lock()
+						res, err = judge(ctx, cs, nw, pc, *out)
+						alone.Unlock()
+					} else {
+						alone.RLock()
+						res, err = judge(ctx, cs, nw, pc, *out)
+						alone.RUnlock()
+					}
 				}
 				mu.Lock()
 				if *verbose && res != nil {

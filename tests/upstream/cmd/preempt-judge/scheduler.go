@@ -112,6 +112,30 @@ func (r *scenarioRun) setUp(ctx context.Context) error {
 			return fmt.Errorf("status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
+	// The nominated pods: created pending, then given their nomination as the scheduler
+	// writes it (a status update, retried over the scheduler's own updates of the pod).
+	for i := range c.Nominated {
+		pod := c.Nominated[i].DeepCopy()
+		node := pod.Status.NominatedNodeName
+		pod.Status = v1.PodStatus{}
+		if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("nominated pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if err := poll(ctx, "nominating "+pod.Name, 100*time.Millisecond, 30*time.Second, func() (bool, error) {
+			p, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			p.Status.NominatedNodeName = node
+			_, err = cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				return false, nil
+			}
+			return err == nil, err
+		}); err != nil {
+			return err
+		}
+	}
 	for _, key := range c.Terminating {
 		ns, name := scenario.SplitKey(key)
 		grace := int64(3600)
@@ -186,6 +210,28 @@ func (r *scenarioRun) setUp(ctx context.Context) error {
 		return true, nil
 	}); err != nil {
 		return err
+	}
+	// The scheduler has tried each nominated pod, found no room and kept its nomination
+	// (preemptionPolicy Never: no preemption, the nomination stays).
+	for i := range c.Nominated {
+		want := c.Nominated[i]
+		if err := poll(ctx, "nominated pod "+want.Name+" unschedulable", 200*time.Millisecond, 60*time.Second, func() (bool, error) {
+			p, err := cs.CoreV1().Pods(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Spec.NodeName != "" || p.Status.NominatedNodeName != want.Status.NominatedNodeName {
+				return false, fmt.Errorf("the scheduler bound it to %q, nominated %q", p.Spec.NodeName, p.Status.NominatedNodeName)
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == v1.PodScheduled && cond.Status == v1.ConditionFalse && cond.Reason == v1.PodReasonUnschedulable {
+					return true, nil
+				}
+			}
+			return false, nil
+		}); err != nil {
+			return err
+		}
 	}
 	// The scheduler's informers see what the controller-manager's saw; give them a moment
 	// more (no correctness rests on it: a scheduler that had not seen a pod would show as a

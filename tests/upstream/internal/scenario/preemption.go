@@ -41,11 +41,29 @@ type PreemptionCase struct {
 	Pods                 []v1.Pod                       `json:"pods"`
 	Terminating          []string                       `json:"terminating,omitempty"`
 	PodDisruptionBudgets []policyv1.PodDisruptionBudget `json:"podDisruptionBudgets,omitempty"`
-	Preemptor            v1.Pod                         `json:"preemptor"`
+	// Nominated are pending pods the judge marks nominated (status.nominatedNodeName) to a
+	// node of the scenario, in a namespace of their own (Namespaces' last: no budget selects
+	// them). Each asks for more than its node has free, may go to that node only and has a
+	// class with preemptionPolicy Never, so the scheduler keeps the nomination without acting
+	// on it; the scheduler counts it on that node for a preemptor of lower or equal priority.
+	Nominated []v1.Pod `json:"nominated,omitempty"`
+	Preemptor v1.Pod   `json:"preemptor"`
+}
+
+// HasGlobalDefault says whether one of the case's classes is the global default: the judge
+// then runs the scenario alone on the control plane (the default applies to every pod
+// created while it exists).
+func (c *PreemptionCase) HasGlobalDefault() bool {
+	for i := range c.PriorityClasses {
+		if c.PriorityClasses[i].GlobalDefault {
+			return true
+		}
+	}
+	return false
 }
 
 // PreemptionGenerator names the version of Preemption.
-const PreemptionGenerator = "preemption/1"
+const PreemptionGenerator = "preemption/2"
 
 // ReadPreemptionCase reads a case written by Marshal.
 func ReadPreemptionCase(path string) (*PreemptionCase, error) {
@@ -71,11 +89,18 @@ func ReadPreemptionCase(path string) (*PreemptionCase, error) {
 // fit, may need victims, or may find no room, with a node selector and tolerations
 // sometimes.
 //
-// What the scenario leaves out, and why: a global default class (one per cluster, and the
-// scenarios share one), static and mirror pods (the API server does not run them; the
-// scheduler does not treat them apart), nominated pods (the scheduler would act on them).
+// Drawn from a stream of their own (extraStream), so that a seed without them gives the
+// scenario it gave before: in about a tenth of the scenarios one of the classes is the
+// global default (the judge runs those alone on the control plane), and in about a fifth
+// one or two pending pods are nominated to a node (Nominated), and in about an eighth some
+// running pods are in an in-place resize (resize).
+//
+// What the scenario leaves out, and why: static and mirror pods (the API server does not run
+// them; the scheduler does not treat them apart).
 func Preemption(seed uint64) (*PreemptionCase, error) {
 	g := NewGen(seed)
+	x := NewGen(seed ^ extraStream)
+	keepDefault := x.R.Chance(0.25)
 	prefix := fmt.Sprintf("s%d", seed)
 	c := &PreemptionCase{Seed: seed, Generator: PreemptionGenerator, Prefix: prefix,
 		Namespaces: []string{prefix + "-a", prefix + "-b"}}
@@ -84,7 +109,7 @@ func Preemption(seed uint64) (*PreemptionCase, error) {
 			continue // built in: every cluster has them
 		}
 		pc.Name = prefix + "-" + pc.Name
-		pc.GlobalDefault = false
+		pc.GlobalDefault = pc.GlobalDefault && keepDefault
 		c.PriorityClasses = append(c.PriorityClasses, pc)
 	}
 	nodes := 1 + g.R.Weighted(2, 3, 3, 2, 1)
@@ -235,9 +260,135 @@ func Preemption(seed uint64) (*PreemptionCase, error) {
 			}
 		}
 		c.Terminating = terminating
+		if x.R.Chance(0.2) {
+			c.nominate(x, *stored.Spec.Priority)
+		}
+		if r := NewGen(seed ^ resizeStream); r.R.Chance(0.15) {
+			c.resize(r)
+		}
 		break
 	}
 	return c, nil
+}
+
+// extraStream names the random stream of what generator preemption/2 added to
+// preemption/1 (a global default class, nominated pods).
+const extraStream = 0x6e6f6d696e617465 // "nominate"
+
+// resizeStream names the random stream of the in-place resizes (generator preemption/2).
+const resizeStream = 0x726573697a65 // "resize"
+
+// resize puts some running pods in an in-place resize state (KEP-1287), as their kubelet
+// reports it: the spec holds the desired resources (Gen.resizeSpec: cpu and memory of the
+// regular containers, QoS class kept), the container statuses the old ones the kubelet
+// still runs with, and a condition says PodResizePending (Deferred or Infeasible) or
+// PodResizeInProgress. Not drawn yet: resizes of pods with pod-level resources (the pod's
+// own status.resources), of pods with init containers (for an infeasible resize the
+// scheduler counts nothing for a container whose status reports no resources, which a
+// terminated init container's never does: not judged yet).
+func (c *PreemptionCase) resize(x *Gen) {
+	for i := range c.Pods {
+		p := &c.Pods[i]
+		if !x.R.Chance(0.35) || p.Spec.Resources != nil || len(p.Spec.InitContainers) > 0 {
+			continue
+		}
+		stored, err := CreatePod(p, c.PriorityClasses)
+		if err != nil || stored.Status.QOSClass == v1.PodQOSBestEffort {
+			continue
+		}
+		old := p.DeepCopy()
+		x.resizeSpec(p)
+		resized, err := CreatePod(p, c.PriorityClasses)
+		if err != nil {
+			*p = *old
+			continue
+		}
+		state := Pick(x.R, Deferred, Infeasible, InProgress)
+		for k, ctr := range p.Spec.Containers {
+			// What the kubelet runs: the old resources as the API server stored them
+			// (requests defaulted from limits); what it has allocated: the old requests, or
+			// the new ones once the resize is in progress.
+			allocated := stored.Spec.Containers[k].Resources.Requests.DeepCopy()
+			if state == InProgress {
+				allocated = resized.Spec.Containers[k].Resources.Requests.DeepCopy()
+			}
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, v1.ContainerStatus{
+				Name: ctr.Name, Image: ctr.Image, Ready: true, Started: ptrTo(true),
+				State:              v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: *p.Status.StartTime}},
+				AllocatedResources: allocated,
+				Resources:          stored.Spec.Containers[k].Resources.DeepCopy(),
+			})
+		}
+		switch state {
+		case Deferred:
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred})
+		case Infeasible:
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonInfeasible})
+		default:
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue})
+		}
+	}
+}
+
+// nominate adds one or two nominated pods (PreemptionCase.Nominated), each with a class of
+// its own whose value is the preemptor's (`priority`), just below, above, or anything.
+func (c *PreemptionCase) nominate(x *Gen, priority int32) {
+	ns := c.Prefix + "-n"
+	c.Namespaces = append(c.Namespaces, ns)
+	count := 1 + x.R.Intn(2)
+	for k := 0; k < count; k++ {
+		node := &c.Nodes[x.R.Intn(len(c.Nodes))]
+		var value int64
+		switch x.R.Intn(4) {
+		case 0:
+			value = int64(priority)
+		case 1:
+			value = int64(priority) - 1
+		case 2:
+			value = int64(priority) + x.R.Between(1, 1000)
+		default:
+			value = x.R.Between(-1000, 1000000)
+		}
+		value = min(max(value, -1000000), 1000000000)
+		never := v1.PreemptNever
+		class := schedulingv1.PriorityClass{
+			TypeMeta:         metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
+			ObjectMeta:       metav1.ObjectMeta{Name: fmt.Sprintf("%s-nominated-%d", c.Prefix, k)},
+			Value:            int32(value),
+			PreemptionPolicy: &never,
+		}
+		c.PriorityClasses = append(c.PriorityClasses, class)
+		// More memory than the node has free, so it waits there.
+		allocatable := node.Status.Allocatable.Memory().Value()
+		var used int64
+		for i := range c.Pods {
+			if c.Pods[i].Spec.NodeName != node.Name {
+				continue
+			}
+			if s, err := CreatePod(&c.Pods[i], c.PriorityClasses); err == nil {
+				reqs := resourcehelper.PodRequests(s, resourcehelper.PodResourcesOptions{})
+				used += reqs.Memory().Value()
+			}
+		}
+		memory := max(allocatable-used, 0) + x.R.Between(1, max(allocatable/3, 2))
+		pod := v1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("nominated-%d", k), Namespace: ns},
+			Spec: v1.PodSpec{
+				PriorityClassName: class.Name,
+				Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+						v1.ResourceCPU:    resource.MustParse("10m"),
+						v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)}}}},
+				Affinity: &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+					RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+						NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{
+							Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node.Name}}}}}}}},
+			},
+		}
+		x.Nominated(&pod, node.Name)
+		c.Nominated = append(c.Nominated, pod)
+	}
 }
 
 // runtimeClass gives a pod with an overhead the RuntimeClass that states it.
