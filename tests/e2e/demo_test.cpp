@@ -177,8 +177,9 @@ TEST_CASE("demo: the agent evicts the batch pods, the kernel alone kills product
   CHECK(counterfactual["leadTimeMs"].get<double>() > 0);
   CHECK(counterfactual["bounds"]["kernelAlone"]["source"] == "recording");
   for (const Json& d : counterfactual["decisions"]) CHECK(d["pod"] != "prod/api");
-  // tune over both episodes: a threshold that leaves no OOM kill, evicting no more than the
-  // kubelet's default would.
+  // tune over both episodes: the least disruptive swept setting that leaves no OOM kill
+  // (docs/recording.md). How many the kubelet's default (one pod per cycle, its own ranking)
+  // evicts depends on the timing of the recorded episodes, so it is shown, not compared.
   const std::string tuneOut = files.file("tune.json");
   const std::string tune = std::string("'") + NODEWARDEN_BINARY + "' tune --episodes '" +
                            files.file("state") + "' -o json > '" + tuneOut + "' 2>&1";
@@ -189,7 +190,9 @@ TEST_CASE("demo: the agent evicts the batch pods, the kernel alone kills product
   CHECK(tuned["signal"] == "allocatableMemory.available");
   REQUIRE(tuned["recommended"].is_object());
   CHECK(tuned["recommended"]["oomKillsLeft"] == 0);
-  CHECK(tuned["recommended"]["evictions"].get<int>() <=
-        tuned["kubeletDefault"]["evictions"].get<int>());
+  for (const Json& setting : tuned["settings"]) {
+    if (setting["oomKillsLeft"] != 0) continue;
+    CHECK(tuned["recommended"]["evictions"].get<int>() <= setting["evictions"].get<int>());
+  }
   CHECK(tuned["policy"]["evictionHard"].is_object());
 }
