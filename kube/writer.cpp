@@ -306,19 +306,24 @@ void ApiWriter::podEvicted(const EvictedPod& evicted) {
   const std::string stamp = formatRfc3339(impl_->options.now());
 
   // What the kubelet's evictPod leaves behind (eviction_manager.go, status_manager): phase
-  // Failed, reason Evicted, and the DisruptionTarget condition.
+  // Failed, reason Evicted, and the DisruptionTarget condition; from v1.35 on both the status
+  // and the condition carry the pod's generation as observedGeneration (the status manager's
+  // CalculatePodStatusObservedGeneration, the condition built in synchronize()).
   // metadata.uid in the patch acts as a precondition: the API refuses to change a UID (422),
   // so a same-named replacement is never marked Failed.
+  Json condition = {{"type", "DisruptionTarget"},
+                    {"status", "True"},
+                    {"reason", "TerminationByKubelet"},
+                    {"message", message},
+                    {"lastTransitionTime", stamp}};
+  if (evicted.generation > 0) condition["observedGeneration"] = evicted.generation;
   Json status = {{"metadata", {{"uid", evicted.pod.uid}}},
                  {"status",
                   {{"phase", "Failed"},
                    {"reason", "Evicted"},
                    {"message", message},
-                   {"conditions", Json::array({{{"type", "DisruptionTarget"},
-                                                {"status", "True"},
-                                                {"reason", "TerminationByKubelet"},
-                                                {"message", message},
-                                                {"lastTransitionTime", stamp}}})}}}};
+                   {"conditions", Json::array({condition})}}}};
+  if (evicted.generation > 0) status["status"]["observedGeneration"] = evicted.generation;
   Impl::Write statusWrite;
   statusWrite.what = "status";
   statusWrite.subject = evicted.pod.key();

@@ -52,6 +52,11 @@ struct PodRef {
 // One local eviction to record in the API (the kubelet's evictPod).
 struct EvictedPod {
   PodRef pod;
+  // The pod's metadata.generation (0: unknown). Like a kubelet of v1.35 or later
+  // (PodObservedGenerationTracking), the status write carries it as status.observedGeneration
+  // and as the DisruptionTarget condition's observedGeneration; 0 leaves both out, as the
+  // kubelet's omitempty does.
+  std::int64_t generation = 0;
   std::string signal;    // "memory.available"
   std::string resource;  // the starved resource: "memory", "ephemeral-storage", "pids"
   std::string message;   // the kubelet's eviction message

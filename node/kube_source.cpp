@@ -183,8 +183,16 @@ bool KubernetesPodSource::refresh() {
   return nodeChanged;
 }
 
-ApiRecordingActuator::ApiRecordingActuator(std::unique_ptr<Actuator> local, kube::ApiWriter& writer)
-    : local_(std::move(local)), writer_(writer) {}
+std::int64_t KubernetesPodSource::podGeneration(const std::string& key,
+                                                const std::string& uid) const {
+  auto it = pods_.objects().find(key);
+  if (it == pods_.objects().end() || it->second.uid != uid) return 0;
+  return it->second.generation;
+}
+
+ApiRecordingActuator::ApiRecordingActuator(std::unique_ptr<Actuator> local, kube::ApiWriter& writer,
+                                           GenerationOf generationOf)
+    : local_(std::move(local)), writer_(writer), generationOf_(std::move(generationOf)) {}
 
 void ApiRecordingActuator::evict(const EvictionOrder& order, Done done) {
   local_->evict(order, [this, order, done = std::move(done)](const EvictionOutcome& outcome) {
@@ -199,6 +207,7 @@ void ApiRecordingActuator::evict(const EvictionOrder& order, Done done) {
       evicted.pod.ns = order.pod.substr(0, slash);
       evicted.pod.name = slash == std::string::npos ? order.pod : order.pod.substr(slash + 1);
       evicted.pod.uid = order.uid;
+      if (generationOf_) evicted.generation = generationOf_(order.pod, order.uid);
       evicted.signal = std::string(policy::toString(order.threshold.signal));
       evicted.resource = std::string(policy::starvedResource(order.threshold.signal));
       evicted.message = order.message;

@@ -11,6 +11,7 @@
 // Threading: the agent's loop thread only.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -52,6 +53,9 @@ class KubernetesPodSource final : public PodSource {
   // Every reflector's last request was answered.
   bool connected() const;
   const kube::Reflector::Stats& podStats() const;
+  // metadata.generation of the pod `key` ("namespace/name") with this UID, as last listed or
+  // watched (0: not known, or the object has none).
+  std::int64_t podGeneration(const std::string& key, const std::string& uid) const;
 
  private:
   std::string nodeName_;
@@ -79,16 +83,22 @@ class KubernetesPodSource final : public PodSource {
 
 // Wraps the local actuator: once a pod's processes are gone, its eviction is recorded in the
 // API (status, Event, DELETE) through the writer. Dry runs and failed kills write nothing.
+// The pod's generation, for the observedGeneration the kubelet writes with an eviction, is
+// asked of `generationOf` (KubernetesPodSource::podGeneration) when the kill is done, as the
+// kubelet reads it from the pod object it holds then; none given or 0: left out.
 class ApiRecordingActuator final : public Actuator {
  public:
+  using GenerationOf = std::function<std::int64_t(const std::string& key, const std::string& uid)>;
   // `writer` must outlive the actuator.
-  ApiRecordingActuator(std::unique_ptr<Actuator> local, kube::ApiWriter& writer);
+  ApiRecordingActuator(std::unique_ptr<Actuator> local, kube::ApiWriter& writer,
+                       GenerationOf generationOf = {});
   void evict(const EvictionOrder& order, Done done) override;
   std::string name() const override { return local_->name() + " + API"; }
 
  private:
   std::unique_ptr<Actuator> local_;
   kube::ApiWriter& writer_;
+  GenerationOf generationOf_;
 };
 
 // Publishes the decision's node conditions as nodewarden's own condition types: True while

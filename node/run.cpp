@@ -307,10 +307,14 @@ struct ApiWiring {
     source = pods.get();
     if (!options.dryRun) {
       admissionActions = std::make_unique<webhook::ApiAdmissionActions>(*writer);
-      makeActuator = [local = std::move(makeActuator), w = writer.get()](
+      makeActuator = [local = std::move(makeActuator), w = writer.get(), p = pods.get()](
                          boost::asio::io_context& context, cgroups::PodCgroups& cgroups,
                          const Clock& clock) {
-        return std::make_unique<ApiRecordingActuator>(local(context, cgroups, clock), *w);
+        return std::make_unique<ApiRecordingActuator>(
+            local(context, cgroups, clock), *w,
+            [p](const std::string& key, const std::string& uid) {
+              return p->podGeneration(key, uid);
+            });
       };
     }
     return pods;

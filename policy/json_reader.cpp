@@ -77,6 +77,7 @@ bool isRead(std::string_view key) {
       "name",
       "namespace",
       "uid",
+      "generation",
       "labels",
       "annotations",
       "creationTimestamp",

@@ -347,6 +347,8 @@ std::optional<Pod> parsePod(const Json& json, const std::string& path, Diagnosti
   pod.ns = meta.string("namespace").value_or("default");
   if (pod.ns.empty()) pod.ns = "default";
   pod.uid = meta.string("uid").value_or("");
+  pod.generation =
+      meta.integer("generation", 0, std::numeric_limits<std::int64_t>::max()).value_or(0);
   pod.labels = meta.stringMap("labels");
   pod.labelsBloom = labelBloom(pod.labels);
   pod.annotations = meta.stringMap("annotations");

@@ -59,6 +59,9 @@ enum class RequestConsumer : std::uint8_t { Kubelet = 0, Scheduler = 1 };
 struct Pod {
   // As written in the object.
   std::string name;
+  // metadata.generation (0: absent). The kubelet writes it as the observedGeneration of the
+  // status and of the DisruptionTarget condition it records for an eviction.
+  std::int64_t generation = 0;
   std::map<std::string, std::string> annotations;
   std::string nodeName;
   std::optional<std::int32_t> specPriority;

@@ -15,7 +15,8 @@
 //   eviction       real memory pressure in the sandbox: the agent kills the lowest-priority
 //                  pod, and the real kubectl then shows what the kubelet's eviction manager
 //                  records: phase Failed, reason Evicted, the kubelet's message form, the
-//                  DisruptionTarget condition (TerminationByKubelet), a Warning Event
+//                  DisruptionTarget condition (TerminationByKubelet) with the pod's
+//                  generation as observedGeneration, a Warning Event
 //                  "Evicted" with the same message and starved_resource, and the deletion
 //                  (a finalizer of the test keeps the object readable);
 //   node condition NodewardenMemoryPressure on the Node, the kubelet's own conditions
@@ -317,6 +318,11 @@ TEST_CASE("the agent against the real API server: watch, relist, eviction, condi
   }
 
   // ---- eviction under real memory pressure
+  // The generation the API server gave the batch pod, which the eviction's observedGeneration
+  // must carry (a kubelet of v1.35 or later writes it); the agent's DELETE bumps it later.
+  const std::int64_t batchGeneration =
+      podNamed(cluster, "batch")["metadata"].value("generation", std::int64_t(0));
+  REQUIRE(batchGeneration > 0);
   // Down to 180 MiB available (measured) < 200 MiB: the batch pod (priority 0, 80 MiB over
   // its request) goes; that brings the sandbox back above the line, so nothing else does.
   const pid_t pressurePid =
@@ -356,6 +362,11 @@ TEST_CASE("the agent against the real API server: watch, relist, eviction, condi
   CHECK(disruption["status"] == "True");
   CHECK(disruption["reason"] == "TerminationByKubelet");
   CHECK(disruption["message"] == message);
+  // As the kubelet (v1.35 on): the status and the condition observed the pod's generation.
+  CHECK_MESSAGE(disruption.value("observedGeneration", std::int64_t(0)) == batchGeneration,
+                batch.dump(2));
+  CHECK_MESSAGE(batch["status"].value("observedGeneration", std::int64_t(0)) == batchGeneration,
+                batch.dump(2));
   CHECK(batch["metadata"]["deletionGracePeriodSeconds"] == 0);  // a hard threshold: no grace
   const Json events =
       cluster.kubectlJson("get events -n " + kNs +

@@ -110,6 +110,9 @@ TEST_CASE("an eviction is recorded as the kubelet does: status, event, delete; o
   CHECK(status["conditions"][0]["type"] == "DisruptionTarget");
   CHECK(status["conditions"][0]["status"] == "True");
   CHECK(status["conditions"][0]["reason"] == "TerminationByKubelet");
+  // No generation known: no observedGeneration (the kubelet's omitempty).
+  CHECK_FALSE(status.contains("observedGeneration"));
+  CHECK_FALSE(status["conditions"][0].contains("observedGeneration"));
 
   REQUIRE(server.events().size() == 1);
   const Json event = server.events()[0];
@@ -134,6 +137,29 @@ TEST_CASE("an eviction is recorded as the kubelet does: status, event, delete; o
     CHECK(outcome.attempts == 1);
     CHECK(outcome.pod == "shop/cart");
   }
+}
+
+TEST_CASE("an eviction carries the pod's generation as observedGeneration, as kubelet v1.35+") {
+  FakeApiServer server;
+  server.upsertPod(pod("shop", "cart", "uid-cart"));
+  boost::asio::io_context io;
+  kube::Client client(io, configFor(server, "test-token"));
+  kube::ApiWriter writer(io, client, fastOptions());
+  kube::EvictedPod evicted;
+  evicted.pod = {"shop", "cart", "uid-cart"};
+  evicted.resource = "memory";
+  evicted.generation = 4;
+  writer.podEvicted(evicted);
+  REQUIRE(runUntil(
+      io, [&] { return writer.pending() == 0; }, 5s));
+  const auto writes = writesOf(server);
+  REQUIRE(writes.size() == 3);
+  CHECK(writes[0].status / 100 == 2);
+  const Json status = Json::parse(writes[0].body)["status"];
+  CHECK(status["observedGeneration"] == 4);
+  REQUIRE(status["conditions"].size() == 1);
+  CHECK(status["conditions"][0]["type"] == "DisruptionTarget");
+  CHECK(status["conditions"][0]["observedGeneration"] == 4);
 }
 
 TEST_CASE("writes wait while the API server is down and go out in order when it is back") {

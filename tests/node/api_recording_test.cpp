@@ -4,6 +4,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "kube/client.h"
 #include "kube/writer.h"
@@ -54,4 +56,33 @@ TEST_CASE("a pod cgroup without an object in the API: killed, nothing written to
   // "unknown/<uid>" and each write met a 404.
   CHECK(writesFor("unknown/0a1b2c3d-0000-4000-8000-000000000002",
                   "0a1b2c3d-0000-4000-8000-000000000002") == 0);
+}
+
+TEST_CASE("the pod's generation is asked for by key and UID once the kill is done") {
+  boost::asio::io_context io;
+  kube::ClusterConfig config;
+  config.host = "127.0.0.1";
+  config.port = "1";
+  config.tls = false;
+  kube::Client client(io, config);
+  kube::ApiWriter writer(io, client, {});
+  std::vector<std::string> asked;
+  node::ApiRecordingActuator actuator(
+      std::make_unique<EmptyingActuator>(), writer,
+      [&](const std::string& key, const std::string& uid) -> std::int64_t {
+        asked.push_back(key + " " + uid);
+        return 2;
+      });
+  node::EvictionOrder order;
+  order.pod = "shop/batch";
+  order.uid = "0a1b2c3d-0000-4000-8000-000000000003";
+  actuator.evict(order, [](const node::EvictionOutcome&) {});
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0] == "shop/batch 0a1b2c3d-0000-4000-8000-000000000003");
+  CHECK(writer.pending() == 3);
+
+  order.dryRun = true;  // nothing recorded, nothing asked
+  order.uid = "0a1b2c3d-0000-4000-8000-000000000004";
+  actuator.evict(order, [](const node::EvictionOutcome&) {});
+  CHECK(asked.size() == 1);
 }

@@ -470,3 +470,24 @@ TEST_CASE("snapshot: skipping unread members while parsing loses nothing the mod
                                                 "rootfs": {"usedBytes": 19, "inodesUsed": 21}, "logs": {"usedBytes": 20, "inodesUsed": 22}}]}]}}
   })");
 }
+
+TEST_CASE("a pod's metadata.generation is read, through the member filter too; absent: 0") {
+  // The agent writes it back as the observedGeneration of an eviction, as the kubelet does.
+  auto parse = [](const std::string& text) {
+    Diagnostics d;
+    auto json = nodewarden::policy::parseKubernetesJsonText(text, d);
+    REQUIRE(json.has_value());
+    auto pod = nodewarden::policy::parsePod(*json, "pod", d);
+    CHECK(d.empty());
+    REQUIRE(pod.has_value());
+    return *pod;
+  };
+  CHECK(parse(R"({"metadata": {"name": "p", "uid": "u", "generation": 3}})").generation == 3);
+  CHECK(parse(R"({"metadata": {"name": "p", "uid": "u"}})").generation == 0);
+
+  Diagnostics d;
+  auto bad = nodewarden::policy::parsePod(
+      Json::parse(R"({"metadata": {"name": "p", "generation": "three"}})"), "pod", d);
+  CHECK_FALSE(d.empty());
+  CHECK(d.joined().find("metadata.generation") != std::string::npos);
+}
