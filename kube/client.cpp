@@ -344,6 +344,15 @@ void Client::request(std::string method, std::string target, std::string body,
   exchange->start();
 }
 
+void Client::request(std::string method, std::string target, std::string body,
+                     std::string contentType, Callback done, std::chrono::milliseconds timeout) {
+  auto exchange =
+      std::make_shared<RequestExchange>(impl_, verbOf(method), std::move(target), std::move(body),
+                                        std::move(contentType), std::move(done));
+  exchange->setTimeout(timeout);
+  exchange->start();
+}
+
 std::shared_ptr<WatchStream> Client::watch(std::string target, WatchHandlers handlers,
                                            std::chrono::milliseconds idleTimeout) {
   auto exchange =

@@ -71,6 +71,10 @@ class Client {
   // is retried once. A plugin that fails fails the request (status 0, its message in error).
   void request(std::string method, std::string target, std::string body, std::string contentType,
                Callback done);
+  // The same with `timeout` instead of ClientOptions::requestTimeout (a request that must
+  // answer within a caller's own budget, e.g. the binding webhook's GET on a cache miss).
+  void request(std::string method, std::string target, std::string body, std::string contentType,
+               Callback done, std::chrono::milliseconds timeout);
 
   // A watch: GET `target` (with watch=1) and calls `onEvent` with each complete JSON object
   // of the stream (split by object, not by line; a malformed event is passed as text to

@@ -52,7 +52,7 @@ void Exchange::onCredentials(const std::string& error) {
   core_->useCredentials();
   deadlineDone_ = false;
   timedOut_ = false;
-  deadline_.expires_after(core_->options.requestTimeout);
+  deadline_.expires_after(requestTimeout());
   deadline_.async_wait([weak = weak_from_this()](error_code ec) {
     auto self = weak.lock();
     if (!self || ec || self->deadlineDone_) return;
@@ -478,8 +478,11 @@ void Exchange::failTransport(const error_code& ec) {
 }
 
 std::string Exchange::timeoutMessage() const {
-  return phase_ + ": timed out (request timeout " + formatDuration(core_->options.requestTimeout) +
-         ")";
+  return phase_ + ": timed out (request timeout " + formatDuration(requestTimeout()) + ")";
+}
+
+std::chrono::milliseconds Exchange::requestTimeout() const {
+  return timeout_.value_or(core_->options.requestTimeout);
 }
 
 }  // namespace nodewarden::kube::detail

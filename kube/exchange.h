@@ -11,6 +11,7 @@
 // inside start().
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,6 +36,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void start();
   // Stops everything in flight; no callback afterwards.
   void abort();
+  // This exchange's deadline instead of ClientOptions::requestTimeout; before start().
+  void setTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
 
  protected:
   // The response header is next on conn_: read the response.
@@ -60,8 +63,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::unique_ptr<Connection> conn_;
   std::string phase_;  // what is being done, for messages ("connect to 10.0.0.1:6443")
   bool cancelled_ = false;
+  std::optional<std::chrono::milliseconds> timeout_;  // setTimeout, else the client's
 
  private:
+  std::chrono::milliseconds requestTimeout() const;
   void begin();
   void onCredentials(const std::string& error);
   void attempt();

@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <exception>
@@ -124,9 +125,11 @@ class SessionBase {
 };
 
 struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
-  HttpServerState(asio::io_context& context, HttpServerOptions opts, HttpHandler h)
+  HttpServerState(asio::io_context& context, HttpServerOptions opts, HttpHandler h,
+                  AsyncHttpHandler a)
       : options(std::move(opts)),
         handler(std::move(h)),
+        asyncHandler(std::move(a)),
         acceptor(context),
         retryTimer(context),
         tls({options.tlsCertFile, options.tlsKeyFile, options.tlsClientCaFile},
@@ -152,7 +155,8 @@ struct HttpServerState : std::enable_shared_from_this<HttpServerState> {
   }
 
   HttpServerOptions options;
-  HttpHandler handler;
+  HttpHandler handler;            // one of the two is set
+  AsyncHttpHandler asyncHandler;  // used when set
   tcp::acceptor acceptor;
   asio::steady_timer retryTimer;
   std::unordered_set<SessionBase*> sessions;  // every live Session, registered by itself
@@ -180,6 +184,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
           std::shared_ptr<SslContext> tls)
       : tls_(std::move(tls)),
         stream_(makeStream(std::move(socket), tls_.get())),
+        answerTimer_(beast::get_lowest_layer(stream_).get_executor()),
         server_(std::move(server)) {
     server_->sessions.insert(this);
   }
@@ -206,6 +211,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     beast::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     lowest().close();
+    answerTimer_.cancel();
+    if (answered_) answered_->store(true);  // a late respond() finds nothing to answer
   }
 
  private:
@@ -383,6 +390,15 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       if (peer != nullptr) X509_free(peer);
     }
 
+    requestVersion_ = request.version();
+    requestKeepAlive_ = request.keep_alive();
+    requestHead_ = request.method() == http::verb::head;
+    requestTarget_ = in.target;
+    if (server_->asyncHandler) {
+      callAsync(in);
+      return;
+    }
+
     HttpResponse out;
     try {
       out = server_->handler(in);
@@ -395,15 +411,65 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       out = HttpResponse{500, "application/json", jsonError("internal error")};
     }
     if (server_->stopped) return;  // the handler stopped the server
+    answer(std::move(out));
+  }
 
+  // An AsyncHttpHandler's request: the slot stays held until respond() or answerTimeout,
+  // whichever comes first (answered_ decides, once); nothing is read from the connection
+  // meanwhile. respond() may run on any thread: it only posts the answer to the loop, where
+  // the session (if still open) writes it.
+  void callAsync(const HttpRequest& in) {
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    answered_ = answered;
+    answerTimer_.expires_after(server_->options.answerTimeout);
+    answerTimer_.async_wait([self = self(), answered](beast::error_code ec) {
+      if (ec || self->server_->stopped || answered->exchange(true)) return;
+      self->answerSafely(
+          HttpResponse{503, "application/json", jsonError("the handler did not answer in time")});
+    });
+    std::weak_ptr<Session> weak = self();
+    auto executor = lowest().get_executor();
+    HttpRespond respond = [weak, executor, answered](HttpResponse out) {
+      if (answered->exchange(true)) return;
+      asio::post(executor, [weak, out = std::move(out)]() mutable {
+        const auto session = weak.lock();
+        if (!session || session->server_->stopped) return;
+        session->answerTimer_.cancel();
+        session->answerSafely(std::move(out));
+      });
+    };
+    try {
+      server_->asyncHandler(in, respond);
+    } catch (const std::exception& e) {
+      server_->report("HTTP handler failed on " + in.method + " " + in.target + ": " + e.what());
+      respond(HttpResponse{500, "application/json", jsonError("internal error")});
+    } catch (...) {
+      server_->report("HTTP handler failed on " + in.method + " " + in.target +
+                      ": unknown exception");
+      respond(HttpResponse{500, "application/json", jsonError("internal error")});
+    }
+  }
+
+  // answer() outside onRead's try: Beast or the allocator throwing drops just this connection.
+  void answerSafely(HttpResponse out) {
+    try {
+      answer(std::move(out));
+    } catch (const std::exception& e) {
+      server_->report(std::string("HTTP connection dropped: ") + e.what());
+      lowest().close();
+    }
+  }
+
+  // Writes the handler's answer to the request read last.
+  void answer(HttpResponse out) {
     if (out.status < 200 || out.status > 999) {
       server_->report("HTTP handler returned status " + std::to_string(out.status) + " for " +
-                      in.target);
+                      requestTarget_);
       out = HttpResponse{500, "application/json", jsonError("internal error")};
     }
     res_ = {};
-    res_.version(request.version());
-    res_.keep_alive(request.keep_alive());
+    res_.version(requestVersion_);
+    res_.keep_alive(requestKeepAlive_);
     res_.result(out.status);
     res_.set(http::field::server, "nodewarden");
     if (!out.contentType.empty()) {
@@ -413,7 +479,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     if (!bodyForbidden) res_.body() = std::move(out.body);
     res_.prepare_payload();
     // A HEAD answer announces the length of the body it does not send.
-    if (request.method() == http::verb::head) res_.body().clear();
+    if (requestHead_) res_.body().clear();
     write();
   }
 
@@ -488,7 +554,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> res_;  // kept alive until its write completes
+  http::response<http::string_body> res_;        // kept alive until its write completes
+  asio::steady_timer answerTimer_;               // an AsyncHttpHandler's answerTimeout
+  std::shared_ptr<std::atomic<bool>> answered_;  // the pending async request's, once answered
+  unsigned requestVersion_ = 11;                 // of the request being answered
+  bool requestKeepAlive_ = true;
+  bool requestHead_ = false;
+  std::string requestTarget_;
   std::shared_ptr<HttpServerState> server_;
   std::size_t drained_ = 0;
 };
@@ -607,6 +679,11 @@ void HttpServerState::releaseSlot(SessionBase& session) {
 
 HttpServer::HttpServer(asio::io_context& context, HttpServerOptions options, HttpHandler handler)
     : state_(std::make_shared<detail::HttpServerState>(context, std::move(options),
+                                                       std::move(handler), AsyncHttpHandler{})) {}
+
+HttpServer::HttpServer(asio::io_context& context, HttpServerOptions options,
+                       AsyncHttpHandler handler)
+    : state_(std::make_shared<detail::HttpServerState>(context, std::move(options), HttpHandler{},
                                                        std::move(handler))) {}
 
 HttpServer::~HttpServer() {

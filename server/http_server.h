@@ -3,7 +3,8 @@
 //
 // Threading: everything runs on one caller-owned boost::asio::io_context driven by a single
 // thread (the agent's loop). The handler is called on that thread, one request at a time, so it
-// may touch loop-owned state without locks. The io_context must outlive the HttpServer.
+// may touch loop-owned state without locks. An AsyncHttpHandler may answer later, from any
+// thread; other connections are served meanwhile. The io_context must outlive the HttpServer.
 //
 // Robustness promises (nothing a peer sends may crash or wedge the agent):
 //   - HTTP/1.1 keep-alive; HTTP/1.0 and "Connection: close" are honoured.
@@ -18,9 +19,10 @@
 //     the kubelet restart the agent):
 //       * A slot (at most maxConnections, the agent's 64) is held only by a request in
 //         progress: from the moment its header is complete until its answer is written (body
-//         read, handler, answer). A request in progress is never closed for another. A
-//         request whose header completes while every slot is held is answered 503 (best
-//         effort, without reading further) and closed.
+//         read, handler, answer; with an AsyncHttpHandler, until it answers or answerTimeout
+//         passes, which bounds how long a slot waits for a handler). A request in progress is never
+//         closed for another. A request whose header completes while every slot is held is answered
+//         503 (best effort, without reading further) and closed.
 //       * Waiting connections (TLS handshake or request header not yet complete, or idle
 //         between keep-alive requests) hold no slot; at most maxWaiting (1,024) wait at once.
 //         A new connection beyond that takes the place of the one that has waited longest, if
@@ -91,6 +93,20 @@ struct HttpResponse {
 // 500); should not block, as the whole agent waits for it.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
+// How an asynchronous handler answers: call it once, at any time, from any thread (the answer
+// is written on the loop thread). Calls after the first, and calls after the server answered
+// 503 (answerTimeout) or stopped, are ignored. Copyable; dropping it unanswered is harmless
+// (the server answers 503 after answerTimeout). stop() and ~HttpServer make later calls no-ops;
+// a call from another thread must still not race the io_context's destruction.
+using HttpRespond = std::function<void(HttpResponse)>;
+
+// The asynchronous form: called on the loop thread like HttpHandler, but answers through
+// `respond`, now or later (e.g. once a request to another server has returned), so that the
+// loop serves other connections meanwhile. The request keeps its slot until it is answered;
+// one not answered within answerTimeout is answered 503 {"error":"the handler did not answer
+// in time"}. A throw before respond was called is answered 500.
+using AsyncHttpHandler = std::function<void(const HttpRequest&, HttpRespond)>;
+
 struct HttpServerOptions {
   std::string address = "127.0.0.1";         // an IPv4/IPv6 literal or a host name (resolved once)
   std::uint16_t port = 10290;                // 0: any free port, see HttpServer::port()
@@ -100,6 +116,9 @@ struct HttpServerOptions {
   std::size_t maxConnections = 64;            // requests in progress at once (slots)
   std::size_t maxWaiting = 1024;              // connections waiting for a request header
   std::chrono::milliseconds reclaimAfter{0};  // how long a waiter is safe from a newcomer
+  // An AsyncHttpHandler's request not answered this long after the handler was called is
+  // answered 503 and its slot freed (unused with a synchronous HttpHandler).
+  std::chrono::milliseconds answerTimeout{30000};
   // Optional: told (on the loop thread) about server-side problems worth a log line: accept
   // failures, handler exceptions, a rotated TLS pair that does not load. Peer misbehaviour
   // (garbage, timeouts, failed handshakes) is not reported.
@@ -127,6 +146,8 @@ class HttpServer {
  public:
   // Stores the options and the handler; opens nothing until start(). Any thread.
   HttpServer(boost::asio::io_context& context, HttpServerOptions options, HttpHandler handler);
+  // The same with an asynchronous handler.
+  HttpServer(boost::asio::io_context& context, HttpServerOptions options, AsyncHttpHandler handler);
   // Calls stop(). Call on the loop thread, or when the loop is not running.
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

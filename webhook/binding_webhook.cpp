@@ -1,12 +1,20 @@
 #include "webhook/binding_webhook.h"
 
 #include <cassert>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <optional>
 #include <utility>
 #include <variant>
 
+#include "kube/client.h"
+#include "policy/json_reader.h"
 #include "server/http_json.h"
 #include "server/metrics.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 namespace nodewarden::webhook {
 
@@ -37,6 +45,10 @@ std::vector<double> reviewDurationBuckets() {
 struct Unjudged {
   std::string reason;
   std::string warning;
+  // A miss the API server may fill: the pod (absent, or an older one with the same name), the
+  // node (absent, or without status.allocatable yet).
+  bool podMissing = false;
+  bool nodeMissing = false;
 };
 
 // What admitPod judges: the pod under review and the node it is to be bound to.
@@ -57,13 +69,20 @@ std::variant<Subject, Unjudged> subjectOf(const BindingReview& r, const ClusterC
   }
   const std::string key = r.podKey();
   const policy::Pod* pod = cache.findPod(key);
+  std::optional<Unjudged> podMiss;
   if (pod == nullptr) {
-    return Unjudged{"PodNotFound",
-                    "nodewarden: pod " + key + " is not in its cache yet; allowed unchecked"};
+    podMiss = Unjudged{"PodNotFound",
+                       "nodewarden: pod " + key + " is not in its cache yet; allowed unchecked"};
+  } else if (!r.podUid.empty() && !pod->uid.empty() && pod->uid != r.podUid) {
+    podMiss = Unjudged{"PodNotFound", "nodewarden: its cache has an older pod " + key + " (uid " +
+                                          pod->uid + "); allowed unchecked"};
   }
-  if (!r.podUid.empty() && !pod->uid.empty() && pod->uid != r.podUid) {
-    return Unjudged{"PodNotFound", "nodewarden: its cache has an older pod " + key + " (uid " +
-                                       pod->uid + "); allowed unchecked"};
+  if (podMiss) {
+    // Whether the node is missing too, so that one round of fetches gets both.
+    std::optional<policy::NodeInfo> node = cache.nodeInfo(r.node);
+    podMiss->podMissing = true;
+    podMiss->nodeMissing = !node || !node->node->hasAllocatable;
+    return *podMiss;
   }
   if (!pod->nodeName.empty()) {
     return Unjudged{"AlreadyBound", "nodewarden: pod " + key + " is bound to " + pod->nodeName +
@@ -72,16 +91,156 @@ std::variant<Subject, Unjudged> subjectOf(const BindingReview& r, const ClusterC
   std::optional<policy::NodeInfo> node = cache.nodeInfo(r.node);
   if (!node) {
     return Unjudged{"NodeNotFound",
-                    "nodewarden: node " + r.node + " is not in its cache yet; allowed unchecked"};
+                    "nodewarden: node " + r.node + " is not in its cache yet; allowed unchecked",
+                    false, true};
   }
   if (!node->node->hasAllocatable) {
-    return Unjudged{"NodeNotFound", "nodewarden: node " + r.node +
-                                        " has no status.allocatable yet; allowed unchecked"};
+    return Unjudged{
+        "NodeNotFound",
+        "nodewarden: node " + r.node + " has no status.allocatable yet; allowed unchecked", false,
+        true};
   }
   return Subject{pod, std::move(*node)};
 }
 
+// One object of a GET's body, parsed as the stores parse them.
+template <typename T, typename Parse>
+Result<T> parseObject(const std::string& body, const char* kind, Parse parse) {
+  policy::Diagnostics diagnostics;
+  std::optional<policy::Json> json = policy::parseKubernetesJsonText(body, diagnostics);
+  std::optional<T> parsed;
+  if (json) parsed = parse(*json, "", diagnostics);
+  if (!parsed || !diagnostics.empty()) {
+    return Error{std::string("the API server's ") + kind +
+                 " does not parse: " + diagnostics.joined()};
+  }
+  return std::move(*parsed);
+}
+
+std::string seconds(std::chrono::milliseconds d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g s", static_cast<double>(d.count()) / 1000.0);
+  return text;
+}
+
 }  // namespace
+
+std::chrono::milliseconds reviewBudget(std::string_view target,
+                                       std::chrono::milliseconds fallback) {
+  const std::size_t query = target.find('?');
+  if (query == std::string_view::npos) return fallback;
+  std::string_view rest = target.substr(query + 1);
+  std::string_view value;
+  bool found = false;
+  while (!rest.empty()) {
+    const std::size_t amp = rest.find('&');
+    const std::string_view item = rest.substr(0, amp);
+    if (item.starts_with("timeout=")) {
+      value = item.substr(8);
+      found = true;
+    }
+    if (amp == std::string_view::npos) break;
+    rest.remove_prefix(amp + 1);
+  }
+  if (!found || value.empty()) return fallback;
+  // A Go duration: a sequence of decimal numbers, each with a unit (h, m, s, ms, us, ns).
+  double total = 0;
+  while (!value.empty()) {
+    std::size_t digits = 0;
+    while (digits < value.size() &&
+           ((value[digits] >= '0' && value[digits] <= '9') || value[digits] == '.'))
+      ++digits;
+    if (digits == 0) return fallback;
+    double number = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + digits, number);
+    if (ec != std::errc() || end != value.data() + digits) return fallback;
+    value.remove_prefix(digits);
+    std::size_t unitLength = 0;
+    while (unitLength < value.size() && !(value[unitLength] >= '0' && value[unitLength] <= '9') &&
+           value[unitLength] != '.')
+      ++unitLength;
+    const std::string_view unit = value.substr(0, unitLength);
+    value.remove_prefix(unitLength);
+    double scale = 0;  // to milliseconds
+    if (unit == "h") {
+      scale = 3600e3;
+    } else if (unit == "m") {
+      scale = 60e3;
+    } else if (unit == "s") {
+      scale = 1e3;
+    } else if (unit == "ms") {
+      scale = 1;
+    } else if (unit == "us" || unit == "\u00b5s" || unit == "\u03bcs") {
+      scale = 1e-3;
+    } else if (unit == "ns") {
+      scale = 1e-6;
+    } else {
+      return fallback;
+    }
+    total += number * scale;
+  }
+  if (!std::isfinite(total) || total <= 0 || total > 3600e3) return fallback;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(total));
+}
+
+ApiMissFetcher::ApiMissFetcher(boost::asio::io_context& io, kube::Client& client)
+    : io_(io), client_(client) {}
+
+ApiMissFetcher::~ApiMissFetcher() {
+  *alive_ = false;
+}
+
+void ApiMissFetcher::get(std::string target, std::chrono::milliseconds timeout,
+                         std::function<void(Result<std::string>)> done) {
+  // The first of the answer and the timer calls `done`; the other finds it gone.
+  struct Call {
+    explicit Call(boost::asio::io_context& io) : timer(io) {}
+    boost::asio::steady_timer timer;
+    std::function<void(Result<std::string>)> done;
+  };
+  auto call = std::make_shared<Call>(io_);
+  call->done = std::move(done);
+  std::weak_ptr<bool> alive = alive_;
+  call->timer.expires_after(timeout);
+  call->timer.async_wait([call, alive, timeout, target](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || !call->done) return;
+    auto callback = std::move(call->done);
+    call->done = nullptr;
+    callback(Error{"GET " + target + ": timed out after " + seconds(timeout)});
+  });
+  client_.request(
+      "GET", target, {}, {},
+      [call, alive, target](kube::ApiResponse response) {
+        if (alive.expired() || !call->done) return;
+        call->timer.cancel();
+        auto callback = std::move(call->done);
+        call->done = nullptr;
+        if (response.status == 200) {
+          callback(std::move(response.body));
+        } else {
+          callback(Error{"GET " + target + ": " + response.describe()});
+        }
+      },
+      timeout);
+}
+
+void ApiMissFetcher::fetchPod(const std::string& ns, const std::string& name,
+                              std::chrono::milliseconds timeout, PodDone done) {
+  get("/api/v1/namespaces/" + kube::queryEscape(ns) + "/pods/" + kube::queryEscape(name), timeout,
+      [done = std::move(done)](Result<std::string> body) {
+        if (!body) return done(body.error());
+        done(parseObject<policy::Pod>(*body, "pod", policy::parsePod));
+      });
+}
+
+void ApiMissFetcher::fetchNode(const std::string& name, std::chrono::milliseconds timeout,
+                               NodeDone done) {
+  get("/api/v1/nodes/" + kube::queryEscape(name), timeout,
+      [done = std::move(done)](Result<std::string> body) {
+        if (!body) return done(body.error());
+        done(parseObject<policy::Node>(*body, "node", policy::parseNode));
+      });
+}
 
 ReviewVerdict reviewVerdictOf(policy::Verdict verdict) {
   switch (verdict) {
@@ -149,21 +308,171 @@ BindingWebhook::BindingWebhook(ClusterCache& cache, AdmissionActions& actions,
   }
 }
 
+// A review waiting for what the cache missed.
+struct BindingWebhook::Pending {
+  BindingReview review;
+  Unjudged miss;  // the answer if a fetch fails
+  std::chrono::steady_clock::time_point started;
+  server::HttpRespond respond;
+  int outstanding = 0;
+  std::optional<policy::Pod> pod;
+  std::optional<policy::Node> node;
+  std::string error;  // the first fetch's error
+};
+
 server::HttpResponse BindingWebhook::handle(const server::HttpRequest& request) {
+  std::optional<server::HttpResponse> out;
+  MissFetcher* fetcher = options_.fetcher;
+  options_.fetcher = nullptr;  // never fetch here: the answer is due now
+  try {
+    handleAsync(request, [&out](server::HttpResponse response) { out = std::move(response); });
+  } catch (...) {
+    options_.fetcher = fetcher;
+    throw;
+  }
+  options_.fetcher = fetcher;
+  assert(out.has_value());
+  return std::move(*out);
+}
+
+void BindingWebhook::handleAsync(const server::HttpRequest& request, server::HttpRespond respond) {
   // The duration histogram measures the real time spent, whatever clock the decisions go by.
   const auto started = std::chrono::steady_clock::now();
   if (request.method != "POST") {
     if (errors_ != nullptr) errors_->add({});
-    return server::errorResponse(405, request.method + " is not allowed: POST an AdmissionReview");
+    return respond(
+        server::errorResponse(405, request.method + " is not allowed: POST an AdmissionReview"));
   }
   Result<BindingReview> parsed = parseBindingReview(request.body);
   if (!parsed) {
     if (errors_ != nullptr) errors_->add({});
-    return server::errorResponse(
-        400, "not an admission.k8s.io/v1 AdmissionReview: " + parsed.error().message);
+    return respond(server::errorResponse(
+        400, "not an admission.k8s.io/v1 AdmissionReview: " + parsed.error().message));
   }
+  const BindingReview& r = *parsed;
+  if (r.isBinding) cache_.refresh();
+  const std::variant<Subject, Unjudged> subject = subjectOf(r, cache_);
   ReviewAnswer answer;
-  ReviewRecord record = review(*parsed, answer);
+  ReviewRecord record;
+  if (const auto* unjudged = std::get_if<Unjudged>(&subject)) {
+    const auto budget = reviewBudget(request.target, options_.fallbackBudget);
+    const auto keep = std::max(options_.margin, budget / 4);
+    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+    const auto left = budget - keep - spent;
+    if (options_.fetcher != nullptr && (unjudged->podMissing || unjudged->nodeMissing)) {
+      if (left < std::chrono::milliseconds(50)) {
+        Unjudged late = *unjudged;
+        late.warning += " (no time left to ask the API server: budget " + seconds(budget) + ")";
+        record = review(r, answer);
+        record.message = late.warning;
+        answer.warnings = {late.warning};
+        return respond(finish(r, record, answer, started));
+      }
+      auto pending = std::make_shared<Pending>();
+      pending->review = r;
+      pending->miss = *unjudged;
+      pending->started = started;
+      pending->respond = std::move(respond);
+      pending->outstanding = (unjudged->podMissing ? 1 : 0) + (unjudged->nodeMissing ? 1 : 0);
+      std::weak_ptr<bool> alive = alive_;
+      if (unjudged->podMissing) {
+        options_.fetcher->fetchPod(r.podNamespace, r.podName, left,
+                                   [this, alive, pending](Result<policy::Pod> pod) {
+                                     if (alive.expired()) return;
+                                     if (pod) {
+                                       pending->pod = std::move(*pod);
+                                     } else if (pending->error.empty()) {
+                                       pending->error = pod.error().message;
+                                     }
+                                     if (--pending->outstanding == 0) fetched(pending);
+                                   });
+      }
+      if (unjudged->nodeMissing) {
+        options_.fetcher->fetchNode(r.node, left,
+                                    [this, alive, pending](Result<policy::Node> node) {
+                                      if (alive.expired()) return;
+                                      if (node) {
+                                        pending->node = std::move(*node);
+                                      } else if (pending->error.empty()) {
+                                        pending->error = node.error().message;
+                                      }
+                                      if (--pending->outstanding == 0) fetched(pending);
+                                    });
+      }
+      return;
+    }
+  }
+  record = review(r, answer);
+  respond(finish(r, record, answer, started));
+}
+
+// Every fetch of a pending review has ended: judge with what came, or fail open as the miss
+// said, the fetch's error added.
+void BindingWebhook::fetched(const std::shared_ptr<Pending>& pending) {
+  const BindingReview& r = pending->review;
+  ReviewAnswer answer;
+  ReviewRecord record;
+  auto failOpen = [&](const Unjudged& why, const std::string& detail) {
+    record = ReviewRecord{};
+    record.uid = r.uid;
+    record.dryRun = r.dryRun;
+    record.pod = r.podKey();
+    record.node = r.node;
+    record.verdict = ReviewVerdict::FailedOpen;
+    record.reason = why.reason;
+    record.message = why.warning + (detail.empty() ? "" : " (" + detail + ")");
+    answer = ReviewAnswer{};
+    answer.warnings.push_back(record.message);
+    pending->respond(finish(r, record, answer, pending->started));
+  };
+  if (!pending->error.empty()) return failOpen(pending->miss, pending->error);
+
+  // The watch may have delivered meanwhile: the cache's objects first, the fetched ones else.
+  cache_.refresh();
+  const std::string key = r.podKey();
+  const policy::Pod* pod = cache_.findPod(key);
+  if (pod != nullptr && !r.podUid.empty() && !pod->uid.empty() && pod->uid != r.podUid) {
+    pod = nullptr;
+  }
+  if (pod == nullptr && pending->pod) {
+    policy::Pod& fetched = *pending->pod;
+    fetched.key = key;
+    policy::resolvePod(fetched, cache_.priorityClasses());
+    if (!r.podUid.empty() && !fetched.uid.empty() && fetched.uid != r.podUid) {
+      return failOpen(Unjudged{"PodNotFound", "nodewarden: the API server has another pod " + key +
+                                                  " (uid " + fetched.uid + "); allowed unchecked"},
+                      "");
+    }
+    pod = &fetched;
+  }
+  if (pod == nullptr) return failOpen(pending->miss, "");
+  if (!pod->nodeName.empty()) {
+    return failOpen(Unjudged{"AlreadyBound", "nodewarden: pod " + key + " is bound to " +
+                                                 pod->nodeName + " already; allowed unchecked"},
+                    "");
+  }
+  std::optional<policy::NodeInfo> node = cache_.nodeInfo(r.node);
+  if (!node || !node->node->hasAllocatable) {
+    if (pending->node) {
+      applyNodewardenConditions(*pending->node);
+      node = cache_.nodeInfoWith(*pending->node);
+    }
+  }
+  if (!node) return failOpen(pending->miss, "");
+  if (!node->node->hasAllocatable) {
+    return failOpen(Unjudged{"NodeNotFound", "nodewarden: node " + r.node +
+                                                 " has no status.allocatable yet; allowed "
+                                                 "unchecked"},
+                    "");
+  }
+  record = judge(r, *pod, *node, answer);
+  pending->respond(finish(r, record, answer, pending->started));
+}
+
+server::HttpResponse BindingWebhook::finish(const BindingReview& r, ReviewRecord& record,
+                                            const ReviewAnswer& answer,
+                                            std::chrono::steady_clock::time_point started) {
   record.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (admissions_ != nullptr) {
@@ -171,8 +480,7 @@ server::HttpResponse BindingWebhook::handle(const server::HttpRequest& request) 
   }
   if (duration_ != nullptr) duration_->observe({}, record.seconds);
   if (options_.onReview) options_.onReview(record);
-  return server::HttpResponse{200, "application/json",
-                              admissionReviewResponse(parsed->uid, answer)};
+  return server::HttpResponse{200, "application/json", admissionReviewResponse(r.uid, answer)};
 }
 
 ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer) {
@@ -182,7 +490,6 @@ ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer
   if (r.isBinding) {
     record.pod = r.podKey();
     record.node = r.node;
-    cache_.refresh();
   }
   const std::variant<Subject, Unjudged> subject = subjectOf(r, cache_);
   if (const auto* unjudged = std::get_if<Unjudged>(&subject)) {
@@ -194,8 +501,18 @@ ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer
     return record;
   }
   const Subject& judged = std::get<Subject>(subject);
+  return judge(r, *judged.pod, judged.node, answer);
+}
+
+ReviewRecord BindingWebhook::judge(const BindingReview& r, const policy::Pod& pod,
+                                   const policy::NodeInfo& node, ReviewAnswer& answer) {
+  ReviewRecord record;
+  record.uid = r.uid;
+  record.dryRun = r.dryRun;
+  record.pod = r.podKey();
+  record.node = r.node;
   const policy::AdmissionDecision decision =
-      policy::admitPod(*judged.pod, judged.node, cache_.podDisruptionBudgets(), policy_);
+      policy::admitPod(pod, node, cache_.podDisruptionBudgets(), policy_);
   answer = answerFor(decision);
   record.verdict = reviewVerdictOf(decision.verdict);
   record.reason = decision.reason;
@@ -205,7 +522,7 @@ ReviewRecord BindingWebhook::review(const BindingReview& r, ReviewAnswer& answer
   for (const policy::Pod* p : decision.nominatedPodsToClear) {
     record.nominationsCleared.push_back(p->key);
   }
-  if (!r.dryRun) record.acted = act(r, *judged.pod, decision);
+  if (!r.dryRun) record.acted = act(r, pod, decision);
   return record;
 }
 

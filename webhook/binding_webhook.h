@@ -5,9 +5,13 @@
 // asks the cluster to evict the victims and to nominate the pod to the node
 // (webhook/admission_actions.h).
 //
-// It fails open, like failurePolicy: Ignore: a review it cannot judge (the pod or the node is
-// not in the cache yet, a review of something other than pods/binding) is allowed with a
-// warning that says why. A body that is not an AdmissionReview is answered 400.
+// It fails open, like failurePolicy: Ignore: a review it cannot judge (a review of something
+// other than pods/binding; the pod or the node not in the cache yet and not to be had from the
+// API server within the review's time budget) is allowed with a warning that says why. With a
+// MissFetcher, a pod or node the cache has not seen (the scheduler binding before the watch
+// delivered the pod, a node just registered) is fetched with one bounded GET and judged; only
+// a GET that fails or runs out of time fails open. A body that is not an AdmissionReview is
+// answered 400.
 //
 // Threading: everything here belongs to one thread (the webhook's Asio loop); nothing is
 // locked.
@@ -15,16 +19,27 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/result.h"
 #include "policy/admission.h"
 #include "policy/policy.h"
 #include "server/http_server.h"
 #include "webhook/admission_actions.h"
 #include "webhook/cluster_cache.h"
 #include "webhook/review.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace nodewarden::kube {
+class Client;
+}  // namespace nodewarden::kube
 
 namespace nodewarden::server {
 class MetricsRegistry;
@@ -71,6 +86,47 @@ struct ReviewRecord {
   double seconds = 0;  // time spent deciding
 };
 
+// Fetches one object the cluster cache has not seen from the API server, for a review that
+// would otherwise fail open. `done` is called once, on the webhook's thread, never inside the
+// call, within `timeout` (an error then: "timed out after 1.5 s").
+class MissFetcher {
+ public:
+  virtual ~MissFetcher() = default;
+  using PodDone = std::function<void(Result<policy::Pod>)>;
+  using NodeDone = std::function<void(Result<policy::Node>)>;
+  virtual void fetchPod(const std::string& ns, const std::string& name,
+                        std::chrono::milliseconds timeout, PodDone done) = 0;
+  virtual void fetchNode(const std::string& name, std::chrono::milliseconds timeout,
+                         NodeDone done) = 0;
+};
+
+// The fetches as one GET each through kube::Client (/api/v1/namespaces/NS/pods/NAME,
+// /api/v1/nodes/NAME), the client's request timeout set to `timeout`, and a timer of its own
+// that answers at `timeout` whatever the exchange does; never retried (a 401 is retried once
+// by the client, with fresh credentials). `io` and `client` must outlive it; destroying it
+// drops the callbacks of fetches in flight.
+class ApiMissFetcher final : public MissFetcher {
+ public:
+  ApiMissFetcher(boost::asio::io_context& io, kube::Client& client);
+  ~ApiMissFetcher() override;
+  void fetchPod(const std::string& ns, const std::string& name, std::chrono::milliseconds timeout,
+                PodDone done) override;
+  void fetchNode(const std::string& name, std::chrono::milliseconds timeout,
+                 NodeDone done) override;
+
+ private:
+  void get(std::string target, std::chrono::milliseconds timeout,
+           std::function<void(Result<std::string>)> done);
+  boost::asio::io_context& io_;
+  kube::Client& client_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// The time budget of one review: the API server sends the webhook's timeoutSeconds as the
+// `timeout` query parameter of the webhook URL (a Go duration: "2s", "1.5s", "500ms",
+// "1m0s"); `fallback` when it is absent or unreadable. Pure.
+std::chrono::milliseconds reviewBudget(std::string_view target, std::chrono::milliseconds fallback);
+
 struct BindingWebhookOptions {
   // A victim whose eviction was requested for the same preemptor less than this long ago is
   // not requested again (the cache may not show it terminating yet); likewise a nomination
@@ -80,6 +136,14 @@ struct BindingWebhookOptions {
   const Clock* clock = &steadyClock();
   // Told about every answered review (the command logs one line per verdict).
   std::function<void(const ReviewRecord&)> onReview;
+  // With a fetcher, handleAsync fetches what the cache misses (see above); must outlive the
+  // webhook. Without one, a miss fails open at once.
+  MissFetcher* fetcher = nullptr;
+  // The review's budget when the request names none (reviewBudget), and how much of it is
+  // kept back for answering: a GET gets the budget minus the time spent so far minus
+  // max(margin, a quarter of the budget); under 50 ms left, no GET is made.
+  std::chrono::milliseconds fallbackBudget{2000};
+  std::chrono::milliseconds margin{250};
 };
 
 class BindingWebhook {
@@ -92,14 +156,25 @@ class BindingWebhook {
 
   // POST /v1/admission-review. 200 with an AdmissionReview for every review (allowed or not);
   // 400 {"error": "..."} for a body that is not one; 405 for a method other than POST.
+  // Never fetches: a miss fails open at once (the agent's own route, tests).
   server::HttpResponse handle(const server::HttpRequest& request);
+  // The same, answering through `respond`: at once, or after fetching what the cache misses
+  // (options.fetcher), within the review's budget. On the webhook's thread.
+  void handleAsync(const server::HttpRequest& request, server::HttpRespond respond);
 
   // The policy for later reviews (SIGHUP).
   void setPolicy(policy::Policy policy) { policy_ = std::move(policy); }
   const policy::Policy& policy() const { return policy_; }
 
  private:
+  struct Pending;
   ReviewRecord review(const BindingReview& review, ReviewAnswer& answer);
+  ReviewRecord judge(const BindingReview& review, const policy::Pod& pod,
+                     const policy::NodeInfo& node, ReviewAnswer& answer);
+  void fetched(const std::shared_ptr<Pending>& pending);
+  server::HttpResponse finish(const BindingReview& review, ReviewRecord& record,
+                              const ReviewAnswer& answer,
+                              std::chrono::steady_clock::time_point started);
   bool act(const BindingReview& review, const policy::Pod& pod,
            const policy::AdmissionDecision& decision);
 
@@ -112,6 +187,7 @@ class BindingWebhook {
   server::HistogramFamily* duration_ = nullptr;
   // Evictions and cleared nominations requested recently (evictionKey, clearNominationKey).
   ActionMemory requested_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for fetches in flight
 };
 
 }  // namespace nodewarden::webhook

@@ -61,6 +61,14 @@ std::optional<policy::NodeInfo> SnapshotClusterCache::nodeInfo(std::string_view 
   return index_.nodes[it->second];
 }
 
+policy::NodeInfo SnapshotClusterCache::nodeInfoWith(const policy::Node& node) const {
+  policy::NodeInfo info;
+  if (auto it = nodeByName_.find(node.name); it != nodeByName_.end())
+    info = index_.nodes[it->second];
+  info.node = &node;
+  return info;
+}
+
 // One resolved pod and where it is indexed.
 struct StoreClusterCache::Entry {
   policy::Pod pod;
@@ -246,6 +254,14 @@ std::optional<policy::NodeInfo> StoreClusterCache::nodeInfo(std::string_view nam
   info.node = &mapped->second;
   if (auto it = bound_.find(key); it != bound_.end()) info.pods = it->second;
   if (auto it = nominated_.find(key); it != nominated_.end()) info.nominated = it->second;
+  return info;
+}
+
+policy::NodeInfo StoreClusterCache::nodeInfoWith(const policy::Node& node) const {
+  policy::NodeInfo info;
+  info.node = &node;
+  if (auto it = bound_.find(node.name); it != bound_.end()) info.pods = it->second;
+  if (auto it = nominated_.find(node.name); it != nominated_.end()) info.nominated = it->second;
   return info;
 }
 

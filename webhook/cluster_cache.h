@@ -44,6 +44,10 @@ class ClusterCache {
   // own (NodewardenMemoryPressure "True" counts as MemoryPressure, and so on).
   virtual std::optional<policy::NodeInfo> nodeInfo(std::string_view node) const = 0;
 
+  // nodeInfo() for a node the cache has not seen (fetched from the API server): `node`,
+  // which must outlive the result, with the pods the cache has bound and nominated to it.
+  virtual policy::NodeInfo nodeInfoWith(const policy::Node& node) const = 0;
+
   virtual const std::vector<policy::PodDisruptionBudget>& podDisruptionBudgets() const = 0;
   virtual const std::vector<policy::PriorityClass>& priorityClasses() const = 0;
 };
@@ -66,6 +70,7 @@ class SnapshotClusterCache final : public ClusterCache {
   void refresh() override {}
   const policy::Pod* findPod(std::string_view key) const override;
   std::optional<policy::NodeInfo> nodeInfo(std::string_view node) const override;
+  policy::NodeInfo nodeInfoWith(const policy::Node& node) const override;
   const std::vector<policy::PodDisruptionBudget>& podDisruptionBudgets() const override {
     return snapshot_.podDisruptionBudgets;
   }
@@ -109,6 +114,7 @@ class StoreClusterCache final : public ClusterCache {
   void refresh() override;
   const policy::Pod* findPod(std::string_view key) const override;
   std::optional<policy::NodeInfo> nodeInfo(std::string_view node) const override;
+  policy::NodeInfo nodeInfoWith(const policy::Node& node) const override;
   const std::vector<policy::PodDisruptionBudget>& podDisruptionBudgets() const override {
     return pdbs_;
   }

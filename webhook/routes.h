@@ -24,5 +24,9 @@ struct WebhookRoutes {
 // Answers one request. Called on the loop thread, as the server's handler.
 server::HttpResponse serveWebhook(BindingWebhook& webhook, const WebhookRoutes& routes,
                                   const server::HttpRequest& request);
+// The same as the server's asynchronous handler: a review may be answered later, once what
+// the cache missed is fetched (BindingWebhook::handleAsync); everything else at once.
+void serveWebhookAsync(BindingWebhook& webhook, const WebhookRoutes& routes,
+                       const server::HttpRequest& request, server::HttpRespond respond);
 
 }  // namespace nodewarden::webhook

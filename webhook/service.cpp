@@ -68,8 +68,9 @@ kube::WriterOptions writerOptions() {
   return options;
 }
 
-BindingWebhookOptions bindingOptions(DecisionLog& decisionLog) {
+BindingWebhookOptions bindingOptions(DecisionLog& decisionLog, MissFetcher& fetcher) {
   BindingWebhookOptions options;
+  options.fetcher = &fetcher;
   options.onReview = [&decisionLog](const ReviewRecord& record) {
     logReview(record);
     decisionLog.write(record);
@@ -84,6 +85,9 @@ server::HttpServerOptions httpOptions(const WebhookOptions& options) {
   http.bodyLimit = 4u << 20;  // a review of a large object (and its oldObject) stays under this
   http.timeout = std::chrono::seconds(10);
   http.maxConnections = 256;
+  // A review waiting on its GET answers within its budget (timeoutSeconds is at most 30 s);
+  // this only bounds a slot should something never answer.
+  http.answerTimeout = std::chrono::seconds(30);
   http.tlsCertFile = options.tlsCertFile;
   http.tlsKeyFile = options.tlsKeyFile;
   http.tlsClientCaFile = options.tlsClientCaFile;
@@ -114,14 +118,17 @@ WebhookService::WebhookService(boost::asio::io_context& io, WebhookOptions optio
       cache_(pods_, nodes_, classes_, pdbs_),
       writer_(io, client_, writerOptions()),
       actions_(writer_),
-      webhook_(cache_, actions_, std::move(policy), &metrics_, bindingOptions(decisionLog_)),
+      fetcher_(io, client_),
+      webhook_(cache_, actions_, std::move(policy), &metrics_,
+               bindingOptions(decisionLog_, fetcher_)),
       routes_{server::ProbeRoutes{liveness, [this] { return readiness(); },
                                   [this] { return metrics_.render(); }},
               !options_.tlsClientCaFile.empty()},
       server_(io, httpOptions(options_),
-              [this](const server::HttpRequest& request) {
-                return serveWebhook(webhook_, routes_, request);
-              }),
+              server::AsyncHttpHandler(
+                  [this](const server::HttpRequest& request, server::HttpRespond respond) {
+                    serveWebhookAsync(webhook_, routes_, request, std::move(respond));
+                  })),
       housekeeping_(io) {
   writer_.onOutcome = logWrite;
   server::CounterFamily& retries = metrics_.counter(

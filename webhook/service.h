@@ -89,6 +89,7 @@ class WebhookService {
   StoreClusterCache cache_;
   kube::ApiWriter writer_;
   ApiAdmissionActions actions_;
+  ApiMissFetcher fetcher_;  // the GET of what the cache misses, before webhook_
   server::MetricsRegistry metrics_;
   DecisionLog decisionLog_;  // before webhook_, whose reviews it writes
   BindingWebhook webhook_;

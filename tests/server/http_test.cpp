@@ -51,6 +51,7 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 using nodewarden::server::HttpRequest;
+using nodewarden::server::HttpRespond;
 using nodewarden::server::HttpResponse;
 using nodewarden::server::HttpServer;
 using nodewarden::server::HttpServerOptions;
@@ -87,6 +88,17 @@ class TestServer {
  public:
   explicit TestServer(HttpServerOptions options = testOptions(),
                       nodewarden::server::HttpHandler handler = routes)
+      : server_(context_, withProblems(std::move(options)), std::move(handler)) {
+    const auto started = server_.start();
+    REQUIRE_MESSAGE(started.ok(), (started.ok() ? "" : started.error().message));
+    port_ = server_.port();
+    REQUIRE(port_ != 0);
+    thread_ = std::thread([this] {
+      context_.run();
+      returned_.set_value();
+    });
+  }
+  TestServer(HttpServerOptions options, nodewarden::server::AsyncHttpHandler handler)
       : server_(context_, withProblems(std::move(options)), std::move(handler)) {
     const auto started = server_.start();
     REQUIRE_MESSAGE(started.ok(), (started.ok() ? "" : started.error().message));
@@ -1481,4 +1493,148 @@ TEST_CASE("TLS: a client CA file that holds no certificate fails start() naming 
   auto started = server.start();
   REQUIRE_FALSE(started.ok());
   CHECK(started.error().message.find(files.path("client-ca.crt")) != std::string::npos);
+}
+
+namespace {
+
+// An asynchronous handler: /healthz answers at once (from inside the handler), /later keeps
+// its respond for the test to call from its own thread, /never drops it unanswered.
+struct AsyncRoutes {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, HttpRespond>> later;  // body of the request, respond
+
+  nodewarden::server::AsyncHttpHandler handler() {
+    return [this](const HttpRequest& request, HttpRespond respond) {
+      if (request.target == "/healthz") {
+        respond({200, "text/plain", "ok"});
+      } else if (request.target == "/later") {
+        std::lock_guard lock(mutex);
+        later.emplace_back(request.body, std::move(respond));
+      } else if (request.target == "/throw") {
+        throw std::runtime_error("boom");
+      } else if (request.target != "/never") {
+        respond(routes(request));
+      }
+    };
+  }
+  std::size_t pending() {
+    std::lock_guard lock(mutex);
+    return later.size();
+  }
+  // Answers every kept request from this thread, echoing its body; returns how many.
+  std::size_t answerAll() {
+    std::vector<std::pair<std::string, HttpRespond>> taken;
+    {
+      std::lock_guard lock(mutex);
+      taken.swap(later);
+    }
+    for (auto& [body, respond] : taken) {
+      respond({200, "text/plain", "later:" + body});
+      respond({500, "text/plain", "a second answer is ignored"});
+    }
+    return taken.size();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("async handler: answered later from another thread, probes served meanwhile") {
+  HttpServerOptions options = testOptions();
+  options.maxConnections = 4;
+  options.timeout = 30s;
+  options.answerTimeout = 30s;  // nothing here waits on it
+  AsyncRoutes async;
+  TestServer server(options, async.handler());
+
+  // Three requests pending in the handler, each holding a slot.
+  std::vector<std::unique_ptr<Client>> pending;
+  for (int i = 0; i < 3; ++i) {
+    pending.push_back(std::make_unique<Client>());
+    REQUIRE(pending.back()->connect(server.port(), 10s));
+    REQUIRE(pending.back()->send(post("/later", "r" + std::to_string(i)), 10s));
+  }
+  REQUIRE(eventually([&] { return async.pending() == 3; }, 10s));
+  // Nothing is answered yet; probes are served on the loop meanwhile, one after the other.
+  for (int i = 0; i < 5; ++i) CHECK(answersHealthz(server.port()));
+  {
+    Client echo;
+    REQUIRE(echo.connect(server.port(), 10s));
+    const auto response = echo.roundTrip(post("/v1/echo", "x"));
+    REQUIRE(response);
+    CHECK(response->result_int() == 200);
+  }
+
+  // Answered from this (non-loop) thread; each client gets its own answer, once.
+  CHECK(async.answerAll() == 3);
+  for (int i = 0; i < 3; ++i) {
+    const auto response = pending[i]->read(10s);
+    REQUIRE(response);
+    CHECK(response->result_int() == 200);
+    CHECK(response->body() == "later:r" + std::to_string(i));
+    // Keep-alive: the connection serves its next request.
+    const auto next = pending[i]->roundTrip(get("/healthz"));
+    REQUIRE(next);
+    CHECK(next->body() == "ok");
+  }
+  // A throwing async handler is answered 500 and the server keeps serving.
+  Client thrower;
+  REQUIRE(thrower.connect(server.port(), 10s));
+  const auto failed = thrower.roundTrip(get("/throw"));
+  REQUIRE(failed);
+  CHECK(failed->result_int() == 500);
+  CHECK(answersHealthz(server.port()));
+}
+
+TEST_CASE("async handler: a request never answered gets 503 after answerTimeout, its slot freed") {
+  HttpServerOptions options = testOptions();
+  options.maxConnections = 1;
+  options.timeout = 30s;
+  options.answerTimeout = 300ms;
+  AsyncRoutes async;
+  TestServer server(options, async.handler());
+
+  Client client;
+  REQUIRE(client.connect(server.port(), 10s));
+  const auto started = steady_clock::now();
+  REQUIRE(client.send(get("/never"), 10s));
+  const auto response = client.read(20s);
+  REQUIRE(response);
+  CHECK(steady_clock::now() - started >= 300ms);
+  CHECK(response->result_int() == 503);
+  CHECK(response->body() == R"({"error":"the handler did not answer in time"})");
+  // The only slot is free again: the same connection and a new one are served.
+  const auto next = client.roundTrip(get("/healthz"));
+  REQUIRE(next);
+  CHECK(next->result_int() == 200);
+  CHECK(answersHealthz(server.port()));
+
+  // A respond that comes after the 503 is ignored: the connection's next answer is its own.
+  Client late;
+  REQUIRE(late.connect(server.port(), 10s));
+  REQUIRE(late.send(post("/later", "late"), 10s));
+  const auto timedOut = late.read(20s);
+  REQUIRE(timedOut);
+  CHECK(timedOut->result_int() == 503);
+  CHECK(async.answerAll() == 1);
+  const auto own = late.roundTrip(post("/v1/echo", "own"));
+  REQUIRE(own);
+  CHECK(own->result_int() == 200);
+  CHECK(own->body().ends_with("|own"));
+  CHECK(server.openConnections() >= 1);
+}
+
+TEST_CASE(
+    "async handler: stop() with requests pending lets run() return; a later respond is "
+    "ignored") {
+  HttpServerOptions options = testOptions();
+  options.answerTimeout = 30s;
+  AsyncRoutes async;
+  auto server = std::make_unique<TestServer>(options, async.handler());
+  Client client;
+  REQUIRE(client.connect(server->port(), 10s));
+  REQUIRE(client.send(get("/later"), 10s));
+  REQUIRE(eventually([&] { return async.pending() == 1; }, 10s));
+  CHECK(server->stopAndJoin(5s));
+  server.reset();
+  CHECK(async.answerAll() == 1);  // the server is gone: nothing happens
 }
