@@ -429,6 +429,10 @@ void Agent::cycle(Trigger trigger) {
 // stat and a read here, whatever the number of pods.
 void Agent::observePods(Trigger trigger, SteadyTime now) {
   if (source_->refresh()) viewStale_ = true;
+  // Counters for /metrics, off the path a kernel notification takes.
+  if (trigger == Trigger::Timer || trigger == Trigger::Start) {
+    metrics_.publish(source_->watchCounts());
+  }
   for (const std::string& problem : source_->takeProblems()) {
     server::logEvent(server::LogLevel::Warn, "pod-source-problem", {{"problem", problem}});
   }

@@ -34,7 +34,27 @@ AgentMetrics::AgentMetrics()
                                        "Evictions decided but not carried out (--dry-run).",
                                        {"signal"})),
       kernelNotifications(
-          registry.gauge("nodewarden_kernel_notifications", "Kernel notifications armed.", {})) {}
+          registry.gauge("nodewarden_kernel_notifications", "Kernel notifications armed.", {})),
+      apiReflector(registry.counter(
+          "nodewarden_api_reflector_total",
+          "What the list and watch of each API resource did: lists, watches started, events "
+          "applied, bookmarks, relists after 410 Gone, malformed events skipped, failed requests.",
+          {"resource", "event"})) {}
+
+void AgentMetrics::publish(const std::vector<WatchCounts>& watches) {
+  for (const WatchCounts& counts : watches) {
+    for (const auto& [event, value] :
+         {std::pair{"list", counts.lists}, std::pair{"watch", counts.watches},
+          std::pair{"event", counts.events}, std::pair{"bookmark", counts.bookmarks},
+          std::pair{"relist_gone", counts.relistsGone}, std::pair{"bad_event", counts.badEvents},
+          std::pair{"failure", counts.failures}}) {
+      std::uint64_t& seen = apiReflectorSeen_[{counts.resource, event}];
+      // Every series exists from the first publish, at 0 until it counts something.
+      apiReflector.add({counts.resource, event}, double(value - std::min(value, seen)));
+      seen = std::max(seen, value);
+    }
+  }
+}
 
 void AgentMetrics::publish(const policy::EvictionDecision& decision) {
   signalAvailable.clear();

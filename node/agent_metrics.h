@@ -3,6 +3,13 @@
 // renders `registry`.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "node/pod_source.h"
 #include "policy/eviction.h"
 #include "server/metrics.h"
 
@@ -16,6 +23,9 @@ struct AgentMetrics {
   // A cycle's decision: the signals' available amounts, which thresholds are met, the node
   // conditions and the pods ranked.
   void publish(const policy::EvictionDecision& decision);
+  // The pod source's list and watch counters (PodSource::watchCounts), added to
+  // nodewarden_api_reflector_total as they grow.
+  void publish(const std::vector<WatchCounts>& watches);
 
   // Every family exists from the start, so a scrape before the first event sees them.
   server::MetricsRegistry registry;
@@ -31,6 +41,10 @@ struct AgentMetrics {
   server::CounterFamily& policyReloads;    // {result}
   server::CounterFamily& dryRunEvictions;  // {signal}
   server::GaugeFamily& kernelNotifications;
+  server::CounterFamily& apiReflector;  // {resource, event}
+
+ private:
+  std::map<std::pair<std::string, std::string>, std::uint64_t> apiReflectorSeen_;
 };
 
 }  // namespace nodewarden::node

@@ -42,6 +42,7 @@ KubernetesPodSource::KubernetesPodSource(boost::asio::io_context& io, kube::Clie
     kube::ReflectorOptions reflector;
     reflector.listPath = std::move(path);
     reflector.fieldSelector = std::move(selector);
+    kinds_.push_back(kind);
     reflectors_.push_back(std::make_unique<kube::Reflector>(io, client, std::move(reflector), sink,
                                                             reflectorLog(std::move(kind))));
   };
@@ -109,6 +110,22 @@ bool KubernetesPodSource::connected() const {
 
 const kube::Reflector::Stats& KubernetesPodSource::podStats() const {
   return reflectors_.front()->stats();
+}
+
+std::vector<WatchCounts> KubernetesPodSource::watchCounts() const {
+  std::vector<WatchCounts> counts;
+  for (std::size_t i = 0; i < reflectors_.size(); ++i) {
+    const kube::Reflector::Stats& stats = reflectors_[i]->stats();
+    counts.push_back({.resource = kinds_[i],
+                      .lists = stats.lists,
+                      .watches = stats.watches,
+                      .events = stats.events,
+                      .bookmarks = stats.bookmarks,
+                      .relistsGone = stats.relists410,
+                      .badEvents = stats.badEvents,
+                      .failures = stats.failures});
+  }
+  return counts;
 }
 
 std::string KubernetesPodSource::describe() const {

@@ -47,6 +47,7 @@ class KubernetesPodSource final : public PodSource {
   const PodSet& current() const override { return set_; }
   std::vector<std::string> takeProblems() override;
   std::string describe() const override;
+  std::vector<WatchCounts> watchCounts() const override;
 
   // Every reflector has listed at least once.
   bool synced() const;
@@ -76,6 +77,7 @@ class KubernetesPodSource final : public PodSource {
   std::string lastFlushError_;
 
   std::vector<std::unique_ptr<kube::Reflector>> reflectors_;
+  std::vector<std::string> kinds_;  // each reflector's resource, for watchCounts()
   std::vector<std::string> problems_;
   std::uint64_t seenVersions_[5] = {~0ull, ~0ull, ~0ull, ~0ull, ~0ull};
   PodSet set_;

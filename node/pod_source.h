@@ -29,6 +29,19 @@ struct PodSet {
   std::vector<policy::Pod> pending;
 };
 
+// What a source's list and watch of one API resource have done since the agent started:
+// counters for /metrics (nodewarden_api_reflector_total).
+struct WatchCounts {
+  std::string resource;  // "Pod", "Node", "Pod (unscheduled)", …
+  std::uint64_t lists = 0;
+  std::uint64_t watches = 0;
+  std::uint64_t events = 0;  // ADDED, MODIFIED and DELETED applied
+  std::uint64_t bookmarks = 0;
+  std::uint64_t relistsGone = 0;  // relists after a 410 Gone
+  std::uint64_t badEvents = 0;    // malformed events skipped
+  std::uint64_t failures = 0;     // requests that failed and were retried
+};
+
 class PodSource {
  public:
   virtual ~PodSource() = default;
@@ -45,6 +58,8 @@ class PodSource {
   // it up to date as soon as it does rather than in the cycle that must decide; -1 when the
   // source has none (refresh() is then cheap enough every cycle).
   virtual int changeFd() const { return -1; }
+  // One entry per resource listed and watched from the API server; none for local sources.
+  virtual std::vector<WatchCounts> watchCounts() const { return {}; }
 };
 
 // `--source static --manifests DIR`: every *.json file in DIR holds one Pod object, a pod of

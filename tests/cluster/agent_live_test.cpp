@@ -416,6 +416,28 @@ TEST_CASE("the agent against the real API server: watch, relist, eviction, condi
   CHECK_MESSAGE(agent.events("pod-source-problem").empty(), agent.logText());
   CHECK_MESSAGE(agent.events("api-bad event").empty(), agent.logText());
 
+  // ---- bookmarks
+  // The API server's watch cache sends each watch that allows them a BOOKMARK about a minute
+  // after it starts, and 2 s before its timeoutSeconds (the cacher's nextBookmarkTime). The
+  // Node, PriorityClass and PodDisruptionBudget watches are served from that cache (pods are
+  // not here: --watch-cache-sizes=pods#0, for the compaction above): their bookmarks are
+  // taken as the resume point, counted in /metrics, and lead to no relist.
+  const auto reflectorCount = [&](const std::string& resource, const std::string& what) {
+    const e2e::HttpReply metrics = e2e::httpRequest(agent.port(), "GET", "/metrics");
+    return e2e::metricValue(metrics.body, "nodewarden_api_reflector_total",
+                            "resource=\"" + resource + "\",event=\"" + what + "\"")
+        .value_or(-1);
+  };
+  CHECK_MESSAGE(e2e::waitUntil([&] { return reflectorCount("Node", "bookmark") >= 1; }, 150s, 1s),
+                e2e::httpRequest(agent.port(), "GET", "/metrics").body);
+  CHECK(reflectorCount("Node", "relist_gone") == 0);
+  CHECK(reflectorCount("Node", "bad_event") == 0);
+  CHECK(reflectorCount("Pod", "relist_gone") >= 1);  // the compaction above
+  MESSAGE("bookmarks counted: Node " << reflectorCount("Node", "bookmark") << ", PriorityClass "
+                                     << reflectorCount("PriorityClass", "bookmark")
+                                     << ", PodDisruptionBudget "
+                                     << reflectorCount("PodDisruptionBudget", "bookmark"));
+
   // ---- RBAC: refused nothing, granted nothing unused
   std::string refused;
   for (const auto& line : agent.lines()) {

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "node/agent.h"
+#include "node/agent_metrics.h"
 #include "node/eviction_journal.h"
 #include "node/routes.h"
 #include "server/log.h"
@@ -556,4 +557,33 @@ TEST_CASE("--nice: start() gives the loop's thread that niceness, and no other t
   loop.join();
   CHECK(inLoop == wanted);
   CHECK(niceOf() == before);
+}
+
+TEST_CASE("nodewarden_api_reflector_total adds what each watch counter grew by, from 0") {
+  AgentMetrics metrics;
+  auto value = [&](const std::string& resource, const std::string& event) {
+    return metrics.apiReflector.value({resource, event});
+  };
+  metrics.publish(std::vector<WatchCounts>{{.resource = "Node", .lists = 1, .watches = 1},
+                                           {.resource = "Pod", .lists = 1, .events = 3}});
+  CHECK(value("Node", "list") == 1);
+  CHECK(value("Pod", "event") == 3);
+  const std::string text = metrics.registry.render();
+  // Every series of a resource exists once it is published, at 0 until it counts.
+  CHECK(text.find("nodewarden_api_reflector_total{resource=\"Node\",event=\"bookmark\"} 0") !=
+        std::string::npos);
+  // Published again: only the growth is added.
+  metrics.publish(std::vector<WatchCounts>{
+      {.resource = "Node", .lists = 1, .watches = 2, .bookmarks = 2},
+      {.resource = "Pod", .lists = 2, .events = 5, .relistsGone = 1, .failures = 1}});
+  CHECK(value("Node", "list") == 1);
+  CHECK(value("Node", "watch") == 2);
+  CHECK(value("Node", "bookmark") == 2);
+  CHECK(value("Pod", "list") == 2);
+  CHECK(value("Pod", "event") == 5);
+  CHECK(value("Pod", "relist_gone") == 1);
+  CHECK(value("Pod", "failure") == 1);
+  // A counter never goes down, whatever a source reports.
+  metrics.publish(std::vector<WatchCounts>{{.resource = "Pod", .lists = 1}});
+  CHECK(value("Pod", "list") == 2);
 }
