@@ -163,16 +163,24 @@ void parseResizeStatus(const JsonObject& status, Pod& pod, Diagnostics& diagnost
 // Resource name → amount in nano-units (a Quantity scaled by 10^9), for exact sums.
 using NanoAmounts = std::map<std::string, Int128>;
 
-const ResourceList& containerRequests(const Container& c, RequestSet set) {
+// A container's requests in `set`. A status set falls back to the spec for a container whose
+// status reports nothing, except in an infeasible resize (`statusOnly`): the scheduler then
+// counts what the kubelet reports, and nothing for a container it reports nothing of
+// (component-helpers' containerAllocatedRequests and containerActuatedRequests), as for a
+// terminated init container.
+const ResourceList& containerRequests(const Container& c, RequestSet set, bool statusOnly = false) {
+  static const ResourceList kNothing;
   switch (set) {
     case RequestSet::Desired:
       break;
     case RequestSet::Allocated:
       if (c.allocated) return *c.allocated;
+      if (statusOnly) return kNothing;
       break;
     case RequestSet::Actual:
       if (c.actual) return *c.actual;
       if (c.allocated) return *c.allocated;
+      if (statusOnly) return kNothing;
       break;
   }
   return c.requests;
@@ -180,13 +188,13 @@ const ResourceList& containerRequests(const Container& c, RequestSet set) {
 
 // Step 1 of docs/reference.md §3 (KEP-753): Σ regular + Σ sidecars, max'ed with each init
 // container's own request plus the sidecars declared before it.
-NanoAmounts aggregateContainerRequests(const Pod& pod, RequestSet set) {
+NanoAmounts aggregateContainerRequests(const Pod& pod, RequestSet set, bool statusOnly = false) {
   NanoAmounts reqs;
-  for (const auto& c : pod.containers) addTo(reqs, containerRequests(c, set));
+  for (const auto& c : pod.containers) addTo(reqs, containerRequests(c, set, statusOnly));
   NanoAmounts restartable;
   NanoAmounts initPeak;
   for (const auto& c : pod.initContainers) {
-    const ResourceList& own = containerRequests(c, set);
+    const ResourceList& own = containerRequests(c, set, statusOnly);
     if (c.sidecar) {
       addTo(reqs, own);
       addTo(restartable, own);
@@ -656,12 +664,21 @@ bool hasPodLevelResources(const Pod& pod) {
   return names(pod.podLevelRequests) || names(pod.podLevelLimits);
 }
 
-ResourceAmounts podRequests(const Pod& pod, RequestSet set, bool overheadOnlyIfNonZero) {
-  NanoAmounts reqs = aggregateContainerRequests(pod, set);
+namespace {
+
+ResourceAmounts podRequestsOf(const Pod& pod, RequestSet set, bool overheadOnlyIfNonZero,
+                              bool statusOnly) {
+  NanoAmounts reqs = aggregateContainerRequests(pod, set, statusOnly);
   // Step 2: the pod level replaces the containers' value of each resource it names.
   for (const auto& [name, v] : podLevelRequests(pod, set)) reqs[name] = v;
   addOverhead(reqs, pod, overheadOnlyIfNonZero);
   return toAmounts(reqs);
+}
+
+}  // namespace
+
+ResourceAmounts podRequests(const Pod& pod, RequestSet set, bool overheadOnlyIfNonZero) {
+  return podRequestsOf(pod, set, overheadOnlyIfNonZero, /*statusOnly=*/false);
 }
 
 QosClass computeQos(const Pod& pod) {
@@ -730,8 +747,15 @@ void resolveRequests(Pod& pod) {
     const ResourceAmounts actual = podRequests(pod, RequestSet::Actual);
     pod.kubeletRequests = pod.allocatedRequests;
     maxAmountsInto(pod.kubeletRequests, actual);
-    pod.schedulerRequests = pod.kubeletRequests;
-    if (!pod.resizeInfeasible) maxAmountsInto(pod.schedulerRequests, pod.requests);
+    if (pod.resizeInfeasible) {
+      // The scheduler in an infeasible resize: what the kubelet allocated and runs, the
+      // desired spec left out, and nothing for a container whose status says nothing.
+      pod.schedulerRequests = podRequestsOf(pod, RequestSet::Allocated, false, true);
+      maxAmountsInto(pod.schedulerRequests, podRequestsOf(pod, RequestSet::Actual, false, true));
+    } else {
+      pod.schedulerRequests = pod.kubeletRequests;
+      maxAmountsInto(pod.schedulerRequests, pod.requests);
+    }
   } else {
     pod.allocatedRequests = pod.requests;
     pod.kubeletRequests = pod.requests;
