@@ -79,6 +79,20 @@ func (r *scenarioRun) setUp(ctx context.Context) error {
 			return fmt.Errorf("namespace %s: %w", ns, err)
 		}
 	}
+	// The ServiceAccount admission plugin refuses a pod until the controller manager has
+	// made its namespace's default ServiceAccount ("error looking up service account"): a
+	// second on a quiet machine, much longer on a starved one.
+	for _, ns := range c.Namespaces {
+		if err := poll(ctx, "the default ServiceAccount of "+ns, 200*time.Millisecond, patience, func() (bool, error) {
+			_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil, err
+		}); err != nil {
+			return err
+		}
+	}
 	for i := range c.PriorityClasses {
 		pc := c.PriorityClasses[i].DeepCopy()
 		pc.ResourceVersion = ""
