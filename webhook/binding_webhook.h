@@ -8,10 +8,10 @@
 // It fails open, like failurePolicy: Ignore: a review it cannot judge (a review of something
 // other than pods/binding; the pod or the node not in the cache yet and not to be had from the
 // API server within the review's time budget) is allowed with a warning that says why. With a
-// MissFetcher, a pod or node the cache has not seen (the scheduler binding before the watch
-// delivered the pod, a node just registered) is fetched with one bounded GET and judged; only
-// a GET that fails or runs out of time fails open. A body that is not an AdmissionReview is
-// answered 400.
+// MissFetcher (webhook/miss_fetch.h), a pod or node the cache has not seen (the scheduler
+// binding before the watch delivered the pod, a node just registered) is fetched with one
+// bounded GET and judged; only a GET that fails or runs out of time fails open. A body that is not
+// an AdmissionReview is answered 400.
 //
 // Threading: everything here belongs to one thread (the webhook's Asio loop); nothing is
 // locked.
@@ -21,7 +21,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
@@ -31,15 +30,8 @@
 #include "server/http_server.h"
 #include "webhook/admission_actions.h"
 #include "webhook/cluster_cache.h"
+#include "webhook/miss_fetch.h"
 #include "webhook/review.h"
-
-namespace boost::asio {
-class io_context;
-}  // namespace boost::asio
-
-namespace nodewarden::kube {
-class Client;
-}  // namespace nodewarden::kube
 
 namespace nodewarden::server {
 class MetricsRegistry;
@@ -86,47 +78,6 @@ struct ReviewRecord {
   double seconds = 0;  // time spent deciding
 };
 
-// Fetches one object the cluster cache has not seen from the API server, for a review that
-// would otherwise fail open. `done` is called once, on the webhook's thread, never inside the
-// call, within `timeout` (an error then: "timed out after 1.5 s").
-class MissFetcher {
- public:
-  virtual ~MissFetcher() = default;
-  using PodDone = std::function<void(Result<policy::Pod>)>;
-  using NodeDone = std::function<void(Result<policy::Node>)>;
-  virtual void fetchPod(const std::string& ns, const std::string& name,
-                        std::chrono::milliseconds timeout, PodDone done) = 0;
-  virtual void fetchNode(const std::string& name, std::chrono::milliseconds timeout,
-                         NodeDone done) = 0;
-};
-
-// The fetches as one GET each through kube::Client (/api/v1/namespaces/NS/pods/NAME,
-// /api/v1/nodes/NAME), the client's request timeout set to `timeout`, and a timer of its own
-// that answers at `timeout` whatever the exchange does; never retried (a 401 is retried once
-// by the client, with fresh credentials). `io` and `client` must outlive it; destroying it
-// drops the callbacks of fetches in flight.
-class ApiMissFetcher final : public MissFetcher {
- public:
-  ApiMissFetcher(boost::asio::io_context& io, kube::Client& client);
-  ~ApiMissFetcher() override;
-  void fetchPod(const std::string& ns, const std::string& name, std::chrono::milliseconds timeout,
-                PodDone done) override;
-  void fetchNode(const std::string& name, std::chrono::milliseconds timeout,
-                 NodeDone done) override;
-
- private:
-  void get(std::string target, std::chrono::milliseconds timeout,
-           std::function<void(Result<std::string>)> done);
-  boost::asio::io_context& io_;
-  kube::Client& client_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-};
-
-// The time budget of one review: the API server sends the webhook's timeoutSeconds as the
-// `timeout` query parameter of the webhook URL (a Go duration: "2s", "1.5s", "500ms",
-// "1m0s"); `fallback` when it is absent or unreadable. Pure.
-std::chrono::milliseconds reviewBudget(std::string_view target, std::chrono::milliseconds fallback);
-
 struct BindingWebhookOptions {
   // A victim whose eviction was requested for the same preemptor less than this long ago is
   // not requested again (the cache may not show it terminating yet); likewise a nomination
@@ -140,8 +91,8 @@ struct BindingWebhookOptions {
   // webhook. Without one, a miss fails open at once.
   MissFetcher* fetcher = nullptr;
   // The review's budget when the request names none (reviewBudget), and how much of it is
-  // kept back for answering: a GET gets the budget minus the time spent so far minus
-  // max(margin, a quarter of the budget); under 50 ms left, no GET is made.
+  // kept back for answering (fetchTimeout): a GET gets the budget minus the time spent so far
+  // minus max(margin, a quarter of the budget); under 50 ms left, no GET is made.
   std::chrono::milliseconds fallbackBudget{2000};
   std::chrono::milliseconds margin{250};
 };

@@ -31,6 +31,7 @@
 #include "webhook/binding_webhook.h"
 #include "webhook/cluster_cache.h"
 #include "webhook/decision_log.h"
+#include "webhook/miss_fetch.h"
 #include "webhook/routes.h"
 
 namespace nodewarden::webhook {

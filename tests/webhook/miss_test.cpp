@@ -21,6 +21,7 @@
 #include "kube/client.h"
 #include "policy/model.h"
 #include "server/metrics.h"
+#include "webhook/miss_fetch.h"
 
 namespace {
 
@@ -138,6 +139,23 @@ std::size_t getsOf(const FakeApiServer& server, const std::string& path) {
 }
 
 }  // namespace
+
+TEST_CASE("fetchTimeout leaves a quarter of the budget, at least the margin, and needs 50 ms") {
+  using nodewarden::webhook::fetchTimeout;
+  CHECK(fetchTimeout(2000ms, 0ms, 250ms) == 1500ms);
+  CHECK(fetchTimeout(2000ms, 100ms, 250ms) == 1400ms);
+  CHECK(fetchTimeout(800ms, 0ms, 250ms) == 550ms);  // the margin, more than a quarter
+  CHECK(fetchTimeout(300ms, 0ms, 250ms) == 50ms);
+  CHECK_FALSE(fetchTimeout(300ms, 1ms, 250ms).has_value());
+  CHECK_FALSE(fetchTimeout(2000ms, 1500ms, 250ms).has_value());
+}
+
+TEST_CASE("secondsText writes three significant digits") {
+  using nodewarden::webhook::secondsText;
+  CHECK(secondsText(2000ms) == "2 s");
+  CHECK(secondsText(1500ms) == "1.5 s");
+  CHECK(secondsText(50ms) == "0.05 s");
+}
 
 TEST_CASE("reviewBudget reads the API server's timeout parameter, else the fallback") {
   using nodewarden::webhook::reviewBudget;
