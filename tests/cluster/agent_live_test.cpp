@@ -186,7 +186,7 @@ TEST_CASE("the agent against the real API server: watch, relist, eviction, condi
 
   // The node as its kubelet registers and reports it; a namespace and a priority class.
   cluster.create(lane::laneNode(kNode));
-  cluster.replaceStatus("/api/v1/nodes/" + kNode, lane::laneNodeStatus("512Mi"));
+  cluster.replaceStatus("/api/v1/nodes/" + kNode, lane::laneNodeStatus(kNode, "512Mi"));
   cluster.create({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNs}}}});
   REQUIRE(cluster.waitUntil(
       [&] { return cluster.kubectl("get serviceaccount default -n " + kNs).status == 0; }, 120));
@@ -201,7 +201,11 @@ TEST_CASE("the agent against the real API server: watch, relist, eviction, condi
   nodewarden::cgroups::Sandbox sandbox = e2e::makeSandbox(512 * e2e::kMiB);
   std::map<std::string, std::string> cgroupOf;
   auto runPod = [&](const std::string& name, const std::string& priorityClass, bool keep) {
-    Json pod = lane::lanePod(kNs, name, kNode, priorityClass, "10Mi");
+    lane::PodShape shape;
+    shape.node = kNode;
+    shape.memory = "10Mi";
+    shape.priorityClass = priorityClass;
+    Json pod = lane::lanePod(kNs, name, shape);
     if (keep) pod["metadata"]["finalizers"] = Json::array({kFinalizer});
     const Json stored = cluster.create(pod);
     const Json reported = cluster.replaceStatus("/api/v1/namespaces/" + kNs + "/pods/" + name,

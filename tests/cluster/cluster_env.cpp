@@ -412,13 +412,7 @@ bool Cluster::waitUntil(const std::function<bool()>& condition, int timeoutSecon
   }
 }
 
-}  // namespace nodewarden::cluster
-
-namespace nodewarden::cluster {
-
-namespace {
-
-std::string nowRfc3339() {
+std::string rfc3339Now() {
   char text[32];
   const std::time_t t = std::time(nullptr);
   std::tm utc{};
@@ -426,6 +420,12 @@ std::string nowRfc3339() {
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
 }
+
+}  // namespace nodewarden::cluster
+
+namespace nodewarden::cluster {
+
+namespace {
 
 // A member of a snapshot: an array of objects or a List of them.
 Json itemsOf(const Json& snapshot, const char* member) {
@@ -486,7 +486,7 @@ Json kubeletPodStatus(const Json& pod, const Json& stored) {
   const std::string phase = status.value("phase", "Pending");
   status["phase"] = phase;
   if (phase != "Running") return status;
-  const std::string now = nowRfc3339();
+  const std::string now = rfc3339Now();
   if (!status.contains("startTime")) status["startTime"] = now;
   const std::string started = status["startTime"];
   Json conditions = status.value("conditions", Json::array());
@@ -575,7 +575,7 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
   // --subresource=status` of their statuses: a kubectl run per object would take minutes
   // for a cluster of hundreds of pods on a busy machine. The status subresource keeps the
   // spec the server has.
-  const std::string now = nowRfc3339();
+  const std::string now = rfc3339Now();
   Json nodeObjects = Json::array();
   for (const auto& node : nodes) {
     Json object = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", creatableMetadata(node)}};

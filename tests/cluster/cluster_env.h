@@ -150,6 +150,10 @@ std::map<std::string, std::string> loadSnapshot(const Cluster& cluster, const Js
 // /api/v1/nodes/NODE/proxy/stats/summary` where that answers.
 Json kubectlSnapshot(const Cluster& cluster);
 
+// The time now as the API server writes it (RFC 3339, UTC, whole seconds):
+// "2026-11-27T18:50:00Z".
+std::string rfc3339Now();
+
 // A file of the repository's examples/, by its path below it.
 std::string example(const std::string& name);
 

@@ -3,77 +3,24 @@
 // (or, when nothing fits, leaves Pending with its own reason).
 #include <doctest/doctest.h>
 
-#include <ctime>
 #include <string>
-#include <tuple>
 
 #include "tests/cluster/cluster_env.h"
+#include "tests/cluster/lane_objects.h"
 
 using nodewarden::cluster::Cluster;
 using nodewarden::cluster::Json;
 
+namespace lane = nodewarden::cluster;
+
 namespace {
 
-// A Node as `kubectl create` would send it, and the status its kubelet would report.
-Json nodeObject(const std::string& name) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata",
-           {{"name", name},
-            {"labels",
-             {{"kubernetes.io/hostname", name},
-              {"kubernetes.io/os", "linux"},
-              {"kubernetes.io/arch", "amd64"}}}}}};
-}
-
-Json nodeStatus(const std::string& now) {
-  const Json resources = {
-      {"cpu", "2"}, {"memory", "4Gi"}, {"pods", "110"}, {"ephemeral-storage", "20Gi"}};
-  Json conditions = Json::array();
-  for (const auto& [type, status, reason] :
-       {std::tuple{"MemoryPressure", "False", "KubeletHasSufficientMemory"},
-        std::tuple{"DiskPressure", "False", "KubeletHasNoDiskPressure"},
-        std::tuple{"PIDPressure", "False", "KubeletHasSufficientPID"},
-        std::tuple{"Ready", "True", "KubeletReady"}}) {
-    conditions.push_back({{"type", type},
-                          {"status", status},
-                          {"reason", reason},
-                          {"lastHeartbeatTime", now},
-                          {"lastTransitionTime", now}});
-  }
-  return {{"capacity", resources},
-          {"allocatable", resources},
-          {"conditions", conditions},
-          {"addresses", Json::array({{{"type", "Hostname"}, {"address", "lane-node"}}})},
-          {"nodeInfo",
-           {{"architecture", "amd64"},
-            {"operatingSystem", "linux"},
-            {"kubeletVersion", "v1.37.2"},
-            {"containerRuntimeVersion", "containerd://2.1.0"},
-            {"kernelVersion", "6.1.0"},
-            {"osImage", "Debian GNU/Linux 12 (bookworm)"},
-            {"kubeProxyVersion", ""},
-            {"machineID", ""},
-            {"systemUUID", ""},
-            {"bootID", ""}}}};
-}
-
-Json podObject(const std::string& name, const std::string& cpu) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"namespace", "default"}}},
-          {"spec",
-           {{"containers",
-             Json::array({{{"name", "main"},
-                           {"image", "registry.invalid/pause:3.10"},
-                           {"resources", {{"requests", {{"cpu", cpu}, {"memory", "64Mi"}}}}}}})}}}};
-}
-
-std::string nowRfc3339() {
-  char text[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return text;
+// A pod requesting `cpu` and 64Mi, for the default scheduler.
+Json schedulerPod(const std::string& name, const std::string& cpu) {
+  lane::PodShape shape;
+  shape.memory = "64Mi";
+  shape.cpu = cpu;
+  return lane::lanePod("default", name, shape);
 }
 
 }  // namespace
@@ -92,9 +39,9 @@ TEST_CASE("the lane's control plane is the real one, and its scheduler binds pod
   // reports. The TaintNodesByCondition admission plugin gives every new Node the not-ready
   // taint; the real node-lifecycle controller removes it once Ready is True and the Lease
   // is renewed (the launcher renews it, as a kubelet would).
-  const Json created = cluster.create(nodeObject("lane-node"));
+  const Json created = cluster.create(lane::laneNode("lane-node"));
   CHECK(created["metadata"]["uid"].get<std::string>().size() > 0);
-  cluster.replaceStatus("/api/v1/nodes/lane-node", nodeStatus(nowRfc3339()));
+  cluster.replaceStatus("/api/v1/nodes/lane-node", lane::laneNodeStatus("lane-node", "4Gi"));
   Json node;
   const bool untainted = cluster.waitUntil(
       [&] {
@@ -120,7 +67,7 @@ TEST_CASE("the lane's control plane is the real one, and its scheduler binds pod
   CHECK(lease["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]);
 
   // A pod that fits: the real scheduler binds it and says so in an Event of its own.
-  cluster.create(podObject("fits", "500m"));
+  cluster.create(schedulerPod("fits", "500m"));
   Json pod;
   const bool bound = cluster.waitUntil(
       [&] {
@@ -150,7 +97,7 @@ TEST_CASE("the lane's control plane is the real one, and its scheduler binds pod
 
   // A pod that cannot fit (3 cpu on a 2-cpu node, 500m taken): the scheduler leaves it
   // Pending and says why, in its own words.
-  cluster.create(podObject("too-big", "3"));
+  cluster.create(schedulerPod("too-big", "3"));
   std::string message;
   const bool refused = cluster.waitUntil(
       [&] {

@@ -1,7 +1,10 @@
-// What the lane's agent tests create as users and kubelets would, and what they ask of etcd:
+// What the lane's tests create as users and kubelets would, and what they ask of etcd:
 //
-//   laneNode("node-1") + laneNodeStatus("512Mi")    a Node, then the status its kubelet reports
-//   lanePod("shop", "web", "node-1", "high", "10Mi")  a pod bound to a node (or unscheduled)
+//   laneNode("node-1")                               a Node as a kubelet registers it
+//   laneNodeStatus("node-1", "512Mi")                the status its kubelet reports (with
+//                                                    {.cpu, .pressure}: its size, a pressure)
+//   lanePod("shop", "web", {.node = "node-1", .memory = "10Mi"})
+//                                                    a pod, bound or for a scheduler (PodShape)
 //   runningStatus(stored)                            the status a kubelet reports for it running
 //   tokenKubeconfig(cluster, token)                  a kubeconfig with a bearer token
 //   etcdRevision(cluster), compactEtcd(cluster, rev) etcd's own API (its JSON gateway)
@@ -21,7 +24,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <ctime>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -33,15 +35,6 @@
 #include "tests/cluster/cluster_env.h"
 
 namespace nodewarden::cluster {
-
-inline std::string rfc3339Now() {
-  char text[32];
-  const std::time_t t = std::time(nullptr);
-  std::tm utc{};
-  ::gmtime_r(&t, &utc);
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 // A Node as a kubelet registers it (the status comes through the status subresource).
 inline Json laneNode(const std::string& name) {
@@ -55,30 +48,55 @@ inline Json laneNode(const std::string& name) {
               {"kubernetes.io/arch", "amd64"}}}}}};
 }
 
-// The status a kubelet reports for a node of `memory` with no pressure.
-inline Json laneNodeStatus(const std::string& memory) {
+// What a lane node reports besides its memory.
+struct NodeShape {
+  std::string cpu = "2";
+  // A condition reported "True": the kubelet's MemoryPressure, DiskPressure or PIDPressure,
+  // or NodewardenMemoryPressure as the node's agent publishes it (node/kube_source.cpp);
+  // "": no pressure.
+  std::string pressure;
+};
+
+// The status a kubelet reports for node `name` of `memory` (capacity and allocatable alike):
+// its conditions, its hostname address and its node info.
+inline Json laneNodeStatus(const std::string& name, const std::string& memory,
+                           const NodeShape& shape = {}) {
   const Json resources = {
-      {"cpu", "2"}, {"memory", memory}, {"pods", "110"}, {"ephemeral-storage", "20Gi"}};
+      {"cpu", shape.cpu}, {"memory", memory}, {"pods", "110"}, {"ephemeral-storage", "20Gi"}};
   const std::string now = rfc3339Now();
   Json conditions = Json::array();
-  for (const auto& [type, status, reason] :
-       {std::tuple{"MemoryPressure", "False", "KubeletHasSufficientMemory"},
-        std::tuple{"DiskPressure", "False", "KubeletHasNoDiskPressure"},
-        std::tuple{"PIDPressure", "False", "KubeletHasSufficientPID"},
-        std::tuple{"Ready", "True", "KubeletReady"}}) {
+  for (const auto& [type, fine, pressed] :
+       {std::tuple{"MemoryPressure", "KubeletHasSufficientMemory", "KubeletHasInsufficientMemory"},
+        std::tuple{"DiskPressure", "KubeletHasNoDiskPressure", "KubeletHasDiskPressure"},
+        std::tuple{"PIDPressure", "KubeletHasSufficientPID", "KubeletHasInsufficientPID"}}) {
+    const bool on = shape.pressure == type;
     conditions.push_back({{"type", type},
-                          {"status", status},
-                          {"reason", reason},
+                          {"status", on ? "True" : "False"},
+                          {"reason", on ? pressed : fine},
+                          {"lastHeartbeatTime", now},
+                          {"lastTransitionTime", now}});
+  }
+  conditions.push_back({{"type", "Ready"},
+                        {"status", "True"},
+                        {"reason", "KubeletReady"},
+                        {"lastHeartbeatTime", now},
+                        {"lastTransitionTime", now}});
+  if (shape.pressure == "NodewardenMemoryPressure") {
+    conditions.push_back({{"type", "NodewardenMemoryPressure"},
+                          {"status", "True"},
+                          {"reason", "NodewardenHasInsufficientMemory"},
+                          {"message", "memory.available below its hard threshold 100Mi"},
                           {"lastHeartbeatTime", now},
                           {"lastTransitionTime", now}});
   }
   return {{"capacity", resources},
           {"allocatable", resources},
           {"conditions", conditions},
+          {"addresses", Json::array({{{"type", "Hostname"}, {"address", name}}})},
           {"nodeInfo",
            {{"architecture", "amd64"},
             {"operatingSystem", "linux"},
-            {"kubeletVersion", "v1.37.2"},
+            {"kubeletVersion", kubernetesRelease()},
             {"containerRuntimeVersion", "containerd://2.1.0"},
             {"kernelVersion", "6.1.0"},
             {"osImage", "Debian GNU/Linux 12 (bookworm)"},
@@ -88,20 +106,37 @@ inline Json laneNodeStatus(const std::string& memory) {
             {"bootID", ""}}}};
 }
 
-// A pod of one container `main` requesting `memoryRequest` (none when empty), bound to
-// `node` at creation (unscheduled when empty), of `priorityClass` (none when empty).
-inline Json lanePod(const std::string& ns, const std::string& name, const std::string& node,
-                    const std::string& priorityClass = "", const std::string& memoryRequest = "") {
+// What matters of a lane pod; one container `main`.
+struct PodShape {
+  std::string node;    // spec.nodeName: created bound (and Running when `running`)
+  std::string pinTo;   // spec.nodeSelector kubernetes.io/hostname (for a scheduler)
+  std::string memory;  // requests.memory; "" and no cpu: BestEffort
+  std::string cpu;
+  std::string priorityClass;
+  std::string scheduler;  // spec.schedulerName ("" : default-scheduler)
+  Json labels = Json::object();
+  Json tolerations = Json::array();
+  bool running = false;  // status.phase Running in the object (for loadSnapshot)
+};
+
+inline Json lanePod(const std::string& ns, const std::string& name, const PodShape& shape) {
   Json container = {{"name", "main"}, {"image", "registry.invalid/nodewarden/pause:3.10"}};
-  if (!memoryRequest.empty()) {
-    container["resources"] = {{"requests", {{"memory", memoryRequest}}}};
-  }
+  Json requests = Json::object();
+  if (!shape.memory.empty()) requests["memory"] = shape.memory;
+  if (!shape.cpu.empty()) requests["cpu"] = shape.cpu;
+  if (!requests.empty()) container["resources"] = {{"requests", requests}};
+  Json spec = {{"containers", Json::array({container})}};
+  if (!shape.node.empty()) spec["nodeName"] = shape.node;
+  if (!shape.pinTo.empty()) spec["nodeSelector"] = {{"kubernetes.io/hostname", shape.pinTo}};
+  if (!shape.priorityClass.empty()) spec["priorityClassName"] = shape.priorityClass;
+  if (!shape.scheduler.empty()) spec["schedulerName"] = shape.scheduler;
+  if (!shape.tolerations.empty()) spec["tolerations"] = shape.tolerations;
   Json pod = {{"apiVersion", "v1"},
               {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"app", name}}}}},
-              {"spec", {{"containers", Json::array({container})}}}};
-  if (!node.empty()) pod["spec"]["nodeName"] = node;
-  if (!priorityClass.empty()) pod["spec"]["priorityClassName"] = priorityClass;
+              {"metadata", {{"name", name}, {"namespace", ns}}},
+              {"spec", spec}};
+  if (!shape.labels.empty()) pod["metadata"]["labels"] = shape.labels;
+  if (shape.running) pod["status"] = {{"phase", "Running"}};
   return pod;
 }
 

@@ -1,9 +1,9 @@
-// `nodewarden webhook` against the real API server (CONTRACT §5, §7; README "Deploy on
-// Kubernetes"): the shipped manifests (systemd/kubernetes/, rendered by kustomize through an
-// overlay that changes only the webhook's address and its caBundle) applied to Kubernetes'
-// own kube-apiserver, the webhook run as a process of this test with a serving certificate
-// made for the run and the token the shipped RBAC grants its ServiceAccount, and each §5
-// verdict proven end to end on Node objects reported as a kubelet reports them:
+// `nodewarden webhook` against the real API server (docs/reference.md §5, §7;
+// docs/install.md, "Deploy on Kubernetes"): the shipped manifests (systemd/kubernetes/, rendered by
+// kustomize through an overlay that changes only the webhook's address and its caBundle) applied to
+// Kubernetes' own kube-apiserver, the webhook run as a process of this test with a serving
+// certificate made for the run and the token the shipped RBAC grants its ServiceAccount, and each
+// §5 verdict proven end to end on Node objects reported as a kubelet reports them:
 //
 //   admit       the real kube-scheduler binds, the API server asks the webhook, the pod has
 //               its node;
@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "tests/cluster/cluster_env.h"
+#include "tests/cluster/lane_objects.h"
 
 // Pods are described with designated initializers naming only what matters to each case;
 // GCC warns about the members left to their defaults.
@@ -67,6 +68,10 @@
 
 using nodewarden::cluster::Cluster;
 using nodewarden::cluster::Json;
+using nodewarden::cluster::laneNode;
+using nodewarden::cluster::laneNodeStatus;
+using nodewarden::cluster::lanePod;
+using nodewarden::cluster::rfc3339Now;
 using nodewarden::cluster::Run;
 
 namespace {
@@ -84,15 +89,6 @@ std::string slurp(const std::string& path) {
 
 std::string sourceRoot() {
   return NODEWARDEN_SOURCE_ROOT;
-}
-
-std::string nowRfc3339() {
-  char text[32];
-  const std::time_t t = std::time(nullptr);
-  std::tm utc{};
-  ::gmtime_r(&t, &utc);
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 std::string base64(const std::string& data) {
@@ -230,85 +226,13 @@ double sumSamples(const std::string& text, const std::string& name,
   return sum;
 }
 
-// The node objects of the lane: labels as a kubelet registers them; capacity, allocatable,
-// conditions and node info as its status reports them. `pressure` adds a condition "True".
-Json laneNode(const std::string& name, const std::string& pressure = "") {
-  const Json resources = {
-      {"cpu", "4"}, {"memory", "4Gi"}, {"pods", "110"}, {"ephemeral-storage", "20Gi"}};
-  Json conditions = Json::array();
-  for (const auto& [type, reason] : {std::pair{"MemoryPressure", "KubeletHasSufficientMemory"},
-                                     std::pair{"DiskPressure", "KubeletHasNoDiskPressure"},
-                                     std::pair{"PIDPressure", "KubeletHasSufficientPID"}}) {
-    const bool on = pressure == type;
-    conditions.push_back({{"type", type},
-                          {"status", on ? "True" : "False"},
-                          {"reason", on ? "KubeletHasInsufficientMemory" : reason}});
-  }
-  conditions.push_back({{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}});
-  if (pressure == "NodewardenMemoryPressure") {
-    // What the node's agent publishes (node/kube_source.cpp) when it sees pressure first.
-    conditions.push_back({{"type", "NodewardenMemoryPressure"},
-                          {"status", "True"},
-                          {"reason", "NodewardenHasInsufficientMemory"},
-                          {"message", "memory.available below its hard threshold 100Mi"}});
-  }
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata",
-           {{"name", name},
-            {"labels",
-             {{"kubernetes.io/hostname", name},
-              {"kubernetes.io/os", "linux"},
-              {"kubernetes.io/arch", "amd64"}}}}},
-          {"status",
-           {{"capacity", resources},
-            {"allocatable", resources},
-            {"conditions", conditions},
-            {"addresses", Json::array({{{"type", "Hostname"}, {"address", name}}})},
-            {"nodeInfo",
-             {{"architecture", "amd64"},
-              {"operatingSystem", "linux"},
-              {"kubeletVersion", nodewarden::cluster::kubernetesRelease()},
-              {"containerRuntimeVersion", "containerd://2.1.0"},
-              {"kernelVersion", "6.1.0"},
-              {"osImage", "Debian GNU/Linux 12 (bookworm)"},
-              {"kubeProxyVersion", ""},
-              {"machineID", ""},
-              {"systemUUID", ""},
-              {"bootID", ""}}}}}};
-}
-
-struct PodShape {
-  std::string node;    // spec.nodeName: created bound (and Running when `running`)
-  std::string pinTo;   // spec.nodeSelector kubernetes.io/hostname (for a scheduler)
-  std::string memory;  // requests.memory; "" and no cpu: BestEffort
-  std::string cpu;
-  std::string priorityClass;
-  std::string scheduler;  // spec.schedulerName ("" : default-scheduler)
-  Json labels = Json::object();
-  Json tolerations = Json::array();
-  bool running = false;
-};
-
-Json lanePod(const std::string& ns, const std::string& name, const PodShape& shape) {
-  Json container = {{"name", "main"}, {"image", "registry.invalid/nodewarden/pause:3.10"}};
-  Json requests = Json::object();
-  if (!shape.memory.empty()) requests["memory"] = shape.memory;
-  if (!shape.cpu.empty()) requests["cpu"] = shape.cpu;
-  if (!requests.empty()) container["resources"] = {{"requests", requests}};
-  Json spec = {{"containers", Json::array({container})}};
-  if (!shape.node.empty()) spec["nodeName"] = shape.node;
-  if (!shape.pinTo.empty()) spec["nodeSelector"] = {{"kubernetes.io/hostname", shape.pinTo}};
-  if (!shape.priorityClass.empty()) spec["priorityClassName"] = shape.priorityClass;
-  if (!shape.scheduler.empty()) spec["schedulerName"] = shape.scheduler;
-  if (!shape.tolerations.empty()) spec["tolerations"] = shape.tolerations;
-  Json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", ns}}},
-              {"spec", spec}};
-  if (!shape.labels.empty()) pod["metadata"]["labels"] = shape.labels;
-  if (shape.running) pod["status"] = {{"phase", "Running"}};
-  return pod;
+// The node objects of the lane's snapshot: labels as a kubelet registers them; 4 cpu and
+// 4Gi, conditions and node info as its status reports them. `pressure` adds a condition
+// "True" (NodeShape).
+Json snapshotNode(const std::string& name, const std::string& pressure = "") {
+  Json node = laneNode(name);
+  node["status"] = laneNodeStatus(name, "4Gi", {.cpu = "4", .pressure = pressure});
+  return node;
 }
 
 // Everything the test cases share: the control plane, the shipped manifests applied, the
@@ -496,7 +420,7 @@ Lane::Lane() {
     if (!onPath(tool)) {
       nodewarden::cluster::skip(std::string("the webhook lane needs ") + tool +
                                 " (curl: the API server's answers as sent and the webhook's "
-                                "/metrics; openssl: the serving certificate, as the README's "
+                                "/metrics; openssl: the serving certificate, as docs/install.md's "
                                 "recipe makes it)");
     }
   }
@@ -508,10 +432,11 @@ Lane::Lane() {
   const Json snapshot = {
       {"priorityClasses", Json::array({{{"metadata", {{"name", "lane-low"}}}, {"value", 100}},
                                        {{"metadata", {{"name", "lane-high"}}}, {"value", 1000}}})},
-      {"nodes", Json::array({laneNode("admit-1"), laneNode("pressure-1", "MemoryPressure"),
-                             laneNode("pressure-2", "NodewardenMemoryPressure"), laneNode("wait-1"),
-                             laneNode("preempt-1"), laneNode("spare-1"), laneNode("dryrun-1"),
-                             laneNode("open-1", "NodewardenMemoryPressure")})},
+      {"nodes",
+       Json::array({snapshotNode("admit-1"), snapshotNode("pressure-1", "MemoryPressure"),
+                    snapshotNode("pressure-2", "NodewardenMemoryPressure"), snapshotNode("wait-1"),
+                    snapshotNode("preempt-1"), snapshotNode("spare-1"), snapshotNode("dryrun-1"),
+                    snapshotNode("open-1", "NodewardenMemoryPressure")})},
       {"pods",
        Json::array({lanePod("wh-wait", "old", {.node = "wait-1", .memory = "3Gi", .running = true}),
                     lanePod("wh-preempt", "guarded-a",
@@ -539,7 +464,7 @@ Lane::Lane() {
   uids = nodewarden::cluster::loadSnapshot(cluster, snapshot);
   for (const char* ns : {"wh-canary", "wh-admit", "wh-reject", "wh-open"}) ensureNamespace(ns);
 
-  // The webhook's serving certificate, as the README's openssl recipe makes it (with the
+  // The webhook's serving certificate, as docs/install.md's openssl recipe makes it (with the
   // address the API server calls here, 127.0.0.1, among the names).
   const std::string dir = files.path.string();
   auto openssl = [&](const std::vector<std::string>& args) {
@@ -863,8 +788,8 @@ TEST_CASE(
                                                      {"status", "False"},
                                                      {"reason", "NodewardenHasSufficientMemory"},
                                                      {"message", "no eviction threshold met"},
-                                                     {"lastHeartbeatTime", nowRfc3339()},
-                                                     {"lastTransitionTime", nowRfc3339()}}})}}}};
+                                                     {"lastHeartbeatTime", rfc3339Now()},
+                                                     {"lastTransitionTime", rfc3339Now()}}})}}}};
   const Run patched = l.cluster.kubectl({"patch", "node", "pressure-2", "--subresource=status",
                                          "--type=strategic", "-p", clear.dump()});
   REQUIRE_MESSAGE(patched.status == 0, patched.err);
@@ -1023,13 +948,13 @@ TEST_CASE(
   // The status a kubelet reports for it (Running, Ready), through the status subresource.
   nodewarden::cluster::Json snapshotStatus = {
       {"phase", "Running"},
-      {"startTime", nowRfc3339()},
+      {"startTime", rfc3339Now()},
       {"conditions",
        Json::array(
-           {{{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}},
-            {{"type", "ContainersReady"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}},
-            {{"type", "Initialized"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}},
-            {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", nowRfc3339()}}})},
+           {{{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", rfc3339Now()}},
+            {{"type", "ContainersReady"}, {"status", "True"}, {"lastTransitionTime", rfc3339Now()}},
+            {{"type", "Initialized"}, {"status", "True"}, {"lastTransitionTime", rfc3339Now()}},
+            {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", rfc3339Now()}}})},
       {"containerStatuses",
        Json::array({{{"name", "main"},
                      {"image", "registry.invalid/nodewarden/pause:3.10"},
@@ -1037,7 +962,7 @@ TEST_CASE(
                      {"ready", true},
                      {"started", true},
                      {"restartCount", 0},
-                     {"state", {{"running", {{"startedAt", nowRfc3339()}}}}}}})}};
+                     {"state", {{"running", {{"startedAt", rfc3339Now()}}}}}}})}};
   l.cluster.replaceStatus("/api/v1/namespaces/wh-preempt/pods/guarded-b", snapshotStatus);
   Json evicted;
   REQUIRE_MESSAGE(l.waitUntil(
