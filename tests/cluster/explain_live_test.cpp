@@ -1,4 +1,4 @@
-// `nodewarden explain … --kubeconfig` against the real API server (CONTRACT §1): the same
+// `nodewarden explain … --kubeconfig` against the real API server (docs/reference.md §1): the same
 // objects, read through the API (the stats through the node proxy, answered by a stand-in
 // kubelet), give byte for byte the output `--snapshot` gives over what `kubectl get … -o
 // json` printed of them — for eviction, admission and preemption, as JSON and as a table.

@@ -9,12 +9,18 @@ and `src`) must name a file or folder that exists inside SOURCE_ROOT, and every 
 match a heading of the Markdown file it points into (GitHub's slugs: lower case, punctuation
 dropped, spaces as hyphens, `-1`, `-2` … for repeated headings) or an HTML `id`/`name`. A
 document must not point outside the repository: no absolute paths, no `file:` URLs, no
-relative path that climbs out of SOURCE_ROOT, no mention of `../shared`. Links on the web
-(`https:`, `mailto:`) are not fetched. Code (fenced blocks and `inline spans`) is skipped.
+relative path that climbs out of SOURCE_ROOT. Links on the web (`https:`, `mailto:`) are not
+fetched. Code (fenced blocks and `inline spans`) is skipped.
 
-Without FILE, every `*.md` below SOURCE_ROOT is checked, except in `.git` and in meson build
-directories (any folder holding `meson-private`). Prints one line per problem,
-`FILE:LINE: TARGET: what is wrong`, and exits 1 if there is any, else 0.
+No file of the repository — code comments, scripts, manifests and documents alike — names a
+document that is not in it: no mention of the design folder the project was written from
+(`../shared`, `shared/design`, its `CONTRACT §N`); a document named bare (`ARCHITECTURE.md`)
+is at the repository's root or beside the file naming it; one named by its path from the root
+(`docs/reference.md`, whose first folder is one of the root's) exists.
+
+Without FILE, every `*.md` below SOURCE_ROOT is checked, and every text file for mentions,
+except in `.git` and in meson build directories (any folder holding `meson-private`). Prints
+one line per problem, `FILE:LINE: TARGET: what is wrong`, and exits 1 if there is any, else 0.
 """
 
 import os
@@ -31,7 +37,16 @@ REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(?:<([^>]*)>|(\S+))")
 HTML_ATTRIBUTE = re.compile(r"""\b(?:href|src)\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
 HTML_ANCHOR = re.compile(r"""<a\b[^>]*\b(?:id|name)\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-OUTSIDE_MENTIONS = ("../shared",)
+# The design folder the project was written from, outside the repository.
+OUTSIDE_MENTIONS = ("../shared", "/work/shared", "shared/design", "shared/reference",
+                    "CONTRACT §", "CONTRACT.md")
+# A document named bare (STYLE.md, ARCHITECTURE.md), or by a path (docs/reference.md).
+BARE_DOCUMENT = re.compile(r"(?<![\w./-])([A-Z][A-Z0-9_-]*\.md)\b")
+DOCUMENT_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w.-]+\.md)\b")
+# Files the mention check reads: text up to this size (a larger or binary file is skipped).
+MENTION_FILE_LIMIT = 2 << 20
+# This checker names what it forbids.
+SELF = os.path.realpath(__file__)
 
 
 def strip_code_spans(line):
@@ -123,6 +138,8 @@ class Checker:
         self.anchor_cache = {}
         self.problems = []
         self.links = 0
+        self.mention_files = 0
+        self.folders = None
 
     def anchors_of(self, path):
         if path not in self.anchor_cache:
@@ -138,14 +155,65 @@ class Checker:
         with open(path, encoding="utf-8") as f:
             text = f.read()
         first = len(self.problems)
-        for number, line in prose_lines(text):
-            for mention in OUTSIDE_MENTIONS:
-                if mention in line:
-                    self.report(path, number, mention, "points outside the repository")
+        self.check_mentions(path, text, markdown=True)
         for number, target in targets(text):
             self.links += 1
             self.check_target(path, number, target)
         # In the order of the file's lines.
+        self.problems[first:] = sorted(self.problems[first:], key=lambda p: p[1])
+
+    def check_mentions(self, path, text, markdown=False):
+        """The documents a file names in its text (comments, prose) are in the repository.
+        In Markdown, link targets are left to check_target."""
+        if path == SELF:
+            return
+        self.mention_files += 1
+        top_folders = self.top_folders()
+        for number, line in enumerate(text.splitlines(), 1):
+            for mention in OUTSIDE_MENTIONS:
+                if mention in line:
+                    self.report(path, number, mention, "points outside the repository")
+            if markdown:
+                if REFERENCE_DEFINITION.match(line):
+                    continue
+                line = HTML_ATTRIBUTE.sub("", INLINE_LINK.sub("](", line))
+            for match in BARE_DOCUMENT.finditer(line):
+                name = match.group(1)
+                if not os.path.isfile(os.path.join(self.root, name)) and \
+                        not os.path.isfile(os.path.join(os.path.dirname(path), name)):
+                    self.report(path, number, name,
+                                "names a document that is not in the repository")
+            for match in DOCUMENT_PATH.finditer(line):
+                name = match.group(1)
+                if name.split("/")[0] in top_folders and \
+                        not os.path.isfile(os.path.join(self.root, name)):
+                    self.report(path, number, name,
+                                "names a document that is not in the repository")
+
+    def top_folders(self):
+        if self.folders is None:
+            self.folders = {d for d in os.listdir(self.root)
+                            if os.path.isdir(os.path.join(self.root, d)) and d != ".git"}
+        return self.folders
+
+    def check_text_file(self, path):
+        """The mention check alone, for a file that is not Markdown."""
+        path = os.path.realpath(path)
+        try:
+            if os.path.getsize(path) > MENTION_FILE_LIMIT:
+                return
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return
+        if b"\0" in data:
+            return
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return
+        first = len(self.problems)
+        self.check_mentions(path, text)
         self.problems[first:] = sorted(self.problems[first:], key=lambda p: p[1])
 
     def check_target(self, path, number, target):
@@ -182,20 +250,24 @@ def describe(problem):
     return f"{path}:{number}: {target}: {what}"
 
 
-def markdown_files(root):
+def repository_files(root):
     for directory, subdirectories, files in os.walk(root):
         subdirectories[:] = sorted(
             d for d in subdirectories
             if d != ".git" and not os.path.isdir(os.path.join(directory, d, "meson-private")))
         for name in sorted(files):
-            if name.endswith(".md"):
-                yield os.path.join(directory, name)
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                yield path
 
 
 def check(root, files):
     checker = Checker(root)
-    for path in files or list(markdown_files(checker.root)):
-        checker.check_file(path)
+    for path in files or list(repository_files(checker.root)):
+        if path.endswith(".md"):
+            checker.check_file(path)
+        else:
+            checker.check_text_file(path)
     return checker
 
 
@@ -223,6 +295,12 @@ See ../shared/notes.md for more.
 [up](../README.md#title) [up](../README.md#no-such)
 """,
     "docs/picture.svg": "<svg/>",
+    "ARCHITECTURE.md": "# Rooms\n",
+    "src/thing.cpp": """// Rooms: ARCHITECTURE.md; the manual: docs/guide.md (both in the repository).
+// As STYLE.md and CONTRACT §4 say; see docs/gone.md. Installed as usr/share/doc/x/README.md.
+// ../../shared/design/notes.txt
+""",
+    "src/picture.png": "\0PNG STYLE.md",
 }
 
 SELF_TEST_EXPECTED = [
@@ -236,6 +314,11 @@ SELF_TEST_EXPECTED = [
     "README.md:15: docs/missing.svg: no such file or folder",
     "README.md:16: docs/gone.md: no such file or folder",
     "docs/guide.md:4: ../README.md#no-such: no heading in README.md has the anchor #no-such",
+    "src/thing.cpp:2: CONTRACT §: points outside the repository",
+    "src/thing.cpp:2: STYLE.md: names a document that is not in the repository",
+    "src/thing.cpp:2: docs/gone.md: names a document that is not in the repository",
+    "src/thing.cpp:3: ../shared: points outside the repository",
+    "src/thing.cpp:3: shared/design: points outside the repository",
 ]
 
 
@@ -265,7 +348,8 @@ def main(argv):
     checker = check(argv[1], argv[2:])
     for problem in checker.problems:
         print(describe(problem))
-    print(f"{checker.links} links checked, {len(checker.problems)} broken")
+    print(f"{checker.links} links checked, {checker.mention_files} files read for the documents "
+          f"they name, {len(checker.problems)} problems")
     return 1 if checker.problems else 0
 
 
