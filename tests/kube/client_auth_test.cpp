@@ -212,42 +212,61 @@ TEST_CASE("client with an exec plugin that answers a client certificate") {
   CHECK(seen[0].authorization.empty());
 }
 
-TEST_CASE("client through an http:// proxy: CONNECT for https, absolute form for http") {
-  auto serverCert = makeTestCertificate("127.0.0.1");
-  FakeApiServerOptions tlsOptions;
-  tlsOptions.tls = true;
-  tlsOptions.certPem = serverCert.certPem;
-  tlsOptions.keyPem = serverCert.keyPem;
-  FakeApiServer tlsServer(tlsOptions);
+namespace {
+
+// The servers a proxy test reaches — the fake API server over TLS (a certificate for
+// 127.0.0.1, which the https:// proxies serve too) and plain — and the loop the client runs
+// on.
+struct ProxiedServers {
+  nodewarden::testing::TestCertificate serverCert = makeTestCertificate("127.0.0.1");
+  FakeApiServer tlsServer{tlsOptions(serverCert)};
   FakeApiServer plainServer;
   Loop loop;
-  auto through = [](const FakeApiServer& server, const ConnectProxy& proxy, bool tls,
-                    const std::string& caPem) {
+
+  static FakeApiServerOptions tlsOptions(const nodewarden::testing::TestCertificate& cert) {
+    FakeApiServerOptions options;
+    options.tls = true;
+    options.certPem = cert.certPem;
+    options.keyPem = cert.keyPem;
+    return options;
+  }
+
+  // A cluster at `host`:`server`'s port (over TLS when `server` is tlsServer, trusting the
+  // server's certificate) with a token, reached through `proxy` as a kubeconfig's proxy-url
+  // of `scheme` says.
+  template <typename Proxy>
+  kube::ClusterConfig through(const FakeApiServer& server, const Proxy& proxy,
+                              kube::ProxyScheme scheme,
+                              const std::string& host = "127.0.0.1") const {
     kube::ClusterConfig c;
-    c.host = "127.0.0.1";
+    c.host = host;
     c.port = std::to_string(server.port());
-    c.tls = tls;
-    c.caData = caPem;
+    c.tls = &server == &tlsServer;
+    c.caData = serverCert.certPem;
     c.token = "test-token";
     c.proxyUrl = proxy.url();
-    c.proxyScheme = kube::ProxyScheme::Http;
+    c.proxyScheme = scheme;
     c.proxyHost = "127.0.0.1";
     c.proxyPort = std::to_string(proxy.port());
     return c;
-  };
+  }
 
-  SUBCASE("https: a tunnel per connection, requests and watches through it") {
-    ConnectProxy proxy;
-    kube::Client client(loop.io, through(tlsServer, proxy, true, serverCert.certPem));
-    CHECK(get(loop, client, "/api/v1/nodes").status == 200);
+  // A GET and a watch through `client`, both answered 200.
+  void requestAndWatch(kube::Client& client) {
+    auto nodes = get(loop, client, "/api/v1/nodes");
+    CHECK_MESSAGE(nodes.status == 200, nodes.describe());
     std::optional<kube::ApiResponse> end;
     auto watch =
         client.watch("/api/v1/pods?watch=1&timeoutSeconds=1",
                      {nullptr, nullptr, [&](kube::ApiResponse r) { end = std::move(r); }}, 5000ms);
     REQUIRE(loop.runUntil([&] { return end.has_value(); }));
     CHECK_MESSAGE(end->status == 200, end->describe());
-    // The watch may reuse the request's tunnel (a kept-alive connection): every connection
-    // the client made went through the proxy.
+  }
+
+  // Every connection the client made to tlsServer went through `proxy` as a CONNECT tunnel
+  // (the watch may reuse the request's tunnel: a kept-alive connection); the server saw the
+  // GET and the watch.
+  void checkTunnelled(const ConnectProxy& proxy) {
     auto seen = proxy.requests();
     REQUIRE(seen.size() >= 1);
     for (const auto& r : seen) {
@@ -256,19 +275,10 @@ TEST_CASE("client through an http:// proxy: CONNECT for https, absolute form for
     }
     CHECK(tlsServer.requests().size() == 2);
   }
-  SUBCASE("http: absolute-form requests") {
-    ConnectProxy proxy;
-    kube::Client client(loop.io, through(plainServer, proxy, false, ""));
-    CHECK(get(loop, client, "/api/v1/nodes?limit=5").status == 200);
-    auto seen = proxy.requests();
-    REQUIRE(seen.size() == 1);
-    CHECK(seen[0].method == "GET");
-    CHECK(seen[0].target ==
-          "http://127.0.0.1:" + std::to_string(plainServer.port()) + "/api/v1/nodes?limit=5");
-  }
-  SUBCASE("a proxy that wants credentials: 407 without, through with the URL's user info") {
-    ConnectProxy proxy("Basic dXNlcjpzZWNyZXQ=");
-    kube::ClusterConfig c = through(tlsServer, proxy, true, serverCert.certPem);
+
+  // A proxy that wants "Basic dXNlcjpzZWNyZXQ=" answers `c` 407 (as the client's error says),
+  // and lets it through with the URL's user info.
+  void checkProxyCredentials(kube::ClusterConfig c, const ConnectProxy& proxy) {
     {
       kube::Client client(loop.io, c);
       auto refused = get(loop, client, "/api/v1/nodes");
@@ -281,60 +291,56 @@ TEST_CASE("client through an http:// proxy: CONNECT for https, absolute form for
     kube::Client client(loop.io, c);
     CHECK(get(loop, client, "/api/v1/nodes").status == 200);
   }
+};
+
+}  // namespace
+
+TEST_CASE("client through an http:// proxy: CONNECT for https, absolute form for http") {
+  ProxiedServers at;
+  const auto http = kube::ProxyScheme::Http;
+
+  SUBCASE("https: a tunnel per connection, requests and watches through it") {
+    ConnectProxy proxy;
+    kube::Client client(at.loop.io, at.through(at.tlsServer, proxy, http));
+    at.requestAndWatch(client);
+    at.checkTunnelled(proxy);
+  }
+  SUBCASE("http: absolute-form requests") {
+    ConnectProxy proxy;
+    kube::Client client(at.loop.io, at.through(at.plainServer, proxy, http));
+    CHECK(get(at.loop, client, "/api/v1/nodes?limit=5").status == 200);
+    auto seen = proxy.requests();
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].method == "GET");
+    CHECK(seen[0].target ==
+          "http://127.0.0.1:" + std::to_string(at.plainServer.port()) + "/api/v1/nodes?limit=5");
+  }
+  SUBCASE("a proxy that wants credentials: 407 without, through with the URL's user info") {
+    ConnectProxy proxy("Basic dXNlcjpzZWNyZXQ=");
+    at.checkProxyCredentials(at.through(at.tlsServer, proxy, http), proxy);
+  }
 }
 
 TEST_CASE("client through an https:// proxy: TLS to the proxy, then CONNECT or absolute form") {
   // As client-go: the proxy's certificate is verified with the cluster's own TLS settings
   // (here the one certificate authority signed both, as the proxy serves the same certificate).
-  auto serverCert = makeTestCertificate("127.0.0.1");
-  FakeApiServerOptions tlsOptions;
-  tlsOptions.tls = true;
-  tlsOptions.certPem = serverCert.certPem;
-  tlsOptions.keyPem = serverCert.keyPem;
-  FakeApiServer tlsServer(tlsOptions);
-  FakeApiServer plainServer;
-  Loop loop;
-  auto through = [&](const FakeApiServer& server, const ConnectProxy& proxy, bool tls) {
-    kube::ClusterConfig c;
-    c.host = "127.0.0.1";
-    c.port = std::to_string(server.port());
-    c.tls = tls;
-    c.caData = serverCert.certPem;
-    c.token = "test-token";
-    c.proxyUrl = proxy.url();
-    c.proxyScheme = kube::ProxyScheme::Https;
-    c.proxyHost = "127.0.0.1";
-    c.proxyPort = std::to_string(proxy.port());
-    return c;
-  };
+  ProxiedServers at;
+  const auto https = kube::ProxyScheme::Https;
   ConnectProxyOptions options;
-  options.tlsCertPem = serverCert.certPem;
-  options.tlsKeyPem = serverCert.keyPem;
+  options.tlsCertPem = at.serverCert.certPem;
+  options.tlsKeyPem = at.serverCert.keyPem;
 
   SUBCASE("https server: TLS inside the proxy's TLS, requests and a watch") {
     ConnectProxy proxy(options);
-    kube::Client client(loop.io, through(tlsServer, proxy, true));
-    auto nodes = get(loop, client, "/api/v1/nodes");
-    CHECK_MESSAGE(nodes.status == 200, nodes.describe());
-    std::optional<kube::ApiResponse> end;
-    auto watch =
-        client.watch("/api/v1/pods?watch=1&timeoutSeconds=1",
-                     {nullptr, nullptr, [&](kube::ApiResponse r) { end = std::move(r); }}, 5000ms);
-    REQUIRE(loop.runUntil([&] { return end.has_value(); }));
-    CHECK_MESSAGE(end->status == 200, end->describe());
+    kube::Client client(at.loop.io, at.through(at.tlsServer, proxy, https));
+    at.requestAndWatch(client);
     CHECK(proxy.tlsHandshakes() >= 1);
-    auto seen = proxy.requests();
-    REQUIRE(seen.size() >= 1);
-    for (const auto& r : seen) {
-      CHECK(r.method == "CONNECT");
-      CHECK(r.target == "127.0.0.1:" + std::to_string(tlsServer.port()));
-    }
-    CHECK(tlsServer.requests().size() == 2);
+    at.checkTunnelled(proxy);
   }
   SUBCASE("http server: absolute form inside the proxy's TLS") {
     ConnectProxy proxy(options);
-    kube::Client client(loop.io, through(plainServer, proxy, false));
-    auto nodes = get(loop, client, "/api/v1/nodes?limit=5");
+    kube::Client client(at.loop.io, at.through(at.plainServer, proxy, https));
+    auto nodes = get(at.loop, client, "/api/v1/nodes?limit=5");
     CHECK_MESSAGE(nodes.status == 200, nodes.describe());
     auto seen = proxy.requests();
     REQUIRE(seen.size() == 1);
@@ -344,91 +350,53 @@ TEST_CASE("client through an https:// proxy: TLS to the proxy, then CONNECT or a
   SUBCASE("credentials: 407 without, through with the URL's user info") {
     options.requiredAuthorization = "Basic dXNlcjpzZWNyZXQ=";
     ConnectProxy proxy(options);
-    kube::ClusterConfig c = through(tlsServer, proxy, true);
-    {
-      kube::Client client(loop.io, c);
-      auto refused = get(loop, client, "/api/v1/nodes");
-      CHECK(refused.status == 0);
-      CHECK(refused.error == "CONNECT to 127.0.0.1:" + std::to_string(tlsServer.port()) +
-                                 " through the proxy 127.0.0.1:" + std::to_string(proxy.port()) +
-                                 ": the proxy answered 407 Proxy Authentication Required");
-    }
-    c.proxyAuthorization = "Basic dXNlcjpzZWNyZXQ=";
-    kube::Client client(loop.io, c);
-    CHECK(get(loop, client, "/api/v1/nodes").status == 200);
+    at.checkProxyCredentials(at.through(at.tlsServer, proxy, https), proxy);
   }
   SUBCASE("a proxy whose certificate no authority of the kubeconfig signed is refused") {
     auto other = makeTestCertificate("127.0.0.1");
     options.tlsCertPem = other.certPem;
     options.tlsKeyPem = other.keyPem;
     ConnectProxy proxy(options);
-    kube::Client client(loop.io, through(tlsServer, proxy, true));
-    auto refused = get(loop, client, "/api/v1/nodes");
+    kube::Client client(at.loop.io, at.through(at.tlsServer, proxy, https));
+    auto refused = get(at.loop, client, "/api/v1/nodes");
     CHECK(refused.status == 0);
     CHECK(refused.error.starts_with(
         "TLS handshake with the proxy 127.0.0.1:" + std::to_string(proxy.port()) + ": "));
     CHECK(refused.error.find("signed the proxy's certificate") != std::string::npos);
     CHECK(proxy.requests().empty());
-    CHECK(tlsServer.requests().empty());
+    CHECK(at.tlsServer.requests().empty());
   }
 }
 
 TEST_CASE("client through a socks5:// proxy: RFC 1928, RFC 1929, the name resolved remotely") {
-  auto serverCert = makeTestCertificate("127.0.0.1");
-  FakeApiServerOptions tlsOptions;
-  tlsOptions.tls = true;
-  tlsOptions.certPem = serverCert.certPem;
-  tlsOptions.keyPem = serverCert.keyPem;
-  FakeApiServer tlsServer(tlsOptions);
-  FakeApiServer plainServer;
-  Loop loop;
-  auto through = [&](const FakeApiServer& server, const Socks5Proxy& proxy, bool tls,
-                     const std::string& host) {
-    kube::ClusterConfig c;
-    c.host = host;
-    c.port = std::to_string(server.port());
-    c.tls = tls;
-    c.caData = serverCert.certPem;
-    c.token = "test-token";
-    c.proxyUrl = proxy.url();
-    c.proxyScheme = kube::ProxyScheme::Socks5;
-    c.proxyHost = "127.0.0.1";
-    c.proxyPort = std::to_string(proxy.port());
-    return c;
-  };
+  ProxiedServers at;
+  const auto socks5 = kube::ProxyScheme::Socks5;
 
   SUBCASE("no authentication, an address: TLS through the tunnel, requests and a watch") {
     Socks5Proxy proxy;
-    kube::Client client(loop.io, through(tlsServer, proxy, true, "127.0.0.1"));
-    auto nodes = get(loop, client, "/api/v1/nodes");
-    CHECK_MESSAGE(nodes.status == 200, nodes.describe());
-    std::optional<kube::ApiResponse> end;
-    auto watch =
-        client.watch("/api/v1/pods?watch=1&timeoutSeconds=1",
-                     {nullptr, nullptr, [&](kube::ApiResponse r) { end = std::move(r); }}, 5000ms);
-    REQUIRE(loop.runUntil([&] { return end.has_value(); }));
-    CHECK_MESSAGE(end->status == 200, end->describe());
+    kube::Client client(at.loop.io, at.through(at.tlsServer, proxy, socks5));
+    at.requestAndWatch(client);
     auto seen = proxy.requests();
     REQUIRE(seen.size() >= 1);
     for (const auto& r : seen) {
       CHECK(r.methods == std::vector<unsigned>{0});
       CHECK(r.addressType == 1);
       CHECK(r.host == "127.0.0.1");
-      CHECK(r.port == tlsServer.port());
+      CHECK(r.port == at.tlsServer.port());
       CHECK(r.reply == 0);
     }
-    CHECK(tlsServer.requests().size() == 2);
+    CHECK(at.tlsServer.requests().size() == 2);
   }
   SUBCASE("a host name goes to the proxy to resolve (socks5h), plain http in origin form") {
     Socks5Proxy proxy;
-    kube::Client client(loop.io, through(plainServer, proxy, false, "localhost"));
-    auto nodes = get(loop, client, "/api/v1/nodes?limit=5");
+    kube::Client client(at.loop.io, at.through(at.plainServer, proxy, socks5, "localhost"));
+    auto nodes = get(at.loop, client, "/api/v1/nodes?limit=5");
     CHECK_MESSAGE(nodes.status == 200, nodes.describe());
     auto seen = proxy.requests();
     REQUIRE(seen.size() == 1);
     CHECK(seen[0].addressType == 3);
     CHECK(seen[0].host == "localhost");
-    auto atServer = plainServer.requests();
+    auto atServer = at.plainServer.requests();
     REQUIRE(atServer.size() == 1);
     CHECK(atServer[0].path == "/api/v1/nodes");
   }
@@ -437,27 +405,27 @@ TEST_CASE("client through a socks5:// proxy: RFC 1928, RFC 1929, the name resolv
     options.user = "user";
     options.password = "s3cret";
     Socks5Proxy proxy(options);
-    kube::ClusterConfig c = through(tlsServer, proxy, true, "127.0.0.1");
-    const std::string at = "127.0.0.1:" + std::to_string(proxy.port());
+    kube::ClusterConfig c = at.through(at.tlsServer, proxy, socks5);
+    const std::string proxyAt = "127.0.0.1:" + std::to_string(proxy.port());
     {
-      kube::Client client(loop.io, c);
-      auto refused = get(loop, client, "/api/v1/nodes");
+      kube::Client client(at.loop.io, c);
+      auto refused = get(at.loop, client, "/api/v1/nodes");
       CHECK(refused.status == 0);
-      CHECK(refused.error == "SOCKS5 greeting to the proxy " + at +
+      CHECK(refused.error == "SOCKS5 greeting to the proxy " + proxyAt +
                                  ": the proxy accepts none of the authentication methods offered "
                                  "(none; put user:password@ in proxy-url if it needs them)");
     }
     c.proxyCredentials = std::make_pair(std::string("user"), std::string("wrong"));
     {
-      kube::Client client(loop.io, c);
-      auto refused = get(loop, client, "/api/v1/nodes");
+      kube::Client client(at.loop.io, c);
+      auto refused = get(at.loop, client, "/api/v1/nodes");
       CHECK(refused.status == 0);
-      CHECK(refused.error == "SOCKS5 username/password authentication with the proxy " + at +
+      CHECK(refused.error == "SOCKS5 username/password authentication with the proxy " + proxyAt +
                                  ": the proxy refused the user name and password (status 1)");
     }
     c.proxyCredentials = std::make_pair(std::string("user"), std::string("s3cret"));
-    kube::Client client(loop.io, c);
-    auto nodes = get(loop, client, "/api/v1/nodes");
+    kube::Client client(at.loop.io, c);
+    auto nodes = get(at.loop, client, "/api/v1/nodes");
     CHECK_MESSAGE(nodes.status == 200, nodes.describe());
     auto seen = proxy.requests();
     REQUIRE(seen.size() == 3);
@@ -472,13 +440,13 @@ TEST_CASE("client through a socks5:// proxy: RFC 1928, RFC 1929, the name resolv
     Socks5ProxyOptions options;
     options.refuseWith = 2;
     Socks5Proxy proxy(options);
-    kube::Client client(loop.io, through(tlsServer, proxy, true, "127.0.0.1"));
-    auto refused = get(loop, client, "/api/v1/nodes");
+    kube::Client client(at.loop.io, at.through(at.tlsServer, proxy, socks5));
+    auto refused = get(at.loop, client, "/api/v1/nodes");
     CHECK(refused.status == 0);
-    CHECK(refused.error == "SOCKS5 CONNECT to 127.0.0.1:" + std::to_string(tlsServer.port()) +
+    CHECK(refused.error == "SOCKS5 CONNECT to 127.0.0.1:" + std::to_string(at.tlsServer.port()) +
                                " through the proxy 127.0.0.1:" + std::to_string(proxy.port()) +
                                ": the proxy answered connection not allowed by ruleset");
-    CHECK(tlsServer.requests().empty());
+    CHECK(at.tlsServer.requests().empty());
   }
 }
 

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -145,20 +146,53 @@ bool splitHostPort(const std::string& hostPort, std::string& host, std::uint16_t
   return true;
 }
 
-}  // namespace
-
-struct ConnectProxy::Impl {
-  std::string required;
-  SSL_CTX* tls = nullptr;
-  std::atomic<std::size_t> handshakes{0};
+// What both proxies do around their protocol: a listener on 127.0.0.1, a thread per
+// connection, and every socket a session holds, to shut down at the end.
+struct ProxyServer {
   int listener = -1;
   std::uint16_t port = 0;
   std::atomic<bool> stopping{false};
   std::thread acceptor;
   mutable std::mutex mutex;
   std::vector<std::thread> sessions;
-  std::set<int> open;  // every socket a session holds, to shut down at the end
-  std::vector<ProxyRequest> seen;
+  std::set<int> open;  // every socket a session holds
+
+  // Listens, and runs `session` on a thread of its own for each connection accepted (the
+  // client's socket, tracked; the session closes it with untrackAndClose).
+  void start(std::function<void(int)> session) {
+    listener = listenLoopback(port);
+    acceptor = std::thread([this, session = std::move(session)] {
+      while (!stopping) {
+        int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) {
+          if (errno == EINTR) continue;
+          return;  // the listener was shut down
+        }
+        track(fd);
+        std::lock_guard lock(mutex);
+        sessions.emplace_back([session, fd] { session(fd); });
+      }
+    });
+  }
+
+  // Stops accepting, shuts every open socket down (which ends the sessions' relays) and
+  // joins every thread.
+  void stop() {
+    stopping = true;
+    ::shutdown(listener, SHUT_RDWR);
+    if (acceptor.joinable()) acceptor.join();
+    {
+      std::lock_guard lock(mutex);
+      for (int fd : open) ::shutdown(fd, SHUT_RDWR);
+    }
+    std::vector<std::thread> ended;
+    {
+      std::lock_guard lock(mutex);
+      ended = std::move(sessions);
+    }
+    for (auto& t : ended) t.join();
+    ::close(listener);
+  }
 
   void track(int fd) {
     std::lock_guard lock(mutex);
@@ -172,22 +206,19 @@ struct ConnectProxy::Impl {
     }
     ::close(fd);
   }
+};
+
+}  // namespace
+
+struct ConnectProxy::Impl : ProxyServer {
+  std::string required;
+  SSL_CTX* tls = nullptr;
+  std::atomic<std::size_t> handshakes{0};
+  std::vector<ProxyRequest> seen;
+
   void record(ProxyRequest r) {
     std::lock_guard lock(mutex);
     seen.push_back(std::move(r));
-  }
-
-  void acceptLoop() {
-    while (!stopping) {
-      int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EINTR) continue;
-        return;  // the listener was shut down
-      }
-      track(fd);
-      std::lock_guard lock(mutex);
-      sessions.emplace_back([this, fd] { serve(fd); });
-    }
   }
 
   void serve(int client) {
@@ -315,25 +346,11 @@ ConnectProxy::ConnectProxy(ConnectProxyOptions options) : impl_(std::make_unique
       throw std::runtime_error("connect proxy: bad TLS certificate or key");
     }
   }
-  impl_->listener = listenLoopback(impl_->port);
-  impl_->acceptor = std::thread([this] { impl_->acceptLoop(); });
+  impl_->start([impl = impl_.get()](int fd) { impl->serve(fd); });
 }
 
 ConnectProxy::~ConnectProxy() {
-  impl_->stopping = true;
-  ::shutdown(impl_->listener, SHUT_RDWR);
-  impl_->acceptor.join();
-  {
-    std::lock_guard lock(impl_->mutex);
-    for (int fd : impl_->open) ::shutdown(fd, SHUT_RDWR);
-  }
-  std::vector<std::thread> sessions;
-  {
-    std::lock_guard lock(impl_->mutex);
-    sessions = std::move(impl_->sessions);
-  }
-  for (auto& t : sessions) t.join();
-  ::close(impl_->listener);
+  impl_->stop();
   if (impl_->tls != nullptr) SSL_CTX_free(impl_->tls);
 }
 
@@ -355,58 +372,27 @@ std::vector<ProxyRequest> ConnectProxy::requests() const {
   return impl_->seen;
 }
 
-struct Socks5Proxy::Impl {
+struct Socks5Proxy::Impl : ProxyServer {
   Socks5ProxyOptions options;
-  int listener = -1;
-  std::uint16_t port = 0;
-  std::atomic<bool> stopping{false};
-  std::thread acceptor;
-  mutable std::mutex mutex;
-  std::vector<std::thread> sessions;
-  std::set<int> open;
   std::vector<SocksRequest> seen;
 
-  void track(int fd) {
-    std::lock_guard lock(mutex);
-    open.insert(fd);
-  }
-  void untrackAndClose(int fd) {
-    if (fd < 0) return;
+  void serve(int fd) {
+    // A client that stalls in the negotiation is dropped after 10 s.
+    timeval limit{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    SocksRequest request;
+    int server = negotiate(fd, request);
     {
       std::lock_guard lock(mutex);
-      open.erase(fd);
+      seen.push_back(request);
     }
-    ::close(fd);
-  }
-
-  void acceptLoop() {
-    while (!stopping) {
-      int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      track(fd);
-      // A client that stalls in the negotiation is dropped after 10 s.
-      timeval limit{10, 0};
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-      std::lock_guard lock(mutex);
-      sessions.emplace_back([this, fd] {
-        SocksRequest request;
-        int server = negotiate(fd, request);
-        {
-          std::lock_guard recordLock(mutex);
-          seen.push_back(request);
-        }
-        if (server >= 0) {
-          timeval none{0, 0};
-          ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-          relay(Side{fd}, Side{server}, stopping);
-          untrackAndClose(server);
-        }
-        untrackAndClose(fd);
-      });
+    if (server >= 0) {
+      timeval none{0, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+      relay(Side{fd}, Side{server}, stopping);
+      untrackAndClose(server);
     }
+    untrackAndClose(fd);
   }
 
   // RFC 1928 and RFC 1929 up to the CONNECT's answer: the socket to the server, or -1.
@@ -486,25 +472,11 @@ struct Socks5Proxy::Impl {
 
 Socks5Proxy::Socks5Proxy(Socks5ProxyOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
-  impl_->listener = listenLoopback(impl_->port);
-  impl_->acceptor = std::thread([this] { impl_->acceptLoop(); });
+  impl_->start([impl = impl_.get()](int fd) { impl->serve(fd); });
 }
 
 Socks5Proxy::~Socks5Proxy() {
-  impl_->stopping = true;
-  ::shutdown(impl_->listener, SHUT_RDWR);
-  impl_->acceptor.join();
-  {
-    std::lock_guard lock(impl_->mutex);
-    for (int fd : impl_->open) ::shutdown(fd, SHUT_RDWR);
-  }
-  std::vector<std::thread> sessions;
-  {
-    std::lock_guard lock(impl_->mutex);
-    sessions = std::move(impl_->sessions);
-  }
-  for (auto& t : sessions) t.join();
-  ::close(impl_->listener);
+  impl_->stop();
 }
 
 std::uint16_t Socks5Proxy::port() const {
