@@ -169,7 +169,7 @@ NaiveRun runNaiveCapped(const Case& c, const policy::NodeInfo& node, const polic
   }
   if (pid == 0) {
     ::close(fds[0]);
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     policy::VictimSelection s =
         policy::selectVictimsOnNodeNaive(c.incoming, node, c.snapshot.podDisruptionBudgets, rules);
     const double ns = nanosSince(t0);
@@ -189,7 +189,7 @@ NaiveRun runNaiveCapped(const Case& c, const policy::NodeInfo& node, const polic
   }
   ::close(fds[1]);
   std::vector<char> data;
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   bool eof = false, timedOut = false;
   while (!eof) {
     const double left = capSeconds - nanosSince(start) * 1e-9;
@@ -290,7 +290,7 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& budgets,
   NodeResult r;
   r.pods = podCount;
   std::printf("== one node, %s pods ==\n", withCommas(std::uint64_t(podCount)).c_str());
-  const auto genStart = Clock::now();
+  const auto genStart = steadyNow();
   auto c =
       ClusterGenerator(kSeed + std::uint64_t(podCount), kVariantParams[0]).generate(1, podCount);
   const double genMillis = nanosSince(genStart) * 1e-6;
@@ -368,7 +368,7 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& budgets,
 
   // Timing.
   r.admit = measure(budgets.admit, budgets.warmups, [&] {
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     policy::AdmissionDecision out = policy::admitPod(c->incoming, node, pdbs, rules);
     const double ns = nanosSince(t0);
     doNotOptimize(out);
@@ -376,7 +376,7 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& budgets,
     return ns;
   });
   r.select = measure(budgets.select, budgets.warmups, [&] {
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     policy::VictimSelection out = policy::selectVictimsOnNode(c->incoming, node, pdbs, rules);
     const double ns = nanosSince(t0);
     doNotOptimize(out);
@@ -388,7 +388,7 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& budgets,
     // More naive calls only when a few fit in the budget; else the single call is the figure.
     if (first.nanos * 1e-9 * budgets.naive.minIterations <= budgets.naive.seconds) {
       r.naive = measure(budgets.naive, 0, [&] {
-        const auto t0 = Clock::now();
+        const auto t0 = steadyNow();
         policy::VictimSelection out =
             policy::selectVictimsOnNodeNaive(c->incoming, node, pdbs, rules);
         const double ns = nanosSince(t0);
@@ -482,7 +482,7 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
   r.shape = shape;
   std::printf("== cluster, %s nodes x %s pods ==\n", withCommas(std::uint64_t(shape.nodes)).c_str(),
               withCommas(std::uint64_t(shape.podsPerNode)).c_str());
-  const auto genStart = Clock::now();
+  const auto genStart = steadyNow();
   GenParams gp = kVariantParams[0];
   gp.taintedNodes = 0.05;  // tainted GPU nodes the incoming pod tolerates
   auto c = ClusterGenerator(
@@ -548,7 +548,7 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
       double(victimsTotal) / double(r.checked), nodesWithViolations);
 
   r.index = measure(budgets.index, 1, [&] {
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     policy::ClusterIndex idx = policy::buildClusterIndex(c->snapshot);
     const double ns = nanosSince(t0);
     doNotOptimize(idx);
@@ -556,7 +556,7 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
     return ns;
   });
   r.decide = measure(budgets.cluster, 1, [&] {
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     policy::PreemptionDecision out = policy::preemptCluster(c->incoming, c->index, pdbs, rules);
     const double ns = nanosSince(t0);
     doNotOptimize(out);
@@ -603,7 +603,7 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
   const Budget filterBudget{3, 200, budgets.cluster.seconds / 4};
   r.pdbFilterAll = measure(filterBudget, 1, [&] {
     std::vector<const policy::Pod*> violating, nonViolating;
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     for (const auto& potential : potentialByNode) {
       violating.clear();
       nonViolating.clear();
@@ -614,7 +614,7 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
   });
   r.pdbFilterByNs = measure(filterBudget, 1, [&] {
     std::vector<const policy::Pod*> violating, nonViolating;
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     for (const auto& groups : groupsByNode) {
       for (const auto& g : groups) {
         violating.clear();
@@ -631,7 +631,7 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
   std::printf("    = %.0f%% of the preemptCluster median\n",
               100.0 * r.pdbFilterAll.median() / r.decide.median());
   printSamplesLine(kLabelWidth, "PDB filter alone, per-namespace PDBs", r.pdbFilterByNs, 1e6, "ms");
-  const auto freeStart = Clock::now();
+  const auto freeStart = steadyNow();
   c.reset();
   std::printf("  (snapshot freed in %.0f ms, not timed above)\n\n", nanosSince(freeStart) * 1e-6);
   std::fflush(stdout);
@@ -722,7 +722,7 @@ int run(int argc, char** argv) {
     }
   }
 
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   printEnvironment("nodewarden admission benchmark",
                    "; this binary only (policy/ is compiled with the same flags)", true, false);
   const Budgets budgets = budgetsFor(quick, naiveCap);

@@ -309,7 +309,7 @@ Json boundPod(Json pod) {
 // waits; should the loop ever run out of work it sleeps instead of spinning).
 void pump(asio::io_context& io, std::chrono::milliseconds slice) {
   if (io.stopped()) io.restart();
-  const auto until = std::chrono::steady_clock::now() + slice;
+  const auto until = steadyNow() + slice;
   io.run_for(slice);
   if (io.stopped()) std::this_thread::sleep_until(until);
 }
@@ -502,7 +502,7 @@ VariantFigures LatencyBench::run(const Variant& variant) {
 VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiServer* api) {
   VariantFigures f;
   f.rssBeforeMiB = selfRssMiB();
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   policy::Diagnostics diagnostics;
   auto policy = policy::parsePolicyText(kLatencyPolicy, diagnostics);
   if (!policy) {
@@ -545,7 +545,7 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
     kubeSource = kube.get();
     source = std::move(kube);
     makeActuator = [w = writer.get()](asio::io_context& context, cgroups::PodCgroups& cgroups,
-                                      const nodewarden::Clock& clock) {
+                                      const Clock& clock) {
       return std::make_unique<node::ApiRecordingActuator>(
           node::cgroupActuator()(context, cgroups, clock), *w);
     };
@@ -909,7 +909,7 @@ DemoRun runDemo(const std::string& mode, std::vector<std::string> flags, const f
   const fs::path log = dir / ("demo-" + mode + ".log");
   std::vector<std::string> args = {NODEWARDEN_EXE, "demo", "--quiet", "--report", report.string()};
   args.insert(args.end(), flags.begin(), flags.end());
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   const pid_t pid = startProcess(args, log);
   if (pid < 0) {
     run.error = std::string("cannot start the demo: ") + std::strerror(errno);
@@ -1015,7 +1015,7 @@ IdleFigures runIdle(Sandbox& sandbox, const fs::path& dir, double sampleSeconds,
   static constexpr const char* kMix[] = {"guaranteed", "burstable", "besteffort", "burstable",
                                          "guaranteed", "burstable", "besteffort", "burstable",
                                          "burstable",  "besteffort"};
-  const auto createStart = Clock::now();
+  const auto createStart = steadyNow();
   for (int i = 0; i < kIdlePods && !stopped(); ++i) {
     const std::string qos = kMix[i % 10];
     const std::string uid = rng.uuid();
@@ -1054,7 +1054,7 @@ IdleFigures runIdle(Sandbox& sandbox, const fs::path& dir, double sampleSeconds,
                                          "/nonexistent",
                                          "--log-format",
                                          "json"};
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   const pid_t pid = startProcess(args, log);
   if (pid < 0) {
     r.error = std::string("cannot start the agent: ") + std::strerror(errno);
@@ -1792,7 +1792,7 @@ int run(int argc, char** argv) {
   std::printf("sandbox: %s/%s (and the same below the other hierarchy roots); files in %s\n\n",
               h.memory.c_str(), sandbox.kubepods().c_str(), temp.path.c_str());
   std::fflush(stdout);
-  const auto start = Clock::now();
+  const auto start = steadyNow();
 
   std::optional<double> p99;
   if (settings.onlyFire) settings.skipDemo = settings.skipIdle = settings.skipRates = true;

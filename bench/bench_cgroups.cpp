@@ -251,7 +251,7 @@ const char* qosFor(std::size_t index) {
 // when a cgroup cannot be made (e.g. the kernel's 65,535 memory cgroup IDs are used up).
 std::optional<Error> growTo(Sandbox& sandbox, std::vector<BenchPod>& pods, std::size_t target,
                             Random& rng) {
-  auto lastReport = Clock::now();
+  auto lastReport = steadyNow();
   while (pods.size() < target && !stopped()) {
     BenchPod pod{rng.uuid(), qosFor(pods.size()), {}};
     auto relative = sandbox.addPod(pod.uid, pod.qos);
@@ -262,7 +262,7 @@ std::optional<Error> growTo(Sandbox& sandbox, std::vector<BenchPod>& pods, std::
       std::printf("    ... %s / %s pod cgroups\n", withCommas(pods.size()).c_str(),
                   withCommas(target).c_str());
       std::fflush(stdout);
-      lastReport = Clock::now();
+      lastReport = steadyNow();
     }
   }
   return std::nullopt;
@@ -328,7 +328,7 @@ std::optional<OurReads> measureOurReads(const ReadSet& set, const Budgets& budge
     }
   }
   r.timer = measure({1000, 100000, 0.05}, [] {
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     return nanosSince(t0);
   });
 
@@ -339,9 +339,9 @@ std::optional<OurReads> measureOurReads(const ReadSet& set, const Budgets& budge
   auto perPodPasses = [&](auto&& readOne) {
     per.clear();
     Samples passes = measure(budgets.readPasses, [&] {
-      const auto passStart = Clock::now();
+      const auto passStart = steadyNow();
       for (std::size_t i = 0; i < set.pods.size() && !failed; ++i) {
-        const auto t0 = Clock::now();
+        const auto t0 = steadyNow();
         const bool ok = readOne(i);
         per.push_back(nanosSince(t0));
         failed = failed || !ok;
@@ -547,9 +547,9 @@ LibcgroupReads measureLibcgroup(const ReadSet& set, const cgroups::Hierarchy& h,
     per.clear();
     bool failed = false;
     measure(budget, [&] {
-      const auto passStart = Clock::now();
+      const auto passStart = steadyNow();
       for (std::size_t i = 0; i < set.relative.size() && !failed && !stopped(); ++i) {
-        const auto t0 = Clock::now();
+        const auto t0 = steadyNow();
         failed = !readOne(i);
         per.push_back(nanosSince(t0));
       }
@@ -666,7 +666,7 @@ NotifyResults measureNotification(Sandbox& sandbox, const cgroups::Hierarchy& h,
   touchLog.slots = static_cast<std::int64_t*>(shared);
   const pid_t self = ::getpid();
   std::string buffer;
-  const auto start = Clock::now();
+  const auto start = steadyNow();
 
   for (int trial = 0; trial < 2 * trials && !stopped() && nanosSince(start) * 1e-9 < seconds;
        ++trial) {
@@ -814,8 +814,8 @@ bool measureScanAndDiscovery(SizeFigures& s, PodCgroups& index, const Sandbox& s
                              const Budgets& budgets) {
   cgroups::ScanOptions options;
   auto scanOnce = [&] {
-    const auto t0 = Clock::now();
-    cgroups::ScanResult result = cgroups::scanNode(index, options, Clock::now());
+    const auto t0 = steadyNow();
+    cgroups::ScanResult result = cgroups::scanNode(index, options, steadyNow());
     const double ns = nanosSince(t0);
     s.scanPods = result.summary.pods.size();
     s.scanErrors = result.errors.size();
@@ -832,9 +832,9 @@ bool measureScanAndDiscovery(SizeFigures& s, PodCgroups& index, const Sandbox& s
   std::vector<double> discoverNs, refreshNs, closeNs;
   bool failed = false;
   s.discover = measure(budgets.discovery, [&] {
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     auto hierarchy = cgroups::discoverHierarchy({});
-    const auto t1 = Clock::now();
+    const auto t1 = steadyNow();
     if (!hierarchy) {
       std::fprintf(stderr, "discoverHierarchy failed: %s\n", hierarchy.error().message.c_str());
       failed = true;
@@ -843,7 +843,7 @@ bool measureScanAndDiscovery(SizeFigures& s, PodCgroups& index, const Sandbox& s
     }
     auto fresh = std::make_unique<PodCgroups>(std::move(hierarchy).value(), sandbox.kubepods());
     auto refreshed = fresh->refresh();
-    const auto t2 = Clock::now();
+    const auto t2 = steadyNow();
     if (!refreshed || fresh->size() != index.size()) {
       std::fprintf(stderr, "a fresh refresh found %zu pods, expected %zu%s%s\n", fresh->size(),
                    index.size(), refreshed ? "" : ": ",
@@ -851,7 +851,7 @@ bool measureScanAndDiscovery(SizeFigures& s, PodCgroups& index, const Sandbox& s
       failed = true;
       requestStop();
     }
-    const auto t3 = Clock::now();
+    const auto t3 = steadyNow();
     fresh.reset();
     closeNs.push_back(nanosSince(t3));
     using Nanos = std::chrono::duration<double, std::nano>;
@@ -865,7 +865,7 @@ bool measureScanAndDiscovery(SizeFigures& s, PodCgroups& index, const Sandbox& s
   if (failed) return false;
 
   s.noopRefresh = measure(budgets.noopRefresh, [&] {
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     auto refreshed = index.refresh();
     const double ns = nanosSince(t0);
     if (!refreshed || !refreshed->added.empty() || !refreshed->removed.empty()) failed = true;
@@ -920,7 +920,7 @@ int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
   // --- the per-pod read set.
   std::printf("== set-up: %zu pod cgroups, %zu of them running a process holding %llu MiB ==\n",
               kReadPods, kBusyPods, static_cast<unsigned long long>(kBusyBytes / kMi));
-  const auto createStart = Clock::now();
+  const auto createStart = steadyNow();
   if (auto failed = growTo(sandbox, pods, kReadPods, rng)) {
     std::printf("cannot create pod cgroups: %s\n", failed->message.c_str());
     return 77;
@@ -1162,7 +1162,7 @@ int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
                 withCommas(size).c_str());
     std::fflush(stdout);
     const std::size_t before = pods.size();
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     auto failed = growTo(sandbox, pods, size, rng);
     const double grewSeconds = nanosSince(t0) * 1e-9;
     createSeconds += grewSeconds;
@@ -1173,7 +1173,7 @@ int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
       break;
     }
     s.createSeconds = createSeconds;
-    const auto r0 = Clock::now();
+    const auto r0 = steadyNow();
     auto refreshed = index.refresh();
     s.refreshAddNs = nanosSince(r0);
     if (!refreshed || index.size() != pods.size()) {
@@ -1355,7 +1355,7 @@ int run(int argc, char** argv) {
               sandbox.kubepods().c_str());
   std::fflush(stdout);
 
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   int status = runMeasurements(sandbox, h, sizes, budgets);
   if (stopped()) {
     std::printf("\ninterrupted: removing the sandbox\n");

@@ -135,7 +135,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   r.pods = podCount;
   std::printf("== %s pods ==\n", withCommas(std::uint64_t(podCount)).c_str());
 
-  const auto genStart = Clock::now();
+  const auto genStart = steadyNow();
   GeneratedSnapshot gen = SnapshotGenerator(kSeed ^ std::uint64_t(podCount)).generate(podCount);
   r.generateMillis = nanosSince(genStart) * 1e-6;
   r.bytes = gen.text.size();
@@ -202,7 +202,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   // --- parse: the whole call, then its steps.
   r.parse = measure(budgets.parse, [&] {
     policy::Diagnostics d;
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     auto s = policy::parseSnapshotText(text, d);
     const double ns = nanosSince(t0);
     doNotOptimize(s);
@@ -213,7 +213,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
     const std::string_view compact = gen.compact;
     r.parseCompact = measure(budgets.parseCompact, [&] {
       policy::Diagnostics d;
-      const auto t0 = Clock::now();
+      const auto t0 = steadyNow();
       auto s = policy::parseSnapshotText(compact, d);
       const double ns = nanosSince(t0);
       doNotOptimize(s);
@@ -228,13 +228,13 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
     std::vector<double> parseNs, modelNs, freeNs;
     r.splitTotal = measure(budgets.parseSplit, [&] {
       policy::Diagnostics d;
-      const auto t0 = Clock::now();
+      const auto t0 = steadyNow();
       std::optional<policy::Json> j = policy::Json::parse(text);
-      const auto t1 = Clock::now();
+      const auto t1 = steadyNow();
       auto s = policy::parseSnapshot(*j, d);
-      const auto t2 = Clock::now();
+      const auto t2 = steadyNow();
       j.reset();
-      const auto t3 = Clock::now();
+      const auto t3 = steadyNow();
       doNotOptimize(s);
       gSink = gSink + s->pods.size();
       using Nanos = std::chrono::duration<double, std::nano>;
@@ -251,7 +251,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   r.parsePods = measure(budgets.parsePart, [&] {
     policy::Diagnostics d;
     std::vector<policy::Pod> pods;
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     policy::forEachListItem(document["pods"], "pods", d,
                             [&](const policy::Json& item, const std::string& path) {
                               if (auto p = policy::parsePod(item, path, d)) {
@@ -264,7 +264,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   });
   r.parseStats = measure(budgets.parsePart, [&] {
     policy::Diagnostics d;
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     auto s = policy::parseSummary(document["stats"][kNodeName], "stats", d);
     const double ns = nanosSince(t0);
     doNotOptimize(s);
@@ -273,7 +273,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   {
     policy::Snapshot copy = *snapshot;
     r.resolve = measure(budgets.parsePart, [&] {
-      const auto t0 = Clock::now();
+      const auto t0 = steadyNow();
       policy::resolvePods(copy.pods, copy.priorityClasses);
       const double ns = nanosSince(t0);
       doNotOptimize(copy.pods);
@@ -283,7 +283,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   r.snapshotFree = measure(budgets.parsePart, [&] {
     auto s = std::make_unique<policy::Snapshot>(*snapshot);
     doNotOptimize(*s);
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     s.reset();
     return nanosSince(t0);
   });
@@ -295,7 +295,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
     return [&, pp = &p, sp = &st, mode] {
       std::optional<policy::NodeView> v;
       std::optional<policy::EvictionResult> result;
-      const auto t0 = Clock::now();
+      const auto t0 = steadyNow();
       v.emplace(policy::makeNodeView(*snapshot, kNodeName));
       result.emplace(policy::evaluateEviction(*v, *pp, *sp, now, mode));
       const double ns = nanosSince(t0);
@@ -308,7 +308,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   r.rankPlan = measure(budgets.plan, rankPlan(policy, state));
   r.evalOnly = measure(budgets.evalOnly, [&] {
     std::optional<policy::EvictionResult> result;
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     result.emplace(policy::evaluateEviction(view, policy, state, now, policy::Rankings::Needed));
     const double ns = nanosSince(t0);
     doNotOptimize(*result);
@@ -317,7 +317,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   });
   r.view = measure(budgets.planExtra, [&] {
     std::optional<policy::NodeView> v;
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     v.emplace(policy::makeNodeView(*snapshot, kNodeName));
     const double ns = nanosSince(t0);
     doNotOptimize(*v);
@@ -327,7 +327,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   r.rankPlanKubelet = measure(budgets.planExtra, rankPlan(kubelet, state));
   r.rankPlanAll = measure(budgets.planExtra, rankPlan(policy, state, policy::Rankings::All));
   r.rankPlanWithFree = measure(budgets.planExtra, [&] {
-    const auto t0 = Clock::now();
+    const auto t0 = steadyNow();
     {
       policy::NodeView v = policy::makeNodeView(*snapshot, kNodeName);
       policy::EvictionResult result =
@@ -427,7 +427,7 @@ int run(int argc, char** argv) {
     }
   }
 
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   printEnvironment("nodewarden eviction benchmark",
                    "; this binary only (policy/ is compiled with the same flags)", false, false,
                    ", nlohmann_json " + std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +

@@ -39,10 +39,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The bench's steady clock, not nodewarden::Clock (base/clock.h, which the webhook's headers
-// bring in).
-using nodewarden::bench::Clock;
-
 // A pod as `kubectl get pod -o json` prints one from a Deployment: managed fields, probes,
 // env, volumes and container statuses included (the cache trims what it does not read).
 Json kubectlPod(Random& random, const std::string& ns, const std::string& name,
@@ -196,15 +192,15 @@ void watchThroughput(bool quick) {
   reflectorOptions.fieldSelector = "spec.nodeName=node-1";
   kube::Reflector reflector(io, client, reflectorOptions, store);
   reflector.start();
-  const auto syncDeadline = Clock::now() + 30s;
-  while (!reflector.synced() && Clock::now() < syncDeadline) io.run_one_for(50ms);
+  const auto syncDeadline = steadyNow() + 30s;
+  while (!reflector.synced() && steadyNow() < syncDeadline) io.run_one_for(50ms);
   if (!reflector.synced()) {
     std::printf("could not sync with the fake API server\n");
     return;
   }
   // Let the watch open.
-  const auto watchDeadline = Clock::now() + 5s;
-  while (server.openWatches() == 0 && Clock::now() < watchDeadline) io.run_one_for(10ms);
+  const auto watchDeadline = steadyNow() + 5s;
+  while (server.openWatches() == 0 && steadyNow() < watchDeadline) io.run_one_for(10ms);
 
   const std::uint64_t before = reflector.stats().events;
   // Pre-built modifications, so the producer spends its time in the server's encoding only.
@@ -216,17 +212,17 @@ void watchThroughput(bool quick) {
     changes.push_back(std::move(changed));
   }
   std::atomic<bool> produced{false};
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   double producerSeconds = 0;
   std::thread producer([&] {
     for (auto& change : changes) server.upsertPod(std::move(change));
-    producerSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+    producerSeconds = std::chrono::duration<double>(steadyNow() - start).count();
     produced = true;
   });
-  const auto deadline = Clock::now() + 120s;
-  while (reflector.stats().events - before < std::uint64_t(events) && Clock::now() < deadline)
+  const auto deadline = steadyNow() + 120s;
+  while (reflector.stats().events - before < std::uint64_t(events) && steadyNow() < deadline)
     io.run_one_for(10ms);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(steadyNow() - start).count();
   producer.join();
   const std::uint64_t applied = reflector.stats().events - before;
   std::printf(
@@ -248,14 +244,14 @@ void watchThroughput(bool quick) {
   std::size_t bytes = 0;
   for (const auto& line : lines) bytes += line.size();
   kube::Store<policy::Pod> offline("Pod", policy::parsePod);
-  const auto offlineStart = Clock::now();
+  const auto offlineStart = steadyNow();
   for (const auto& line : lines) {
     policy::Diagnostics diagnostics;
     auto event = policy::parseKubernetesJsonText(line, diagnostics);
     if (!event) continue;
     offline.apply((*event)["type"].get<std::string>(), (*event)["object"]);
   }
-  const double offlineSeconds = std::chrono::duration<double>(Clock::now() - offlineStart).count();
+  const double offlineSeconds = std::chrono::duration<double>(steadyNow() - offlineStart).count();
   std::printf(
       "cache only (trim-parse + parsePod + store, no network): %s events in %.3f s = "
       "%.0f events/s, %.1f µs/event, %.0f MB/s of watch text (%.1f KiB/event)\n",
@@ -367,7 +363,7 @@ void webhookLatency(bool quick) {
   load(nodeStore, nodeObjects);
   load(podStore, podObjects);
   webhook::StoreClusterCache cache(podStore, nodeStore, classStore, pdbStore);
-  const auto buildStart = Clock::now();
+  const auto buildStart = steadyNow();
   cache.refresh();
   std::printf("index of %s pods on %d nodes built in %.1f ms\n",
               withCommas(podStore.objects().size()).c_str(), nodes, nanosSince(buildStart) / 1e6);
@@ -383,7 +379,7 @@ void webhookLatency(bool quick) {
     request.method = "POST";
     request.target = "/v1/admission-review";
     request.body = reviewBody("r-" + std::to_string(i), "pending", name, node);
-    const auto start = Clock::now();
+    const auto start = steadyNow();
     cache.refresh();
     server::HttpResponse response = webhook.handle(request);
     decide.push_back(nanosSince(start));
@@ -431,7 +427,7 @@ void webhookLatency(bool quick) {
       request.set(beast::http::field::content_type, "application/json");
       request.body() = reviewBody("h-" + std::to_string(i), "pending", name, node);
       request.prepare_payload();
-      const auto start = Clock::now();
+      const auto start = steadyNow();
       beast::http::write(stream, request);
       beast::flat_buffer buffer;
       beast::http::response<beast::http::string_body> response;

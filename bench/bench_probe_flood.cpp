@@ -45,8 +45,8 @@
 
 namespace {
 
-using nodewarden::bench::Clock;
 using nodewarden::bench::Samples;
+using nodewarden::bench::steadyNow;
 using namespace std::chrono_literals;
 
 struct Settings {
@@ -95,7 +95,7 @@ struct ProbeResult {
 // One probe on a fresh connection: connect, GET /healthz (Connection: close), read to the end.
 ProbeResult probe(std::uint16_t port) {
   constexpr auto kLimit = 1000ms;
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   const auto deadline = start + kLimit;
   const int fd = connectTo(port, kLimit);
   if (fd < 0) return {Outcome::Dropped, 0};
@@ -104,7 +104,7 @@ ProbeResult probe(std::uint16_t port) {
   if (sendAll(fd, "GET /healthz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")) {
     for (int i = 0; i < 10000; ++i) {
       const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steadyNow());
       if (left <= 0ms) break;
       pollfd polled{fd, POLLIN, 0};
       const int ready = ::poll(&polled, 1, static_cast<int>(left.count()));
@@ -164,8 +164,8 @@ Row measure(const Settings& settings, int clients) {
     flood.emplace_back([&, share = std::size_t(std::max(1, clients / kFloodThreads))] {
       constexpr std::string_view kSlow = "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: ";
       std::deque<int> held;
-      const auto until = Clock::now() + 10min;  // a bound; the probes end it long before
-      while (flooding.load() && Clock::now() < until) {
+      const auto until = steadyNow() + 10min;  // a bound; the probes end it long before
+      while (flooding.load() && steadyNow() < until) {
         const int fd = connectTo(port, 2000ms);
         if (fd >= 0) {
           (void)sendAll(fd, kSlow);
@@ -185,10 +185,10 @@ Row measure(const Settings& settings, int clients) {
   Row row;
   row.clients = clients;
   const long openedBefore = opened.load();
-  const auto probing = Clock::now();
+  const auto probing = steadyNow();
   std::vector<double> nanos;
   for (int i = 0; i < settings.probes; ++i) {
-    const auto next = Clock::now() + std::chrono::milliseconds(settings.intervalMs);
+    const auto next = steadyNow() + std::chrono::milliseconds(settings.intervalMs);
     const ProbeResult result = probe(port);
     switch (result.outcome) {
       case Outcome::Ok:
@@ -207,7 +207,7 @@ Row measure(const Settings& settings, int clients) {
     }
     std::this_thread::sleep_until(next);
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - probing).count();
+  const double seconds = std::chrono::duration<double>(steadyNow() - probing).count();
   row.floodPerSecond = double(opened.load() - openedBefore) / seconds;
   row.latency = Samples::from(std::move(nanos));
 

@@ -112,7 +112,7 @@ class Node {
     fs::create_directories(manifests_, ec);
     const fs::path policy = dir_ / "policy.json";
     if (ec || !writeText(policy, kPolicy)) return "cannot write in " + dir_.string();
-    const auto started = Clock::now();
+    const auto started = steadyNow();
     for (int i = 0; i < pods && !stopped(); ++i) {
       if (std::string error = addIdlePod(); !error.empty()) return error;
     }

@@ -38,7 +38,7 @@ namespace nodewarden::bench {
 
 using Json = nlohmann::json;
 
-inline std::int64_t steadyNanos(std::chrono::steady_clock::time_point t) {
+inline std::int64_t steadyNanos(SteadyTime t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 

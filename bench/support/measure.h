@@ -12,9 +12,16 @@
 #include <utility>
 #include <vector>
 
+#include "base/time.h"
+
 namespace nodewarden::bench {
 
-using Clock = std::chrono::steady_clock;
+// The time now on the monotonic clock, which every figure is timed with; a point of it is a
+// SteadyTime (base/time.h). nodewarden::Clock (base/clock.h) is the daemon's injected clock:
+// the benches read the real one directly.
+inline SteadyTime steadyNow() {
+  return std::chrono::steady_clock::now();
+}
 
 // Tells the optimiser that `value` is read, so the work producing it cannot be dropped
 // (Google Benchmark's DoNotOptimize for non-trivially-copyable values).
@@ -26,8 +33,8 @@ inline void doNotOptimize(const T& value) {
 // Accumulates a figure from every result as a second guard against dead-code elimination.
 inline volatile std::uint64_t gSink = 0;
 
-inline double nanosSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+inline double nanosSince(SteadyTime start) {
+  return std::chrono::duration<double, std::nano>(steadyNow() - start).count();
 }
 
 class Random {
@@ -109,7 +116,7 @@ template <typename F>
 Samples measure(const Budget& budget, int warmups, F&& once) {
   for (int i = 0; i < warmups && !stopped(); ++i) once();
   std::vector<double> nanos;
-  const auto start = Clock::now();
+  const auto start = steadyNow();
   while (!stopped()) {
     nanos.push_back(once());
     const int done = int(nanos.size());

@@ -70,7 +70,7 @@ inline std::optional<cgroups::Sandbox> openSandbox(const cgroups::Hierarchy& h, 
 inline bool closeSandbox(cgroups::Sandbox& sandbox) {
   const cgroups::Hierarchy h = sandbox.hierarchy();
   const std::string top = sandbox.top();
-  const auto teardown = Clock::now();
+  const auto teardown = steadyNow();
   auto destroyed = sandbox.destroy();
   const double seconds = nanosSince(teardown) * 1e-9;
   std::size_t left = 0;
