@@ -26,6 +26,8 @@ type nodewarden struct {
 	batch *batch // nil: one process per question
 	// runs counts the questions asked.
 	runs int
+	// stepper is tests/judges/agent_stepper (agent.go); "" leaves the agent out.
+	stepper string
 }
 
 // batch is one `nodewarden explain --batch -` process, asked one question at a time.

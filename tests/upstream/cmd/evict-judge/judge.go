@@ -161,6 +161,7 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 	}
 	stopped := false
 	var lastConditions []v1.NodeConditionType
+	var agentCycles []agentCycle
 	for _, soft := range phases {
 		if stopped {
 			break
@@ -206,6 +207,7 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 			}
 			lastConditions = res.conditions
 			r.seen["cycles"]++
+			agentCycles = append(agentCycles, agentCycle{at: t.Sub(scenario.Epoch), snapshot: snapJSON, res: res, soft: soft, tag: fmt.Sprintf("%s%d", phase, cycle)})
 			for _, kl := range res.kills {
 				resource := strings.TrimSuffix(strings.TrimPrefix(kl.status.Message, "The node was low on resource: "), ".")
 				resource, _, _ = strings.Cut(resource, ".")
@@ -263,11 +265,17 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 		}
 		t = t.Add(wait)
 		state.Stamp(t)
+		reliefJSON, err := state.Snapshot()
+		if err != nil {
+			r.err = err
+			return r
+		}
 		res, err := k.cycle(t, state.KubeletPods(node, stored), state.Stats[node])
 		if err != nil {
 			r.err = err
 			return r
 		}
+		agentCycles = append(agentCycles, agentCycle{at: t.Sub(scenario.Epoch), snapshot: reliefJSON, res: res, soft: false, tag: "relief"})
 		if len(res.kills) > 0 {
 			r.err = fmt.Errorf("the kubelet killed %s in the relief cycle", scenario.PodKey(res.kills[0].pod))
 			return r
@@ -277,6 +285,9 @@ func judgeCase(c *scenario.Case, nw *nodewarden, name string) *report {
 			snap.PublishConditions(node, res.conditions, t)
 			r.compareAdmissions(nw, k, snap, node, policy, res.conditions, true, "relief", 1)
 		}
+	}
+	if r.err == nil {
+		r.compareAgent(nw, nw.stepper, node, policy, cfg, agentCycles)
 	}
 	return r
 }

@@ -47,6 +47,7 @@ func main() {
 		write = flag.String("write", "", "write the generated case of this seed to standard output and exit")
 		prof  = flag.String("cpuprofile", "", "write a CPU profile of the judge itself to this file")
 		alone = flag.Bool("process-per-question", false, "run one nodewarden process per question instead of one `nodewarden explain --batch -` per worker")
+		agent = flag.String("agent-stepper", "", "tests/judges/agent_stepper of the build: also judge the agent's own decision, cycle by cycle")
 		files caseList
 	)
 	flag.Var(&files, "case", "a case file, or a directory of them (*.json); repeatable")
@@ -134,7 +135,7 @@ func main() {
 				}
 			}
 			for i := range next {
-				reports[i] = judgeOne(items[i], *bin, b, filepath.Join(tmp, fmt.Sprint(i)), *out)
+				reports[i] = judgeOne(items[i], *bin, stepperPath(*agent), b, filepath.Join(tmp, fmt.Sprint(i)), *out)
 				if b != nil && b.broken {
 					b.close()
 					var err error
@@ -176,7 +177,7 @@ func caseFiles(path string) ([]string, error) {
 
 // judgeOne loads or generates a case and judges it in a directory of its own, kept under
 // `out` when nodewarden disagrees.
-func judgeOne(w work, bin string, b *batch, dir, out string) *report {
+func judgeOne(w work, bin, stepper string, b *batch, dir, out string) *report {
 	var c *scenario.Case
 	var err error
 	name := fmt.Sprintf("seed %d", w.seed)
@@ -192,7 +193,7 @@ func judgeOne(w work, bin string, b *batch, dir, out string) *report {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return &report{name: name, c: c, err: err, compared: map[string]int{}, agreed: map[string]int{}, seen: map[string]int{}}
 	}
-	nw := &nodewarden{bin: bin, dir: dir, batch: b}
+	nw := &nodewarden{bin: bin, dir: dir, batch: b, stepper: stepper}
 	r := judgeCase(c, nw, name)
 	if (len(r.diffs) > 0 || r.err != nil) && out != "" {
 		keep(r, dir, out)
@@ -289,6 +290,7 @@ func summarize(reports []*report, items []work, seed uint64, cases int, took tim
 		{"admission", "admission handler verdicts"},
 		{"prefix", "documented difference: evictionMaxPodsPerCycle > 1 evicts at once what the kubelet kills over cycles"},
 		{"priority", "documented difference: ranking \"priority\" follows its documented rule"},
+		{"agent", "kubelet cycles against the agent's own loop: the pod ordered (or none), its grace period and message, MemoryPressure"},
 	}
 	total, totalAgreed := 0, 0
 	for _, k := range kinds {
@@ -303,6 +305,9 @@ func summarize(reports []*report, items []work, seed uint64, cases int, took tim
 	for k, n := range compared {
 		if strings.HasPrefix(k, "eviction (") {
 			fmt.Printf("  not compared: %d cycles, %s\n", n, strings.TrimSuffix(strings.TrimPrefix(k, "eviction ("), ")"))
+		}
+		if strings.HasPrefix(k, "agent (") {
+			fmt.Printf("  agent, %s: %d cycles\n", strings.TrimSuffix(strings.TrimPrefix(k, "agent ("), ")"), n)
 		}
 	}
 	var covered []string
