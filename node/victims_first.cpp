@@ -1,7 +1,6 @@
 #include "node/victims_first.h"
 
 #include <algorithm>
-#include <deque>
 #include <unordered_map>
 
 namespace nodewarden::node {
@@ -28,6 +27,11 @@ namespace {
 // enough that the ranking's 128-bit products stay exact.
 constexpr std::uint64_t kUnbounded = std::uint64_t(1) << 62;
 
+// One ranking a notification: the decision's memory ranking is built once, by the first
+// evaluation, and kept as the full scan's would be by re-placing each pod read
+// (policy::rerankMemoryPressure) and re-planning (policy::planEvictions); step 3 compares each
+// unread pod, with its bound, against the last victim (policy::memoryRankedBefore). What a
+// full scan's ranking orders pairwise, the same comparator decides here pod by pod.
 class Decider {
  public:
   Decider(const policy::NodeView& view, std::optional<std::uint64_t> kubepodsUsage,
@@ -39,40 +43,48 @@ class Decider {
         state_(state),
         now_(now),
         reader_(reader),
-        options_(options) {
-    index();
-  }
+        options_(options) {}
 
   VictimsFirstDecision run() {
+    policy::EvictionResult result =
+        policy::evaluateEviction(view_, policy_, state_, now_, policy::Rankings::Needed);
+    // The node's figures, hence the signals and what acts, stay through the rounds.
+    if (auto reason = mustScan(result.decision); reason != FullScanReason::None) {
+      return fullScan(reason);
+    }
+    policy::EvictionDecision& decision = result.decision;
     for (;;) {
-      policy::EvictionResult result =
-          policy::evaluateEviction(view_, policy_, state_, now_, policy::Rankings::Needed);
-      if (auto reason = mustScan(result.decision); reason != FullScanReason::None) {
-        return fullScan(reason);
-      }
-      if (!anyCounts(result.decision)) return decided(std::move(result));
-      std::vector<std::size_t> toRead = unreadVictims(result.decision);
+      if (!anyCounts(decision)) return decided(std::move(result));
+      std::vector<const policy::Pod*> toRead = unreadVictims(decision);
       if (toRead.empty()) {
         // Every victim is fresh: is any pod left unread able to enter their prefix?
-        toRead = uncertified(result.decision);
+        toRead = uncertified(decision);
         if (toRead.empty()) return decided(std::move(result));
       } else {
-        addLookahead(result.decision, toRead);
+        addLookahead(decision, toRead);
       }
       if (++out_.rounds > options_.maxRounds) return fullScan(FullScanReason::TooManyRounds);
       if (int(out_.podsRead + toRead.size()) > options_.maxPodsRead) {
         return fullScan(FullScanReason::TooManyPods);
       }
-      readWhole(toRead);
+      readWhole(toRead, decision.memory);
+      // Only memory thresholds act (mustScan): their plan is the memory ranking's prefix.
+      decision.evict = policy::planEvictions(view_, policy_, decision);
     }
   }
 
  private:
-  void index() {
-    position_.clear();
-    for (std::size_t i = 0; i < view_.pods.size(); ++i) position_[view_.pods[i]] = i;
-    fresh_.resize(view_.pods.size(), false);
-    usage_.resize(view_.pods.size());
+  // What the decision learnt of a pod it read.
+  struct Read {
+    bool fresh = false;                  // read whole: its figures are the full scan's
+    bool gone = false;                   // its cgroup vanished when read
+    std::optional<std::uint64_t> usage;  // memory usage read with it (fresh) …
+    std::optional<std::uint64_t> bound;  // … or alone at step 3 (a bound for every later round)
+  };
+
+  bool fresh(const policy::Pod* pod) const {
+    auto it = reads_.find(pod);
+    return it != reads_.end() && it->second.fresh;
   }
 
   // Thresholds whose rankings usage cannot bound: a full scan decides those.
@@ -97,11 +109,10 @@ class Decider {
         [&](const policy::Eviction& e) { return !options_.busy.contains(e.signal); });
   }
 
-  std::vector<std::size_t> unreadVictims(const policy::EvictionDecision& decision) const {
-    std::vector<std::size_t> unread;
+  std::vector<const policy::Pod*> unreadVictims(const policy::EvictionDecision& decision) const {
+    std::vector<const policy::Pod*> unread;
     for (const policy::Eviction& eviction : decision.evict) {
-      const std::size_t at = position_.at(eviction.pod);
-      if (!fresh_[at]) unread.push_back(at);
+      if (!fresh(eviction.pod)) unread.push_back(eviction.pod);
     }
     return unread;
   }
@@ -120,114 +131,89 @@ class Decider {
 
   // The pods the ranking puts right after the victims: read with them, so that a victim that
   // turns out smaller than its last figure is replaced without another round.
-  void addLookahead(const policy::EvictionDecision& decision, std::vector<std::size_t>& toRead) {
+  void addLookahead(const policy::EvictionDecision& decision,
+                    std::vector<const policy::Pod*>& toRead) const {
     const auto& ranked = decision.memory.pods;
     int added = 0;
     for (std::size_t r = lastVictimRank(decision) + 1;
          r < ranked.size() && added < options_.lookahead; ++r) {
       if (!ranked[r].evictable) break;
-      const std::size_t at = position_.at(ranked[r].pod);
-      if (fresh_[at] || std::find(toRead.begin(), toRead.end(), at) != toRead.end()) continue;
-      toRead.push_back(at);
+      const policy::Pod* pod = ranked[r].pod;
+      if (fresh(pod) || std::find(toRead.begin(), toRead.end(), pod) != toRead.end()) continue;
+      toRead.push_back(pod);
       ++added;
     }
   }
 
   // Step 3: the unread pods that could still rank before the last victim with the figures a
-  // full scan would read; empty when the decision is certified.
-  std::vector<std::size_t> uncertified(const policy::EvictionDecision& decision) {
-    const policy::Pod* last = decision.memory.pods[lastVictimRank(decision)].pod;
+  // full scan would read; empty when the decision is certified. The pods ranked before the
+  // last victim are all victims, read: only those after it can move ahead of it, and one does
+  // exactly when, given its bound, the ranking's comparator puts it before the last victim.
+  std::vector<const policy::Pod*> uncertified(const policy::EvictionDecision& decision) {
+    const auto& ranked = decision.memory.pods;
+    const std::size_t lastRank = lastVictimRank(decision);
+    const policy::RankedPod& last = ranked[lastRank];
     // Every pod's usage is within kubepods' (hierarchical counters); the pods read hold part
     // of it. What is left bounds any single unread pod's usage, hence its working set.
     std::uint64_t left = kUnbounded;
     if (kubepodsUsage_) {
       std::uint64_t read = 0;
-      for (std::size_t i = 0; i < view_.pods.size(); ++i) {
-        if (fresh_[i] && usage_[i]) {
-          read += *usage_[i];
-        } else if (auto it = bound_.find(view_.pods[i]); !fresh_[i] && it != bound_.end()) {
-          read += *it->second->memoryWorkingSetBytes;
+      for (const auto& [pod, known] : reads_) {
+        if (known.gone) continue;
+        if (known.fresh) {
+          read += known.usage.value_or(0);
+        } else if (known.bound) {
+          read += *known.bound;
         }
       }
       left = *kubepodsUsage_ - std::min(*kubepodsUsage_, read);
     }
-    policy::PodStats shared;
-    shared.memoryWorkingSetBytes = left;
-    auto boundOf = [&](std::size_t at) -> const policy::PodStats* {
-      auto it = bound_.find(view_.pods[at]);
-      return it == bound_.end() ? &shared : it->second;
+    // Whether the unread pod ranked at `r` could rank before the last victim with `bound` as
+    // its working set. A pod without figures in the view ranks first in its priority and no
+    // bound moves it; one with an entry but no working set yet (never read) counts 0, as the
+    // kubelet counts a pod in its summary without the figure: only the bound places it.
+    auto ahead = [&](const policy::RankedPod& entry, std::uint64_t bound) {
+      if (entry.stats == nullptr) return false;
+      policy::RankedPod pessimistic = entry;
+      pessimistic.usage = std::int64_t(std::min(bound, kUnbounded));
+      return policy::memoryRankedBefore(pessimistic, last, policy_);
     };
-    std::vector<std::size_t> suspects = aheadOf(last, boundOf);
-    if (suspects.empty()) return {};
-
-    // Their own usage, one read each (kept for the rounds after: still a bound).
-    std::vector<std::size_t> unreadable;
-    for (std::size_t at : suspects) {
-      if (bound_.contains(view_.pods[at])) continue;
-      ++out_.usagesRead;
-      if (auto usage = reader_.usage(*view_.pods[at])) {
-        own_.emplace_back().memoryWorkingSetBytes = *usage;
-        bound_[view_.pods[at]] = &own_.back();
-      } else {
-        unreadable.push_back(at);
+    std::vector<const policy::Pod*> still;
+    for (std::size_t r = lastRank + 1; r < ranked.size() && ranked[r].evictable; ++r) {
+      const policy::RankedPod& entry = ranked[r];
+      auto known = reads_.find(entry.pod);
+      if (known != reads_.end() && known->second.fresh) continue;
+      if (known != reads_.end() && known->second.bound) {
+        if (ahead(entry, *known->second.bound)) still.push_back(entry.pod);
+        continue;
       }
-    }
-    std::vector<std::size_t> still = aheadOf(last, boundOf);
-    for (std::size_t at : unreadable) {
-      if (std::find(still.begin(), still.end(), at) == still.end()) still.push_back(at);
+      if (!ahead(entry, left)) continue;
+      // Its own usage, one read (kept for the rounds after: still a bound).
+      ++out_.usagesRead;
+      std::optional<std::uint64_t> usage = reader_.usage(*entry.pod);
+      reads_[entry.pod].bound = usage;
+      if (!usage || ahead(entry, *usage)) still.push_back(entry.pod);
     }
     return still;
   }
 
-  // The unread evictable pods that rank before `last` when each unread pod with usage is
-  // given the figures `boundOf` returns (the fresh ones keep theirs).
-  template <typename BoundOf>
-  std::vector<std::size_t> aheadOf(const policy::Pod* last, BoundOf boundOf) const {
-    policy::NodeView pessimistic = view_;
-    for (std::size_t i = 0; i < pessimistic.pods.size(); ++i) {
-      const policy::PodStats* stats = pessimistic.podStats[i];
-      // A pod absent from the view's figures ranks first in its priority; no bound moves it.
-      // One with an entry but no working set yet (never read) counts 0, as the kubelet counts
-      // a pod in its summary without the figure: only the bound says where it could be.
-      if (fresh_[i] || stats == nullptr) continue;
-      pessimistic.podStats[i] = boundOf(i);
-    }
-    const policy::Ranking ranking = policy::rankMemoryPressure(pessimistic, policy_);
-    std::vector<std::size_t> ahead;
-    for (const policy::RankedPod& ranked : ranking.pods) {
-      if (ranked.pod == last) break;
-      const std::size_t at = position_.at(ranked.pod);
-      if (!fresh_[at] && ranked.evictable) ahead.push_back(at);
-    }
-    return ahead;
-  }
-
-  void readWhole(const std::vector<std::size_t>& positions) {
-    std::vector<std::size_t> gone;
-    for (std::size_t at : positions) {
+  // Reads the pods whole and re-places each in the ranking; one whose cgroup vanished leaves
+  // it, as a full scan leaves it out.
+  void readWhole(const std::vector<const policy::Pod*>& pods, policy::Ranking& ranking) {
+    for (const policy::Pod* pod : pods) {
       ++out_.podsRead;
-      PodFigureReader::Read read = reader_.read(*view_.pods[at]);
+      PodFigureReader::Read read = reader_.read(*pod);
+      Read& known = reads_[pod];
       if (read.stats == nullptr) {
-        gone.push_back(at);
+        known.gone = true;
+        out_.vanished.push_back(pod->uid);
+        std::erase_if(ranking.pods, [&](const policy::RankedPod& r) { return r.pod == pod; });
         continue;
       }
-      view_.podStats[at] = read.stats;
-      fresh_[at] = true;
-      usage_[at] = read.usage;
+      known.fresh = true;
+      known.usage = read.usage;
+      policy::rerankMemoryPressure(ranking, *pod, read.stats, policy_);
     }
-    if (gone.empty()) return;
-    // A pod whose cgroup vanished is off the node: a full scan leaves it out as well.
-    std::sort(gone.begin(), gone.end());
-    for (auto it = gone.rbegin(); it != gone.rend(); ++it) {
-      out_.vanished.push_back(view_.pods[*it]->uid);
-      view_.pods.erase(view_.pods.begin() + std::ptrdiff_t(*it));
-      view_.podStats.erase(view_.podStats.begin() + std::ptrdiff_t(*it));
-      view_.keyOrder.erase(view_.keyOrder.begin() + std::ptrdiff_t(*it));
-      fresh_.erase(fresh_.begin() + std::ptrdiff_t(*it));
-      usage_.erase(usage_.begin() + std::ptrdiff_t(*it));
-    }
-    position_.clear();
-    for (std::size_t i = 0; i < view_.pods.size(); ++i) position_[view_.pods[i]] = i;
   }
 
   VictimsFirstDecision decided(policy::EvictionResult result) {
@@ -240,19 +226,15 @@ class Decider {
     return std::move(out_);
   }
 
-  policy::NodeView view_;
+  const policy::NodeView& view_;
   std::optional<std::uint64_t> kubepodsUsage_;
   const policy::Policy& policy_;
   const policy::EvictionState& state_;
   SteadyTime now_;
   PodFigureReader& reader_;
-  VictimsFirstOptions options_;
-  std::unordered_map<const policy::Pod*, std::size_t> position_;
-  std::vector<bool> fresh_;
-  std::vector<std::optional<std::uint64_t>> usage_;
-  // Usages read at step 3, by pod: bounds for every later round too.
-  std::deque<policy::PodStats> own_;
-  std::unordered_map<const policy::Pod*, const policy::PodStats*> bound_;
+  const VictimsFirstOptions& options_;
+  // The pods read, whole or their usage alone: a handful, next to the ranking's 1,000.
+  std::unordered_map<const policy::Pod*, Read> reads_;
   VictimsFirstDecision out_;
 };
 

@@ -8,9 +8,9 @@
 //   1. evaluate   policy::evaluateEviction over the view as it stands (the node's figures
 //                 fresh, each pod's as last read). No threshold to act on: that is the
 //                 decision whatever the pods use — nothing is read. This is every quiet cycle.
-//   2. victims    read the victims it names and the next kLookahead evictable pods of the
-//                 memory ranking (what the last reads put first), and evaluate again, until
-//                 every victim's figures are fresh.
+//   2. victims    read the victims it names and the next `lookahead` evictable pods of the
+//                 memory ranking (what the last reads put first), re-place each in the
+//                 ranking and plan again, until every victim's figures are fresh.
 //   3. certify    no pod left unread could rank before the last victim with the figures a
 //                 full scan would read. A pod's working set is at most its memory usage, and
 //                 every pod's usage is within kubepods' usage less that of the other pods
@@ -19,13 +19,20 @@
 //                 the last victim has its usage read (one read); one that its usage cannot
 //                 keep behind is read whole and goes back to step 2.
 //
+// The pods are ranked once a notification, at step 1. A pod read is re-placed in that ranking
+// (policy::rerankMemoryPressure: only the entries between its old and new places move) and
+// the plan is made again over it (policy::planEvictions); step 3 compares each unread pod,
+// given its bound, with the last victim by the ranking's own comparator
+// (policy::memoryRankedBefore) — no copy of the view, no second sort.
+//
 // Why that is the full scan's decision: the memory ranking orders pods pairwise (priority,
-// then usage against request; ties by key), and a pod's place can only move forward as its
-// usage grows. The plan takes the ranking's prefix up to the last victim. With every pod in
-// that prefix read afresh and every other pod shown unable to enter it, the prefix — and so
-// the victims, their usage, the need they cover and their messages — is the one a full scan
-// ranks. On a tree that does not move while it is read this is exact (tests/node compare the
-// two on churned trees); on a live node every figure is as fresh as a scan's would be.
+// then usage against request; ties by key: a total order, so the ranking kept by re-placing
+// the pods read is the one a sort of the view with their figures gives), and a pod's place
+// can only move forward as its usage grows. The plan takes the ranking's prefix up to the last
+// victim. With every pod in that prefix read afresh and every other pod shown unable to enter it,
+// the prefix — and so the victims, their usage, the need they cover and their messages — is the one
+// a full scan ranks. On a tree that does not move while it is read this is exact (tests/node
+// compare the two on churned trees); on a live node every figure is as fresh as a scan's would be.
 //
 // Falls back to a full scan (FullScanReason) when:
 //   - a threshold of another resource than memory is to act on (PIDs, disk): their rankings

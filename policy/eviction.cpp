@@ -230,6 +230,7 @@ Ranking buildRanking(const NodeView& view, const Policy& policy, std::string res
     out.usage = r.usage;
     out.request = r.request;
     out.evictable = r.evictable;
+    out.keyOrder = r.keyOrder;
     if (!r.evictable) out.notEvictableReason = notEvictableReason(*out.pod, policy);
   }
   return ranking;
@@ -517,17 +518,73 @@ EvictionState assumeGraceElapsed(const Policy& policy, SteadyTime now) {
   return state;
 }
 
+namespace {
+
+Style memoryStyle(const Policy& policy) {
+  return policy.ranking == RankingMode::Kubelet ? Style::KubeletExceeds : Style::PriorityRatio;
+}
+
+// What the memory ranking counts of a pod: its working set, and its swap when the policy says.
+std::int64_t memoryRankingUsage(const PodStats& s, bool withSwap) {
+  std::int64_t usage = s.memoryWorkingSetBytes ? std::int64_t(*s.memoryWorkingSetBytes) : 0;
+  if (withSwap && s.swapUsageBytes) usage += std::int64_t(*s.swapUsageBytes);
+  return usage;
+}
+
+// The record a memory ranking sorted its entry by (the request is also what "exceeds its
+// request" compares with: buildRanking's exceedsZero is false for memory).
+SortRecord memoryRecord(const RankedPod& r) {
+  SortRecord record{};
+  record.usage = r.usage;
+  record.request = r.request;
+  record.exceedRequest = r.request;
+  record.priority = r.pod->priority;
+  record.keyOrder = r.keyOrder;
+  record.hasUsage = r.hasUsage;
+  record.evictable = r.evictable;
+  return record;
+}
+
+}  // namespace
+
 Ranking rankMemoryPressure(const NodeView& view, const Policy& policy) {
-  Style style =
-      policy.ranking == RankingMode::Kubelet ? Style::KubeletExceeds : Style::PriorityRatio;
   const bool withSwap = policy.memoryRankingCountsSwap;
-  return buildRanking(view, policy, "memory", "memory", false, style,
+  return buildRanking(view, policy, "memory", "memory", false, memoryStyle(policy),
                       [withSwap](const Pod&, const PodStats& s) -> std::int64_t {
-                        std::int64_t usage =
-                            s.memoryWorkingSetBytes ? std::int64_t(*s.memoryWorkingSetBytes) : 0;
-                        if (withSwap && s.swapUsageBytes) usage += std::int64_t(*s.swapUsageBytes);
-                        return usage;
+                        return memoryRankingUsage(s, withSwap);
                       });
+}
+
+bool memoryRankedBefore(const RankedPod& a, const RankedPod& b, const Policy& policy) {
+  // buildRanking sorts by rankedBefore, then moves the pods that may not be evicted last
+  // keeping their order: the same as ordering by evictable first, then rankedBefore.
+  if (a.evictable != b.evictable) return a.evictable;
+  return rankedBefore(memoryRecord(a), memoryRecord(b), memoryStyle(policy));
+}
+
+bool rerankMemoryPressure(Ranking& ranking, const Pod& pod, const PodStats* stats,
+                          const Policy& policy) {
+  auto& pods = ranking.pods;
+  auto at =
+      std::find_if(pods.begin(), pods.end(), [&](const RankedPod& r) { return r.pod == &pod; });
+  if (at == pods.end()) return false;
+  // What buildRanking records of a pod's figures; its request and evictability stay.
+  at->stats = stats;
+  at->hasUsage = stats != nullptr;
+  at->usage = stats != nullptr ? memoryRankingUsage(*stats, policy.memoryRankingCountsSwap) : 0;
+  auto before = [&](const RankedPod& a, const RankedPod& b) {
+    return memoryRankedBefore(a, b, policy);
+  };
+  // The others are still in order: the entry moves forward past those it now ranks before,
+  // or back past those that now rank before it.
+  if (at != pods.begin() && before(*at, *(at - 1))) {
+    auto to = std::upper_bound(pods.begin(), at, *at, before);
+    std::rotate(to, at, at + 1);
+  } else if (at + 1 != pods.end() && before(*(at + 1), *at)) {
+    auto to = std::lower_bound(at + 1, pods.end(), *at, before);
+    std::rotate(at, at + 1, to);
+  }
+  return true;
 }
 
 Ranking rankPidPressure(const NodeView& view, const Policy& policy) {
@@ -660,6 +717,8 @@ std::vector<const SignalStatus*> actionableByUrgency(const std::vector<SignalSta
   return actionable;
 }
 
+}  // namespace
+
 // Step 4: the plan. For each actionable threshold, most urgent first, the shortest prefix of
 // its ranking (skipping pods that may not be evicted or are already chosen) whose usage
 // covers threshold + minimum reclaim - available, counting what earlier choices already free.
@@ -720,8 +779,6 @@ std::vector<Eviction> planEvictions(const NodeView& view, const Policy& policy,
   }
   return plan;
 }
-
-}  // namespace
 
 // As the kubelet's eviction manager synchronizes: observe the signals, compare them with the
 // thresholds, update the node conditions, rank the pods, and pick the victims.

@@ -87,6 +87,8 @@ struct RankedPod {
   std::int64_t request = 0;  // same unit; 0 for processes and inodes
   bool evictable = true;
   std::string notEvictableReason;  // "critical pod", "priority >= neverEvictPriority"
+  // The pod key's place among the view's pods (NodeView::keyOrder): the last tie-break.
+  std::uint32_t keyOrder = 0;
 };
 
 struct Ranking {
@@ -133,6 +135,12 @@ EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
                                 const EvictionState& state, SteadyTime now,
                                 Rankings rankings = Rankings::All);
 
+// evaluateEviction's last step alone: the evictions `decision`'s thresholds call for over its
+// rankings (one it lacks is built from `view`). A caller that changed a ranking (re-placed a
+// pod) re-plans with it.
+std::vector<Eviction> planEvictions(const NodeView& view, const Policy& policy,
+                                    const EvictionDecision& decision);
+
 // The ranking a decision shows for a signal's resource: PIDs, ephemeral storage for a disk
 // signal, memory otherwise (and when the decision carries no ranking of that resource).
 const Ranking& shownRanking(const EvictionDecision& decision, Signal signal);
@@ -140,6 +148,16 @@ const Ranking& shownRanking(const EvictionDecision& decision, Signal signal);
 // The rankings on their own (docs/reference.md §4 "Ranking"), for any resource of the node.
 Ranking rankMemoryPressure(const NodeView& view, const Policy& policy);
 Ranking rankPidPressure(const NodeView& view, const Policy& policy);
+// The memory ranking's order, the one rankMemoryPressure sorts by: whether `a` is evicted
+// before `b` with the figures of their entries (evictable pods first, then the policy's
+// ranking, ties by key).
+bool memoryRankedBefore(const RankedPod& a, const RankedPod& b, const Policy& policy);
+// Re-places `pod` in `ranking`, a memory ranking of a view under `policy`, with the figures
+// `stats` (nullptr: none): the ranking is then the one rankMemoryPressure builds over the view
+// with those figures for the pod. Moves only the entries between its old and new places.
+// False when the pod is not in the ranking (a terminating pod).
+bool rerankMemoryPressure(Ranking& ranking, const Pod& pod, const PodStats* stats,
+                          const Policy& policy);
 // For a disk signal: its bytes or inodes, measured as the kubelet measures them for that
 // signal (podDiskUsage over the figures buildSignalToRankFunc gives it).
 Ranking rankDiskPressure(const NodeView& view, const Policy& policy, Signal signal);

@@ -5,6 +5,7 @@
 // does the same through the agent on a cgroup tree.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <random>
@@ -59,6 +60,7 @@ class Reader final : public PodFigureReader {
     policy::PodStats& stats = store_.emplace_back();
     stats.uid = pod.uid;
     stats.memoryWorkingSetBytes = std::uint64_t(it->second);
+    served[pod.uid] = &stats;
     return {&stats, std::uint64_t(it->second + cacheOf(pod.uid))};
   }
   std::optional<std::uint64_t> usage(const policy::Pod& pod) override {
@@ -70,7 +72,8 @@ class Reader final : public PodFigureReader {
   }
   int whole = 0;
   int usages = 0;
-  std::map<std::string, int> readsOf;  // whole or usage
+  std::map<std::string, int> readsOf;                     // whole or usage
+  std::map<std::string, const policy::PodStats*> served;  // the last figures read whole
 
  private:
   std::int64_t cacheOf(const std::string& uid) const {
@@ -134,11 +137,44 @@ std::string describe(const std::vector<policy::Eviction>& evictions) {
   return out.str();
 }
 
+std::string describe(const policy::Ranking& ranking) {
+  std::ostringstream out;
+  for (const policy::RankedPod& r : ranking.pods) {
+    out << r.pod->key << " " << (r.hasUsage ? std::to_string(r.usage) : "-") << " " << r.request
+        << (r.evictable ? "" : " not evictable") << " stats=" << r.stats << "\n";
+  }
+  return out.str();
+}
+
+// The ranking the decision kept, re-placing each pod it read, must be the one a ranking of the
+// whole view builds with the figures it read: the stale view, each pod read whole given its
+// fresh figures, the pods found gone left out.
+void checkRanking(const policy::NodeView& stale, const VictimsFirstDecision& got,
+                  const Reader& reader, const policy::Policy& policy) {
+  policy::NodeView view;
+  view.name = stale.name;
+  view.stats = stale.stats;
+  for (std::size_t i = 0; i < stale.pods.size(); ++i) {
+    const policy::Pod* pod = stale.pods[i];
+    if (std::find(got.vanished.begin(), got.vanished.end(), pod->uid) != got.vanished.end()) {
+      continue;
+    }
+    auto served = reader.served.find(pod->uid);
+    view.pods.push_back(pod);
+    view.podStats.push_back(served == reader.served.end() ? stale.podStats[i] : served->second);
+  }
+  policy::assignKeyOrder(view);
+  CHECK(describe(got.result->decision.memory) ==
+        describe(policy::rankMemoryPressure(view, policy)));
+}
+
 struct Tally {
   int decided = 0;           // victims first decided alone
   int evicting = 0;          // … and evicted someone
   int fellBack = 0;          // a full scan was needed
   int certifiedByUsage = 0;  // step 3 read usages
+  int severalRounds = 0;     // read pods whole in more than one round
+  int vanished = 0;          // found a pod gone
   int podsRead = 0;
 };
 
@@ -172,7 +208,10 @@ void compare(const Node& node, const policy::Policy& policy, Tally& tally) {
   ++tally.decided;
   if (!expected.decision.evict.empty()) ++tally.evicting;
   if (got.usagesRead > 0) ++tally.certifiedByUsage;
+  if (got.rounds > 1) ++tally.severalRounds;
+  if (!got.vanished.empty()) ++tally.vanished;
   tally.podsRead += int(got.podsRead);
+  checkRanking(stale, got, reader, policy);
   CHECK(describe(got.result->decision.evict) == describe(expected.decision.evict));
   CHECK(got.result->decision.conditions == expected.decision.conditions);
   REQUIRE(got.result->decision.signals.size() == expected.decision.signals.size());
@@ -251,10 +290,13 @@ TEST_CASE("victims first decides as a full read does, on churned nodes") {
   }
   MESSAGE("decided alone " << tally.decided << " (evicting in " << tally.evicting
                            << ", certified by usage reads in " << tally.certifiedByUsage
-                           << "), fell back " << tally.fellBack << ", pods read "
-                           << tally.podsRead);
+                           << ", in several rounds " << tally.severalRounds
+                           << ", finding pods gone " << tally.vanished << "), fell back "
+                           << tally.fellBack << ", pods read " << tally.podsRead);
   // The comparison ran, and on nodes that evict: not a vacuous pass.
   CHECK(tally.certifiedByUsage > 0);
+  CHECK(tally.severalRounds > 0);
+  CHECK(tally.vanished > 0);
   CHECK(tally.decided > 0);
   CHECK(tally.evicting > 0);
 }
@@ -344,4 +386,189 @@ TEST_CASE("thresholds of other resources, and swap in the ranking, are left to a
   const VictimsFirstDecision swapped = decideVictimsFirst(
       viewOf(all, node.last, tight, storage), std::nullopt, *swap, {}, SteadyTime{}, reader);
   CHECK((swapped.fullScan == FullScanReason::SwapRanked));
+}
+
+namespace {
+
+// Five pods: four of priority 0 without requests (ranked by working set), one of priority
+// 1000 (never before them); 150 MiB to free, one pod a cycle, the pods read only as victims
+// (no lookahead) so that each round reads one.
+struct Small {
+  Node node;
+  std::deque<policy::PodStats> storage;
+  policy::NodeStats stats;
+  std::vector<const policy::Pod*> all;
+  policy::NodeView stale;  // the figures as last read
+  policy::Policy policy;
+
+  explicit Small(const std::map<std::string, std::int64_t>& last,
+                 const std::map<std::string, std::int64_t>& now, int lookahead = 0)
+      : lookahead_(lookahead) {
+    for (int i = 0; i < 4; ++i) node.pods.push_back(makePod(i, 0, 0));
+    node.pods.push_back(makePod(4, 1000, 0));
+    policy::resolvePods(node.pods, {});
+    node.last = last;
+    node.now = now;
+    std::int64_t ws = 0;
+    for (const auto& [uid, bytes] : now) ws += bytes;
+    node.limit = ws + 150 * kMiB;  // 150 available against 300: 150 to free
+    stats = nodeStats(node);
+    for (const policy::Pod& pod : node.pods) all.push_back(&pod);
+    stale = viewOf(all, node.last, stats, storage);
+    policy = makePolicy("priority", 1);
+  }
+
+  VictimsFirstDecision decide(Reader& reader) {
+    VictimsFirstOptions options;
+    options.lookahead = lookahead_;
+    return decideVictimsFirst(stale, std::uint64_t(kubepodsUsage(node)), policy, {}, SteadyTime{},
+                              reader, options);
+  }
+
+  std::vector<std::string> ranked(const VictimsFirstDecision& got) const {
+    std::vector<std::string> names;
+    for (const auto& r : got.result->decision.memory.pods) names.push_back(r.pod->name);
+    return names;
+  }
+
+ private:
+  int lookahead_;
+};
+
+}  // namespace
+
+TEST_CASE("victims that shrank since their last read are re-placed, round after round") {
+  // Last read: pod-0 300 MiB, pod-1 250, pod-2 200, pod-3 100. Now pod-0 and pod-1 hold 10
+  // MiB each: each read as the victim drops behind, until pod-2 (200 ≥ 150) is read as it was.
+  Small small({{"uid-0", 300 * kMiB},
+               {"uid-1", 250 * kMiB},
+               {"uid-2", 200 * kMiB},
+               {"uid-3", 100 * kMiB},
+               {"uid-4", 900 * kMiB}},
+              {{"uid-0", 10 * kMiB},
+               {"uid-1", 10 * kMiB},
+               {"uid-2", 200 * kMiB},
+               {"uid-3", 100 * kMiB},
+               {"uid-4", 900 * kMiB}});
+  Tally tally;
+  compare(small.node, small.policy, tally);
+  REQUIRE(tally.decided == 1);
+
+  Reader reader(small.node);
+  const VictimsFirstDecision got = small.decide(reader);
+  REQUIRE(got.result);
+  REQUIRE(got.result->decision.evict.size() == 1);
+  CHECK(got.result->decision.evict[0].pod->name == "pod-2");
+  CHECK(got.result->decision.evict[0].usage == 200 * kMiB);
+  CHECK(got.rounds == 3);
+  CHECK(got.podsRead == 3);
+  // pod-3's bound (what kubepods holds beyond the pods read) could put it before pod-2: its
+  // usage was read, and keeps it behind. pod-4's priority keeps it behind whatever it uses.
+  CHECK(got.usagesRead == 1);
+  CHECK(reader.readsOf["uid-3"] == 1);
+  CHECK(reader.readsOf["uid-4"] == 0);
+  // The two that shrank, at their fresh figures; ties (10 MiB each) by key.
+  CHECK(small.ranked(got) == std::vector<std::string>{"pod-2", "pod-3", "pod-0", "pod-1", "pod-4"});
+  checkRanking(small.stale, got, reader, small.policy);
+}
+
+TEST_CASE("a pod read with the victim that grew past it becomes the victim") {
+  // pod-0 is the victim as last read (300 MiB); pod-1, read with it (lookahead), now holds
+  // 500 MiB: it moves before pod-0 and alone covers the 150 MiB.
+  Small small({{"uid-0", 300 * kMiB},
+               {"uid-1", 100 * kMiB},
+               {"uid-2", 50 * kMiB},
+               {"uid-3", 10 * kMiB},
+               {"uid-4", 900 * kMiB}},
+              {{"uid-0", 300 * kMiB},
+               {"uid-1", 500 * kMiB},
+               {"uid-2", 50 * kMiB},
+               {"uid-3", 10 * kMiB},
+               {"uid-4", 900 * kMiB}},
+              /*lookahead=*/1);
+  Tally tally;
+  compare(small.node, small.policy, tally);
+  REQUIRE(tally.decided == 1);
+
+  Reader reader(small.node);
+  const VictimsFirstDecision got = small.decide(reader);
+  REQUIRE(got.result);
+  REQUIRE(got.result->decision.evict.size() == 1);
+  CHECK(got.result->decision.evict[0].pod->name == "pod-1");
+  CHECK(got.result->decision.evict[0].usage == 500 * kMiB);
+  CHECK(got.rounds == 1);
+  CHECK(small.ranked(got) == std::vector<std::string>{"pod-1", "pod-0", "pod-2", "pod-3", "pod-4"});
+  checkRanking(small.stale, got, reader, small.policy);
+}
+
+TEST_CASE("a victim whose cgroup vanished leaves the ranking, and the next pod is chosen") {
+  Small small({{"uid-0", 300 * kMiB},
+               {"uid-1", 200 * kMiB},
+               {"uid-2", 100 * kMiB},
+               {"uid-3", 10 * kMiB},
+               {"uid-4", 900 * kMiB}},
+              {// pod-0 is gone
+               {"uid-1", 200 * kMiB},
+               {"uid-2", 100 * kMiB},
+               {"uid-3", 10 * kMiB},
+               {"uid-4", 900 * kMiB}});
+  Tally tally;
+  compare(small.node, small.policy, tally);
+  REQUIRE(tally.decided == 1);
+
+  Reader reader(small.node);
+  const VictimsFirstDecision got = small.decide(reader);
+  REQUIRE(got.result);
+  CHECK(got.vanished == std::vector<std::string>{"uid-0"});
+  REQUIRE(got.result->decision.evict.size() == 1);
+  CHECK(got.result->decision.evict[0].pod->name == "pod-1");
+  CHECK(got.rounds == 2);
+  CHECK(small.ranked(got) == std::vector<std::string>{"pod-1", "pod-2", "pod-3", "pod-4"});
+  checkRanking(small.stale, got, reader, small.policy);
+}
+
+TEST_CASE("re-placing pods one by one keeps the ranking a full ranking builds") {
+  // The ranking victims first keeps (policy::rerankMemoryPressure) against
+  // policy::rankMemoryPressure over the changed view: both styles, pods that may not be
+  // evicted, pods without figures, ties.
+  std::mt19937_64 rng(0x72616e6b);  // "rank"
+  auto pick = [&](std::int64_t low, std::int64_t high) {
+    return std::uniform_int_distribution<std::int64_t>(low, high)(rng);
+  };
+  for (const char* style : {"priority", "kubelet"}) {
+    CAPTURE(style);
+    const policy::Policy policy = makePolicy(style, 5);
+    std::vector<policy::Pod> pods;
+    const std::int32_t priorities[] = {0, 0, 1000, 100000, 2000001000};
+    for (int i = 0; i < 120; ++i) {
+      pods.push_back(makePod(i, priorities[pick(0, 4)], pick(0, 2) == 0 ? 0 : pick(1, 8) * kMiB));
+    }
+    pods[7].terminating = true;  // on its way out: in no ranking
+    policy::resolvePods(pods, {});
+    std::deque<policy::PodStats> storage;
+    policy::NodeStats stats;
+    policy::NodeView view;
+    view.name = "n";
+    view.stats = &stats;
+    // Working sets from a few values, so that ties on usage are common.
+    auto figures = [&]() -> const policy::PodStats* {
+      if (pick(0, 9) == 0) return nullptr;
+      policy::PodStats& entry = storage.emplace_back();
+      if (pick(0, 9) != 0) entry.memoryWorkingSetBytes = std::uint64_t(pick(0, 6) * 4 * kMiB);
+      return &entry;
+    };
+    for (const policy::Pod& pod : pods) {
+      view.pods.push_back(&pod);
+      view.podStats.push_back(figures());
+    }
+    policy::assignKeyOrder(view);
+    policy::Ranking kept = policy::rankMemoryPressure(view, policy);
+    for (int step = 0; step < 300; ++step) {
+      CAPTURE(step);
+      const std::size_t at = std::size_t(pick(0, std::int64_t(pods.size()) - 1));
+      view.podStats[at] = figures();
+      CHECK(policy::rerankMemoryPressure(kept, pods[at], view.podStats[at], policy) == (at != 7));
+      REQUIRE(describe(kept) == describe(policy::rankMemoryPressure(view, policy)));
+    }
+  }
 }
