@@ -1,6 +1,7 @@
 #include "policy/admission.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -274,6 +275,11 @@ NameKey nameKey(std::string_view name) {
   if (name.size() >= 8) {
     std::memcpy(&k.head, name.data(), 8);
     std::memcpy(&k.tail, name.data() + name.size() - 8, 8);
+  } else if (name.size() >= 4) {  // two overlapping fixed-size loads, no memcpy call
+    std::uint32_t first = 0, last = 0;
+    std::memcpy(&first, name.data(), 4);
+    std::memcpy(&last, name.data() + name.size() - 4, 4);
+    k.head = std::uint64_t(first) << 32 | last;
   } else {
     for (char c : name) k.head = k.head << 8 | std::uint8_t(c);
   }
@@ -297,6 +303,40 @@ const PdbIndex::Namespace* findNamespace(const PdbIndex& index, std::string_view
   }
 }
 
+static_assert(std::endian::native == std::endian::little, "textLess reads words");
+
+// a < b as std::string's operator< orders them (bytes as unsigned), eight bytes at a time in
+// place: names that share a long prefix (one rollout's pod keys, a cloud's node names) cost
+// a memcmp call per comparison otherwise.
+bool textLess(std::string_view a, std::string_view b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t u, v;
+    std::memcpy(&u, a.data() + i, 8);
+    std::memcpy(&v, b.data() + i, 8);
+    if (u != v) return __builtin_bswap64(u) < __builtin_bswap64(v);
+  }
+  for (; i < n; ++i) {
+    if (a[i] != b[i]) return std::uint8_t(a[i]) < std::uint8_t(b[i]);
+  }
+  return a.size() < b.size();
+}
+
+// LabelSelector::matches' test of matchLabels, as one walk along the pod's labels (both maps
+// are sorted by key) instead of a descent of the pod's tree per pair: a budget's pair is
+// usually `app`, the first of a pod's labels.
+bool matchLabelsHold(const std::map<std::string, std::string>& required,
+                     const std::map<std::string, std::string>& labels) {
+  auto it = labels.begin();
+  const auto end = labels.end();
+  for (const auto& [key, value] : required) {
+    while (it != end && textLess(it->first, key)) ++it;
+    if (it == end || !sameText(it->first, key) || !sameText(it->second, value)) return false;
+  }
+  return true;
+}
+
 // Whether budget `k` of the index counts `pod`: its selector matches the pod's labels (the
 // blooms turn most pods away first) and the pod is not already being disrupted, as the API
 // server recorded (such a pod is neither counted nor violating).
@@ -313,7 +353,11 @@ bool budgetCounts(const PdbIndex& index, std::size_t k, const Pod& pod) {
     }
   }
   const PodDisruptionBudget& pdb = (*index.pdbs)[budget.pdb];
-  return pdb.selector->matches(pod.labels) && pdb.disruptedPods.count(pod.name) == 0;
+  const LabelSelector& selector = *pdb.selector;
+  // LabelSelector::matches: matchLabels here, the expressions (rarer) by matches() itself.
+  if (!matchLabelsHold(selector.matchLabels, pod.labels)) return false;
+  if (!selector.matchExpressions.empty() && !selector.matches(pod.labels)) return false;
+  return pdb.disruptedPods.empty() || pdb.disruptedPods.count(pod.name) == 0;
 }
 
 // Requests within ±kSmallRequest let the reprieve count in 64 bits (Rooms).
@@ -382,9 +426,11 @@ struct Workspace {
     c.request[0] = fit[0];
     c.request[1] = fit[1];
     c.request[2] = fit[2];
-    for (const std::int64_t amount : c.request) {
-      smallRequests &= amount <= kSmallRequest && amount >= -kSmallRequest;
-    }
+    // amount + kSmallRequest within [0, 2 kSmallRequest], as unsigned: one compare each.
+    constexpr std::uint64_t kSpan = 2 * std::uint64_t(kSmallRequest);
+    smallRequests &= (std::uint64_t(c.request[0]) + std::uint64_t(kSmallRequest) <= kSpan) &
+                     (std::uint64_t(c.request[1]) + std::uint64_t(kSmallRequest) <= kSpan) &
+                     (std::uint64_t(c.request[2]) + std::uint64_t(kSmallRequest) <= kSpan);
     c.extended = p.extendedRequests;
     c.violating = false;
     c.firstBudget = std::uint32_t(budgets.size());
@@ -425,7 +471,8 @@ struct Workspace {
       const auto end =
           std::find_if(run + 1, order.end(), [&](const Rank& r) { return before(*run, r); });
       if (end - run > 1) {
-        std::sort(run, end, [this](const Rank& a, const Rank& b) { return keyOf(a) < keyOf(b); });
+        std::sort(run, end,
+                  [this](const Rank& a, const Rank& b) { return textLess(keyOf(a), keyOf(b)); });
         for (auto it = run + 1; it != end && unique; ++it) unique = keyOf(it[-1]) != keyOf(*it);
       }
       run = end;
@@ -453,6 +500,13 @@ struct Workspace {
     }
   }
 };
+
+// The workspace of the decisions made on this thread: its buffers keep their capacity from one
+// decision to the next (start() clears them), so a decision allocates none of them again.
+Workspace& threadWorkspace() {
+  thread_local Workspace workspace;
+  return workspace;
+}
 
 // The running sums of the reprieve: tryTake(c) adds candidate c back and answers whether
 // the pod still fits, undoing the add when it does not. Rooms keeps, per core resource, the
@@ -520,8 +574,8 @@ void reprieve(Sums sums, Workspace& w, VictimSelection& result) {
 // A pass over a node's pods waits on each pod in turn when they are not in cache (the pods of
 // a large cluster are not): the pass starts loading the fields it reads (Pod's block from ns
 // to extendedRequests) kPodsAhead pods ahead, and the UID's characters, which samePod() reads,
-// kUidsAhead pods ahead. (Written out in the loop: GCC drops a call to a function that only
-// prefetches, as having no effect, before it would inline it.)
+// the key's and the first label's kUidsAhead pods ahead. (Written out in the loop: GCC drops a call
+// to a function that only prefetches, as having no effect, before it would inline it.)
 constexpr std::size_t kPodsAhead = 8;
 constexpr std::size_t kUidsAhead = 4;
 constexpr std::size_t kLine = 64;
@@ -545,8 +599,16 @@ Held survey(const Pod& pod, const NodeInfo& node, const Policy& policy, const Fi
       const char* last = reinterpret_cast<const char*>(&ahead.extendedRequests);
       for (; line <= last; line += kLine) __builtin_prefetch(line);
     }
-    if (!selfAbsent && i + kUidsAhead < n)
-      __builtin_prefetch(node.pods[i + kUidsAhead]->uid.data());
+    if (i + kUidsAhead < n) {
+      const Pod& ahead = *node.pods[i + kUidsAhead];
+      if (!selfAbsent) __builtin_prefetch(ahead.uid.data());
+      if (potential) {
+        // What a potential victim's add() and the sort read next: the key's characters and
+        // the first node of its labels (a budget's selector walks them).
+        __builtin_prefetch(ahead.key.data());
+        if (!ahead.labels.empty()) __builtin_prefetch(&*ahead.labels.begin());
+      }
+    }
     const Pod* p = node.pods[i];
     const bool isSelf = !selfAbsent && samePod(*p, pod);
     if (self == nullptr && isSelf) {
@@ -691,9 +753,18 @@ PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs) {
     const auto& pdb = pdbs[i];
     if (pdb.selector && !selectorIsEmpty(*pdb.selector)) members.push_back(i);
   }
-  std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
-    return pdbs[a].ns != pdbs[b].ns ? pdbs[a].ns < pdbs[b].ns : a < b;
+  // Grouped by namespace (the runs' own order does not matter: they are found by hash),
+  // comparing the names' keys first and their text only when the keys are equal.
+  std::vector<std::pair<NameKey, std::size_t>> keyed;
+  keyed.reserve(members.size());
+  for (const std::size_t i : members) keyed.emplace_back(nameKey(pdbs[i].ns), i);
+  std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+    if (a.first.head != b.first.head) return a.first.head < b.first.head;
+    if (a.first.tail != b.first.tail) return a.first.tail < b.first.tail;
+    const int order = pdbs[a.second].ns.compare(pdbs[b.second].ns);
+    return order != 0 ? order < 0 : a.second < b.second;
   });
+  for (std::size_t m = 0; m < keyed.size(); ++m) members[m] = keyed[m].second;
   std::size_t runs = 0;
   for (std::size_t m = 0; m < members.size(); ++m) {
     if (m == 0 || pdbs[members[m]].ns != pdbs[members[m - 1]].ns) ++runs;
@@ -756,9 +827,8 @@ VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
 
 VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node, const PdbIndex& pdbs,
                                     const Policy& policy) {
-  Workspace w;
   return selectVictims(pod, node, pdbs, policy, fitFor(pod, *node.node, RequestConsumer::Scheduler),
-                       false, w);
+                       false, threadWorkspace());
 }
 
 VictimSelection selectVictimsOnNodeNaive(const Pod& pod, const NodeInfo& node,
@@ -887,11 +957,12 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
     out.nominatedPodsToClear = lowerPriorityNominated(pod, node);
     return out;
   }
-  // 7. The scheduler's victim selection.
-  Workspace w;
-  VictimSelection selection =
-      selectVictims(pod, node, indexPdbs(pdbs), policy,
-                    fitFor(pod, *node.node, RequestConsumer::Scheduler), self == nullptr, w);
+  // 7. The scheduler's victim selection: the same demand on the same node, the other pods
+  //    counted as the scheduler counts them.
+  Fit scheduler = f;
+  scheduler.consumer = RequestConsumer::Scheduler;
+  VictimSelection selection = selectVictims(pod, node, indexPdbs(pdbs), policy, scheduler,
+                                            self == nullptr, threadWorkspace());
   if (!selection.fits) {
     return reject(reason, message + "; preempting every lower-priority pod would not free enough");
   }
@@ -960,7 +1031,7 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
   out.pod = pod.key;
   const Fit demand = demandOf(pod, RequestConsumer::Scheduler);
   const PdbIndex pdbIndex = indexPdbs(pdbs);
-  Workspace workspace;
+  Workspace& workspace = threadWorkspace();
   // 1. A node where the pod fits as it is wins at once: its nominated node if it fits there
   //    (the scheduler tries that first), else the first by name.
   const NodeInfo* nominated =
@@ -1032,7 +1103,7 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
   }
   std::sort(out.candidates.begin(), out.candidates.end(),
             [](const PreemptionCandidate& a, const PreemptionCandidate& b) {
-              return a.node->name < b.node->name;
+              return textLess(a.node->name, b.node->name);
             });
   return out;
 }
