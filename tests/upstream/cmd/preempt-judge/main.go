@@ -5,7 +5,7 @@
 // before the preemptor was submitted (tests/judges/README.md).
 //
 //	preempt-judge --nodewarden BIN --control-plane BIN [--cases N] [--seed S] [--parallel W]
-//	              [--case FILE|DIR]... [--out DIR]
+//	              [--control-planes P] [--case FILE|DIR]... [--out DIR]
 //	preempt-judge --write SEED        the generated case of SEED, as JSON
 //
 // Exit status: 0 when every scenario agrees, 1 on a disagreement or an error, 2 usage.
@@ -43,7 +43,8 @@ func run() int {
 	controlPlane := flag.String("control-plane", os.Getenv("NW_CONTROL_PLANE"), "the nw-control-plane `binary` (default $NW_CONTROL_PLANE)")
 	cases := flag.Int("cases", 100, "generated scenarios to run (seeds SEED to SEED+N-1)")
 	seed := flag.Uint64("seed", 1, "first seed")
-	parallel := flag.Int("parallel", 4, "scenarios on the control plane at once")
+	parallel := flag.Int("parallel", 4, "scenarios on the (first) control plane at once")
+	planes := flag.Int("control-planes", 1, "control planes to run; the second and later judge, one at a time each, the scenarios with a global default class")
 	out := flag.String("out", "", "`dir`ectory for the case files of disagreements (default: a temporary one)")
 	write := flag.Int64("write", -1, "print the generated case of `SEED` and exit")
 	verbose := flag.Bool("v", false, "print what the scheduler did in each scenario")
@@ -100,86 +101,167 @@ func run() int {
 		return 1
 	}
 	nwBin, _ := filepath.Abs(*bin)
+	if *planes < 1 {
+		fmt.Fprintln(os.Stderr, "preempt-judge: --control-planes must be at least 1")
+		return 2
+	}
 
 	begin := time.Now()
-	dir, err := os.MkdirTemp("", "preempt-judge-cluster-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	// Every control plane starts at once; each one's state lives in a directory of its own.
+	type plane struct {
+		cs *kubernetes.Clientset
+		// A scenario with a global default class runs alone on its plane: the Priority
+		// admission plugin would give its value to the pods of every other scenario created
+		// meanwhile.
+		alone sync.RWMutex
 	}
-	defer os.RemoveAll(dir)
-	fmt.Printf("preempt-judge: starting a control plane (%s)\n", *controlPlane)
-	// The launcher renews every Node's Lease in turn, every 5 s; with dozens of scenarios'
-	// nodes on a starved machine one round can outlast the node-lifecycle controller's 50 s
-	// grace, which then taints the nodes unreachable in the middle of a scenario (after its
-	// snapshot: the scheduler and explain would judge different nodes). A node here is
-	// healthy for as long as the run needs it.
-	c, err := cluster.Start(cluster.Options{Binary: *controlPlane, Dir: dir, Progress: os.Stderr,
-		ControllerManagerArgs: []string{"--node-monitor-grace-period=1h", "--node-startup-grace-period=1h"}})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "preempt-judge: the control plane did not start: %v\n", err)
-		return 1
+	ps := make([]*plane, *planes)
+	startErrs := make([]error, *planes)
+	var starting sync.WaitGroup
+	version := ""
+	for k := range ps {
+		starting.Add(1)
+		go func(k int) {
+			defer starting.Done()
+			dir, err := os.MkdirTemp("", "preempt-judge-cluster-")
+			if err != nil {
+				startErrs[k] = err
+				return
+			}
+			cleanups.add(func() { os.RemoveAll(dir) })
+			// The launcher renews every Node's Lease in turn, every 5 s; with dozens of
+			// scenarios' nodes on a starved machine one round can outlast the node-lifecycle
+			// controller's 50 s grace, which then taints the nodes unreachable in the middle
+			// of a scenario (after its snapshot: the scheduler and explain would judge
+			// different nodes). A node here is healthy for as long as the run needs it.
+			c, err := cluster.Start(cluster.Options{Binary: *controlPlane, Dir: dir, Progress: os.Stderr,
+				ControllerManagerArgs: []string{"--node-monitor-grace-period=1h", "--node-startup-grace-period=1h"}})
+			if err != nil {
+				startErrs[k] = fmt.Errorf("the control plane did not start: %w", err)
+				return
+			}
+			cleanups.add(c.Stop)
+			version = c.Version
+			config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+			if err != nil {
+				startErrs[k] = err
+				return
+			}
+			config.QPS, config.Burst, config.UserAgent = 500, 1000, "preempt-judge"
+			cs, err := kubernetes.NewForConfig(config)
+			if err != nil {
+				startErrs[k] = err
+				return
+			}
+			ps[k] = &plane{cs: cs}
+		}(k)
 	}
-	defer c.Stop()
-	config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	fmt.Printf("preempt-judge: starting %d control plane(s) (%s)\n", *planes, *controlPlane)
+	starting.Wait()
+	defer cleanups.run()
+	for _, err := range startErrs {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "preempt-judge: %v\n", err)
+			return 1
+		}
 	}
-	config.QPS, config.Burst, config.UserAgent = 500, 1000, "preempt-judge"
-	cs, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Printf("preempt-judge: control plane %s ready in %.1fs; %d scenarios, %d at once\n", c.Version, time.Since(begin).Seconds(), len(work), *parallel)
+	fmt.Printf("preempt-judge: control plane %s ready in %.1fs; %d scenarios, %d at once\n", version, time.Since(begin).Seconds(), len(work), *parallel)
 
 	ctx := context.Background()
 	var mu sync.Mutex
-	// A scenario with a global default class runs alone: the Priority admission plugin would
-	// give its value to the pods of every other scenario created meanwhile.
-	var alone sync.RWMutex
 	tally := &tally{kinds: map[string]int{}}
-	jobs := make(chan int)
+	type job struct {
+		pc  *scenario.PreemptionCase
+		err error
+	}
+	// With one control plane every scenario goes to it (those with a global default class
+	// alone). With more, the first takes every scenario without a global default,
+	// `parallel` at once, and each of the others takes those with one, one at a time, so
+	// that they no longer drain the first plane.
+	ordinary, global := make(chan job), make(chan job)
 	var wg sync.WaitGroup
+	worker := func(p *plane, jobs <-chan job) {
+		defer wg.Done()
+		nw := &nodewarden{bin: nwBin}
+		defer nw.close()
+		for j := range jobs {
+			pc, err := j.pc, j.err
+			var res *result
+			if err == nil {
+				if pc.HasGlobalDefault() {
+					p.alone.Lock()
+					res, err = judge(ctx, p.cs, nw, pc, *out)
+					p.alone.Unlock()
+				} else {
+					p.alone.RLock()
+					res, err = judge(ctx, p.cs, nw, pc, *out)
+					p.alone.RUnlock()
+				}
+			}
+			mu.Lock()
+			if *verbose && res != nil {
+				fmt.Printf("seed %d: the scheduler %s\n", pc.Seed, res.scheduler.describe())
+			}
+			tally.add(pc, res, err)
+			if tally.n%50 == 0 {
+				fmt.Printf("preempt-judge: %d/%d scenarios, %d agree (%.0fs)\n", tally.n, len(work), tally.agree, time.Since(begin).Seconds())
+			}
+			mu.Unlock()
+		}
+	}
 	for w := 0; w < *parallel; w++ {
 		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			nw := &nodewarden{bin: nwBin}
-			defer nw.close()
-			for i := range jobs {
-				pc, err := work[i]()
-				var res *result
-				if err == nil {
-					if pc.HasGlobalDefault() {
-						alone.Lock()
-						res, err = judge(ctx, cs, nw, pc, *out)
-						alone.Unlock()
-					} else {
-						alone.RLock()
-						res, err = judge(ctx, cs, nw, pc, *out)
-						alone.RUnlock()
-					}
-				}
-				mu.Lock()
-				if *verbose && res != nil {
-					fmt.Printf("seed %d: the scheduler %s\n", pc.Seed, res.scheduler.describe())
-				}
-				tally.add(pc, res, err)
-				if tally.n%50 == 0 {
-					fmt.Printf("preempt-judge: %d/%d scenarios, %d agree (%.0fs)\n", tally.n, len(work), tally.agree, time.Since(begin).Seconds())
-				}
-				mu.Unlock()
-			}
-		}(w)
+		go worker(ps[0], ordinary)
 	}
+	for _, p := range ps[1:] {
+		wg.Add(1)
+		go worker(p, global)
+	}
+	// Each queue has a feeder of its own, so that a plane busy with a global default
+	// scenario holds up no other.
+	var toOrdinary, toGlobal []int
 	for i := range work {
-		jobs <- i
+		if len(ps) > 1 && globalDefault(work[i]) {
+			toGlobal = append(toGlobal, i)
+		} else {
+			toOrdinary = append(toOrdinary, i)
+		}
 	}
-	close(jobs)
+	feed := func(jobs chan<- job, which []int) {
+		for _, i := range which {
+			pc, err := work[i]()
+			jobs <- job{pc, err}
+		}
+		close(jobs)
+	}
+	go feed(global, toGlobal)
+	feed(ordinary, toOrdinary)
 	wg.Wait()
 	return tally.report(time.Since(begin), *seed, *cases, *out)
+}
+
+// globalDefault says whether the scenario `load` reads has a global default class (false
+// when it cannot be read: the worker that loads it again reports the error).
+func globalDefault(load func() (*scenario.PreemptionCase, error)) bool {
+	pc, err := load()
+	return err == nil && pc.HasGlobalDefault()
+}
+
+// cleanups are run in reverse order on the way out (control planes stopped, their
+// directories removed).
+var cleanups cleanupList
+
+type cleanupList struct {
+	mu sync.Mutex
+	fs []func()
+}
+
+func (l *cleanupList) add(f func()) { l.mu.Lock(); l.fs = append(l.fs, f); l.mu.Unlock() }
+
+func (l *cleanupList) run() {
+	for i := len(l.fs) - 1; i >= 0; i-- {
+		l.fs[i]()
+	}
 }
 
 type tally struct {
