@@ -135,7 +135,10 @@ func run() int {
 			// of a scenario (after its snapshot: the scheduler and explain would judge
 			// different nodes). A node here is healthy for as long as the run needs it.
 			c, err := cluster.Start(cluster.Options{Binary: *controlPlane, Dir: dir, Progress: os.Stderr,
-				ControllerManagerArgs: []string{"--node-monitor-grace-period=1h", "--node-startup-grace-period=1h"}})
+				ControllerManagerArgs: []string{"--node-monitor-grace-period=1h", "--node-startup-grace-period=1h",
+					// No namespace controller: scenarios leave their namespaces behind, empty
+					// (scenarioRun.tearDown).
+					"--controllers=*,-namespace-controller"}})
 			if err != nil {
 				startErrs[k] = fmt.Errorf("the control plane did not start: %w", err)
 				return

@@ -285,18 +285,32 @@ const resizeStream = 0x726573697a65 // "resize"
 // PodResizeInProgress. A pod's init containers report what a v1.37 kubelet reports for
 // them (convertToAPIContainerStatuses): allocatedResources their requests, resources their
 // resources, a sidecar running and any other init container terminated (Completed).
-// Generator preemption/5 draws pods with init containers (preemption/3 drew them with no
-// init-container status, which no kubelet writes; preemption/4 left them out). Not drawn:
-// resizes of pods with pod-level resources (the pod's own status.resources).
+// A pod with pod-level resources (both cpu and memory requested at the pod level) resizes
+// them (Gen.resizeSpec), and its status carries the pod level as a v1.37 kubelet writes it
+// (InPlacePodLevelResourcesVerticalScaling, beta and on since 1.36): see below.
+// Generator preemption/5 draws both (preemption/3 drew pods with init containers with no
+// init-container status, which no kubelet writes; preemption/4 left them out, and neither
+// resized pod-level resources).
 func (c *PreemptionCase) resize(x *Gen) {
 	for i := range c.Pods {
 		p := &c.Pods[i]
-		if !x.R.Chance(0.35) || p.Spec.Resources != nil {
+		if !x.R.Chance(0.35) {
 			continue
 		}
 		stored, err := CreatePod(p, c.PriorityClasses)
 		if err != nil || stored.Status.QOSClass == v1.PodQOSBestEffort {
 			continue
+		}
+		podLevel := stored.Spec.Resources != nil && (len(stored.Spec.Resources.Requests) > 0 || len(stored.Spec.Resources.Limits) > 0)
+		if podLevel {
+			// Only pod-level stanzas that request both cpu and memory (as stored): what a
+			// kubelet reads back from the pod's cgroup for a resource the stanza does not
+			// request is not modelled here.
+			_, cpu := stored.Spec.Resources.Requests[v1.ResourceCPU]
+			_, memory := stored.Spec.Resources.Requests[v1.ResourceMemory]
+			if !cpu || !memory {
+				continue
+			}
 		}
 		old := p.DeepCopy()
 		x.resizeSpec(p)
@@ -320,6 +334,22 @@ func (c *PreemptionCase) resize(x *Gen) {
 				AllocatedResources: allocated,
 				Resources:          stored.Spec.Containers[k].Resources.DeepCopy(),
 			})
+		}
+		if podLevel {
+			// The pod level as convertToAPIPodLevelResourcesStatus and the status manager
+			// write it: allocatedResources the allocated pod's PodRequests (the pod-level
+			// cpu and memory, the containers' figure for anything else, and the overhead);
+			// resources the allocated stanza with the cpu request and the limits read back
+			// from the pod's cgroup, that is the old ones until the resize is actuated.
+			allocatedPod := stored
+			if state == InProgress {
+				allocatedPod = resized
+			}
+			p.Status.AllocatedResources = resourcehelper.PodRequests(allocatedPod, resourcehelper.PodResourcesOptions{})
+			running := allocatedPod.Spec.Resources.DeepCopy()
+			running.Requests[v1.ResourceCPU] = stored.Spec.Resources.Requests[v1.ResourceCPU].DeepCopy()
+			running.Limits = stored.Spec.Resources.Limits.DeepCopy()
+			p.Status.Resources = running
 		}
 		for k, ctr := range p.Spec.InitContainers {
 			// Init containers are not resized: allocated and running as stored.
