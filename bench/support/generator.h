@@ -111,20 +111,13 @@ constexpr Spelled kEphemeralSpellings[] = {
     {"500Mi", 500 * kMi}, {"1Gi", kGi}, {"2Gi", 2 * kGi}, {"2048Mi", 2 * kGi}, {"4Gi", 4 * kGi},
 };
 
+// A spelling of exactly `value` (or, with `orMore`, of at least it), drawn from `table`.
 template <std::size_t N>
-const Spelled& sameValue(Random& rng, const Spelled (&table)[N], std::int64_t value) {
+const Spelled& spelling(Random& rng, const Spelled (&table)[N], std::int64_t value,
+                        bool orMore = false) {
   std::vector<const Spelled*> candidates;
   for (const auto& s : table) {
-    if (s.value == value) candidates.push_back(&s);
-  }
-  return *candidates[std::size_t(rng.between(0, std::int64_t(candidates.size()) - 1))];
-}
-
-template <std::size_t N>
-const Spelled& atLeast(Random& rng, const Spelled (&table)[N], std::int64_t value) {
-  std::vector<const Spelled*> candidates;
-  for (const auto& s : table) {
-    if (s.value >= value) candidates.push_back(&s);
+    if (s.value == value || (orMore && s.value > value)) candidates.push_back(&s);
   }
   return *candidates[std::size_t(rng.between(0, std::int64_t(candidates.size()) - 1))];
 }
@@ -202,6 +195,22 @@ constexpr PriorityClassSpec kPriorityClasses[] = {
     {"preemptible", -10, false, "PreemptLowerPriority", "Best-effort work, first to go."},
 };
 
+// The node's conditions: no pressure reported yet, ready.
+struct NodeCondition {
+  const char* type;
+  const char* status;
+  const char* reason;
+  const char* message;
+};
+
+constexpr NodeCondition kNodeConditions[] = {
+    {"MemoryPressure", "False", "KubeletHasSufficientMemory",
+     "kubelet has sufficient memory available"},
+    {"DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+    {"PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+    {"Ready", "True", "KubeletReady", "kubelet is posting ready status"},
+};
+
 struct Workload {
   const char* ns;
   const char* app;
@@ -253,14 +262,9 @@ class SnapshotGenerator {
     std::vector<PodPlan> plans = planPods(podCount);
     OJson doc = OJson::object();
     doc["nodes"] = nodeList(plans);
-    OJson pods = OJson::object();
-    pods["apiVersion"] = "v1";
     OJson items = OJson::array();
     for (const auto& p : plans) items.push_back(podJson(p));
-    pods["items"] = std::move(items);
-    pods["kind"] = "List";
-    pods["metadata"] = {{"resourceVersion", ""}};
-    doc["pods"] = std::move(pods);
+    doc["pods"] = listOf(std::move(items));
     doc["priorityClasses"] = priorityClassList();
     OJson stats = OJson::object();
     stats[kNodeName] = summaryJson(plans);
@@ -317,20 +321,21 @@ class SnapshotGenerator {
     c.memoryRequest = memory.value;
     if (qos == "Guaranteed") {
       // Equal values, possibly spelled differently ("0.5" and "500m", "1.5Gi" and "1536Mi").
-      limits["cpu"] = sameValue(rng_, kCpuSpellings, cpu.value).text;
-      limits["memory"] = sameValue(rng_, kMemorySpellings, memory.value).text;
+      limits["cpu"] = spelling(rng_, kCpuSpellings, cpu.value).text;
+      limits["memory"] = spelling(rng_, kMemorySpellings, memory.value).text;
     } else {
       // Burstable: a memory limit at or above the request, rarely a cpu limit.
-      if (rng_.chance(0.6)) limits["memory"] = atLeast(rng_, kMemorySpellings, memory.value).text;
+      if (rng_.chance(0.6))
+        limits["memory"] = spelling(rng_, kMemorySpellings, memory.value, true).text;
       // A cpu limit above the request keeps the pod Burstable even with memory limit == request.
       if (cpu.value < 2000 && rng_.chance(0.2)) {
-        limits["cpu"] = atLeast(rng_, kCpuSpellings, cpu.value + 1).text;
+        limits["cpu"] = spelling(rng_, kCpuSpellings, cpu.value + 1, true).text;
       }
     }
     if (ephemeral) {
       const Spelled& e = kEphemeralSpellings[rng_.between(0, 3)];
       requests["ephemeral-storage"] = e.text;
-      limits["ephemeral-storage"] = atLeast(rng_, kEphemeralSpellings, e.value).text;
+      limits["ephemeral-storage"] = spelling(rng_, kEphemeralSpellings, e.value, true).text;
     }
     if (!limits.empty()) c.resources["limits"] = std::move(limits);
     c.resources["requests"] = std::move(requests);
@@ -666,20 +671,14 @@ class SnapshotGenerator {
       volumes.push_back(
           {{"name", "config"}, {"configMap", {{"name", p.app + "-config"}, {"defaultMode", 420}}}});
     }
-    volumes.push_back(
-        {{"name", tokenVolume},
-         {"projected",
-          {{"sources",
-            {{{"serviceAccountToken", {{"expirationSeconds", 3607}, {"path", "token"}}}},
-             {{"configMap",
-               {{"name", "kube-root-ca.crt"},
-                {"items", {{{"key", "ca.crt"}, {"path", "ca.crt"}}}}}}},
-             {{"downwardAPI",
-               {{"items",
-                 {{{"path", "namespace"},
-                   {"fieldRef",
-                    {{"apiVersion", "v1"}, {"fieldPath", "metadata.namespace"}}}}}}}}}}},
-           {"defaultMode", 420}}}});
+    static const OJson kTokenVolume = OJson::parse(R"({"name": "", "projected": {"sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace",
+            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}],
+        "defaultMode": 420}})");
+    volumes.push_back(kTokenVolume);
+    volumes.back()["name"] = tokenVolume;
     spec["volumes"] = std::move(volumes);
     if (!p.initContainers.empty()) {
       OJson inits = OJson::array();
@@ -697,33 +696,21 @@ class SnapshotGenerator {
     spec["nodeName"] = kNodeName;
     if (p.hostNetwork) spec["hostNetwork"] = true;
     spec["schedulerName"] = "default-scheduler";
-    OJson tolerations = OJson::array();
-    if (p.daemon || p.ownerKind == "Node") {
-      tolerations.push_back({{"operator", "Exists"}, {"effect", "NoSchedule"}});
-      tolerations.push_back({{"operator", "Exists"}, {"effect", "NoExecute"}});
-      tolerations.push_back({{"key", "node.kubernetes.io/disk-pressure"},
-                             {"operator", "Exists"},
-                             {"effect", "NoSchedule"}});
-      tolerations.push_back({{"key", "node.kubernetes.io/memory-pressure"},
-                             {"operator", "Exists"},
-                             {"effect", "NoSchedule"}});
-    } else {
-      tolerations.push_back({{"key", "node.kubernetes.io/not-ready"},
-                             {"operator", "Exists"},
-                             {"effect", "NoExecute"},
-                             {"tolerationSeconds", 300}});
-      tolerations.push_back({{"key", "node.kubernetes.io/unreachable"},
-                             {"operator", "Exists"},
-                             {"effect", "NoExecute"},
-                             {"tolerationSeconds", 300}});
-      if (p.ns == std::string("ml-serving")) {
-        tolerations.push_back({{"key", "nvidia.com/gpu"},
-                               {"operator", "Equal"},
-                               {"value", "present"},
-                               {"effect", "NoSchedule"}});
-      }
-    }
-    spec["tolerations"] = std::move(tolerations);
+    // Node agents tolerate everything; workloads the defaults, ml-serving's the GPU nodes too.
+    static const OJson kAgentTolerations = OJson::parse(R"([
+        {"operator": "Exists", "effect": "NoSchedule"}, {"operator": "Exists", "effect": "NoExecute"},
+        {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"}])");
+    static const OJson kTolerations = OJson::parse(R"([
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 300},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 300}])");
+    static const OJson kGpuToleration = OJson::parse(R"(
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"})");
+    const bool agent = p.daemon || p.ownerKind == "Node";
+    spec["tolerations"] = agent ? kAgentTolerations : kTolerations;
+    if (!agent && p.ns == "ml-serving") spec["tolerations"].push_back(kGpuToleration);
     if (!p.priorityClassName.empty()) spec["priorityClassName"] = p.priorityClassName;
     if (p.priority) spec["priority"] = *p.priority;
     if (p.kata) spec["runtimeClassName"] = "kata";
@@ -787,85 +774,60 @@ class SnapshotGenerator {
     return sum + std::uint64_t(3 * kGi) + kNodeMemoryAvailable;
   }
 
+  // The NodeList: one node whose memory holds every pod's working set and leaves less than the
+  // hard threshold; its three nodeInfo identifiers drawn here, in this order.
   OJson nodeList(const std::vector<PodPlan>& plans) {
+    static const OJson kNode = OJson::parse(R"json({"apiVersion": "v1", "kind": "Node",
+      "metadata": {"annotations": {"node.alpha.kubernetes.io/ttl": "0",
+          "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+        "creationTimestamp": "", "labels": {"beta.kubernetes.io/arch": "amd64",
+          "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": "", "kubernetes.io/os": "linux",
+          "node.kubernetes.io/instance-type": "m6i.32xlarge",
+          "topology.kubernetes.io/region": "eu-west-1", "topology.kubernetes.io/zone": "eu-west-1a"},
+        "name": "", "resourceVersion": "48213377", "uid": ""},
+      "spec": {"podCIDR": "10.244.0.0/18", "podCIDRs": ["10.244.0.0/18"],
+        "providerID": "aws:///eu-west-1a/i-0abc123def4567890"},
+      "status": {"addresses": [{"address": "10.0.12.34", "type": "InternalIP"},
+          {"address": "", "type": "Hostname"}],
+        "allocatable": {"cpu": "", "ephemeral-storage": "460858349521", "hugepages-2Mi": "0",
+          "memory": "", "pods": ""},
+        "capacity": {"cpu": "", "ephemeral-storage": "500056636Ki", "hugepages-2Mi": "0",
+          "memory": "", "pods": ""},
+        "conditions": [], "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {"architecture": "amd64", "bootID": "",
+          "containerRuntimeVersion": "containerd://1.7.20", "kernelVersion": "6.1.0-25-cloud-amd64",
+          "kubeProxyVersion": "v1.30.4", "kubeletVersion": "v1.30.4", "machineID": "",
+          "operatingSystem": "linux", "osImage": "Debian GNU/Linux 12 (bookworm)",
+          "systemUUID": ""}}})json");
     const std::uint64_t memory = nodeMemoryCapacity(plans);
-    const std::string memoryKi = std::to_string(memory / 1024) + "Ki";
-    const std::string allocatableKi =
-        std::to_string((memory - std::uint64_t(2 * kGi)) / 1024) + "Ki";
     const std::size_t cpus = std::max<std::size_t>(8, plans.size() / 8);
-    const std::string cpu = std::to_string(cpus);
     const std::string podsCap = std::to_string(std::max<std::size_t>(110, plans.size()));
-    OJson node = OJson::object();
-    node["apiVersion"] = "v1";
-    node["kind"] = "Node";
-    node["metadata"] = {{"annotations",
-                         {{"node.alpha.kubernetes.io/ttl", "0"},
-                          {"volumes.kubernetes.io/controller-managed-attach-detach", "true"}}},
-                        {"creationTimestamp", rfc3339(kClusterBirth)},
-                        {"labels",
-                         {{"beta.kubernetes.io/arch", "amd64"},
-                          {"kubernetes.io/arch", "amd64"},
-                          {"kubernetes.io/hostname", kNodeName},
-                          {"kubernetes.io/os", "linux"},
-                          {"node.kubernetes.io/instance-type", "m6i.32xlarge"},
-                          {"topology.kubernetes.io/region", "eu-west-1"},
-                          {"topology.kubernetes.io/zone", "eu-west-1a"}}},
-                        {"name", kNodeName},
-                        {"resourceVersion", "48213377"},
-                        {"uid", nodeUid_}};
-    node["spec"] = {{"podCIDR", "10.244.0.0/18"},
-                    {"podCIDRs", {"10.244.0.0/18"}},
-                    {"providerID", "aws:///eu-west-1a/i-0abc123def4567890"}};
+    OJson node = kNode;
+    OJson& meta = node["metadata"];
+    meta["creationTimestamp"] = rfc3339(kClusterBirth);
+    meta["labels"]["kubernetes.io/hostname"] = meta["name"] = kNodeName;
+    meta["uid"] = nodeUid_;
+    OJson& status = node["status"];
+    status["addresses"][1]["address"] = kNodeName;
+    status["allocatable"]["cpu"] = std::to_string(cpus - 1) + "900m";
+    status["allocatable"]["memory"] =
+        std::to_string((memory - std::uint64_t(2 * kGi)) / 1024) + "Ki";
+    status["capacity"]["cpu"] = std::to_string(cpus);
+    status["capacity"]["memory"] = std::to_string(memory / 1024) + "Ki";
+    status["allocatable"]["pods"] = status["capacity"]["pods"] = podsCap;
     const std::string heartbeat = rfc3339(kStatsTime - 7);
-    auto cond = [&](const char* type, const char* status, const char* reason, const char* msg) {
-      return OJson{{"lastHeartbeatTime", heartbeat},
-                   {"lastTransitionTime", rfc3339(kClusterBirth + 40)},
-                   {"message", msg},
-                   {"reason", reason},
-                   {"status", status},
-                   {"type", type}};
-    };
-    node["status"] = {
-        {"addresses",
-         {{{"address", "10.0.12.34"}, {"type", "InternalIP"}},
-          {{"address", kNodeName}, {"type", "Hostname"}}}},
-        {"allocatable",
-         {{"cpu", std::to_string(cpus - 1) + "900m"},
-          {"ephemeral-storage", "460858349521"},
-          {"hugepages-2Mi", "0"},
-          {"memory", allocatableKi},
-          {"pods", podsCap}}},
-        {"capacity",
-         {{"cpu", cpu},
-          {"ephemeral-storage", "500056636Ki"},
-          {"hugepages-2Mi", "0"},
-          {"memory", memoryKi},
-          {"pods", podsCap}}},
-        {"conditions",
-         {cond("MemoryPressure", "False", "KubeletHasSufficientMemory",
-               "kubelet has sufficient memory available"),
-          cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-          cond("PIDPressure", "False", "KubeletHasSufficientPID",
-               "kubelet has sufficient PID available"),
-          cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")}},
-        {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 10250}}}}},
-        {"nodeInfo",
-         {{"architecture", "amd64"},
-          {"bootID", rng_.uuid()},
-          {"containerRuntimeVersion", "containerd://1.7.20"},
-          {"kernelVersion", "6.1.0-25-cloud-amd64"},
-          {"kubeProxyVersion", "v1.30.4"},
-          {"kubeletVersion", "v1.30.4"},
-          {"machineID", rng_.hex(32)},
-          {"operatingSystem", "linux"},
-          {"osImage", "Debian GNU/Linux 12 (bookworm)"},
-          {"systemUUID", rng_.uuid()}}}};
-    OJson list = OJson::object();
-    list["apiVersion"] = "v1";
-    list["items"] = OJson::array({std::move(node)});
-    list["kind"] = "List";
-    list["metadata"] = {{"resourceVersion", ""}};
-    return list;
+    for (const NodeCondition& c : kNodeConditions) {
+      status["conditions"].push_back({{"lastHeartbeatTime", heartbeat},
+                                      {"lastTransitionTime", rfc3339(kClusterBirth + 40)},
+                                      {"message", c.message},
+                                      {"reason", c.reason},
+                                      {"status", c.status},
+                                      {"type", c.type}});
+    }
+    status["nodeInfo"]["bootID"] = rng_.uuid();
+    status["nodeInfo"]["machineID"] = rng_.hex(32);
+    status["nodeInfo"]["systemUUID"] = rng_.uuid();
+    return listOf(OJson::array({std::move(node)}));
   }
 
   OJson priorityClassList() {
@@ -885,6 +847,11 @@ class SnapshotGenerator {
       pc["preemptionPolicy"] = c.preemptionPolicy;
       items.push_back(std::move(pc));
     }
+    return listOf(std::move(items));
+  }
+
+  // A List, as `kubectl get -o json` wraps the objects it prints.
+  static OJson listOf(OJson items) {
     OJson list = OJson::object();
     list["apiVersion"] = "v1";
     list["items"] = std::move(items);
