@@ -30,8 +30,8 @@
 // Single threaded (apart from the naive child, which runs while this process waits); nothing
 // is pinned. Times come from std::chrono::steady_clock.
 
-#include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,8 +51,7 @@
 #include <vector>
 
 #include "bench/support/generator.h"
-#include "bench/support/measure.h"
-#include "bench/support/report.h"
+#include "bench/support/program.h"
 #include "policy/admission.h"
 #include "policy/model.h"
 #include "policy/policy.h"
@@ -137,109 +136,59 @@ struct NaiveRun {
   std::string note;                   // why it did not finish
 };
 
-bool writeAll(int fd, const void* data, std::size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= std::size_t(n);
-  }
-  return true;
-}
-
-// Runs selectVictimsOnNodeNaive once in a forked child (same address space layout, so victims
-// travel back as indices into the snapshot's pods) and stops it after `capSeconds`.
+// Runs selectVictimsOnNodeNaive once in a forked child, killed by SIGALRM after `capSeconds`.
+// The child writes its time and victims (as indices into the snapshot's pods, the same in both
+// address spaces) into a shared mapping: [nanos, fits, violations, count, index...].
 NaiveRun runNaiveCapped(const Case& c, const policy::NodeInfo& node, const policy::Policy& rules,
                         double capSeconds) {
   NaiveRun out;
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    out.note = "pipe failed";
+  const std::size_t words = 4 + node.pods.size();
+  void* shared = ::mmap(nullptr, words * sizeof(std::uint64_t), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) {
+    out.note = "mmap failed";
     return out;
   }
+  auto* msg = static_cast<std::uint64_t*>(shared);
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    out.note = "fork failed";
-    return out;
-  }
   if (pid == 0) {
-    ::close(fds[0]);
+    ::alarm(unsigned(capSeconds));
     const auto t0 = steadyNow();
     policy::VictimSelection s =
         policy::selectVictimsOnNodeNaive(c.incoming, node, c.snapshot.podDisruptionBudgets, rules);
     const double ns = nanosSince(t0);
-    std::vector<std::uint64_t> msg;
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, &ns, sizeof bits);
-    msg.push_back(bits);
-    msg.push_back(s.fits ? 1 : 0);
-    msg.push_back(std::uint64_t(s.numPDBViolations));
-    msg.push_back(s.victims.size());
-    for (const policy::Pod* p : s.victims) {
-      msg.push_back(std::uint64_t(p - c.snapshot.pods.data()));
+    std::memcpy(&msg[0], &ns, sizeof ns);
+    msg[1] = s.fits ? 1 : 0;
+    msg[2] = std::uint64_t(s.numPDBViolations);
+    msg[3] = std::min(s.victims.size(), words - 4);
+    for (std::size_t i = 0; i < msg[3]; ++i) {
+      msg[4 + i] = std::uint64_t(s.victims[i] - c.snapshot.pods.data());
     }
-    const bool ok = writeAll(fds[1], msg.data(), msg.size() * sizeof(std::uint64_t));
-    ::close(fds[1]);
-    ::_exit(ok ? 0 : 1);
+    ::_exit(s.victims.size() <= words - 4 ? 0 : 1);
   }
-  ::close(fds[1]);
-  std::vector<char> data;
-  const auto start = steadyNow();
-  bool eof = false, timedOut = false;
-  while (!eof) {
-    const double left = capSeconds - nanosSince(start) * 1e-9;
-    if (left <= 0) {
-      timedOut = true;
-      break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int r = ::poll(&pfd, 1, int(left * 1000) + 1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) continue;  // re-checks the deadline
-    char buf[65536];
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      eof = true;
-    } else {
-      data.insert(data.end(), buf, buf + n);
-    }
-  }
-  ::close(fds[0]);
-  if (timedOut) ::kill(pid, SIGKILL);  // our own child, by its id
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (timedOut) {
+  if (pid < 0) {
+    out.note = "fork failed";
+  } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
     char note[64];
     std::snprintf(note, sizeof note, "> %.0f s", capSeconds);
     out.note = note;
-    return out;
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || data.size() < 4 * sizeof(std::uint64_t) ||
-      data.size() % sizeof(std::uint64_t) != 0) {
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     out.note = "child failed";
-    return out;
+  } else {
+    std::memcpy(&out.nanos, &msg[0], sizeof out.nanos);
+    out.selection.fits = msg[1] != 0;
+    out.selection.numPDBViolations = int(msg[2]);
+    for (std::size_t i = 0; i < msg[3]; ++i) {
+      out.selection.victims.push_back(&c.snapshot.pods[std::size_t(msg[4 + i])]);
+    }
+    out.finished = true;
   }
-  std::vector<std::uint64_t> msg(data.size() / sizeof(std::uint64_t));
-  std::memcpy(msg.data(), data.data(), data.size());
-  std::memcpy(&out.nanos, &msg[0], sizeof out.nanos);
-  out.selection.fits = msg[1] != 0;
-  out.selection.numPDBViolations = int(msg[2]);
-  if (msg.size() != 4 + msg[3]) {
-    out.note = "child failed";
-    return out;
-  }
-  for (std::size_t i = 0; i < msg[3]; ++i) {
-    out.selection.victims.push_back(&c.snapshot.pods[std::size_t(msg[4 + i])]);
-  }
-  out.finished = true;
+  ::munmap(shared, words * sizeof(std::uint64_t));
   return out;
 }
 
@@ -368,35 +317,18 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& budgets,
   }
 
   // Timing.
-  r.admit = measure(budgets.admit, budgets.warmups, [&] {
-    const auto t0 = steadyNow();
-    policy::AdmissionDecision out = policy::admitPod(c->incoming, node, pdbs, rules);
-    const double ns = nanosSince(t0);
-    doNotOptimize(out);
-    gSink = gSink + out.victims.size();
-    return ns;
-  });
-  r.select = measure(budgets.select, budgets.warmups, [&] {
-    const auto t0 = steadyNow();
-    policy::VictimSelection out = policy::selectVictimsOnNode(c->incoming, node, pdbs, rules);
-    const double ns = nanosSince(t0);
-    doNotOptimize(out);
-    gSink = gSink + out.victims.size();
-    return ns;
-  });
+  r.admit = measure(budgets.admit, budgets.warmups,
+                    timed([&] { return policy::admitPod(c->incoming, node, pdbs, rules); }));
+  r.select =
+      measure(budgets.select, budgets.warmups,
+              timed([&] { return policy::selectVictimsOnNode(c->incoming, node, pdbs, rules); }));
   if (first.finished) {
     r.naiveFinished = true;
     // More naive calls only when a few fit in the budget; else the single call is the figure.
     if (first.nanos * 1e-9 * budgets.naive.minIterations <= budgets.naive.seconds) {
-      r.naive = measure(budgets.naive, 0, [&] {
-        const auto t0 = steadyNow();
-        policy::VictimSelection out =
-            policy::selectVictimsOnNodeNaive(c->incoming, node, pdbs, rules);
-        const double ns = nanosSince(t0);
-        doNotOptimize(out);
-        gSink = gSink + out.victims.size();
-        return ns;
-      });
+      r.naive = measure(budgets.naive, 0, timed([&] {
+                          return policy::selectVictimsOnNodeNaive(c->incoming, node, pdbs, rules);
+                        }));
     } else {
       r.naive.nanos = {first.nanos};
     }
@@ -548,22 +480,11 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
       r.checked, gMismatch ? "MISMATCH (see above)" : "all equal",
       double(victimsTotal) / double(r.checked), nodesWithViolations);
 
-  r.index = measure(budgets.index, 1, [&] {
-    const auto t0 = steadyNow();
-    policy::ClusterIndex idx = policy::buildClusterIndex(c->snapshot);
-    const double ns = nanosSince(t0);
-    doNotOptimize(idx);
-    gSink = gSink + idx.nodes.size();
-    return ns;
-  });
-  r.decide = measure(budgets.cluster, 1, [&] {
-    const auto t0 = steadyNow();
-    policy::PreemptionDecision out = policy::preemptCluster(c->incoming, c->index, pdbs, rules);
-    const double ns = nanosSince(t0);
-    doNotOptimize(out);
-    gSink = gSink + out.victims.size() + out.candidates.size();
-    return ns;
-  });
+  r.index =
+      measure(budgets.index, 1, timed([&] { return policy::buildClusterIndex(c->snapshot); }));
+  r.decide =
+      measure(budgets.cluster, 1,
+              timed([&] { return policy::preemptCluster(c->incoming, c->index, pdbs, rules); }));
   std::printf("  per call:\n");
   printSamplesLine(kLabelWidth, "buildClusterIndex", r.index, 1e6, "ms");
   printSamplesLine(kLabelWidth, "preemptCluster (index prebuilt)", r.decide, 1e6, "ms");
@@ -641,26 +562,23 @@ std::optional<ClusterResult> runCluster(ClusterShape shape, const Budgets& budge
 
 // ---------------------------------------------------------------------------------------------
 
-void printUsage(std::FILE* out) {
-  std::fprintf(
-      out,
-      "usage: bench_admission [--sizes N[,N...]] [--clusters NxP[,NxP...]] [--naive-cap S]\n"
-      "                       [--quick] [--help]\n"
-      "\n"
-      "Times admission with preemption and cluster preemption on synthetic snapshots.\n"
-      "  --sizes 110,1000,5000     pods on the node for admitPod and victim selection\n"
-      "                            (default 110,1000,5000)\n"
-      "  --clusters 100x110,1000x50  nodes x pods per node for preemptCluster\n"
-      "                            (default 100x110,1000x50)\n"
-      "  --naive-cap S             stop one naive victim selection after S seconds\n"
-      "                            (default 25, 3 with --quick)\n"
-      "  --quick                   fewer iterations (smoke run; figures are noisier)\n"
-      "  --help                    this text\n"
-      "Targets: admitPod <= 5 us (110 pods), <= 50 us (1,000 pods); preemptCluster <= 25 ms\n"
-      "(1,000 nodes x 50 pods). Missed targets print MISS but do not change the exit status.\n"
-      "Exit status: 0; 1 when a generated case does not have the intended shape; 2 on bad\n"
-      "arguments; 3 when the naive and the incremental victim selections ever differ.\n");
-}
+constexpr const char* kUsage =
+    "usage: bench_admission [--sizes N[,N...]] [--clusters NxP[,NxP...]] [--naive-cap S]\n"
+    "                       [--quick] [--help]\n"
+    "\n"
+    "Times admission with preemption and cluster preemption on synthetic snapshots.\n"
+    "  --sizes 110,1000,5000     pods on the node for admitPod and victim selection\n"
+    "                            (default 110,1000,5000)\n"
+    "  --clusters 100x110,1000x50  nodes x pods per node for preemptCluster\n"
+    "                            (default 100x110,1000x50)\n"
+    "  --naive-cap S             stop one naive victim selection after S seconds\n"
+    "                            (default 25, 3 with --quick)\n"
+    "  --quick                   fewer iterations (smoke run; figures are noisier)\n"
+    "  --help                    this text\n"
+    "Targets: admitPod <= 5 us (110 pods), <= 50 us (1,000 pods); preemptCluster <= 25 ms\n"
+    "(1,000 nodes x 50 pods). Missed targets print MISS but do not change the exit status.\n"
+    "Exit status: 0; 1 when a generated case does not have the intended shape; 2 on bad\n"
+    "arguments; 3 when the naive and the incremental victim selections ever differ.\n";
 
 std::optional<std::vector<ClusterShape>> parseClusters(std::string_view text) {
   std::vector<ClusterShape> shapes;
@@ -682,45 +600,31 @@ int run(int argc, char** argv) {
   std::vector<ClusterShape> clusters = {{100, 110}, {1000, 50}};
   std::optional<double> naiveCap;
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      printUsage(stdout);
-      return 0;
-    }
-    if (arg == "--quick") {
-      quick = true;
-      continue;
-    }
-    bool matched = false;
-    if (auto v = optionValue("--sizes", i, argc, argv, matched); matched) {
-      auto parsed = v ? parseBoundedList(*v, 20, 100'000) : std::nullopt;
-      if (!parsed) {
-        std::fprintf(stderr, "--sizes: expected numbers from 20 to 100000 separated by commas\n");
-        return 2;
-      }
-      sizes = *parsed;
-    } else if (auto cv = optionValue("--clusters", i, argc, argv, matched); matched) {
-      auto parsed = cv ? parseClusters(*cv) : std::nullopt;
-      if (!parsed) {
-        std::fprintf(stderr,
-                     "--clusters: expected NODESxPODS items (pods >= 20, at most 2,000,000 pods "
-                     "in all) separated by commas\n");
-        return 2;
-      }
-      clusters = *parsed;
-    } else if (auto nv = optionValue("--naive-cap", i, argc, argv, matched); matched) {
-      auto parsed = nv ? parseBounded(*nv, 1, 3600) : std::nullopt;
-      if (!parsed) {
-        std::fprintf(stderr, "--naive-cap: expected whole seconds from 1 to 3600\n");
-        return 2;
-      }
-      naiveCap = double(*parsed);
-    } else {
-      std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
-      printUsage(stderr);
-      return 2;
-    }
+  if (auto status = parseArgs(
+          argc, argv, kUsage, &quick,
+          {{"--sizes",
+            [&](std::string_view v) {
+              auto parsed = parseBoundedList(v, 20, 100'000);
+              if (parsed) sizes = *parsed;
+              return parsed.has_value();
+            },
+            "--sizes: expected numbers from 20 to 100000 separated by commas"},
+           {"--clusters",
+            [&](std::string_view v) {
+              auto parsed = parseClusters(v);
+              if (parsed) clusters = *parsed;
+              return parsed.has_value();
+            },
+            "--clusters: expected NODESxPODS items (pods >= 20, at most 2,000,000 pods in all) "
+            "separated by commas"},
+           {"--naive-cap",
+            [&](std::string_view v) {
+              auto parsed = parseBounded(v, 1, 3600);
+              if (parsed) naiveCap = double(*parsed);
+              return parsed.has_value();
+            },
+            "--naive-cap: expected whole seconds from 1 to 3600"}})) {
+    return *status;
   }
 
   const auto start = steadyNow();
@@ -749,38 +653,27 @@ int run(int argc, char** argv) {
 
   std::printf("== summary (verdicts on the median; one core) ==\n");
   std::printf("%-34s | %12s %12s %12s | %10s %5s\n", "", "median", "p99", "min", "target", "");
+  // One row: median, p99 and min in `unit` (nanoseconds / scale), and the target if any.
+  auto row = [](const std::string& label, const Samples& x, double scale, const char* unit,
+                double target) {
+    char t[32] = "-";
+    if (target > 0) std::snprintf(t, sizeof t, "%.0f %s", target, unit);
+    std::printf("%-34s | %9.2f %s %9.2f %s %9.2f %s | %10s %5s\n", label.c_str(),
+                x.median() / scale, unit, x.p99() / scale, unit, x.min() / scale, unit, t,
+                target > 0 ? passOrMiss(x.median() / scale <= target) : "-");
+  };
   for (const auto& r : nodeResults) {
-    char label[64], target[32] = "-";
-    std::snprintf(label, sizeof label, "admitPod, %s pods",
-                  withCommas(std::uint64_t(r.pods)).c_str());
-    const char* v = "-";
-    const double med = r.admit.median() * 1e-3;
-    double t = r.pods == 110 ? kAdmitTarget110Micros : r.pods == 1000 ? kAdmitTarget1000Micros : 0;
-    if (t > 0) {
-      std::snprintf(target, sizeof target, "%.0f us", t);
-      v = passOrMiss(med <= t);
-    }
-    std::printf("%-34s | %9.2f us %9.2f us %9.2f us | %10s %5s\n", label, med, r.admit.p99() * 1e-3,
-                r.admit.min() * 1e-3, target, v);
+    row("admitPod, " + withCommas(std::uint64_t(r.pods)) + " pods", r.admit, 1e3, "us",
+        r.pods == 110    ? kAdmitTarget110Micros
+        : r.pods == 1000 ? kAdmitTarget1000Micros
+                         : 0);
   }
   for (const auto& r : clusterResults) {
-    char label[64], target[32] = "-";
-    std::snprintf(label, sizeof label, "preemptCluster, %s x %s",
-                  withCommas(std::uint64_t(r.shape.nodes)).c_str(),
-                  withCommas(std::uint64_t(r.shape.podsPerNode)).c_str());
-    const char* v = "-";
-    const double med = r.decide.median() * 1e-6;
-    if (r.shape.nodes == 1000 && r.shape.podsPerNode == 50) {
-      std::snprintf(target, sizeof target, "%.0f ms", kClusterTarget1000x50Millis);
-      v = passOrMiss(med <= kClusterTarget1000x50Millis);
-    }
-    std::printf("%-34s | %9.2f ms %9.2f ms %9.2f ms | %10s %5s\n", label, med,
-                r.decide.p99() * 1e-6, r.decide.min() * 1e-6, target, v);
-    std::snprintf(label, sizeof label, "  buildClusterIndex, %s x %s",
-                  withCommas(std::uint64_t(r.shape.nodes)).c_str(),
-                  withCommas(std::uint64_t(r.shape.podsPerNode)).c_str());
-    std::printf("%-34s | %9.2f ms %9.2f ms %9.2f ms | %10s %5s\n", label, r.index.median() * 1e-6,
-                r.index.p99() * 1e-6, r.index.min() * 1e-6, "-", "-");
+    const std::string shape = withCommas(std::uint64_t(r.shape.nodes)) + " x " +
+                              withCommas(std::uint64_t(r.shape.podsPerNode));
+    row("preemptCluster, " + shape, r.decide, 1e6, "ms",
+        r.shape.nodes == 1000 && r.shape.podsPerNode == 50 ? kClusterTarget1000x50Millis : 0);
+    row("  buildClusterIndex, " + shape, r.index, 1e6, "ms", 0);
   }
   std::printf("\n%-34s | %12s %16s %9s | %s\n", "victim selection, medians", "incremental", "naive",
               "speedup", "naive == incremental");

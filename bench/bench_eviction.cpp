@@ -33,8 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/support/generator.h"
-#include "bench/support/measure.h"
-#include "bench/support/report.h"
+#include "bench/support/program.h"
 #include "policy/eviction.h"
 #include "policy/model.h"
 #include "policy/policy.h"
@@ -200,27 +199,16 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
   }
 
   // --- parse: the whole call, then its steps.
-  r.parse = measure(budgets.parse, [&] {
-    policy::Diagnostics d;
-    const auto t0 = steadyNow();
-    auto s = policy::parseSnapshotText(text, d);
-    const double ns = nanosSince(t0);
-    doNotOptimize(s);
-    gSink = gSink + s->pods.size();
-    return ns;  // the snapshot is freed outside the timed part
-  });
-  {
-    const std::string_view compact = gen.compact;
-    r.parseCompact = measure(budgets.parseCompact, [&] {
+  // The snapshot is freed outside the timed part. (The generated snapshot gives no
+  // diagnostics: the Diagnostics constructed and destroyed in a timed part cost nothing.)
+  auto parse = [](std::string_view t) {
+    return timed([t] {
       policy::Diagnostics d;
-      const auto t0 = steadyNow();
-      auto s = policy::parseSnapshotText(compact, d);
-      const double ns = nanosSince(t0);
-      doNotOptimize(s);
-      gSink = gSink + s->pods.size();
-      return ns;
+      return policy::parseSnapshotText(t, d);
     });
-  }
+  };
+  r.parse = measure(budgets.parse, parse(text));
+  r.parseCompact = measure(budgets.parseCompact, parse(gen.compact));
   gen.compact = std::string();  // not needed any more; keep the footprint down at 10,000 pods
   // The three steps parseSnapshotText takes, timed one after the other in each iteration so
   // that they run under the same conditions and add up to the whole call.
@@ -236,7 +224,6 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
       j.reset();
       const auto t3 = steadyNow();
       doNotOptimize(s);
-      gSink = gSink + s->pods.size();
       using Nanos = std::chrono::duration<double, std::nano>;
       parseNs.push_back(Nanos(t1 - t0).count());
       modelNs.push_back(Nanos(t2 - t1).count());
@@ -248,37 +235,28 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
     r.jsonFree = Samples::from(std::move(freeNs));
   }
   const policy::Json document = policy::Json::parse(text);
-  r.parsePods = measure(budgets.parsePart, [&] {
-    policy::Diagnostics d;
-    std::vector<policy::Pod> pods;
-    const auto t0 = steadyNow();
-    policy::forEachListItem(document["pods"], "pods", d,
-                            [&](const policy::Json& item, const std::string& path) {
-                              if (auto p = policy::parsePod(item, path, d)) {
-                                pods.push_back(std::move(*p));
-                              }
-                            });
-    const double ns = nanosSince(t0);
-    doNotOptimize(pods);
-    return ns;
-  });
-  r.parseStats = measure(budgets.parsePart, [&] {
-    policy::Diagnostics d;
-    const auto t0 = steadyNow();
-    auto s = policy::parseSummary(document["stats"][kNodeName], "stats", d);
-    const double ns = nanosSince(t0);
-    doNotOptimize(s);
-    return ns;
-  });
+  r.parsePods =
+      measure(budgets.parsePart, timed([&] {
+                policy::Diagnostics d;
+                std::vector<policy::Pod> pods;
+                policy::forEachListItem(document["pods"], "pods", d,
+                                        [&](const policy::Json& item, const std::string& path) {
+                                          if (auto p = policy::parsePod(item, path, d)) {
+                                            pods.push_back(std::move(*p));
+                                          }
+                                        });
+                return pods;
+              }));
+  r.parseStats = measure(budgets.parsePart, timed([&] {
+                           policy::Diagnostics d;
+                           return policy::parseSummary(document["stats"][kNodeName], "stats", d);
+                         }));
   {
     policy::Snapshot copy = *snapshot;
-    r.resolve = measure(budgets.parsePart, [&] {
-      const auto t0 = steadyNow();
-      policy::resolvePods(copy.pods, copy.priorityClasses);
-      const double ns = nanosSince(t0);
-      doNotOptimize(copy.pods);
-      return ns;
-    });
+    r.resolve = measure(budgets.parsePart, timed([&] {
+                          policy::resolvePods(copy.pods, copy.priorityClasses);
+                          return copy.pods.size();
+                        }));
   }
   r.snapshotFree = measure(budgets.parsePart, [&] {
     auto s = std::make_unique<policy::Snapshot>(*snapshot);
@@ -300,29 +278,16 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
       result.emplace(policy::evaluateEviction(*v, *pp, *sp, now, mode));
       const double ns = nanosSince(t0);
       doNotOptimize(*result);
-      gSink = gSink + result->decision.evict.size();
       return ns;  // freed outside the timed part
     };
   };
-  for (int i = 0; i < budgets.warmups; ++i) rankPlan(policy, state)();
-  r.rankPlan = measure(budgets.plan, rankPlan(policy, state));
-  r.evalOnly = measure(budgets.evalOnly, [&] {
-    std::optional<policy::EvictionResult> result;
-    const auto t0 = steadyNow();
-    result.emplace(policy::evaluateEviction(view, policy, state, now, policy::Rankings::Needed));
-    const double ns = nanosSince(t0);
-    doNotOptimize(*result);
-    gSink = gSink + result->decision.evict.size();
-    return ns;
-  });
-  r.view = measure(budgets.planExtra, [&] {
-    std::optional<policy::NodeView> v;
-    const auto t0 = steadyNow();
-    v.emplace(policy::makeNodeView(*snapshot, kNodeName));
-    const double ns = nanosSince(t0);
-    doNotOptimize(*v);
-    return ns;
-  });
+  r.rankPlan = measure(budgets.plan, budgets.warmups, rankPlan(policy, state));
+  r.evalOnly =
+      measure(budgets.evalOnly, timed([&] {
+                return policy::evaluateEviction(view, policy, state, now, policy::Rankings::Needed);
+              }));
+  r.view =
+      measure(budgets.planExtra, timed([&] { return policy::makeNodeView(*snapshot, kNodeName); }));
   r.rankPlanDefaults = measure(budgets.planExtra, rankPlan(defaults, emptyState));
   r.rankPlanKubelet = measure(budgets.planExtra, rankPlan(kubelet, state));
   r.rankPlanAll = measure(budgets.planExtra, rankPlan(policy, state, policy::Rankings::All));
@@ -381,50 +346,37 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
 
 // ---------------------------------------------------------------------------------------------
 
-void printUsage(std::FILE* out) {
-  std::fprintf(
-      out,
-      "usage: bench_eviction [--sizes N[,N...]] [--quick] [--write-snapshot DIR] [--help]\n"
-      "\n"
-      "Times the eviction decision core on synthetic kubectl-shaped snapshots.\n"
-      "  --sizes 110,1000   pods per node to run (default 110,1000,10000)\n"
-      "  --quick            fewer iterations (smoke run; figures are noisier)\n"
-      "  --write-snapshot DIR  also write each generated snapshot to DIR/snapshot-N.json\n"
-      "  --help             this text\n"
-      "Targets: rank+plan <= 50 us (110 pods), <= 1 ms (1,000), <= 15 ms (10,000);\n"
-      "parse >= 50 MB/s. Missed targets print MISS but do not change the exit status.\n");
-}
+constexpr const char* kUsage =
+    "usage: bench_eviction [--sizes N[,N...]] [--quick] [--write-snapshot DIR] [--help]\n"
+    "\n"
+    "Times the eviction decision core on synthetic kubectl-shaped snapshots.\n"
+    "  --sizes 110,1000   pods per node to run (default 110,1000,10000)\n"
+    "  --quick            fewer iterations (smoke run; figures are noisier)\n"
+    "  --write-snapshot DIR  also write each generated snapshot to DIR/snapshot-N.json\n"
+    "  --help             this text\n"
+    "Targets: rank+plan <= 50 us (110 pods), <= 1 ms (1,000), <= 15 ms (10,000);\n"
+    "parse >= 50 MB/s. Missed targets print MISS but do not change the exit status.\n";
 
 int run(int argc, char** argv) {
   std::vector<int> sizes = {110, 1000, 10000};
   bool quick = false;
   std::string writeDir;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      printUsage(stdout);
-      return 0;
-    }
-    if (arg == "--quick") {
-      quick = true;
-      continue;
-    }
-    bool matched = false;
-    if (auto dir = optionValue("--write-snapshot", i, argc, argv, matched); matched) {
-      if (!dir) return 2;
-      writeDir = std::string(*dir);
-    } else if (auto value = optionValue("--sizes", i, argc, argv, matched); matched) {
-      auto parsed = value ? parseBoundedList(*value, 10, 200'000) : std::nullopt;
-      if (!parsed) {
-        std::fprintf(stderr, "--sizes: expected numbers from 10 to 200000 separated by commas\n");
-        return 2;
-      }
-      sizes = *parsed;
-    } else {
-      std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
-      printUsage(stderr);
-      return 2;
-    }
+  if (auto status =
+          parseArgs(argc, argv, kUsage, &quick,
+                    {{"--write-snapshot",
+                      [&](std::string_view v) {
+                        writeDir = std::string(v);
+                        return true;
+                      },
+                      ""},
+                     {"--sizes",
+                      [&](std::string_view v) {
+                        auto parsed = parseBoundedList(v, 10, 200'000);
+                        if (parsed) sizes = *parsed;
+                        return parsed.has_value();
+                      },
+                      "--sizes: expected numbers from 10 to 200000 separated by commas"}})) {
+    return *status;
   }
 
   const auto start = steadyNow();
