@@ -27,7 +27,7 @@
 
 #include "base/clock.h"
 #include "base/files.h"
-#include "bench/support/measure.h"
+#include "bench/support/program.h"
 #include "node/recorder.h"
 #include "policy/eviction.h"
 #include "record/episode.h"
@@ -123,11 +123,6 @@ double processCpuNanos() {
   return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
 }
 
-std::size_t heapInUse() {
-  const struct mallinfo2 info = ::mallinfo2();
-  return info.uordblks + info.hblkhd;
-}
-
 // One agent cycle's call into the recorder: the view, the decision and its state.
 struct Cycle {
   policy::EvictionState state;
@@ -139,14 +134,35 @@ struct Cycle {
   }
 };
 
+// The recorder as the agent opens it, on `dir` ("": no episodes on disk), for makeNode's node.
+std::unique_ptr<node::Recorder> openRecorder(const std::string& dir,
+                                             const cgroups::PodCgroups& index, const Clock& clock,
+                                             bool longEpisodes = false, bool settleFast = false) {
+  node::RecorderOptions options;
+  options.nodeName = "bench-node";
+  options.stateDir = dir;
+  if (longEpisodes) options.maxEpisode = std::chrono::hours(24);
+  if (settleFast) options.settle = std::chrono::seconds(1);
+  auto recorder = std::make_unique<node::Recorder>(options, index, clock);
+  (void)recorder->open();
+  return recorder;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int pods = 110;
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    if (std::strcmp(argv[i], "--pods") == 0 && i + 1 < argc) pods = std::atoi(argv[++i]);
+  if (auto status = bench::parseArgs(
+          argc, argv, "usage: bench_recorder [--pods N] [--quick] [--help]\n", &quick,
+          {{"--pods",
+            [&](std::string_view v) {
+              auto n = bench::parseBounded<int>(v, 1, 100000);
+              pods = n.value_or(pods);
+              return n.has_value();
+            },
+            "--pods takes an integer in [1, 100000]"}})) {
+    return *status;
   }
   const int iterations = quick ? 300 : 3000;
   std::printf("bench_recorder: %d pods, %s, %s\n\n", pods, bench::cpuModel().c_str(),
@@ -162,14 +178,10 @@ int main(int argc, char** argv) {
   double idleNs = 0, fullNs = 0, episodeLoopNs = 0, episodeCpuNs = 0;
   {
     Node node = makeNode(pods, random);
-    node::RecorderOptions options;
-    options.nodeName = "bench-node";
-    options.stateDir = "";  // no episode here: the plain cycle
-    node::Recorder recorder(options, index, clock);
-    (void)recorder.open();
+    auto recorder = openRecorder("", index, clock);  // no episode here: the plain cycle
     Cycle cycle;
     SteadyTime now = clock.now();
-    for (int i = 0; i < 50; ++i) cycle.run(recorder, node, now += 1s);  // warm up
+    for (int i = 0; i < 50; ++i) cycle.run(*recorder, node, now += 1s);  // warm up
     // An idle cycle: node figures only; the pods' (the snapshot) unchanged. Only the
     // recorder's call is timed.
     policy::Summary& summary = node.snapshot.stats["bench-node"];
@@ -181,7 +193,7 @@ int main(int argc, char** argv) {
           policy::evaluateEviction(view, node.policy, cycle.state, now, policy::Rankings::Needed);
       now += 1s;
       const double started = threadCpuNanos();
-      recorder.cycle(view, node.snapshot, result.next, result.decision, node.policy, now);
+      recorder->cycle(view, node.snapshot, result.next, result.decision, node.policy, now);
       idleOnly.push_back(threadCpuNanos() - started);
     }
     // A full scan: the agent rebuilds its snapshot (new storage, new figures).
@@ -193,13 +205,13 @@ int main(int argc, char** argv) {
           policy::evaluateEviction(view, fresh.policy, cycle.state, now, policy::Rankings::Needed);
       now += 1s;
       const double started = threadCpuNanos();
-      recorder.cycle(view, fresh.snapshot, result.next, result.decision, fresh.policy, now);
+      recorder->cycle(view, fresh.snapshot, result.next, result.decision, fresh.policy, now);
       fullOnly.push_back(threadCpuNanos() - started);
       std::swap(node, fresh);
     }
     idleNs = bench::Samples::from(idleOnly).median();
     fullNs = bench::Samples::from(fullOnly).median();
-    recorder.stop();
+    recorder->stop();
   }
   {
     // Inside an episode: a threshold met at every cycle, a full scan at every cycle, the file
@@ -207,12 +219,7 @@ int main(int argc, char** argv) {
     // with and without the recorder's call: the difference is the recorder's.
     auto episodeLoop = [&](bool record, std::vector<double>& loop) {
       Node node = makeNode(pods, random);
-      node::RecorderOptions options;
-      options.nodeName = "bench-node";
-      options.stateDir = (dir / (record ? "cpu" : "none")).string();
-      options.maxEpisode = std::chrono::hours(24);
-      node::Recorder recorder(options, index, clock);
-      (void)recorder.open();
+      auto recorder = openRecorder((dir / (record ? "cpu" : "none")).string(), index, clock, true);
       Cycle cycle;
       SteadyTime now = clock.now();
       const double cpuBefore = processCpuNanos();
@@ -227,12 +234,12 @@ int main(int argc, char** argv) {
         now += 100ms;
         if (record) {
           const double started = threadCpuNanos();
-          recorder.cycle(view, fresh.snapshot, result.next, result.decision, fresh.policy, now);
+          recorder->cycle(view, fresh.snapshot, result.next, result.decision, fresh.policy, now);
           loop.push_back(threadCpuNanos() - started);
         }
         std::swap(node, fresh);
       }
-      recorder.stop(std::chrono::seconds(60));
+      recorder->stop(std::chrono::seconds(60));
       return (processCpuNanos() - cpuBefore) / iterations;
     };
     std::vector<double> loop, unused;
@@ -255,12 +262,8 @@ int main(int argc, char** argv) {
   // ---- 2. Memory ----
   {
     Node node = makeNode(pods, random);
-    const std::size_t heapBefore = heapInUse();
-    node::RecorderOptions options;
-    options.nodeName = "bench-node";
-    options.stateDir = (dir / "memory").string();
-    auto recorder = std::make_unique<node::Recorder>(options, index, clock);
-    (void)recorder->open();
+    const std::size_t heapBefore = bench::heapInUse(false);
+    auto recorder = openRecorder((dir / "memory").string(), index, clock);
     Cycle cycle;
     SteadyTime now = clock.now();
     // The ring at an episode's cadence without an episode (nothing met): 10 full scans a
@@ -296,7 +299,7 @@ int main(int argc, char** argv) {
     }
     const std::size_t own = recorder->memoryBytes();
     const std::size_t samples = recorder->ringSamples();
-    const std::size_t heap = heapInUse() - heapBefore;
+    const std::size_t heap = bench::heapInUse(false) - heapBefore;
     std::printf(
         "2. Memory at %d pods, the ring full at 10 samples/s (%zu samples kept) and 6,000 "
         "decision records offered\n",
@@ -310,13 +313,7 @@ int main(int argc, char** argv) {
   // ---- 3. Episode size, 4. replay ----
   {
     Node node = makeNode(pods, random);
-    node::RecorderOptions options;
-    options.nodeName = "bench-node";
-    options.stateDir = (dir / "episode").string();
-    options.maxEpisode = std::chrono::hours(24);
-    options.settle = std::chrono::seconds(1);
-    node::Recorder recorder(options, index, clock);
-    (void)recorder.open();
+    auto recorder = openRecorder((dir / "episode").string(), index, clock, true, true);
     Cycle cycle;
     SteadyTime now = clock.now();
     const int seconds = quick ? 30 : 60;
@@ -325,11 +322,11 @@ int main(int argc, char** argv) {
       jitter(node, random);
       node.snapshot.stats["bench-node"].node.podsMemoryAvailableBytes = 200 * kMi;
       Node fresh = node;
-      cycle.run(recorder, fresh, now += std::chrono::milliseconds(1000 / perSecond));
+      cycle.run(*recorder, fresh, now += std::chrono::milliseconds(1000 / perSecond));
       std::swap(node, fresh);
     }
-    recorder.stop(std::chrono::seconds(30));
-    const auto files = recorder.episodeFiles();
+    recorder->stop(std::chrono::seconds(30));
+    const auto files = recorder->episodeFiles();
     if (files.empty()) {
       std::printf("3. no episode was written\n");
       return 1;
