@@ -42,12 +42,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bench/support/measure.h"
-#include "bench/support/report.h"
+#include "bench/support/program.h"
 #include "node/victims_first.h"
 #include "policy/eviction.h"
 #include "policy/model.h"
 #include "policy/policy.h"
+#include "tests/support/memory_pod.h"
 
 namespace nodewarden::bench {
 namespace {
@@ -57,20 +57,7 @@ constexpr std::int64_t kMiB = 1024 * kKiB;
 constexpr std::uint64_t kSeed = 0x766963746d730031ULL;
 
 policy::Pod makePod(int index, std::int32_t priority, std::int64_t request) {
-  policy::Pod pod;
-  pod.ns = "bench";
-  pod.name = "pod-" + std::to_string(index);
-  pod.uid = "uid-" + std::to_string(index);
-  pod.phase = "Running";
-  pod.specPriority = priority;
-  policy::Container container;
-  container.name = "c";
-  if (request > 0) {
-    container.requests["memory"] =
-        policy::Quantity::fromValue(request, policy::QuantityFormat::BinarySI);
-  }
-  pod.containers.push_back(container);
-  return pod;
+  return testing::memoryPod("bench", index, priority, request);
 }
 
 // A node as the decision meets it: every pod it may still list, each one's figures as last
@@ -82,6 +69,12 @@ struct Scenario {
   std::vector<std::optional<std::int64_t>> now;
   std::int64_t limit = 0;  // kubepods' memory limit
   int maxPodsPerCycle = 5;
+
+  void add(policy::Pod pod, std::optional<std::int64_t> lastWs, std::optional<std::int64_t> nowWs) {
+    pods.push_back(std::move(pod));
+    last.push_back(lastWs);
+    now.push_back(nowWs);
+  }
 };
 
 std::int64_t usageNow(const Scenario& s) {
@@ -95,17 +88,12 @@ Scenario hogScenario(int idle, bool quiet) {
   Scenario s;
   s.name = quiet ? "quiet" : "hog";
   for (int i = 0; i < idle; ++i) {
-    s.pods.push_back(makePod(i, 0, 0));
     const std::int64_t ws = rng.between(0, 256 * kKiB);
-    s.last.push_back(ws);
-    s.now.push_back(ws);
+    s.add(makePod(i, 0, 0), ws, ws);
   }
-  s.pods.push_back(makePod(idle, 0, 0));  // the hog
-  s.last.push_back(200 * kMiB);
-  s.now.push_back(600 * kMiB);
-  s.pods.push_back(makePod(idle + 1, 0, 256 * kMiB));  // a steady pod within its request
-  s.last.push_back(100 * kMiB);
-  s.now.push_back(100 * kMiB);
+  s.add(makePod(idle, 0, 0), 200 * kMiB, 600 * kMiB);  // the hog
+  // A steady pod within its request.
+  s.add(makePod(idle + 1, 0, 256 * kMiB), 100 * kMiB, 100 * kMiB);
   // 100 MiB available against a 300 MiB hard threshold; quiet: 64 GiB.
   s.limit = usageNow(s) + (quiet ? 64 * 1024 * kMiB : 100 * kMiB);
   s.maxPodsPerCycle = 1;
@@ -119,30 +107,21 @@ Scenario churnedScenario(int count) {
   const std::int32_t priorities[] = {0, 0, 0, 1000, 100000};
   for (int i = 0; i < count; ++i) {
     const std::int64_t request = rng.between(0, 3) == 0 ? 0 : rng.between(1, 64) * kMiB;
-    s.pods.push_back(makePod(i, rng.pick(priorities), request));
-    std::int64_t ws = rng.between(0, 40) * kMiB + rng.between(0, kMiB);
-    s.last.push_back(ws);
-    switch (rng.between(0, 19)) {
-      case 0:
-        s.now.push_back(std::nullopt);  // gone
-        continue;
-      case 1:
-      case 2:
-        ws += rng.between(1, 30) * kMiB;  // grew
-        break;
-      case 3:
-      case 4:
-        ws /= 3;  // shrank
-        break;
-      default:
-        break;
+    policy::Pod pod = makePod(i, rng.pick(priorities), request);
+    const std::int64_t ws = rng.between(0, 40) * kMiB + rng.between(0, kMiB);
+    const std::int64_t change = rng.between(0, 19);
+    std::optional<std::int64_t> now = ws;
+    if (change == 0) {
+      now.reset();  // gone
+    } else if (change <= 2) {
+      *now += rng.between(1, 30) * kMiB;  // grew
+    } else if (change <= 4) {
+      *now /= 3;  // shrank
     }
-    s.now.push_back(ws);
+    s.add(std::move(pod), ws, now);
   }
   for (int i = 0; i < 3; ++i) {  // new, never read
-    s.pods.push_back(makePod(count + i, 1000, 16 * kMiB));
-    s.last.push_back(std::nullopt);
-    s.now.push_back(rng.between(0, 64) * kMiB);
+    s.add(makePod(count + i, 1000, 16 * kMiB), std::nullopt, rng.between(0, 64) * kMiB);
   }
   s.limit = usageNow(s) + 200 * kMiB;  // 100 MiB to free with minimum reclaim 0
   s.maxPodsPerCycle = 5;
@@ -260,32 +239,31 @@ bool describe(const Prepared& p, const node::VictimsFirstDecision& got) {
   return true;
 }
 
+constexpr const char* kUsage =
+    "usage: bench_victims_first [--pods N] [--quick] [--once hog|churned|quiet] [--help]\n"
+    "  --pods N      pods on the node (default 1000, 10 to 100000)\n"
+    "  --quick       fewer iterations (smoke run; figures are noisier)\n"
+    "  --once NAME   one decision of that scenario, untimed (for callgrind)\n";
+
 int run(int argc, char** argv) {
   int pods = 1000;
   bool quick = false;
   std::optional<std::string> once;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    bool matched = false;
-    if (arg == "--quick") {
-      quick = true;
-    } else if (auto value = optionValue("--pods", i, argc, argv, matched); matched) {
-      auto n = value ? parseBounded<int>(*value, 10, 100000) : std::nullopt;
-      if (!n) {
-        std::fprintf(stderr, "--pods takes an integer in [10, 100000]\n");
-        return 2;
-      }
-      pods = *n;
-    } else if (auto which = optionValue("--once", i, argc, argv, matched); matched) {
-      if (!which || (*which != "hog" && *which != "churned" && *which != "quiet")) {
-        std::fprintf(stderr, "--once takes hog, churned or quiet\n");
-        return 2;
-      }
-      once = std::string(*which);
-    } else {
-      std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
-      return 2;
-    }
+  if (auto status = parseArgs(argc, argv, kUsage, &quick,
+                              {{"--pods",
+                                [&](std::string_view v) {
+                                  auto n = parseBounded<int>(v, 10, 100000);
+                                  pods = n.value_or(pods);
+                                  return n.has_value();
+                                },
+                                "--pods takes an integer in [10, 100000]"},
+                               {"--once",
+                                [&](std::string_view v) {
+                                  once = std::string(v);
+                                  return v == "hog" || v == "churned" || v == "quiet";
+                                },
+                                "--once takes hog, churned or quiet"}})) {
+    return *status;
   }
   std::vector<std::unique_ptr<Prepared>> scenarios;
   for (std::string_view name : {"hog", "churned", "quiet"}) {
@@ -319,14 +297,11 @@ int run(int argc, char** argv) {
       reader.clear();
       return ns;
     });
-    const Samples full = measure(budget, 3, [&] {
-      const SteadyTime start = steadyNow();
-      policy::EvictionResult result = policy::evaluateEviction(
-          p->full, p->policy, policy::EvictionState{}, SteadyTime{}, policy::Rankings::Needed);
-      const double ns = nanosSince(start);
-      gSink = gSink + result.decision.evict.size();
-      return ns;
-    });
+    const Samples full =
+        measure(budget, 3, timed([&] {
+                  return policy::evaluateEviction(p->full, p->policy, policy::EvictionState{},
+                                                  SteadyTime{}, policy::Rankings::Needed);
+                }));
     printSamplesLine(44, "decideVictimsFirst", decide, 1e3, "us");
     printSamplesLine(44, "evaluateEviction, every pod fresh (no reads)", full, 1e3, "us");
   }

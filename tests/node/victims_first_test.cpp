@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "node/victims_first.h"
+#include "tests/support/memory_pod.h"
 
 using namespace nodewarden;
 using namespace nodewarden::node;
@@ -32,20 +33,7 @@ struct Node {
 };
 
 policy::Pod makePod(int index, std::int32_t priority, std::int64_t request) {
-  policy::Pod pod;
-  pod.ns = "ns";
-  pod.name = "pod-" + std::to_string(index);
-  pod.uid = "uid-" + std::to_string(index);
-  pod.phase = "Running";
-  pod.specPriority = priority;
-  policy::Container container;
-  container.name = "c";
-  if (request > 0) {
-    container.requests["memory"] =
-        policy::Quantity::fromValue(request, policy::QuantityFormat::BinarySI);
-  }
-  pod.containers.push_back(container);
-  return pod;
+  return testing::memoryPod("ns", index, priority, request);
 }
 
 // Serves `now` as the agent reads cgroups: whole figures into stable storage, or the usage.
