@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/support/measure.h"
+#include "bench/support/program.h"
 #include "kube/reflector.h"
 #include "policy/model.h"
 #include "server/http_server.h"
@@ -156,12 +156,6 @@ Json nodeObject(const std::string& name, const std::string& memory, const std::s
                                         {{"type", "MemoryPressure"}, {"status", "False"}}})}}}};
 }
 
-std::size_t heapInUse() {
-  malloc_trim(0);
-  const struct mallinfo2 info = mallinfo2();
-  return info.uordblks + info.hblkhd;
-}
-
 // ----------------------------------------------------------------------------------------------
 // 1. Watch throughput
 
@@ -278,14 +272,14 @@ void cacheMemory(bool quick) {
     // Store<Pod>: what nodewarden keeps.
     std::size_t storeBytes = 0;
     {
-      const std::size_t base = heapInUse();
+      const std::size_t base = heapInUse(true);
       auto* store = new kube::Store<policy::Pod>("Pod", policy::parsePod);
       for (const auto& text : texts) {
         policy::Diagnostics diagnostics;
         auto object = policy::parseKubernetesJsonText(text, diagnostics);
         if (object) store->apply("ADDED", *object);
       }
-      storeBytes = heapInUse() - base;
+      storeBytes = heapInUse(true) - base;
       if (store->objects().size() != std::size_t(count))
         std::printf("warning: %zu of %d pods cached\n", store->objects().size(), count);
       delete store;
@@ -293,11 +287,11 @@ void cacheMemory(bool quick) {
     // A naive cache: each object's full JSON DOM.
     std::size_t domBytes = 0;
     {
-      const std::size_t base = heapInUse();
+      const std::size_t base = heapInUse(true);
       auto* doms = new std::vector<Json>();
       doms->reserve(count);
       for (const auto& text : texts) doms->push_back(Json::parse(text));
-      domBytes = heapInUse() - base;
+      domBytes = heapInUse(true) - base;
       delete doms;
     }
     std::printf(
@@ -453,17 +447,8 @@ void webhookLatency(bool quick) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--quick") {
-      quick = true;
-    } else if (arg == "--help" || arg == "-h") {
-      std::printf("usage: bench_kube [--quick]\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "bench_kube: unknown argument %s\n", arg.c_str());
-      return 2;
-    }
+  if (auto status = parseArgs(argc, argv, "usage: bench_kube [--quick]\n", &quick, {})) {
+    return *status;
   }
   std::printf("# bench_kube (%s; %s)\n", buildFlavour().c_str(), cpuModel().c_str());
   cacheMemory(quick);
