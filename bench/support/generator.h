@@ -614,18 +614,16 @@ class SnapshotGenerator {
     j["imageID"] = c.image.substr(0, c.image.rfind(':')) + "@sha256:" + c.imageDigest;
     j["lastState"] = OJson::object();
     j["name"] = c.name;
-    const bool done = c.kind == ContainerKind::Init || p.phase == "Succeeded";
-    if (p.phase == "Pending") {
-      j["ready"] = false;
-      j["restartCount"] = 0;
-      j["started"] = false;
+    const bool pending = p.phase == "Pending";
+    const bool running = !pending && c.kind != ContainerKind::Init && p.phase != "Succeeded";
+    j["ready"] = running;
+    j["restartCount"] = running && rng_.chance(0.1) ? rng_.between(1, 7) : 0;
+    j["started"] = running;
+    if (pending) {
       j["state"] = {{"waiting", {{"reason", "ContainerCreating"}}}};
       j.erase("containerID");
       j.erase("imageID");
-    } else if (done) {
-      j["ready"] = false;
-      j["restartCount"] = 0;
-      j["started"] = false;
+    } else if (!running) {
       j["state"] = {{"terminated",
                      {{"containerID", c.containerId},
                       {"exitCode", 0},
@@ -633,9 +631,6 @@ class SnapshotGenerator {
                       {"reason", "Completed"},
                       {"startedAt", started}}}};
     } else {
-      j["ready"] = true;
-      j["restartCount"] = rng_.chance(0.1) ? rng_.between(1, 7) : 0;
-      j["started"] = true;
       j["state"] = {{"running", {{"startedAt", started}}}};
     }
     return j;
