@@ -43,6 +43,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <fcntl.h>
@@ -81,8 +82,6 @@ constexpr const char* kSandboxPrefix = "nodewarden-bench";
 constexpr std::size_t kReadPods = 100;
 constexpr std::size_t kBusyPods = 10;
 constexpr std::size_t kBusyBytes = 8 * kMi;
-// Children sleep at most this long even if nobody kills them (the sandbox does, at the end).
-constexpr int kChildLifetimeSeconds = 1800;
 
 // Notification trial: threshold at usage + 64 MiB, the child touches 128 MiB.
 constexpr std::uint64_t kThresholdMargin = 64 * kMi;
@@ -101,9 +100,6 @@ constexpr double kFullTargetMicros = 20;
 constexpr int kScanTargetPods = 1000;
 constexpr double kScanTargetMillis = 25;
 constexpr double kNotifyP99TargetMillis = 5;
-
-// ---------------------------------------------------------------------------------------------
-// Stopping, time and files: bench/support/process.h.
 
 // ---------------------------------------------------------------------------------------------
 // Measuring.
@@ -140,21 +136,6 @@ void printMillisLine(const char* label, const Samples& s) {
 // Child bodies. They run in a process forked by Sandbox::spawn, already inside the pod cgroup,
 // and exit with the benchmark (PR_SET_PDEATHSIG) so a killed run leaves no process behind.
 
-bool dieWithParent(pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  return ::getppid() == parent;  // the parent may have gone before prctl took effect
-}
-
-// Holds `bytes` of touched anonymous memory (unreclaimable without swap) until killed.
-int holdMemory(std::size_t bytes, pid_t parent) {
-  if (!dieWithParent(parent)) return 0;
-  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) return 2;
-  std::memset(memory, 0x5a, bytes);
-  for (int i = 0; i < kChildLifetimeSeconds * 10 && !stopped(); ++i) sleepMillis(100);
-  return 0;
-}
-
 // Shared between the notification child and the parent (MAP_SHARED, touched by the parent
 // first so the pages are charged to the parent's cgroup, not to the pod being measured).
 // [0] is the number of pages touched so far; [1] the page after whose touch the child writes
@@ -175,16 +156,11 @@ struct TouchLog {
 int touchOnSignal(int readyFd, int goFd, const TouchLog& touchLog, std::size_t pageSize,
                   pid_t parent) {
   if (!dieWithParent(parent)) return 0;
-  const std::size_t length = touchLog.pages * pageSize;
-  void* memory = ::mmap(nullptr, length, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (memory == MAP_FAILED) return 2;
-  // Small pages: with THP one touch would charge 2 MiB, and the log would not say which.
-  ::madvise(memory, length, MADV_NOHUGEPAGE);
+  volatile char* bytes = mapSmallPages(touchLog.pages * pageSize);
+  if (bytes == nullptr) return 2;
   char byte = 'r';
   if (::write(readyFd, &byte, 1) != 1) return 3;
   if (::read(goFd, &byte, 1) != 1 || byte != 'g') return 4;
-  auto* bytes = static_cast<volatile char*>(memory);
   const std::int64_t ping = touchLog.pingPage();
   for (std::size_t i = 0; i < touchLog.pages && !stopped(); ++i) {
     touchLog.touchedAt(i) = monotonicNanos();
@@ -202,31 +178,10 @@ int touchOnSignal(int readyFd, int goFd, const TouchLog& touchLog, std::size_t p
   return 0;
 }
 
-// Waits up to `millis` for one byte on `fd`; returns it, or 0 on timeout, EOF or a stop.
-char readByte(int fd, int millis) {
-  const std::int64_t deadline = monotonicNanos() + std::int64_t(millis) * 1'000'000;
-  while (!stopped()) {
-    const std::int64_t left = (deadline - monotonicNanos()) / 1'000'000;
-    if (left < 0) return 0;
-    pollfd p{fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, int(left) + 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return 0;
-    char byte = 0;
-    return ::read(fd, &byte, 1) == 1 ? byte : 0;
-  }
-  return 0;
-}
-
 // Waits (bounded) for `pid` to exit without reaping it, then lets the sandbox reap: the
 // sandbox kills its recorded children at the end, so it must be the one to forget them.
 void awaitExit(Sandbox& sandbox, pid_t pid) {
-  for (int i = 0; i < 5000; ++i) {
-    siginfo_t info{};
-    if (::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) break;  // gone
-    if (info.si_pid == pid) break;
-    sleepMillis(1);
-  }
+  for (int i = 0; i < 5000 && !exited(pid); ++i) sleepMillis(1);
   sandbox.reap();
 }
 
@@ -239,21 +194,13 @@ struct BenchPod {
   std::string relative;
 };
 
-// Roughly a busy node's mix: 2 guaranteed, 5 burstable and 3 besteffort in every 10.
-const char* qosFor(std::size_t index) {
-  static constexpr const char* kMix[] = {"guaranteed", "burstable", "besteffort", "burstable",
-                                         "guaranteed", "burstable", "besteffort", "burstable",
-                                         "burstable",  "besteffort"};
-  return kMix[index % 10];
-}
-
 // Adds pod cgroups until `pods` holds `target`, printing progress every 2 s. Returns the error
 // when a cgroup cannot be made (e.g. the kernel's 65,535 memory cgroup IDs are used up).
 std::optional<Error> growTo(Sandbox& sandbox, std::vector<BenchPod>& pods, std::size_t target,
                             Random& rng) {
   auto lastReport = steadyNow();
   while (pods.size() < target && !stopped()) {
-    BenchPod pod{rng.uuid(), qosFor(pods.size()), {}};
+    BenchPod pod{rng.uuid(), qosMix(pods.size()), {}};
     auto relative = sandbox.addPod(pod.uid, pod.qos);
     if (!relative) return relative.error();
     pod.relative = *relative;
@@ -291,29 +238,52 @@ struct OurReads {
   double fullPass = 0;
 };
 
+// Whether `result` holds a value (added to gSink when `sink`); if not, its error is `error`.
+template <typename T>
+bool kept(const Result<T>& result, std::string& error, bool sink = false) {
+  if (!result) {
+    error = result.error().message;
+    return false;
+  }
+  if constexpr (std::is_arithmetic_v<T>) {
+    if (sink) gSink = gSink + std::uint64_t(*result);
+  }
+  return true;
+}
+
 // Reads one pod fully, as scanNode does; false (with the error in `error`) when a read fails.
 bool readFull(const PodCgroup& pod, std::string& buffer, std::string& error) {
   auto memory = cgroups::readMemory(pod.memory, buffer);
-  if (!memory) {
-    error = memory.error().message;
-    return false;
-  }
+  if (!kept(memory, error)) return false;
   gSink = gSink + memory->workingSet;
-  if (pod.cpu) {
-    auto cpu = cgroups::readCpuNanos(*pod.cpu, buffer);
-    if (!cpu) {
-      error = cpu.error().message;
-      return false;
+  if (pod.cpu && !kept(cgroups::readCpuNanos(*pod.cpu, buffer), error, true)) return false;
+  return kept(cgroups::readProcessCount(pod, buffer), error, true);
+}
+
+// Passes over `pods` read sets within `budget`, each read timed on its own (so p99 is the tail
+// of single reads); also the median of a whole pass per pod (which includes the timer's own
+// cost once per read). The first failed read ends the reading.
+struct EachRead {
+  std::vector<double> nanos;
+  double passPerPod = 0;
+  bool failed = false;
+};
+
+template <typename F>
+EachRead timeEachRead(const Budget& budget, std::size_t pods, F&& readOne) {
+  EachRead r;
+  const Samples passes = measure(budget, [&] {
+    const auto passStart = steadyNow();
+    for (std::size_t i = 0; i < pods && !r.failed && !stopped(); ++i) {
+      const auto t0 = steadyNow();
+      const bool ok = readOne(i);
+      r.nanos.push_back(nanosSince(t0));
+      r.failed = r.failed || !ok;
     }
-    gSink = gSink + *cpu;
-  }
-  auto count = cgroups::readProcessCount(pod, buffer);
-  if (!count) {
-    error = count.error().message;
-    return false;
-  }
-  gSink = gSink + *count;
-  return true;
+    return nanosSince(passStart) / double(pods);
+  });
+  r.passPerPod = passes.median();
+  return r;
 }
 
 std::optional<OurReads> measureOurReads(const ReadSet& set, const Budgets& budgets) {
@@ -332,70 +302,36 @@ std::optional<OurReads> measureOurReads(const ReadSet& set, const Budgets& budge
     return nanosSince(t0);
   });
 
-  std::vector<double> per;
   bool failed = false;
-  // Each read is timed alone, so p99 is the tail of single reads; the pass time divided by
-  // the pod count is printed too (it includes the timer's own cost once per read).
-  auto perPodPasses = [&](auto&& readOne) {
-    per.clear();
-    Samples passes = measure(budgets.readPasses, [&] {
-      const auto passStart = steadyNow();
-      for (std::size_t i = 0; i < set.pods.size() && !failed; ++i) {
-        const auto t0 = steadyNow();
-        const bool ok = readOne(i);
-        per.push_back(nanosSince(t0));
-        failed = failed || !ok;
-      }
-      return nanosSince(passStart) / double(set.pods.size());
-    });
-    return passes.median();
+  auto each = [&](Samples& into, auto&& readOne) {
+    EachRead e = timeEachRead(budgets.readPasses, set.pods.size(), readOne);
+    failed = failed || e.failed;
+    into = Samples::from(e.nanos);
+    return e;
   };
-
-  r.usagePass = perPodPasses([&](std::size_t i) {
-    auto usage = cgroups::readMemoryUsage(set.pods[i]->memory, buffer);
-    if (!usage) {
-      error = usage.error().message;
-      return false;
-    }
-    gSink = gSink + *usage;
-    return true;
-  });
-  r.usage = Samples::from(per);
-
+  const auto& pods = set.pods;
+  r.usagePass = each(r.usage, [&](std::size_t i) {
+                  return kept(cgroups::readMemoryUsage(pods[i]->memory, buffer), error, true);
+                }).passPerPod;
+  const EachRead full =
+      each(r.full, [&](std::size_t i) { return readFull(*pods[i], buffer, error); });
+  r.fullPass = full.passPerPod;
   std::vector<double> busyNs, idleNs;
-  r.fullPass = perPodPasses([&](std::size_t i) { return readFull(*set.pods[i], buffer, error); });
-  for (std::size_t k = 0; k < per.size(); ++k) {
-    (set.busy[k % set.pods.size()] ? busyNs : idleNs).push_back(per[k]);
+  for (std::size_t k = 0; k < full.nanos.size(); ++k) {
+    (set.busy[k % pods.size()] ? busyNs : idleNs).push_back(full.nanos[k]);
   }
-  r.full = Samples::from(per);
   r.fullBusy = Samples::from(std::move(busyNs));
   r.fullIdle = Samples::from(std::move(idleNs));
-
-  perPodPasses([&](std::size_t i) {
-    auto memory = cgroups::readMemory(set.pods[i]->memory, buffer);
-    if (!memory) error = memory.error().message;
-    return memory.ok();
+  each(r.memory,
+       [&](std::size_t i) { return kept(cgroups::readMemory(pods[i]->memory, buffer), error); });
+  each(r.statPread, [&](std::size_t i) {
+    return kept(pods[i]->memory.read(CgroupDir::File::MemoryStat, buffer), error);
   });
-  r.memory = Samples::from(per);
-  perPodPasses([&](std::size_t i) {
-    auto text = set.pods[i]->memory.read(CgroupDir::File::MemoryStat, buffer);
-    if (!text) error = text.error().message;
-    return text.ok();
+  each(r.cpu, [&](std::size_t i) {
+    return !pods[i]->cpu || kept(cgroups::readCpuNanos(*pods[i]->cpu, buffer), error);
   });
-  r.statPread = Samples::from(per);
-  perPodPasses([&](std::size_t i) {
-    if (!set.pods[i]->cpu) return true;
-    auto cpu = cgroups::readCpuNanos(*set.pods[i]->cpu, buffer);
-    if (!cpu) error = cpu.error().message;
-    return cpu.ok();
-  });
-  r.cpu = Samples::from(per);
-  perPodPasses([&](std::size_t i) {
-    auto count = cgroups::readProcessCount(*set.pods[i], buffer);
-    if (!count) error = count.error().message;
-    return count.ok();
-  });
-  r.processes = Samples::from(per);
+  each(r.processes,
+       [&](std::size_t i) { return kept(cgroups::readProcessCount(*pods[i], buffer), error); });
   if (failed) {
     std::fprintf(stderr, "reading a pod cgroup failed: %s\n", error.c_str());
     return std::nullopt;
@@ -542,20 +478,8 @@ LibcgroupReads measureLibcgroup(const ReadSet& set, const cgroups::Hierarchy& h,
                                                    cgroup_strerror(timedProbe.valueRc);
   }
 
-  std::vector<double> per;
   auto perPodPasses = [&](const Budget& budget, auto&& readOne) {
-    per.clear();
-    bool failed = false;
-    measure(budget, [&] {
-      const auto passStart = steadyNow();
-      for (std::size_t i = 0; i < set.relative.size() && !failed && !stopped(); ++i) {
-        const auto t0 = steadyNow();
-        failed = !readOne(i);
-        per.push_back(nanosSince(t0));
-      }
-      return nanosSince(passStart);
-    });
-    return Samples::from(per);
+    return Samples::from(timeEachRead(budget, set.relative.size(), readOne).nanos);
   };
 
   if (timedProbe.rc == 0) {
@@ -1252,39 +1176,17 @@ int run(int argc, char** argv) {
   bool sizesGiven = false;
   bool quick = false;
   int trials = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      printUsage(stdout);
-      return 0;
-    }
-    if (arg == "--quick") {
-      quick = true;
-      continue;
-    }
-    bool matched = false;
-    if (auto value = optionValue("--sizes", i, argc, argv, matched); matched) {
-      auto parsed = value ? parseSizes(*value) : std::nullopt;
-      if (!parsed) {
-        std::fprintf(stderr, "--sizes: expected numbers from %zu to 20000 separated by commas\n",
-                     kReadPods);
-        return 2;
-      }
-      sizes = *parsed;
-      sizesGiven = true;
-    } else if (auto tv = optionValue("--trials", i, argc, argv, matched); matched) {
-      auto parsed = tv ? parseBounded(*tv, 1, 10000) : std::nullopt;
-      if (!parsed) {
-        std::fprintf(stderr, "--trials: expected a number from 1 to 10000\n");
-        return 2;
-      }
-      trials = *parsed;
-    } else {
-      std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
-      printUsage(stderr);
-      return 2;
-    }
-  }
+  Args args(printUsage);
+  args.flag("--quick", quick)
+      .value("--sizes", "numbers from 100 to 20000 separated by commas",
+             [&](std::string_view text) {
+               auto parsed = parseSizes(text);
+               if (parsed) sizes = *parsed;
+               sizesGiven = sizesGiven || parsed.has_value();
+               return parsed.has_value();
+             })
+      .number("--trials", trials, 1, 10000);
+  if (auto status = args.parse(argc, argv)) return *status;
   if (quick && !sizesGiven) sizes = {100, 1000};
   Budgets budgets = budgetsFor(quick);
   if (trials > 0) budgets.trials = trials;

@@ -18,137 +18,61 @@
 //
 // Run: ninja -C BUILD bench/bench_probe_flood && BUILD/bench/bench_probe_flood
 //        [--clients 128,1000,2000] [--probes N] [--interval MS] [--max-waiting N] [--quick]
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <deque>
-#include <string>
-#include <string_view>
 #include <thread>
-#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "bench/support/measure.h"
+#include "bench/support/agent_process.h"
 #include "server/http_server.h"
 
+namespace nodewarden::bench {
 namespace {
 
-using nodewarden::bench::Samples;
-using nodewarden::bench::steadyNow;
 using namespace std::chrono_literals;
 
 struct Settings {
   std::vector<int> clients{128, 1000, 2000};
   int probes = 100;
   int intervalMs = 50;
-  std::size_t maxWaiting = nodewarden::server::HttpServerOptions{}.maxWaiting;
+  std::size_t maxWaiting = server::HttpServerOptions{}.maxWaiting;
 };
-
-// A blocking loopback socket connected to `port`, every call bounded by `limit`; -1 on
-// failure.
-int connectTo(std::uint16_t port, std::chrono::milliseconds limit) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  timeval tv{static_cast<time_t>(limit.count() / 1000),
-             static_cast<suseconds_t>(limit.count() % 1000 * 1000)};
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool sendAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(sent));
-  }
-  return true;
-}
 
 enum class Outcome { Ok, Refused, Dropped, TimedOut };
 
-struct ProbeResult {
-  Outcome outcome;
-  double nanos;
-};
-
-// One probe on a fresh connection: connect, GET /healthz (Connection: close), read to the end.
-ProbeResult probe(std::uint16_t port) {
-  constexpr auto kLimit = 1000ms;
-  const auto start = steadyNow();
-  const auto deadline = start + kLimit;
-  const int fd = connectTo(port, kLimit);
-  if (fd < 0) return {Outcome::Dropped, 0};
-  std::string answer;
-  bool ended = false;
-  if (sendAll(fd, "GET /healthz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")) {
-    for (int i = 0; i < 10000; ++i) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steadyNow());
-      if (left <= 0ms) break;
-      pollfd polled{fd, POLLIN, 0};
-      const int ready = ::poll(&polled, 1, static_cast<int>(left.count()));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) break;
-      char chunk[4096];
-      const ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        ended = true;
-        break;
-      }
-      answer.append(chunk, static_cast<std::size_t>(got));
-    }
-  } else {
-    ended = true;
+// One probe on a fresh connection: connect, GET /healthz (Connection: close), read to the end
+// or the kubelet's default timeout of 1 s.
+Outcome probe(std::uint16_t port, std::vector<double>& okNanos) {
+  const Exchange e = exchange(port, "/healthz", 1000ms);
+  if (e.status == 200 && e.ended) {
+    okNanos.push_back(e.nanos);
+    return Outcome::Ok;
   }
-  ::close(fd);
-  const double nanos = nodewarden::bench::nanosSince(start);
-  if (answer.starts_with("HTTP/1.1 200 ") && ended) return {Outcome::Ok, nanos};
-  if (answer.starts_with("HTTP/1.1 503 ")) return {Outcome::Refused, nanos};
-  if (ended) return {Outcome::Dropped, nanos};
-  return {Outcome::TimedOut, nanos};
+  if (e.status == 503) return Outcome::Refused;
+  return e.ended || !e.connected ? Outcome::Dropped : Outcome::TimedOut;
 }
 
 struct Row {
   int clients = 0;
   double floodPerSecond = 0;
-  int ok = 0, refused = 0, dropped = 0, timedOut = 0;
+  int outcomes[4] = {};  // by Outcome
   Samples latency;
 };
 
 Row measure(const Settings& settings, int clients) {
   boost::asio::io_context context;
-  nodewarden::server::HttpServerOptions options;  // the agent's limits
+  server::HttpServerOptions options;  // the agent's limits
   options.address = "127.0.0.1";
   options.port = 0;
   options.maxWaiting = settings.maxWaiting;
-  nodewarden::server::HttpServer server(
-      context, options, [](const nodewarden::server::HttpRequest& request) {
-        if (request.target == "/healthz")
-          return nodewarden::server::HttpResponse{200, "text/plain", "ok"};
-        return nodewarden::server::HttpResponse{404, "text/plain", "not found"};
-      });
+  server::HttpServer server(context, options, [](const server::HttpRequest& request) {
+    if (request.target == "/healthz") return server::HttpResponse{200, "text/plain", "ok"};
+    return server::HttpResponse{404, "text/plain", "not found"};
+  });
   if (auto started = server.start(); !started) {
     std::fprintf(stderr, "bench_probe_flood: %s\n", started.error().message.c_str());
     std::exit(1);
@@ -166,9 +90,9 @@ Row measure(const Settings& settings, int clients) {
       std::deque<int> held;
       const auto until = steadyNow() + 10min;  // a bound; the probes end it long before
       while (flooding.load() && steadyNow() < until) {
-        const int fd = connectTo(port, 2000ms);
+        const int fd = connectLoopback(port, true, 2000ms);
         if (fd >= 0) {
-          (void)sendAll(fd, kSlow);
+          (void)::send(fd, kSlow.data(), kSlow.size(), MSG_NOSIGNAL);
           held.push_back(fd);
           ++opened;
         }
@@ -189,22 +113,7 @@ Row measure(const Settings& settings, int clients) {
   std::vector<double> nanos;
   for (int i = 0; i < settings.probes; ++i) {
     const auto next = steadyNow() + std::chrono::milliseconds(settings.intervalMs);
-    const ProbeResult result = probe(port);
-    switch (result.outcome) {
-      case Outcome::Ok:
-        ++row.ok;
-        nanos.push_back(result.nanos);
-        break;
-      case Outcome::Refused:
-        ++row.refused;
-        break;
-      case Outcome::Dropped:
-        ++row.dropped;
-        break;
-      case Outcome::TimedOut:
-        ++row.timedOut;
-        break;
-    }
+    ++row.outcomes[int(probe(port, nanos))];
     std::this_thread::sleep_until(next);
   }
   const double seconds = std::chrono::duration<double>(steadyNow() - probing).count();
@@ -218,58 +127,26 @@ Row measure(const Settings& settings, int clients) {
   return row;
 }
 
-std::vector<int> parseList(const char* text) {
-  std::vector<int> out;
-  for (const char* p = text; *p != '\0';) {
-    char* end = nullptr;
-    const long value = std::strtol(p, &end, 10);
-    if (end == p || value < 1 || value > 20000) {
-      std::fprintf(stderr, "bench_probe_flood: --clients wants numbers 1..20000, e.g. 128,1000\n");
-      std::exit(2);
-    }
-    out.push_back(int(value));
-    p = *end == ',' ? end + 1 : end;
-    if (*end != ',' && *end != '\0') {
-      std::fprintf(stderr, "bench_probe_flood: --clients wants numbers separated by commas\n");
-      std::exit(2);
-    }
-  }
-  return out;
+void printUsage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: bench_probe_flood [--clients 128,1000,2000] [--probes N] "
+               "[--interval MS] [--max-waiting N] [--quick]\n");
 }
 
-int positive(const char* text, const char* flag) {
-  const int value = std::atoi(text);
-  if (value < 1) {
-    std::fprintf(stderr, "bench_probe_flood: %s wants a positive number\n", flag);
-    std::exit(2);
-  }
-  return value;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   Settings settings;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    const bool hasValue = i + 1 < argc;
-    if (arg == "--clients" && hasValue) {
-      settings.clients = parseList(argv[++i]);
-    } else if (arg == "--probes" && hasValue) {
-      settings.probes = positive(argv[++i], "--probes");
-    } else if (arg == "--interval" && hasValue) {
-      settings.intervalMs = positive(argv[++i], "--interval");
-    } else if (arg == "--max-waiting" && hasValue) {
-      settings.maxWaiting = std::size_t(positive(argv[++i], "--max-waiting"));
-    } else if (arg == "--quick") {
-      settings.probes = 30;
-    } else {
-      std::fprintf(stderr,
-                   "usage: bench_probe_flood [--clients 128,1000,2000] [--probes N] "
-                   "[--interval MS] [--max-waiting N] [--quick]\n");
-      return arg == "--help" || arg == "-h" ? 0 : 2;
-    }
-  }
+  Args args(printUsage);
+  args.value("--clients", "numbers 1..20000 separated by commas, e.g. 128,1000",
+             [&](std::string_view text) {
+               auto list = parseBoundedList(text, 1, 20000);
+               if (list) settings.clients = *list;
+               return list.has_value();
+             })
+      .number("--probes", settings.probes, 1, 1'000'000)
+      .number("--interval", settings.intervalMs, 1, 1'000'000)
+      .number<std::size_t>("--max-waiting", settings.maxWaiting, 1, 1'000'000)
+      .flag("--quick", [&] { settings.probes = 30; });
+  if (auto status = args.parse(argc, argv)) return *status;
   // Both ends of every flood connection are in this process.
   int most = 0;
   for (const int c : settings.clients) most = std::max(most, c);
@@ -284,8 +161,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::printf("build: %s; cpu: %s\n", nodewarden::bench::buildFlavour().c_str(),
-              nodewarden::bench::cpuModel().c_str());
+  std::printf("build: %s; cpu: %s\n", buildFlavour().c_str(), cpuModel().c_str());
   std::printf(
       "== /healthz under a reconnecting flood of slow clients (%d probes, one every %d ms, "
       "1 s each; maxConnections 64, maxWaiting %zu) ==\n",
@@ -295,10 +171,18 @@ int main(int argc, char** argv) {
   for (const int clients : settings.clients) {
     const Row row = measure(settings, clients);
     std::printf("  %-8d %11.0f %8d %6d %6d %8d %8d %8.2f %8.2f %8.2f\n", row.clients,
-                row.floodPerSecond, settings.probes, row.ok, row.refused, row.dropped, row.timedOut,
-                row.latency.median() / 1e6, row.latency.p99() / 1e6,
+                row.floodPerSecond, settings.probes, row.outcomes[0], row.outcomes[1],
+                row.outcomes[2], row.outcomes[3], row.latency.median() / 1e6,
+                row.latency.p99() / 1e6,
                 (row.latency.nanos.empty() ? 0.0 : row.latency.nanos.back()) / 1e6);
     std::fflush(stdout);
   }
   return 0;
+}
+
+}  // namespace
+}  // namespace nodewarden::bench
+
+int main(int argc, char** argv) {
+  return nodewarden::bench::run(argc, argv);
 }

@@ -1,50 +1,20 @@
-// bench_soak: the real `nodewarden agent` kept busy for a long time, measured from outside.
-//
-//   1. slowloris   N connections (default 1,000) to the agent's HTTP port that each send a
-//                  request header one byte a second and reconnect whenever they are closed,
-//                  for S seconds (default 30); meanwhile a fresh GET /healthz every 100 ms.
-//                  Figures: the probes' latency p50/p99/max and failures, the agent's VmRSS
-//                  and open descriptors before, at most during, and after.
-//   2. soak        M minutes (default 30) over P pod cgroups (default 1,000, with manifests):
-//                  every second C pods (default 5) are replaced by new ones (cgroup and
-//                  manifest removed, a new UID created), and every minute a pressure episode:
-//                  a fresh priority-0 "hog" pod grows by 256 MiB/s toward 900 MiB under a
-//                  1 GiB kubepods with a hard threshold allocatableMemory.available < 200Mi,
-//                  and the agent must evict it (and only it). Every 10 s the agent's VmRSS,
-//                  open descriptors and CPU time are sampled; a table per minute and the
-//                  first five minutes against the last five say whether they stay flat.
+// bench_soak: the real `nodewarden agent` kept busy for a long time, measured from outside:
+// under slowloris connections, then over a long soak with churn and a pressure episode a
+// minute (what, how and the targets: printUsage below, or --help). Every 10 s of the soak the
+// agent's VmRSS, open descriptors and CPU time are sampled; a table per minute and the first
+// five minutes against the last five say whether they stay flat.
 //
 // The agent is the binary a node runs (static pod source, JSON log to a file here); every
 // cgroup is this program's ("nodewarden-bench-soak-<pid>" below each hierarchy root) and is
 // removed again, also after SIGINT/SIGTERM. Every loop is bounded in count and in time.
 // Exit status: 0 after a run; 77 when the machine cannot run it (not root, no memory
-// hierarchy); 1 when the set-up fails; 130 after SIGINT/SIGTERM. Figures are printed, with
-// meets/MISSES against the targets below; a miss does not change the exit status.
+// hierarchy); 1 when the set-up fails; 130 after SIGINT/SIGTERM. A missed target prints
+// MISSES and does not change the exit status.
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <deque>
-#include <filesystem>
 #include <map>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "bench/support/agent_process.h"
-#include "bench/support/measure.h"
-#include "bench/support/process.h"
-#include "bench/support/report.h"
 #include "bench/support/sandbox.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/readers.h"
@@ -58,6 +28,7 @@ namespace nodewarden::bench {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 using cgroups::Sandbox;
 
 constexpr std::uint64_t kSeed = 0x736f616b21212121ULL;  // "soak!!!!"
@@ -119,33 +90,13 @@ class Node {
     std::printf("  %d pod cgroups (and manifests) created in %.1f s\n", pods,
                 nanosSince(started) * 1e-9);
     log_ = dir_ / "agent.log";
-    pid_ = startProcess(
-        {NODEWARDEN_EXE, "agent", "--source", "static", "--manifests", manifests_.string(),
-         "--kubepods-cgroup", sandbox_.kubepods(), "--policy", policy.string(), "--node", kNodeName,
-         "--listen", "127.0.0.1:0", "--nodefs", "/nonexistent", "--log-format", "json"},
-        log_);
+    pid_ = startProcess(agentCommand(NODEWARDEN_EXE, manifests_.string(), sandbox_.kubepods(),
+                                     policy.string(), kNodeName, "127.0.0.1:0", "/nonexistent"),
+                        log_);
     if (pid_ < 0) return std::string("cannot start the agent: ") + std::strerror(errno);
-    for (int i = 0; i < 600 && !stopped(); ++i) {  // 60 s
-      sleepMillis(100);
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return "the agent exited (" + describeStatus(status) + "); its log:\n" + tail(log_, 12);
-      }
-      bool ready = false;
-      forEachLogLine(log_, [&](const Json& line) {
-        const std::string event = line.value("event", std::string());
-        if (event == "agent-start") {
-          const std::string listen = line.value("listen", std::string());
-          const auto colon = listen.rfind(':');
-          if (colon != std::string::npos)
-            port_ = std::uint16_t(std::atoi(listen.c_str() + colon + 1));
-        }
-        if (event == "ready") ready = true;
-      });
-      if (ready && port_ != 0) return {};
-    }
-    return "the agent was not ready within 60 s; its log:\n" + tail(log_, 12);
+    return awaitAgent(
+        pid_, log_, 60,
+        [&](const Json& line) { return line.value("event", "") == "ready" && port_ != 0; }, &port_);
   }
 
   void stop() {
@@ -232,8 +183,7 @@ class Node {
   }
 
   static int grow(pid_t parent) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) return 0;
+    if (!dieWithParent(parent)) return 0;
     const std::size_t step = std::size_t(kHogRate / 100);  // every 10 ms
     void* memory = ::mmap(nullptr, std::size_t(kHogTarget), PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -260,60 +210,6 @@ class Node {
 };
 
 // ------------------------------------------------------------------------------- slowloris
-
-int connectNonBlocking(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return -1;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 &&
-      errno != EINPROGRESS) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// GET /healthz on a fresh connection; milliseconds to the whole answer (the agent closes
-// after it), or nullopt when it failed or took over 5 s. `status` gets the answer's code.
-std::optional<double> probe(std::uint16_t port, int& status) {
-  const std::int64_t start = monotonicNanos();
-  const std::int64_t deadline = start + 5'000'000'000;
-  status = 0;
-  const int fd = connectNonBlocking(port);
-  if (fd < 0) return std::nullopt;
-  const std::string request =
-      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  std::size_t sent = 0;
-  std::string response;
-  bool closed = false;
-  for (int i = 0; i < 10000 && monotonicNanos() < deadline && !closed; ++i) {
-    pollfd p{fd, short(sent < request.size() ? POLLOUT : POLLIN), 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    if (sent < request.size()) {
-      const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-      if (n > 0)
-        sent += std::size_t(n);
-      else if (errno != EAGAIN)
-        break;
-      continue;
-    }
-    char chunk[4096];
-    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n > 0)
-      response.append(chunk, std::size_t(n));
-    else if (n == 0)
-      closed = true;
-    else if (errno != EAGAIN)
-      break;
-  }
-  ::close(fd);
-  if (!closed || !response.starts_with("HTTP/1.1 ") || response.size() < 12) return std::nullopt;
-  status = std::atoi(response.c_str() + 9);
-  return double(monotonicNanos() - start) * 1e-6;
-}
 
 struct SlowlorisFigures {
   std::vector<double> probeMs;
@@ -348,7 +244,7 @@ SlowlorisFigures slowloris(const Node& node, int clients, int seconds) {
     const std::int64_t now = monotonicNanos();
     for (Slow& s : slow) {
       if (s.fd < 0) {
-        s.fd = connectNonBlocking(node.port());
+        s.fd = connectLoopback(node.port(), false);
         s.sent = 0;
         s.nextByte = now + rng.between(0, 1000) * 1'000'000;
         if (s.fd >= 0) ++f.connects;
@@ -388,11 +284,12 @@ SlowlorisFigures slowloris(const Node& node, int clients, int seconds) {
       }
     }
     if (now >= nextProbe) {
-      int status = 0;
-      if (auto ms = probe(node.port(), status)) {
-        f.probeMs.push_back(*ms);
-        ++f.probeStatuses[status];
-        if (status != 200) ++f.probesNotOk;
+      // The whole answer (the agent closes after it) within 5 s, or a failure.
+      const Exchange probe = exchange(node.port(), "/healthz", 5000ms);
+      if (probe.ended && probe.status != 0) {
+        f.probeMs.push_back(probe.nanos * 1e-6);
+        ++f.probeStatuses[probe.status];
+        if (probe.status != 200) ++f.probesNotOk;
       } else {
         ++f.probeFailures;
       }
@@ -596,51 +493,19 @@ void printUsage(std::FILE* out) {
 
 int run(int argc, char** argv) {
   Settings settings;
-  struct IntOption {
-    const char* name;
-    int* value;
-    int low, high;
-  };
-  const IntOption options[] = {{"--minutes", &settings.minutes, 1, 600},
-                               {"--pods", &settings.pods, 0, 5000},
-                               {"--churn", &settings.churnPerSecond, 0, 1000},
-                               {"--slow-clients", &settings.slowClients, 1, 5000},
-                               {"--slow-seconds", &settings.slowSeconds, 1, 3600}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      printUsage(stdout);
-      return 0;
-    }
-    if (arg == "--skip-slowloris") {
-      settings.skipSlowloris = true;
-      continue;
-    }
-    if (arg == "--skip-soak") {
-      settings.skipSoak = true;
-      continue;
-    }
-    if (arg == "--quick") {
-      settings.minutes = 2;
-      settings.slowSeconds = 10;
-      continue;
-    }
-    const IntOption* option = nullptr;
-    for (const IntOption& o : options)
-      if (arg == o.name) option = &o;
-    if (option == nullptr) {
-      std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
-      printUsage(stderr);
-      return 2;
-    }
-    auto parsed = i + 1 < argc ? parseBounded(argv[++i], option->low, option->high) : std::nullopt;
-    if (!parsed) {
-      std::fprintf(stderr, "%s: expected a number from %d to %d\n", option->name, option->low,
-                   option->high);
-      return 2;
-    }
-    *option->value = *parsed;
-  }
+  Args args(printUsage);
+  args.number("--minutes", settings.minutes, 1, 600)
+      .number("--pods", settings.pods, 0, 5000)
+      .number("--churn", settings.churnPerSecond, 0, 1000)
+      .number("--slow-clients", settings.slowClients, 1, 5000)
+      .number("--slow-seconds", settings.slowSeconds, 1, 3600)
+      .flag("--skip-slowloris", settings.skipSlowloris)
+      .flag("--skip-soak", settings.skipSoak)
+      .flag("--quick", [&] {
+        settings.minutes = 2;
+        settings.slowSeconds = 10;
+      });
+  if (auto status = args.parse(argc, argv)) return *status;
   auto hierarchy = hierarchyForSandbox("bench_soak", "it creates cgroups");
   if (!hierarchy) return 77;
   const cgroups::Hierarchy& h = *hierarchy;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -163,6 +164,21 @@ inline std::optional<int> stopProcess(pid_t pid, double graceSeconds) {
   return waitProcess(pid, 5, nullptr);
 }
 
+// A subprocess that is stopped (SIGTERM, then SIGKILL after `grace` seconds) when this goes.
+struct OwnedProcess {
+  pid_t pid = -1;
+  double grace = 10;
+  std::optional<int> status;  // once stopped
+  OwnedProcess(pid_t started, double graceSeconds) : pid(started), grace(graceSeconds) {}
+  OwnedProcess(const OwnedProcess&) = delete;
+  OwnedProcess& operator=(const OwnedProcess&) = delete;
+  ~OwnedProcess() { stop(); }
+  void stop() {
+    if (pid > 0) status = stopProcess(pid, grace);
+    pid = -1;
+  }
+};
+
 inline std::string describeStatus(std::optional<int> status) {
   if (!status) return "did not exit";
   if (WIFEXITED(*status)) return "exit " + std::to_string(WEXITSTATUS(*status));
@@ -210,34 +226,85 @@ inline ProcSample sampleProcess(pid_t pid) {
   return s;
 }
 
-// GET http://127.0.0.1:port/path; the body, or nullopt. Bounded: 5 s.
-inline std::optional<std::string> httpGet(std::uint16_t port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
+// A socket connected (or, `blocking` false, connecting) to 127.0.0.1:port; with a blocking
+// one, every send is bounded by `sendLimit`. -1 on failure.
+inline int connectLoopback(std::uint16_t port, bool blocking,
+                           std::chrono::milliseconds sendLimit = std::chrono::milliseconds(0)) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (blocking ? 0 : SOCK_NONBLOCK), 0);
+  if (fd < 0) return -1;
+  if (sendLimit.count() > 0) {
+    timeval tv{time_t(sendLimit.count() / 1000), suseconds_t(sendLimit.count() % 1000 * 1000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(port);
-  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 &&
+      (blocking || errno != EINPROGRESS)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// One HTTP/1.1 exchange on a fresh loopback connection ("Connection: close"): the request
+// sent, then everything read until the peer closes or `limit` (from the start) runs out.
+struct Exchange {
+  bool connected = false;  // the connection was made (a request byte went out)
+  bool ended = false;      // the peer closed (or reset) the connection
+  int status = 0;          // the answer's status code; 0 without one
   std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-    const std::string request =
-        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) == ssize_t(request.size())) {
-      const std::int64_t deadline = monotonicNanos() + 5'000'000'000;
-      char chunk[16384];
-      while (monotonicNanos() < deadline) {
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 100) <= 0) continue;
-        const ssize_t n = ::read(fd, chunk, sizeof chunk);
-        if (n <= 0) break;
-        response.append(chunk, std::size_t(n));
+  double nanos = 0;  // from before the connect to the end
+};
+
+inline Exchange exchange(std::uint16_t port, const std::string& path,
+                         std::chrono::milliseconds limit) {
+  Exchange out;
+  const std::int64_t start = monotonicNanos();
+  const std::int64_t deadline = start + std::int64_t(limit.count()) * 1'000'000;
+  const std::string request =
+      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const int fd = connectLoopback(port, false);
+  std::size_t sent = 0;
+  for (int i = 0; fd >= 0 && i < 100000 && !out.ended; ++i) {
+    const std::int64_t left = (deadline - monotonicNanos()) / 1'000'000;
+    if (left <= 0) break;
+    pollfd p{fd, short(sent < request.size() ? POLLOUT : POLLIN), 0};
+    const int ready = ::poll(&p, 1, int(std::min<std::int64_t>(left, 50)));
+    if (ready <= 0) continue;
+    if (sent < request.size()) {
+      const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        sent += std::size_t(n);
+        out.connected = true;
+      } else if (errno != EAGAIN && errno != EINTR) {
+        out.ended = true;
       }
+      continue;
+    }
+    char chunk[16384];
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n > 0) {
+      out.response.append(chunk, std::size_t(n));
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      out.ended = true;
     }
   }
-  ::close(fd);
-  const auto body = response.find("\r\n\r\n");
+  if (fd >= 0) ::close(fd);
+  out.nanos = double(monotonicNanos() - start);
+  if (out.response.starts_with("HTTP/1.1 ") && out.response.size() >= 12) {
+    out.status = std::atoi(out.response.c_str() + 9);
+  }
+  return out;
+}
+
+// GET http://127.0.0.1:port/path; the body, or nullopt. Bounded: 5 s.
+inline std::optional<std::string> httpGet(std::uint16_t port, const std::string& path) {
+  const Exchange e = exchange(port, path, std::chrono::milliseconds(5000));
+  const auto body = e.response.find("\r\n\r\n");
   if (body == std::string::npos) return std::nullopt;
-  return response.substr(body + 4);
+  return e.response.substr(body + 4);
 }
 
 // Sum of the samples of a metric family (all label sets) in Prometheus text; nullopt if absent.
@@ -264,6 +331,64 @@ inline void forEachLogLine(const std::filesystem::path& log,
     Json json = Json::parse(line, nullptr, false);
     if (!json.is_discarded() && json.is_object()) each(json);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The nodewarden agent as a node runs it: static pod source, JSON log.
+
+// `nodewarden agent` over the manifests in `manifests` and the pod cgroups below `kubepods`.
+inline std::vector<std::string> agentCommand(const std::string& exe, const std::string& manifests,
+                                             const std::string& kubepods, const std::string& policy,
+                                             const std::string& node, const std::string& listen,
+                                             const std::string& nodefs) {
+  return {exe,
+          "agent",
+          "--source",
+          "static",
+          "--manifests",
+          manifests,
+          "--kubepods-cgroup",
+          kubepods,
+          "--policy",
+          policy,
+          "--node",
+          node,
+          "--listen",
+          listen,
+          "--nodefs",
+          nodefs,
+          "--log-format",
+          "json"};
+}
+
+// Reads the agent's JSON log every 100 ms for up to `seconds` until `ready` says so of one of
+// its lines (it sees every line; `port` gets the port of "agent-start"). "" when ready, else
+// why not: the agent exited (then reaped, and `pid` is -1), the time ran out, or a stop.
+inline std::string awaitAgent(pid_t& pid, const std::filesystem::path& log, int seconds,
+                              const std::function<bool(const Json&)>& ready,
+                              std::uint16_t* port = nullptr) {
+  for (int i = 0; i < seconds * 10 && !stopped(); ++i) {
+    sleepMillis(100);
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      return "the agent exited (" + describeStatus(status) + "); its log:\n" + tail(log, 12);
+    }
+    bool done = false;
+    forEachLogLine(log, [&](const Json& line) {
+      if (port != nullptr && line.value("event", std::string()) == "agent-start") {
+        const std::string listen = line.value("listen", std::string());
+        const auto colon = listen.rfind(':');
+        if (colon != std::string::npos)
+          *port = std::uint16_t(std::atoi(listen.c_str() + colon + 1));
+      }
+      done = ready(line) || done;
+    });
+    if (done) return {};
+  }
+  if (stopped()) return "interrupted";
+  return "the agent was not ready within " + std::to_string(seconds) + " s; its log:\n" +
+         tail(log, 12);
 }
 
 }  // namespace nodewarden::bench

@@ -1,14 +1,23 @@
 // bench/support: what the benchmarks that run processes and sandboxes share — stopping on
 // SIGINT/SIGTERM so every loop unwinds and the sandbox is removed, monotonic time, sleeping,
-// small files.
+// small files, and the children they fork into pod cgroups (dying with the benchmark, holding
+// memory, signalling on pipes, watched without being reaped).
 #pragma once
 
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -50,6 +59,67 @@ inline std::string readText(const std::filesystem::path& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Children: bodies forked by cgroups::Sandbox::spawn, already inside their pod cgroup.
+
+// Makes the child die with the benchmark (a killed run leaves no process behind); false when
+// the parent went before prctl took effect (the child should return at once).
+inline bool dieWithParent(pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return ::getppid() == parent;
+}
+
+// Holds `bytes` of touched anonymous memory (unreclaimable without swap) until killed, a
+// stop, or 30 minutes.
+inline int holdMemory(std::size_t bytes, pid_t parent) {
+  if (!dieWithParent(parent)) return 0;
+  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return 2;
+  std::memset(memory, 0x5a, bytes);
+  for (int i = 0; i < 18000 && !stopped(); ++i) sleepMillis(100);
+  return 0;
+}
+
+// Anonymous private memory of `length` bytes in small pages (with THP one touch would charge
+// 2 MiB, and a log of page touches would not say which); nullptr on failure.
+inline volatile char* mapSmallPages(std::size_t length) {
+  void* memory = ::mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) return nullptr;
+  ::madvise(memory, length, MADV_NOHUGEPAGE);
+  return static_cast<volatile char*>(memory);
+}
+
+// Whether `pid` has exited, without reaping it (the sandbox reaps its own children, since it
+// kills the ones it recorded at the end); the siginfo when it has.
+inline std::optional<siginfo_t> exited(pid_t pid) {
+  siginfo_t info{};
+  if (::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return info;  // gone
+  if (info.si_pid == pid) return info;
+  return std::nullopt;
+}
+
+inline bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+// Waits up to `millis` for one byte on `fd`; returns it, or 0 on timeout, EOF or a stop.
+inline char readByte(int fd, int millis) {
+  const std::int64_t deadline = monotonicNanos() + std::int64_t(millis) * 1'000'000;
+  while (!stopped()) {
+    const std::int64_t left = (deadline - monotonicNanos()) / 1'000'000;
+    if (left < 0) return 0;
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, int(left) + 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 0;
+    char byte = 0;
+    return ::read(fd, &byte, 1) == 1 ? byte : 0;
+  }
+  return 0;
 }
 
 }  // namespace nodewarden::bench

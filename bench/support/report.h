@@ -9,7 +9,9 @@
 
 #include <charconv>
 #include <cstdio>
+#include <deque>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -131,5 +133,88 @@ inline std::optional<std::string_view> optionValue(std::string_view name, int& i
   }
   return std::nullopt;
 }
+
+// A program's whole command line: flags (run in order, so "--quick --minutes 1" keeps the
+// minute), "--name value" / "--name=value" options, and --help / -h. parse() returns the exit
+// status when the program should stop there: 0 after --help, 2 after a bad argument (with the
+// reason, and the usage on stderr for an unknown one).
+class Args {
+ public:
+  explicit Args(std::function<void(std::FILE*)> usage) : usage_(std::move(usage)) {}
+
+  Args& flag(const char* name, std::function<void()> action) {
+    flags_.push_back({name, std::move(action)});
+    return *this;
+  }
+  Args& flag(const char* name, bool& on) {
+    return flag(name, [&on] { on = true; });
+  }
+  // `set` takes the value's text and says whether it is acceptable; `expected` completes
+  // "NAME: expected ...".
+  Args& value(const char* name, const char* expected, std::function<bool(std::string_view)> set) {
+    values_.push_back({name, expected, std::move(set)});
+    return *this;
+  }
+  template <typename T>
+  Args& number(const char* name, T& out, T lo, T hi) {
+    numbers_.push_back("a number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    return value(name, numbers_.back().c_str(), [&out, lo, hi](std::string_view text) {
+      auto v = parseBounded<T>(text, lo, hi);
+      if (v) out = *v;
+      return v.has_value();
+    });
+  }
+
+  std::optional<int> parse(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      if (arg == "--help" || arg == "-h") {
+        usage_(stdout);
+        return 0;
+      }
+      bool known = false;
+      for (const Flag& f : flags_) {
+        if (arg == f.name) {
+          f.action();
+          known = true;
+          break;
+        }
+      }
+      for (const Value& v : values_) {
+        if (known) break;
+        bool matched = false;
+        auto text = optionValue(v.name, i, argc, argv, matched);
+        if (!matched) continue;
+        if (!text) return 2;
+        if (!v.set(*text)) {
+          std::fprintf(stderr, "%s: expected %s\n", v.name, v.expected);
+          return 2;
+        }
+        known = true;
+      }
+      if (!known) {
+        std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
+        usage_(stderr);
+        return 2;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  struct Flag {
+    const char* name;
+    std::function<void()> action;
+  };
+  struct Value {
+    const char* name;
+    const char* expected;
+    std::function<bool(std::string_view)> set;
+  };
+  std::function<void(std::FILE*)> usage_;
+  std::vector<Flag> flags_;
+  std::vector<Value> values_;
+  std::deque<std::string> numbers_;  // the "expected" texts of number() (stable addresses)
+};
 
 }  // namespace nodewarden::bench

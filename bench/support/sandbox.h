@@ -86,4 +86,12 @@ inline bool closeSandbox(cgroups::Sandbox& sandbox) {
   return left == 0;
 }
 
+// Roughly a busy node's mix: 2 guaranteed, 5 burstable and 3 besteffort in every 10.
+inline const char* qosMix(std::size_t index) {
+  static constexpr const char* kMix[] = {"guaranteed", "burstable", "besteffort", "burstable",
+                                         "guaranteed", "burstable", "besteffort", "burstable",
+                                         "burstable",  "besteffort"};
+  return kMix[index % 10];
+}
+
 }  // namespace nodewarden::bench
