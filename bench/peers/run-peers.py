@@ -106,6 +106,17 @@ class Scenario:
         uid = str(uuid.uuid4())
         cgroup = f"{self.kubepods}/{tier}/pod{uid}"
         os.mkdir(cgroup)
+        self.record_pod(ns, name, uid, priority, requests, cgroup)
+
+        def enter():
+            write(f"{cgroup}/cgroup.procs", str(os.getpid()))
+
+        self.procs[f"{ns}/{name}"] = subprocess.Popen(
+            [self.nodewarden, "demo-load", "--lifetime", "60"] + load_args,
+            preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def record_pod(self, ns, name, uid, priority, requests, cgroup):
+        """The pod's cgroup and its manifest (for nodewarden's static source)."""
         resources = {"requests": requests} if requests else {}
         self.pods[f"{ns}/{name}"] = {
             "cgroup": cgroup,
@@ -118,12 +129,15 @@ class Scenario:
             },
         }
 
-        def enter():
-            write(f"{cgroup}/cgroup.procs", str(os.getpid()))
-
-        self.procs[f"{ns}/{name}"] = subprocess.Popen(
-            [self.nodewarden, "demo-load", "--lifetime", "60"] + load_args,
-            preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def kill_procs(self):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
 
     def usage(self):
         return int(read(f"{self.kubepods}/memory.current"))
@@ -152,14 +166,7 @@ class Scenario:
             time.sleep(0.01)
 
     def destroy(self):
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
+        self.kill_procs()
         for dirpath, dirnames, _ in sorted(os.walk(self.path), key=lambda w: -len(w[0])):
             if os.path.exists(f"{dirpath}/cgroup.kill"):
                 try:
@@ -225,18 +232,8 @@ class SystemdScenario(Scenario):
         pod_slice = f"kubepods-{tier}-pod{uid.replace('-', '_')}.slice"
         scope = f"nwpeers-{self.index}-{ns}-{name}.scope"
         self.units.append(scope)
-        cgroup = f"{self.kubepods}/kubepods-{tier}.slice/{pod_slice}"
-        resources = {"requests": requests} if requests else {}
-        self.pods[f"{ns}/{name}"] = {
-            "cgroup": cgroup,
-            "manifest": {
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": ns, "uid": uid},
-                "spec": {"priority": priority, "terminationGracePeriodSeconds": 1,
-                         "containers": [{"name": "main", "resources": resources}]},
-                "status": {"phase": "Running"},
-            },
-        }
+        self.record_pod(ns, name, uid, priority, requests,
+                        f"{self.kubepods}/kubepods-{tier}.slice/{pod_slice}")
         # systemd-run --scope registers the scope with this process in it, then execs the
         # command: the Popen's process is the pod's.
         self.procs[f"{ns}/{name}"] = subprocess.Popen(
@@ -261,14 +258,7 @@ class SystemdScenario(Scenario):
         return False
 
     def destroy(self):
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
+        self.kill_procs()
         systemctl("stop", self.SLICE, check=False)
         systemctl("reset-failed", *self.units, check=False)
         for _ in range(500):
