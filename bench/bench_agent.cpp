@@ -1,89 +1,40 @@
-// bench_agent: what the agent as a whole achieves on this machine's real kernel.
+// bench_agent: what the agent as a whole achieves on this machine's real kernel. The parts and
+// targets are in printUsage below (or --help); how part 1 measures:
 //
-//   1. eviction latency  From a pod's memory crossing a hard threshold to its processes being
-//                        signalled, p50/p99/max over many trials, three ways: (a) kernel
-//                        notifications on (v1 memory threshold + PSI) with a 1 s timer,
-//                        (b) polling only at 1 s, (c) polling only at the kubelet's 10 s.
-//                        The agent runs in this process on its own io_context (the real
-//                        StaticPodSource, PodCgroups and cgroup actuator) against a sandbox
-//                        node: a kubepods cgroup limited to 512 MiB, a hard threshold of
-//                        allocatableMemory.available < 100Mi, one idle higher-priority pod
-//                        holding 64 MiB, and per trial one fresh low-priority "hog" pod.
-//                        The hog child pre-touches memory to 16 MiB below the crossing, waits
-//                        a random time (a uniform phase against the agent's timer), then
-//                        touches page by page up to 32 MiB above it (never near the limit),
-//                        logging CLOCK_MONOTONIC after every page in MAP_SHARED memory. The
-//                        crossing is the first page that takes kubepods' working set above
-//                        capacity − threshold: after each page the child reads kubepods'
-//                        memory.usage_in_bytes (the kernel charges in batches, so a page count
-//                        alone is off by up to ~64 pages) and compares it with capacity −
-//                        threshold + total_inactive_file (read just before the go signal).
-//                        "Signalled" is EvictionRecord::signalledAt (steady_clock, which is
-//                        CLOCK_MONOTONIC on Linux). Trials run one after the other.
-//   2. demo outcomes     `nodewarden demo --quiet --report F` three times as a subprocess
-//                        (agent, --kubelet-like, --baseline): kernel OOM kills, evictions,
-//                        survivors, and wrong victims.
-//   3. idle cost         The real `nodewarden agent` binary watching 1,000 empty pod cgroups
-//                        (with 1,000 Pod manifests) at a 1 s interval: CPU % of one core from
-//                        /proc/<pid>/stat (utime+stime) and per-thread schedstat, and VmRSS.
-//   5. under fire        Part 1's trial (notifications + 1 s timer) with the pods served by a
-//                        fake API server (tests/kube/fake_apiserver.h; the real
-//                        KubernetesPodSource, client and API writer in this process) that is
-//                        healthy, slow (every answer after 10 s), failing (500 to everything),
-//                        resetting every connection, cutting every watch mid-object every
-//                        250 ms, or answering every watch 410 Gone (a relist loop); and with
-//                        the pods from manifests while two `wrk` (Debian) hammer /metrics and
-//                        /v1/state of the agent's HTTP server. Same latency figure as part 1.
+// The agent runs in this process on its own io_context (the real StaticPodSource, PodCgroups
+// and cgroup actuator; in part 5 the real KubernetesPodSource, client and API writer against
+// tests/kube's fake API server) over a sandbox node: a kubepods cgroup limited to 512 MiB, a
+// hard threshold of allocatableMemory.available < 100Mi, one idle higher-priority pod holding
+// 64 MiB, and per trial one fresh low-priority "hog" pod. The hog child pre-touches memory to
+// 16 MiB below the crossing, waits a random time (a uniform phase against the agent's timer),
+// then touches page by page up to 32 MiB above it (never near the limit), logging
+// CLOCK_MONOTONIC after every page in MAP_SHARED memory. The crossing is the first page that
+// takes kubepods' working set above capacity − threshold: after each page the child reads
+// kubepods' memory.usage_in_bytes (the kernel charges in batches, so a page count alone is off
+// by up to ~64 pages) and compares it with capacity − threshold + total_inactive_file (read
+// just before the go signal). "Signalled" is EvictionRecord::signalledAt (steady_clock, which
+// is CLOCK_MONOTONIC on Linux). Trials run one after the other. Parts 2-4 run the nodewarden
+// binary as a subprocess and read it from outside (/proc, its report, its JSON log).
 //
 // Everything runs on cgroups this program creates ("nodewarden-bench-agent-<pid>" below every
 // hierarchy root; a sandbox left by a killed run is removed first) and removes again, also
 // after SIGINT/SIGTERM. Children die with the benchmark (PR_SET_PDEATHSIG). Every loop is
 // bounded in count and in time. Exit status: 0 after a run; 77 when the machine cannot run it
 // (not root, no memory hierarchy, no sandbox); 1 when the set-up fails; 130 after SIGINT/SIGTERM.
-// Figures are printed next to their targets with meets/MISSES; a miss never changes the exit
-// status (this is not a test).
+// A missed target prints MISSES and never changes the exit status (this is not a test).
 
-#include <algorithm>
+#include <sys/resource.h>
+
 #include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <csignal>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
-#include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
-#include <sstream>
-#include <string>
-#include <string_view>
 #include <thread>
-#include <vector>
-
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
 #include "bench/support/agent_process.h"
-#include "bench/support/measure.h"
-#include "bench/support/process.h"
-#include "bench/support/report.h"
 #include "bench/support/sandbox.h"
 #include "cgroups/hierarchy.h"
 #include "cgroups/pods.h"
@@ -147,10 +98,6 @@ constexpr double kIdleCpuTargetPercent = 0.5;
 constexpr double kIdleRssTargetMiB = 20;
 
 // ---------------------------------------------------------------------------------------------
-// Stopping, time and files: bench/support/process.h; subprocesses, /proc samples, HTTP and
-// logs: bench/support/agent_process.h.
-
-// ---------------------------------------------------------------------------------------------
 // Part 1: eviction latency with the agent in this process.
 
 // Shared between a hog child and the parent (MAP_SHARED, zeroed by the parent each trial so
@@ -179,21 +126,6 @@ std::int64_t readUsage(int fd) {
   return std::int64_t(std::strtoull(text, nullptr, 10));
 }
 
-bool dieWithParent(pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  return ::getppid() == parent;
-}
-
-// Holds `bytes` of touched anonymous memory until killed (bounded: 30 minutes).
-int holdMemory(std::size_t bytes, pid_t parent) {
-  if (!dieWithParent(parent)) return 0;
-  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) return 2;
-  std::memset(memory, 0x5a, bytes);
-  for (int i = 0; i < 18000 && !stopped(); ++i) sleepMillis(100);
-  return 0;
-}
-
 // The niceness this process started with: the hogs run at it whatever the agent's loop has.
 const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
 
@@ -206,13 +138,8 @@ int hog(int readyFd, int goFd, int usageFd, const TouchLog& log, std::size_t pre
         std::size_t pageSize, pid_t parent) {
   if (!dieWithParent(parent)) return 0;
   (void)::setpriority(PRIO_PROCESS, 0, kStartNice);  // not the agent loop's niceness
-  const std::size_t length = log.pages * pageSize;
-  void* mapped = ::mmap(nullptr, length, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (mapped == MAP_FAILED) return 2;
-  // Small pages: with THP one touch would charge 2 MiB, and the log would not say which.
-  ::madvise(mapped, length, MADV_NOHUGEPAGE);
-  auto* bytes = static_cast<volatile char*>(mapped);
+  volatile char* bytes = mapSmallPages(log.pages * pageSize);
+  if (bytes == nullptr) return 2;
   for (std::size_t i = 0; i < prePages && i < log.pages && !stopped(); ++i) {
     bytes[i * pageSize] = 1;
     log.touchedAt(i) = monotonicNanos();
@@ -290,19 +217,26 @@ struct VariantFigures {
 
 // This process's VmRSS in MiB (0 when unreadable).
 double selfRssMiB() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with("VmRSS:"))
-      return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024;
-  }
-  return 0;
+  return double(sampleProcess(::getpid()).rssKiB) / 1024;
 }
 
 // A pod as the API server holds it: the manifest's object bound to the bench node.
 Json boundPod(Json pod) {
   pod["spec"]["nodeName"] = kNodeName;
   return pod;
+}
+
+// Kernel OOM kills in kubepods; on v1 they count on the victim's own cgroup, `pod`, too.
+std::uint64_t oomKills(const cgroups::Hierarchy& h, const CgroupDir& kubepods,
+                       const std::string& pod, std::string& buffer) {
+  std::uint64_t total = 0;
+  if (auto kills = cgroups::readOomKills(kubepods, buffer)) total += *kills;
+  if (h.memoryVersion == cgroups::Version::V1) {
+    if (auto dir = CgroupDir::open(h.memory + "/" + pod, h.memoryVersion)) {
+      if (auto kills = cgroups::readOomKills(*dir, buffer)) total += *kills;
+    }
+  }
+  return total;
 }
 
 // Runs the agent's loop for up to `slice` (the agent always has its timer armed, so run_for
@@ -322,19 +256,6 @@ bool pumpUntil(asio::io_context& io, double seconds, const std::function<bool()>
     if (stopped() || monotonicNanos() >= deadline) return false;
     pump(io, 2ms);
   }
-}
-
-bool readable(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0;
-}
-
-// Whether `pid` has exited (not reaped: the sandbox reaps its own children); the siginfo.
-std::optional<siginfo_t> exited(pid_t pid) {
-  siginfo_t info{};
-  if (::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return info;  // gone
-  if (info.si_pid == pid) return info;
-  return std::nullopt;
 }
 
 void parseCycles(const std::string& metrics, VariantFigures& f) {
@@ -697,16 +618,7 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
   auto relative = sandbox_.addPod(uid, "besteffort");
   if (!relative) return fail(relative.error().message);
   cleanup.relative = *relative;
-  auto podDir = CgroupDir::open(h_.memory + "/" + *relative, h_.memoryVersion);
-  if (!podDir) return fail(podDir.error().message);
-  auto oomKills = [&]() -> std::uint64_t {
-    std::uint64_t total = 0;
-    if (auto kills = cgroups::readOomKills(kubepods_, buffer_)) total += *kills;
-    if (h_.memoryVersion == cgroups::Version::V1) {  // v1 counts on the victim's own cgroup
-      if (auto kills = cgroups::readOomKills(*podDir, buffer_)) total += *kills;
-    }
-    return total;
-  };
+  auto kills = [&] { return oomKills(h_, kubepods_, *relative, buffer_); };
 
   auto before = cgroups::readMemory(kubepods_, buffer_);
   if (!before || !before->limit) return fail("cannot read kubepods' memory and limit");
@@ -782,7 +694,7 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
   log_.usageThreshold() = crossingWs + std::int64_t(now->inactiveFile);
   log_.crossing().store(-1, std::memory_order_relaxed);
   log_.target().store(std::int64_t(target), std::memory_order_release);
-  const std::uint64_t oomBefore = oomKills();
+  const std::uint64_t oomBefore = kills();
   const std::size_t seen = agent.evictions().size();
 
   const char goByte = 'g';
@@ -799,12 +711,12 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
   if (after == seen) {
     // Killed by the kernel (the OOM killer), or nothing happened in time.
     pumpUntil(io, 1, [&] { return exited(pid).has_value(); });
-    const std::uint64_t kills = oomKills() - oomBefore;
-    f.kernelOomKills += int(kills);
-    if (kills == 0) ++f.noEviction;
+    const std::uint64_t killed = kills() - oomBefore;
+    f.kernelOomKills += int(killed);
+    if (killed == 0) ++f.noEviction;
     killChild();
     return fail(evicted ? "the hog died without an eviction (kernel OOM kills: " +
-                              std::to_string(kills) + ")"
+                              std::to_string(killed) + ")"
                         : "no eviction within " + std::to_string(int(deadline)) + " s");
   }
   // Wait for the actuator to finish (the cgroup empty) and the child to be gone.
@@ -815,7 +727,7 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
   for (std::size_t k = seen; k < agent.evictions().size(); ++k) {
     if (agent.evictions()[k].order.uid != uid) ++f.wrongVictims;
   }
-  f.kernelOomKills += int(oomKills() - oomBefore);
+  f.kernelOomKills += int(kills() - oomBefore);
   const node::EvictionRecord record = agent.evictions()[first];
   if (!exited(pid)) killChild();
   if (record.order.uid != uid)
@@ -1011,13 +923,9 @@ IdleFigures runIdle(Sandbox& sandbox, const fs::path& dir, double sampleSeconds,
     r.error = "cannot write the manifests directory or policy file in " + dir.string();
     return r;
   }
-  // Roughly a busy node's mix: 2 guaranteed, 5 burstable, 3 besteffort in every 10.
-  static constexpr const char* kMix[] = {"guaranteed", "burstable", "besteffort", "burstable",
-                                         "guaranteed", "burstable", "besteffort", "burstable",
-                                         "burstable",  "besteffort"};
   const auto createStart = steadyNow();
   for (int i = 0; i < kIdlePods && !stopped(); ++i) {
-    const std::string qos = kMix[i % 10];
+    const std::string qos = qosMix(std::size_t(i));
     const std::string uid = rng.uuid();
     char name[32];
     std::snprintf(name, sizeof name, "pod-%04d", i);
@@ -1036,71 +944,27 @@ IdleFigures runIdle(Sandbox& sandbox, const fs::path& dir, double sampleSeconds,
   if (stopped()) return r;
 
   const fs::path log = dir / "idle-agent.log";
-  const std::vector<std::string> args = {NODEWARDEN_EXE,
-                                         "agent",
-                                         "--source",
-                                         "static",
-                                         "--manifests",
-                                         manifests.string(),
-                                         "--kubepods-cgroup",
-                                         sandbox.kubepods(),
-                                         "--policy",
-                                         policyFile.string(),
-                                         "--node",
-                                         kNodeName,
-                                         "--listen",
-                                         "127.0.0.1:0",
-                                         "--nodefs",
-                                         "/nonexistent",
-                                         "--log-format",
-                                         "json"};
   const auto start = steadyNow();
-  const pid_t pid = startProcess(args, log);
-  if (pid < 0) {
-    r.error = std::string("cannot start the agent: ") + std::strerror(errno);
-    return r;
-  }
-  struct Stopper {
-    pid_t pid;
-    std::optional<int> status;
-    bool done = false;
-    void stop() {
-      if (!done) status = stopProcess(pid, 10);
-      done = true;
-    }
-    ~Stopper() { stop(); }
-  } stopper{pid, std::nullopt};
-
+  OwnedProcess agent(
+      startProcess(agentCommand(NODEWARDEN_EXE, manifests.string(), sandbox.kubepods(),
+                                policyFile.string(), kNodeName, "127.0.0.1:0", "/nonexistent"),
+                   log),
+      10);
+  const pid_t pid = agent.pid;  // kept: awaitAgent sets agent.pid to -1 if it reaps it
   // Ready: the first full cycle is logged as event "ready"; the port comes from "agent-start".
   std::uint16_t port = 0;
-  bool ready = false;
-  for (int i = 0; i < 600 && !ready && !stopped(); ++i) {  // 60 s
-    sleepMillis(100);
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      stopper.done = true;
-      r.error = "the agent exited (" + describeStatus(status) + "); its log:\n" + tail(log, 12);
-      return r;
-    }
-    forEachLogLine(log, [&](const Json& line) {
-      const std::string event = line.value("event", std::string());
-      if (event == "agent-start") {
-        const std::string listen = line.value("listen", std::string());
-        const auto colon = listen.rfind(':');
-        if (colon != std::string::npos) port = std::uint16_t(std::atoi(listen.c_str() + colon + 1));
-      } else if (event == "ready") {
-        ready = true;
+  r.error = awaitAgent(
+      agent.pid, log, 60,
+      [&](const Json& line) {
+        if (line.value("event", std::string()) != "ready") return false;
         r.readyPods = line.value("pods", std::int64_t(-1));
         r.readyCgroups = line.value("pod_cgroups", std::int64_t(-1));
         r.scanMsAtReady = line.value("scan_ms", -1.0);
-      }
-    });
-  }
+        return true;
+      },
+      &port);
   r.readySeconds = nanosSince(start) * 1e-9;
-  if (!ready) {
-    if (!stopped()) r.error = "the agent was not ready within 60 s; its log:\n" + tail(log, 12);
-    return r;
-  }
+  if (!r.error.empty()) return r;
   sleepMillis(3000);  // warm-up: the first cycles open every control file
   ProcSample first = sampleProcess(pid);
   ProcSample previous = first;
@@ -1138,8 +1002,8 @@ IdleFigures runIdle(Sandbox& sandbox, const fs::path& dir, double sampleSeconds,
       r.podsGauge = metricSum(*metrics, "nodewarden_pods");
     }
   }
-  stopper.stop();
-  r.exitStatus = describeStatus(stopper.status);
+  agent.stop();
+  r.exitStatus = describeStatus(agent.status);
   return r;
 }
 
@@ -1229,41 +1093,16 @@ RateTrial rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rat
   }
 
   const fs::path log = dir / ("rate-agent-" + std::to_string(index) + ".log");
-  const pid_t agentPid = startProcess(
-      {NODEWARDEN_EXE, "agent", "--source", "static", "--manifests", manifests.string(),
-       "--kubepods-cgroup", sandbox.kubepods(), "--policy", policyFile.string(), "--node",
-       kNodeName, "--listen", "off", "--nodefs", "", "--log-format", "json"},
-      log);
-  if (agentPid < 0) {
-    t.error = std::string("cannot start the agent: ") + std::strerror(errno);
-    return t;
-  }
-  struct AgentStop {
-    pid_t pid;
-    ~AgentStop() { (void)stopProcess(pid, 5); }
-  } agentStop{agentPid};
-  bool ready = false;
-  for (int i = 0; i < 300 && !ready && !stopped(); ++i) {  // 30 s (a VM is slow to start it)
-    sleepMillis(100);
-    forEachLogLine(log, [&](const Json& line) {
-      if (line.value("event", "") == "detectors") ready = true;
-    });
-  }
-  if (!ready) {
-    t.error = "the agent did not get ready: " + tail(log, 5);
-    return t;
-  }
-
-  auto oomKills = [&]() -> std::uint64_t {
-    std::uint64_t total = 0;
-    if (auto kills = cgroups::readOomKills(*kubepods, buffer)) total += *kills;
-    if (h.memoryVersion == cgroups::Version::V1) {  // v1 counts on the victim's own cgroup
-      if (auto pod = CgroupDir::open(h.memory + "/" + *hogRel, h.memoryVersion)) {
-        if (auto kills = cgroups::readOomKills(*pod, buffer)) total += *kills;
-      }
-    }
-    return total;
-  };
+  OwnedProcess agent(
+      startProcess(agentCommand(NODEWARDEN_EXE, manifests.string(), sandbox.kubepods(),
+                                policyFile.string(), kNodeName, "off", ""),
+                   log),
+      5);
+  // Ready: it logs its detectors after the first full cycle (30 s: a VM is slow to start it).
+  t.error = awaitAgent(agent.pid, log, 30,
+                       [](const Json& line) { return line.value("event", "") == "detectors"; });
+  if (!t.error.empty()) return t;
+  auto oomKills = [&] { return bench::oomKills(h, *kubepods, *hogRel, buffer); };
   const std::uint64_t killsBefore = oomKills();
   auto before = cgroups::readMemory(*kubepods, buffer);
   if (!before) {
@@ -1469,12 +1308,23 @@ struct Settings {
   std::string variants = "a,an,a2,b,c";  // part 1's variants to run
 };
 
-void printVariantLine(const Variant& v, const VariantFigures& f) {
-  const Millis latency(f.latencyMs);
-  const Millis agentMs(f.agentMs);
-  std::printf("  %-34s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", v.label, int(latency.n()),
-              f.attempted, latency.p50(), latency.p99(), latency.max(), agentMs.p50(),
-              f.wrongVictims, f.kernelOomKills);
+// The table of parts 1 and 5: a row per variant, the first column `width` wide; returns the
+// worst p99 measured.
+std::optional<double> printVariantTable(int width, const char* heading,
+                                        const std::vector<Variant>& variants,
+                                        const std::vector<VariantFigures>& results) {
+  std::printf("\n  %-*s %7s %9s %9s %9s | %9s | %5s %5s\n", width, heading, "trials", "p50 ms",
+              "p99 ms", "max ms", "agent p50", "wrong", "OOM");
+  std::optional<double> worst;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const VariantFigures& f = results[i];
+    const Millis latency(f.latencyMs);
+    std::printf("  %-*s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", width, variants[i].label,
+                int(latency.n()), f.attempted, latency.p50(), latency.p99(), latency.max(),
+                Millis(f.agentMs).p50(), f.wrongVictims, f.kernelOomKills);
+    if (latency.n() > 0) worst = std::max(worst.value_or(0), latency.p99());
+  }
+  return worst;
 }
 
 // Part 1. Returns the notification variant's p99 (if measured).
@@ -1564,9 +1414,7 @@ std::optional<double> latencyPart(Sandbox& sandbox, const cgroups::Hierarchy& h,
   }
   bench.tearDown();
 
-  std::printf("\n  %-34s %7s %9s %9s %9s | %9s | %5s %5s\n", "variant", "trials", "p50 ms",
-              "p99 ms", "max ms", "agent p50", "wrong", "OOM");
-  for (std::size_t i = 0; i < results.size(); ++i) printVariantLine(variants[i], results[i]);
+  printVariantTable(34, "variant", variants, results);
   std::printf(
       "  (p99 is nearest-rank: with fewer than 100 trials it is the maximum; \"agent p50\" is\n"
       "   the agent's own latency figure, from its crossedAt estimate; wrong = evictions of a\n"
@@ -1631,17 +1479,7 @@ std::optional<double> firePart(Sandbox& sandbox, const cgroups::Hierarchy& h,
     results.push_back(std::move(f));
   }
   bench.tearDown();
-  std::printf("\n  %-40s %7s %9s %9s %9s | %9s | %5s %5s\n", "disturbance", "trials", "p50 ms",
-              "p99 ms", "max ms", "agent p50", "wrong", "OOM");
-  std::optional<double> worst;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const Millis latency(results[i].latencyMs);
-    const Millis agentMs(results[i].agentMs);
-    std::printf("  %-40s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", variants[i].label,
-                int(latency.n()), results[i].attempted, latency.p50(), latency.p99(), latency.max(),
-                agentMs.p50(), results[i].wrongVictims, results[i].kernelOomKills);
-    if (latency.n() > 0) worst = std::max(worst.value_or(0), latency.p99());
-  }
+  const std::optional<double> worst = printVariantTable(40, "disturbance", variants, results);
   std::printf("  (p99 is nearest-rank: with fewer than 100 trials it is the maximum)\n\n");
   std::fflush(stdout);
   return worst;
@@ -1701,67 +1539,32 @@ std::optional<std::uint64_t> demoPart(const fs::path& dir) {
 
 int run(int argc, char** argv) {
   Settings settings;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      printUsage(stdout);
-      return 0;
-    }
-    const std::pair<std::string_view, bool*> flags[] = {
-        {"--quick", &settings.quick},          {"--skip-demo", &settings.skipDemo},
-        {"--skip-idle", &settings.skipIdle},   {"--skip-rates", &settings.skipRates},
-        {"--only-rates", &settings.onlyRates}, {"--skip-fire", &settings.skipFire},
-        {"--only-fire", &settings.onlyFire}};
-    auto flag = std::find_if(std::begin(flags), std::end(flags),
-                             [&](const auto& f) { return f.first == arg; });
-    if (flag != std::end(flags)) {
-      *flag->second = true;
-      continue;
-    }
-    bool matched = false;
-    if (auto vv = optionValue("--variants", i, argc, argv, matched); matched) {
-      if (!vv) return 2;
-      settings.variants = std::string(*vv);
-    } else if (auto pv = optionValue("--pods", i, argc, argv, matched); matched) {
-      auto parsed = pv ? parseBounded(*pv, 0, 5000) : std::nullopt;
-      if (!parsed) {
-        std::fprintf(stderr, "--pods: expected a number from 0 to 5000\n");
-        return 2;
-      }
-      settings.pods = *parsed;
-    } else if (auto tv = optionValue("--rate-trials", i, argc, argv, matched); matched) {
-      auto parsed = tv ? parseBounded(*tv, 1, 100) : std::nullopt;
-      if (!parsed) {
-        std::fprintf(stderr, "--rate-trials: expected a number from 1 to 100\n");
-        return 2;
-      }
-      settings.rateTrials = *parsed;
-    } else if (auto rv = optionValue("--rates", i, argc, argv, matched); matched) {
-      settings.rates.clear();
-      const bool ok =
-          rv && forEachItem(*rv, [&](std::string_view item) {
-            auto v = item == "max" ? std::optional<double>(0) : parseBounded(item, 1.0, 100000.0);
-            if (v) settings.rates.push_back(*v);
-            return v.has_value();
-          });
-      if (!ok) {
-        std::fprintf(stderr,
-                     "--rates: expected MiB/s from 1 to 100000 or 'max', comma-separated\n");
-        return 2;
-      }
-    } else if (auto tv2 = optionValue("--trials", i, argc, argv, matched); matched) {
-      auto parsed = tv2 ? parseBounded(*tv2, 1, 1000) : std::nullopt;
-      if (!parsed) {
-        std::fprintf(stderr, "--trials: expected a number from 1 to 1000\n");
-        return 2;
-      }
-      settings.trials = *parsed;
-    } else {
-      std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
-      printUsage(stderr);
-      return 2;
-    }
-  }
+  Args args(printUsage);
+  args.flag("--quick", settings.quick)
+      .flag("--skip-demo", settings.skipDemo)
+      .flag("--skip-idle", settings.skipIdle)
+      .flag("--skip-rates", settings.skipRates)
+      .flag("--only-rates", settings.onlyRates)
+      .flag("--skip-fire", settings.skipFire)
+      .flag("--only-fire", settings.onlyFire)
+      .value("--variants", "names from a,an,a2,b,c",
+             [&](std::string_view text) {
+               settings.variants = std::string(text);
+               return true;
+             })
+      .number("--pods", settings.pods, 0, 5000)
+      .number("--rate-trials", settings.rateTrials, 1, 100)
+      .value("--rates", "MiB/s from 1 to 100000 or 'max', comma-separated",
+             [&](std::string_view text) {
+               settings.rates.clear();
+               return forEachItem(text, [&](std::string_view item) {
+                 auto v = item == "max" ? std::optional<double>(0) : parseBounded(item, 1.0, 1e5);
+                 if (v) settings.rates.push_back(*v);
+                 return v.has_value();
+               });
+             })
+      .number("--trials", settings.trials, 1, 1000);
+  if (auto status = args.parse(argc, argv)) return *status;
   auto hierarchy =
       hierarchyForSandbox("bench_agent", "it creates cgroups and moves processes into them");
   if (!hierarchy) return 77;

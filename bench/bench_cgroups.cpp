@@ -27,35 +27,15 @@
 // Single threaded, nothing pinned. Times come from std::chrono::steady_clock (CLOCK_MONOTONIC;
 // the notification child and parent share that clock).
 
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <charconv>
-#include <chrono>
-#include <csignal>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <vector>
-
 #include <fcntl.h>
 #include <libcgroup.h>
-#include <poll.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "bench/support/measure.h"
+#include <atomic>
+#include <charconv>
+#include <memory>
+#include <type_traits>
+
 #include "bench/support/process.h"
 #include "bench/support/report.h"
 #include "bench/support/sandbox.h"

@@ -93,7 +93,6 @@ class Node {
     pid_ = startProcess(agentCommand(NODEWARDEN_EXE, manifests_.string(), sandbox_.kubepods(),
                                      policy.string(), kNodeName, "127.0.0.1:0", "/nonexistent"),
                         log_);
-    if (pid_ < 0) return std::string("cannot start the agent: ") + std::strerror(errno);
     return awaitAgent(
         pid_, log_, 60,
         [&](const Json& line) { return line.value("event", "") == "ready" && port_ != 0; }, &port_);

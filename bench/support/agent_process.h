@@ -363,10 +363,12 @@ inline std::vector<std::string> agentCommand(const std::string& exe, const std::
 
 // Reads the agent's JSON log every 100 ms for up to `seconds` until `ready` says so of one of
 // its lines (it sees every line; `port` gets the port of "agent-start"). "" when ready, else
-// why not: the agent exited (then reaped, and `pid` is -1), the time ran out, or a stop.
+// why not: it did not start (`pid` < 0, from startProcess), it exited (then reaped, and `pid`
+// is -1), the time ran out, or a stop.
 inline std::string awaitAgent(pid_t& pid, const std::filesystem::path& log, int seconds,
                               const std::function<bool(const Json&)>& ready,
                               std::uint16_t* port = nullptr) {
+  if (pid < 0) return std::string("cannot start the agent: ") + std::strerror(errno);
   for (int i = 0; i < seconds * 10 && !stopped(); ++i) {
     sleepMillis(100);
     int status = 0;
