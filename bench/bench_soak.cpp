@@ -285,7 +285,7 @@ SlowlorisFigures slowloris(const Node& node, int clients, int seconds) {
     if (now >= nextProbe) {
       // The whole answer (the agent closes after it) within 5 s, or a failure.
       const Exchange probe = exchange(node.port(), "/healthz", 5000ms);
-      if (probe.ended && probe.status != 0) {
+      if (probe.ended && !probe.failed && probe.status != 0) {
         f.probeMs.push_back(probe.nanos * 1e-6);
         ++f.probeStatuses[probe.status];
         if (probe.status != 200) ++f.probesNotOk;

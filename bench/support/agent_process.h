@@ -253,6 +253,7 @@ inline int connectLoopback(std::uint16_t port, bool blocking,
 struct Exchange {
   bool connected = false;  // the connection was made (a request byte went out)
   bool ended = false;      // the peer closed (or reset) the connection
+  bool failed = false;     // ... by an error (a reset), not an orderly close
   int status = 0;          // the answer's status code; 0 without one
   std::string response;
   double nanos = 0;  // from before the connect to the end
@@ -279,7 +280,7 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
         sent += std::size_t(n);
         out.connected = true;
       } else if (errno != EAGAIN && errno != EINTR) {
-        out.ended = true;
+        out.ended = out.failed = true;
       }
       continue;
     }
@@ -289,6 +290,7 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
       out.response.append(chunk, std::size_t(n));
     } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
       out.ended = true;
+      out.failed = n < 0;
     }
   }
   if (fd >= 0) ::close(fd);
