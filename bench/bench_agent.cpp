@@ -23,6 +23,7 @@
 // (not root, no memory hierarchy, no sandbox); 1 when the set-up fails; 130 after SIGINT/SIGTERM.
 // A missed target prints MISSES and never changes the exit status (this is not a test).
 
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -189,7 +190,8 @@ struct Variant {
   int trials;
   bool kernelWakeups = true;  // false: the adaptive memory poller alone (the cgroup v2 path)
   Fault fault = Fault::None;
-  std::optional<int> loopNice = std::nullopt;  // the agent's loop, as shipped (--nice)
+  std::optional<int> loopNice = std::nullopt;      // the agent's loop, as shipped (--nice)
+  std::optional<int> loopRealtime = std::nullopt;  // its SCHED_FIFO priority (--realtime)
 };
 
 struct VariantFigures {
@@ -439,6 +441,7 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
   options.intervalOverride = variant.interval;
   options.systemdNotify = false;
   options.loopNice = variant.loopNice;
+  options.loopRealtime = variant.loopRealtime;
   std::optional<server::HttpServerOptions> httpOptions;  // the agent's routes (node/routes.h)
   if (variant.fault == Fault::Wrk) httpOptions.emplace().port = 0;
   cgroups::PodCgroups pods(h_, sandbox_.kubepods());
@@ -584,6 +587,10 @@ VariantFigures LatencyBench::runWith(const Variant& variant, testing::FakeApiSer
   http.reset();
   agent.reset();
   if (variant.loopNice) (void)::setpriority(PRIO_PROCESS, ::gettid(), kStartNice);
+  if (variant.loopRealtime) {
+    const sched_param normal{};
+    (void)::sched_setscheduler(0, SCHED_OTHER, &normal);
+  }
   f.seconds = nanosSince(start) * 1e-9;
   return f;
 }
@@ -1269,7 +1276,7 @@ void printUsage(std::FILE* out) {
       "     410 Gone to every watch; and with wrk on /metrics and /v1/state\n"
       "  --skip-fire  leave out part 5; --only-fire runs part 5 alone (--trials N per variant)\n"
       "  --pods N     part 1 with N idle pods beside its two (empty cgroups with manifests)\n"
-      "  --variants LIST  part 1's variants, comma-separated from a,an,a2,b,c (default all)\n"
+      "  --variants LIST  part 1's variants, comma-separated from a,an,ar,a2,b,c (default all)\n"
       "Targets: p99 <= %.0f ms with notifications; no kernel OOM kill in the demo with the\n"
       "agent; idle <= %.1f %% of a core and <= %.0f MiB RSS. A missed target prints MISSES\n"
       "but does not change the exit status. Exit 77: the machine cannot run it.\n"
@@ -1305,7 +1312,7 @@ struct Settings {
   bool skipFire = false;
   bool onlyFire = false;
   int pods = 0;  // part 1: idle pod cgroups (with manifests) beside the two pods
-  std::string variants = "a,an,a2,b,c";  // part 1's variants to run
+  std::string variants = "a,an,ar,a2,b,c";  // part 1's variants to run
 };
 
 // The table of parts 1 and 5: a row per variant, the first column `width` wide; returns the
@@ -1362,12 +1369,14 @@ std::optional<double> latencyPart(Sandbox& sandbox, const cgroups::Hierarchy& h,
       {"(a) notifications + 1 s timer", true, 1000ms, trialsFor(30, 5)},
       {"(an) (a), the agent's loop at nice -20 (as shipped)", true, 1000ms, trialsFor(30, 5), true,
        Fault::None, -20},
+      {"(ar) (an) + the loop SCHED_FIFO 1 (--realtime 1)", true, 1000ms, trialsFor(30, 5), true,
+       Fault::None, -20, 1},
       {"(a2) adaptive memory poller alone + 1 s timer (what cgroup v2 offers)", true, 1000ms,
        trialsFor(30, 5), false},
       {"(b) polling only, 1 s", false, 1000ms, trialsFor(30, 5)},
       {"(c) polling only, 10 s (kubelet)", false, 10000ms, trialsFor(20, 3)},
   };
-  const char* names[] = {"a", "an", "a2", "b", "c"};
+  const char* names[] = {"a", "an", "ar", "a2", "b", "c"};
   std::vector<Variant> variants;
   for (std::size_t i = 0; i < std::size(all); ++i) {
     if (("," + settings.variants + ",").find(std::string(",") + names[i] + ",") !=
@@ -1547,7 +1556,7 @@ int run(int argc, char** argv) {
       .flag("--only-rates", settings.onlyRates)
       .flag("--skip-fire", settings.skipFire)
       .flag("--only-fire", settings.onlyFire)
-      .value("--variants", "names from a,an,a2,b,c",
+      .value("--variants", "names from a,an,ar,a2,b,c",
              [&](std::string_view text) {
                settings.variants = std::string(text);
                return true;

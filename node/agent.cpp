@@ -1,5 +1,6 @@
 #include "node/agent.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -71,6 +72,30 @@ void applyLoopNice(int nice) {
                     {"fix",
                      "grant CAP_SYS_NICE, or set the niceness from outside (the "
                      "unit's Nice=)"}});
+}
+
+// AgentOptions::loopRealtime for the calling thread alone: SCHED_FIFO at `priority`, reset on
+// fork so that no thread or process started from the loop inherits it. Refused: said once,
+// and the thread keeps its policy and niceness (applyLoopNice's, when given).
+void applyLoopRealtime(int priority) {
+  const auto self = static_cast<pid_t>(::gettid());
+  sched_param param{};
+  param.sched_priority = priority;
+  if (::sched_setscheduler(self, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0) {
+    server::logEvent(
+        server::LogLevel::Info, "loop-realtime",
+        {{"policy", std::string("SCHED_FIFO")}, {"priority", static_cast<std::int64_t>(priority)}});
+    return;
+  }
+  const int error = errno;
+  server::logEvent(
+      server::LogLevel::Warn, "loop-realtime",
+      {{"wanted", static_cast<std::int64_t>(priority)},
+       {"error", std::string("sched_setscheduler SCHED_FIFO: ") + std::strerror(error)},
+       {"fix",
+        "grant CAP_SYS_NICE (the unit: no RestrictRealtime=; cgroup v1 with "
+        "realtime group scheduling: cpu.rt_runtime_us for the agent's cgroup); "
+        "the loop runs on at its niceness"}});
 }
 
 }  // namespace
@@ -146,6 +171,7 @@ Result<void> Agent::start(const std::string& listen) {
     }
   }
   if (options_.loopNice) applyLoopNice(*options_.loopNice);
+  if (options_.loopRealtime) applyLoopRealtime(*options_.loopRealtime);
   if (pods_.hierarchy().memoryVersion == cgroups::Version::V1) {
     // The kubelet's own words (CgroupV1MaintenanceModeWarning, since 1.31); from 1.35 the
     // kubelet refuses v1 unless failCgroupV1 is false. nodewarden keeps working on v1.

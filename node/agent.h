@@ -83,6 +83,14 @@ struct AgentOptions {
   // pods' busy processes instead of behind them (docs/performance.md). Refused (no
   // CAP_SYS_NICE): logged, and the agent runs at the niceness it has. nullopt: unchanged.
   std::optional<int> loopNice;
+  // The realtime priority start() gives the same thread (--realtime): SCHED_FIFO at this
+  // priority, 1..99, with SCHED_RESET_ON_FORK (threads and processes it starts are not
+  // realtime). A woken realtime thread preempts every normal one on its core at once, where
+  // nice -20 can still wait out the running task's slice; the kernel's realtime throttling
+  // (sched_rt_runtime_us) bounds what a runaway loop could take. Refused (no CAP_SYS_NICE, a
+  // seccomp filter, or a cgroup without realtime runtime): logged once, and the agent runs on
+  // under loopNice. nullopt: no realtime policy.
+  std::optional<int> loopRealtime;
 };
 
 // Makes the agent's actuator once the agent owns the pod index it acts on; the clock is the

@@ -31,7 +31,7 @@ const char* kAgentUsage =
     "                        [--static-pod-manifests DIR] [--pod-cache FILE]\n"
     "                        [--eviction-journal FILE] [--state-dir DIR]\n"
     "                        [--decision-log FILE|-] [--record-preroll DURATION]\n"
-    "                        [--record-settle DURATION] [--nice N]\n"
+    "                        [--record-settle DURATION] [--nice N] [--realtime N]\n"
     "\n"
     "Watches this node's pod cgroups and evicts pods, in the policy's order, before the\n"
     "kernel's OOM killer has to act. Runs until SIGTERM or SIGINT; SIGHUP reloads the policy\n"
@@ -107,6 +107,11 @@ const char* kAgentUsage =
     "                         started; the unit sets Nice=-20, the DaemonSet --nice=-20):\n"
     "                         notifications are answered ahead of busy pods. Below the\n"
     "                         current value it needs CAP_SYS_NICE, else a warning.\n"
+    "  --realtime N           the loop thread under SCHED_FIFO at priority N, 1..99 (0, the\n"
+    "                         default: none; the unit and the DaemonSet pass 1): a\n"
+    "                         notification preempts busy pods at once instead of waiting out\n"
+    "                         their time slice. Needs CAP_SYS_NICE; refused, it warns once\n"
+    "                         and the loop runs on at --nice.\n"
     "\n"
     "Exit status: 0 after SIGTERM/SIGINT, 1 bad input or start failure, 2 usage error.\n";
 
@@ -224,6 +229,15 @@ Result<AgentCommand> agentCommand(const Args& args) {
       return Error{"--nice " + *nice + ": expected a niceness from -20 to 19"};
     }
     options.loopNice = int(value);
+  }
+  if (auto realtime = args.value("realtime")) {
+    char* end = nullptr;
+    const long value = std::strtol(realtime->c_str(), &end, 10);
+    if (realtime->empty() || *end != '\0' || value < 0 || value > 99) {
+      return Error{"--realtime " + *realtime +
+                   ": expected a SCHED_FIFO priority from 1 to 99, or 0 for none"};
+    }
+    if (value > 0) options.loopRealtime = int(value);
   }
   RecorderOptions recorder;
   recorder.nodeName = options.nodeName;
@@ -368,7 +382,8 @@ int runAgent(const std::vector<std::string>& argv) {
                               "decision-log",
                               "record-preroll",
                               "record-settle",
-                              "nice"},
+                              "nice",
+                              "realtime"},
                              {"dry-run", "help", "no-notifications", "admission-routes"},
                              kAgentUsage, std::cout, std::cerr);
   if (const int* exit = std::get_if<int>(&parsed)) return *exit;

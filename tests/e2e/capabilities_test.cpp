@@ -23,6 +23,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -273,7 +274,8 @@ struct Node {
     config.kubepods = sandbox.kubepods();
     // The DaemonSet's state directory: the agent writes its journal there (as root, the
     // owner, without CAP_DAC_OVERRIDE).
-    config.extraArgs = {"--eviction-journal", files.file("evictions.json"), "--nice=-20"};
+    config.extraArgs = {"--eviction-journal", files.file("evictions.json"), "--nice=-20",
+                        "--realtime=1"};
     return config;
   }
 
@@ -298,6 +300,17 @@ std::unique_ptr<AgentProcess> startAgent(const AgentConfig& config, CapMask caps
                 "the agent's effective capabilities are " << std::hex << *effective);
   CHECK(*permitted == caps);
   return agent;
+}
+
+// Whether this test process may take SCHED_FIFO (as root, it has CAP_SYS_NICE): asked on a
+// thread of its own, which then ends.
+bool realtimeAllowed() {
+  bool allowed = false;
+  std::thread([&] {
+    const sched_param one{1};
+    allowed = ::sched_setscheduler(0, SCHED_FIFO, &one) == 0;
+  }).join();
+  return allowed;
 }
 
 bool onV1() {
@@ -338,6 +351,18 @@ TEST_CASE(
   REQUIRE_MESSAGE(priority.has_value(), agent->logText());
   CHECK_MESSAGE(priority->field("level") == "info", priority->raw);
   CHECK(priority->number("nice") == -20);
+  // --realtime=1 with CAP_SYS_NICE: its loop thread is SCHED_FIFO, where this machine allows
+  // realtime at all (on cgroup v1 with realtime group scheduling, a cgroup without realtime
+  // runtime refuses even root); either way said once, and the agent runs on.
+  const auto realtime = agent->waitForEvent("loop-realtime", 5s);
+  REQUIRE_MESSAGE(realtime.has_value(), agent->logText());
+  CHECK(agent->events("loop-realtime").size() == 1);
+  if (realtimeAllowed()) {
+    CHECK_MESSAGE(realtime->field("level") == "info", realtime->raw);
+    CHECK(realtime->number("priority") == 1);
+  } else {
+    CHECK_MESSAGE(realtime->field("level") == "warn", realtime->raw);
+  }
 
   const std::size_t mark = agent->lines().size();
   node.pressure();
@@ -388,6 +413,16 @@ TEST_CASE("without CAP_KILL a soft eviction of another user's pod is refused wit
   REQUIRE_MESSAGE(priority.has_value(), agent->logText());
   CHECK_MESSAGE(priority->field("level") == "warn", priority->raw);
   CHECK(priority->field("error").find("setpriority") != std::string::npos);
+  // --realtime=1 without it: refused (unless RLIMIT_RTPRIO allows priority 1 to anyone), said
+  // once, and the agent runs on.
+  const auto realtime = agent->waitForEvent("loop-realtime", 5s);
+  REQUIRE_MESSAGE(realtime.has_value(), agent->logText());
+  CHECK(agent->events("loop-realtime").size() == 1);
+  rlimit rtprio{};
+  if (::getrlimit(RLIMIT_RTPRIO, &rtprio) == 0 && rtprio.rlim_cur == 0) {
+    CHECK_MESSAGE(realtime->field("level") == "warn", realtime->raw);
+    CHECK(realtime->field("error").find("sched_setscheduler") != std::string::npos);
+  }
 
   const std::size_t mark = agent->lines().size();
   node.pressure();

@@ -4,6 +4,7 @@
 // one's cgroup is empty, policy reloads, and the HTTP routes.
 #include <doctest/doctest.h>
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <boost/asio/io_context.hpp>
@@ -103,7 +104,8 @@ struct Harness {
 
   Harness(const Tree& tree, const std::string& policyText, bool dryRun = false,
           bool admissionRoutes = true, std::optional<std::string> journal = std::nullopt,
-          std::optional<int> loopNice = std::nullopt) {
+          std::optional<int> loopNice = std::nullopt,
+          std::optional<int> loopRealtime = std::nullopt) {
     write(tree.policyFile, policyText);
     policy::Diagnostics diagnostics;
     auto policy = policy::parsePolicyText(policyText, diagnostics);
@@ -124,6 +126,7 @@ struct Harness {
     routes.admissionRoutes = admissionRoutes;
     options.journalPath = journal;
     options.loopNice = loopNice;
+    options.loopRealtime = loopRealtime;
     agent = std::make_unique<Agent>(
         io, options, *policy, cgroups::PodCgroups(*hierarchy, "kubepods"),
         std::make_unique<StaticPodSource>(tree.manifests.string(), "node-1"),
@@ -557,6 +560,40 @@ TEST_CASE("--nice: start() gives the loop's thread that niceness, and no other t
   loop.join();
   CHECK(inLoop == wanted);
   CHECK(niceOf() == before);
+}
+
+TEST_CASE(
+    "--realtime: start() puts the loop's thread under SCHED_FIFO, not the threads it starts") {
+  Tree tree;
+  // Whether this process may take SCHED_FIFO at all (CAP_SYS_NICE or RLIMIT_RTPRIO, and, on
+  // cgroup v1 with realtime group scheduling, a cgroup with realtime runtime): asked on a
+  // thread of its own, which then ends.
+  bool allowed = false;
+  std::thread([&] {
+    const sched_param one{1};
+    allowed = ::sched_setscheduler(0, SCHED_FIFO, &one) == 0;
+  }).join();
+  int policy = -1;
+  int priority = -1;
+  int started = -1;  // the policy of a thread the loop's thread starts
+  std::thread loop([&] {
+    Harness harness(tree, kPolicy, false, true, std::nullopt, std::nullopt, 1);
+    policy = ::sched_getscheduler(0);
+    sched_param param{};
+    if (::sched_getparam(0, &param) == 0) priority = param.sched_priority;
+    std::thread([&] { started = ::sched_getscheduler(0); }).join();
+  });
+  loop.join();
+  if (allowed) {
+    CHECK(policy == (SCHED_FIFO | SCHED_RESET_ON_FORK));
+    CHECK(priority == 1);
+    CHECK(started == SCHED_OTHER);
+  } else {
+    // Refused: logged (loop-realtime, warn), and the agent started all the same.
+    MESSAGE("this process may not use SCHED_FIFO: only the fallback is checked");
+    CHECK(policy == SCHED_OTHER);
+  }
+  CHECK(::sched_getscheduler(0) == SCHED_OTHER);
 }
 
 TEST_CASE("nodewarden_api_reflector_total adds what each watch counter grew by, from 0") {
