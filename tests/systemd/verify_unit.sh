@@ -22,10 +22,11 @@ for want in \
     '^OOMScoreAdjust=-1000$' \
     '^KillSignal=SIGTERM$' \
     '^ExecReload=/bin/kill -HUP \$MAINPID$' \
-    '^ExecStart=/[^ ]*/nodewarden agent --policy /[^ ]*/nodewarden/policy\.json \$NODEWARDEN_ARGS$' \
+    '^ExecStart=/[^ ]*/nodewarden agent --policy /[^ ]*/nodewarden/policy\.json --realtime 1 \$NODEWARDEN_ARGS$' \
     '^EnvironmentFile=-/[^ ]*/default/nodewarden$' \
     '^CapabilityBoundingSet=(.* )?CAP_KILL( |$)' \
     '^CapabilityBoundingSet=(.* )?CAP_SYS_RESOURCE( |$)' \
+    '^CapabilityBoundingSet=(.* )?CAP_SYS_NICE( |$)' \
     '^WantedBy=multi-user\.target$'; do
   grep -Eq "$want" "$unit" || fail "no line matches $want"
 done
@@ -36,7 +37,8 @@ for unwanted in \
     '^ProtectProc=(invisible|noaccess|ptraceable)' \
     '^ProcSubset=pid' \
     '^CapabilityBoundingSet=.*CAP_SYS_PTRACE' \
-    '^RestrictAddressFamilies=.*AF_NETLINK'; do
+    '^RestrictAddressFamilies=.*AF_NETLINK' \
+    '^RestrictRealtime=(yes|true|on|1)'; do
   if grep -Eq "$unwanted" "$unit"; then fail "unwanted setting: $(grep -E "$unwanted" "$unit")"; fi
 done
 if grep -En '@[A-Za-z_]+@' "$unit"; then fail "unsubstituted @variables@ above"; fi
