@@ -69,7 +69,7 @@ done
 "$r/usr/bin/kubectl-nodewarden" version >/dev/null || fail "kubectl-nodewarden does not run"
 "$r/usr/bin/nodewarden" check-policy "$r/etc/nodewarden/policy.json" >/dev/null || fail "the packaged policy does not validate"
 if [ -n "$unit" ]; then
-  grep -qx 'ExecStart=/usr/bin/nodewarden agent --policy /etc/nodewarden/policy.json $NODEWARDEN_ARGS' "$r/$unit" ||
+  grep -qx 'ExecStart=/usr/bin/nodewarden agent --policy /etc/nodewarden/policy.json --realtime 1 $NODEWARDEN_ARGS' "$r/$unit" ||
     fail "ExecStart: $(grep '^ExecStart=' "$r/$unit")"
   grep -qx 'EnvironmentFile=-/etc/default/nodewarden' "$r/$unit" || fail "EnvironmentFile is not /etc/default/nodewarden"
   grep -qx 'Documentation=file:/usr/share/doc/nodewarden/README.md' "$r/$unit" || fail "Documentation= is not the packaged README"
