@@ -271,6 +271,7 @@ type tally struct {
 	n, agree, errors int
 	kinds            map[string]int
 	ties             int
+	setDifferences   int // scenarios with a node where only the documented request-set difference stood
 	disagreements    []string
 }
 
@@ -290,6 +291,9 @@ func (t *tally) add(c *scenario.PreemptionCase, r *result, err error) {
 	if r.tie {
 		t.ties++
 	}
+	if len(r.setDifference) > 0 {
+		t.setDifferences++
+	}
 	if len(r.problems) == 0 {
 		t.agree++
 		return
@@ -306,8 +310,8 @@ func (t *tally) report(elapsed time.Duration, seed uint64, cases int, out string
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(kinds)
-	fmt.Printf("preempt-judge: %d scenarios (seeds %d to %d and the kept cases) in %.0fs: the scheduler: %s; node ties (several answers acceptable) %d\n",
-		t.n, seed, seed+uint64(cases)-1, elapsed.Seconds(), strings.Join(kinds, ", "), t.ties)
+	fmt.Printf("preempt-judge: %d scenarios (seeds %d to %d and the kept cases) in %.0fs: the scheduler: %s; node ties (several answers acceptable) %d; documented request-set differences (explain admission admits where a resizing pod leaves the scheduler no room) %d\n",
+		t.n, seed, seed+uint64(cases)-1, elapsed.Seconds(), strings.Join(kinds, ", "), t.ties, t.setDifferences)
 	rate := 0.0
 	if t.n > 0 {
 		rate = 100 * float64(t.agree) / float64(t.n)
