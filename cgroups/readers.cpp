@@ -72,6 +72,23 @@ Result<MemoryReading> readMemory(const CgroupDir& dir, std::string& buffer) {
   return reading;
 }
 
+Result<std::vector<ContainerMemory>> readContainerWorkingSets(const CgroupDir& pod,
+                                                              std::string& buffer) {
+  auto children = listSubdirectories(pod.fd());
+  if (!children) return children.error().withContext(pod.path());
+  std::vector<ContainerMemory> found;
+  for (const std::string& child : *children) {
+    std::optional<std::string> id = containerIdFromCgroupName(child);
+    if (!id) continue;
+    auto dir = CgroupDir::open(pod.path() + "/" + child, pod.version());
+    if (!dir) continue;
+    auto reading = readWorkingSet(*dir, buffer);
+    if (!reading) continue;
+    found.push_back({std::move(*id), reading->workingSet});
+  }
+  return found;
+}
+
 Result<std::uint64_t> readCpuNanos(const CgroupDir& dir, std::string& buffer) {
   auto text = dir.read(File::CpuUsage, buffer);
   if (!text) return text.error();

@@ -64,6 +64,18 @@ Result<std::vector<pid_t>> readProcsRecursive(const CgroupDir& dir);
 // when the cgroup is gone.
 Result<bool> hasProcesses(const PodCgroup& pod);
 
+// The memory working set of each container cgroup directly below a pod's memory cgroup, by
+// the runtime's container ID its name carries (containerIdFromCgroupName: "<id>",
+// "cri-containerd-<id>.scope", "crio-<id>.scope", ...; the sandbox's is listed too, the
+// caller matches IDs). Read once for a message, not on every scan: the directories are opened
+// and closed here. A child vanishing meanwhile is skipped.
+struct ContainerMemory {
+  std::string runtimeId;
+  std::uint64_t workingSet = 0;
+};
+Result<std::vector<ContainerMemory>> readContainerWorkingSets(const CgroupDir& pod,
+                                                              std::string& buffer);
+
 // Node figures.
 Result<MemInfo> readMemInfo(const std::string& procRoot);
 Result<std::uint64_t> readPidMax(const std::string& procRoot);

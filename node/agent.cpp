@@ -738,7 +738,7 @@ void Agent::act(const policy::EvictionDecision& decision, SteadyTime now) {
   for (const policy::Eviction& eviction : decision.evict) {
     if (busy.contains(eviction.signal) || tracker_.inFlight(eviction.pod->uid)) continue;
     if (options_.dryRun && tracker_.dryRunRepeat(eviction.pod->uid, now)) continue;
-    ordered.push_back(order(eviction, now));
+    ordered.push_back(order(eviction, containerMessage(eviction, decision), now));
   }
   journalOrders(ordered);
   for (std::size_t record : ordered) reportOrder(record, decision);
@@ -747,9 +747,10 @@ void Agent::act(const policy::EvictionDecision& decision, SteadyTime now) {
 
 // One order: made from the decision, handed to the actuator, dated when its first signal is
 // out.
-std::size_t Agent::order(const policy::Eviction& eviction, SteadyTime now) {
+std::size_t Agent::order(const policy::Eviction& eviction, std::string message, SteadyTime now) {
   EvictionRecord record;
   record.order = makeOrder(eviction, options_.dryRun);
+  if (!message.empty()) record.order.message = std::move(message);
   record.crossedAt = tracker_.crossedAt(record.order.threshold, now);
   const std::size_t index = tracker_.started(std::move(record));
   actuator_->evict(tracker_.records()[index].order,
@@ -760,6 +761,51 @@ std::size_t Agent::order(const policy::Eviction& eviction, SteadyTime now) {
   stored.signalledAt = clock_.now();
   stored.latencyMs = millis(stored.signalledAt - stored.crossedAt);
   return index;
+}
+
+// The kubelet's message names each container using more than its request, with that
+// container's working set (cAdvisor reads each container's cgroup). The scan reads one cgroup
+// per pod; for a memory eviction the victim's container cgroups are read here, found by the
+// runtime IDs of its status, just before its first signal while its processes still hold
+// their memory: one directory listing and two reads per container. "" (the decision's
+// message, its one container credited with the pod's working set) where the status names no
+// container or none of their cgroups is found.
+std::string Agent::containerMessage(const policy::Eviction& eviction,
+                                    const policy::EvictionDecision& decision) {
+  const policy::Pod& pod = *eviction.pod;
+  if (policy::starvedResource(eviction.signal) != "memory") return {};
+  auto named = [](const std::vector<policy::Container>& list) {
+    return std::any_of(list.begin(), list.end(),
+                       [](const policy::Container& c) { return !c.runtimeId.empty(); });
+  };
+  if (!named(pod.containers) && !named(pod.initContainers)) return {};
+  const cgroups::PodCgroup* cgroup = pods_.find(pod.uid);
+  const policy::PodStats* figures = view_.figures(pod.uid);
+  const policy::SignalStatus* status = statusOf(decision, {eviction.signal, eviction.hard});
+  if (cgroup == nullptr || figures == nullptr || status == nullptr) return {};
+  auto readings = cgroups::readContainerWorkingSets(cgroup->memory, buffer_);
+  if (!readings) {
+    logOnce("read-problem", readings.error());
+    return {};
+  }
+  policy::PodStats stats;
+  stats.memoryWorkingSetBytes = figures->memoryWorkingSetBytes;
+  // In the order the runtime starts them: the init containers (only sidecars still run), then
+  // the containers.
+  for (const std::vector<policy::Container>* list : {&pod.initContainers, &pod.containers}) {
+    for (const policy::Container& container : *list) {
+      if (container.runtimeId.empty()) continue;
+      for (const cgroups::ContainerMemory& reading : *readings) {
+        if (reading.runtimeId != container.runtimeId) continue;
+        policy::ContainerStats cs;
+        cs.name = container.name;
+        cs.memoryWorkingSetBytes = reading.workingSet;
+        stats.containers.push_back(std::move(cs));
+      }
+    }
+  }
+  if (stats.containers.empty()) return {};
+  return policy::evictionMessage(*status, pod, &stats);
 }
 
 void Agent::journalOrders(const std::vector<std::size_t>& records) {

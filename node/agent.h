@@ -180,7 +180,10 @@ class Agent final : public AgentSurface {
   std::optional<std::uint64_t> usageOfView(const cgroups::NodeReading& node);
   void followNotification(Trigger trigger);
   void act(const policy::EvictionDecision& decision, SteadyTime now);
-  std::size_t order(const policy::Eviction& eviction, SteadyTime now);
+  // `message`: the order's, when not the decision's ("": the decision's).
+  std::size_t order(const policy::Eviction& eviction, std::string message, SteadyTime now);
+  std::string containerMessage(const policy::Eviction& eviction,
+                               const policy::EvictionDecision& decision);
   void journalOrders(const std::vector<std::size_t>& records);
   void reportOrder(std::size_t record, const policy::EvictionDecision& decision);
   void reportStuckThresholds(const policy::EvictionDecision& decision);

@@ -330,8 +330,8 @@ std::optional<Quantity> podLevelMemoryRequest(const Pod& pod) {
   return defaultedPodLevelMemoryRequest(pod);
 }
 
-// The kubelet's evictionMessage: node, threshold, the pod against its pod-level memory
-// request, and the containers over their (allocated) request.
+}  // namespace
+
 std::string evictionMessage(const SignalStatus& status, const Pod& pod, const PodStats* stats) {
   const std::string resource(starvedResource(status.key.signal));
   std::string message = "The node was low on resource: " + resource + ". ";
@@ -371,6 +371,8 @@ std::string evictionMessage(const SignalStatus& status, const Pod& pod, const Po
   }
   return message;
 }
+
+namespace {
 
 int signalOrder(Signal s) {
   // byEvictionPriority: memory first, then the rest in a fixed order.

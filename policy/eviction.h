@@ -106,6 +106,13 @@ struct Eviction {
   std::string message;  // the kubelet's eviction message
 };
 
+// The kubelet's eviction message (evictionMessage, pkg/kubelet/eviction/helpers.go) for
+// `pod` evicted for `status`: the node's resource, the threshold and what is available; for
+// memory, the pod against its pod-level request and each of `stats->containers` (in their
+// order) using more than its (allocated) request; for ephemeral-storage, the containers' disk
+// usage likewise. Without `stats`, the first two sentences alone.
+std::string evictionMessage(const SignalStatus& status, const Pod& pod, const PodStats* stats);
+
 struct EvictionDecision {
   std::string node;
   std::vector<SignalStatus> signals;

@@ -125,6 +125,7 @@ bool isRead(std::string_view key) {
       "reason",
       "containerStatuses",
       "initContainerStatuses",
+      "containerID",
       "allocatedResources",
       // priority classes and disruption budgets
       "globalDefault",

@@ -102,7 +102,7 @@ std::optional<FsStats> parseFsStats(const JsonObject& parent, std::string_view k
 }
 
 // A container's entry in status.containerStatuses[] / initContainerStatuses[]: what the
-// kubelet allocated and what the runtime applied (in-place resize).
+// kubelet allocated and what the runtime applied (in-place resize), and the runtime's ID.
 void parseContainerStatuses(const JsonObject& status, std::string_view key,
                             std::vector<Container>& containers, std::string_view specList,
                             Diagnostics& diagnostics) {
@@ -112,10 +112,16 @@ void parseContainerStatuses(const JsonObject& status, std::string_view key,
     const bool hasAllocated = cs.member("allocatedResources") != nullptr;
     JsonObject resources = cs.object("resources");
     const bool hasActual = resources.member("requests") != nullptr;
-    if (!hasAllocated && !hasActual) return;
+    std::string runtimeId = cs.string("containerID").value_or("");
+    if (auto scheme = runtimeId.find("://"); scheme != std::string::npos) {
+      runtimeId.erase(0, scheme + 3);
+    }
+    if (!hasAllocated && !hasActual && runtimeId.empty()) return;
     const std::string name = cs.string("name").value_or("");
     auto it = std::find_if(containers.begin(), containers.end(),
                            [&](const Container& c) { return c.name == name; });
+    if (it != containers.end()) it->runtimeId = std::move(runtimeId);
+    if (!hasAllocated && !hasActual) return;
     if (it == containers.end()) {
       diagnostics.add(cs.pathOf("name"), "names no container of spec." + std::string(specList) +
                                              " (got " + Json(name).dump() +

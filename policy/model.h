@@ -51,6 +51,10 @@ struct Container {
   // initContainerStatuses[]): absent where the status does not report them.
   std::optional<ResourceList> allocated;  // .allocatedResources
   std::optional<ResourceList> actual;     // .resources.requests
+  // The runtime's ID of the running container, from the status's containerID less its
+  // "<runtime>://" scheme ("" where the status does not give one): the name of the container's
+  // cgroup below the pod's carries it (cgroups::containerIdFromCgroupName).
+  std::string runtimeId;
 };
 
 // Who counts a pod's requests (docs/reference.md §3): each reads its own of the three request sets.

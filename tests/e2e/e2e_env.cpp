@@ -180,11 +180,16 @@ Json podObject(const PodSpec& pod) {
                {"terminationGracePeriodSeconds", pod.terminationGracePeriodSeconds}};
   if (pod.priority) spec["priority"] = *pod.priority;
   if (pod.priorityClassName) spec["priorityClassName"] = *pod.priorityClassName;
+  Json status = {{"phase", "Running"}};
+  if (!pod.containerId.empty()) {
+    status["containerStatuses"] =
+        Json::array({{{"name", "main"}, {"containerID", "containerd://" + pod.containerId}}});
+  }
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
           {"spec", spec},
-          {"status", {{"phase", "Running"}}}};
+          {"status", status}};
 }
 
 void writeManifest(const TempDir& dir, const PodSpec& pod) {

@@ -85,6 +85,9 @@ struct PodSpec {
   std::int64_t terminationGracePeriodSeconds = 30;
   std::map<std::string, std::string> requests;  // e.g. {"memory", "64Mi"}
   std::map<std::string, std::string> limits;
+  // The runtime's ID of the container "main" (status.containerStatuses[0].containerID,
+  // "containerd://<id>"); "": the status names none.
+  std::string containerId;
 
   PodSpec(std::string ns_, std::string name_) : ns(std::move(ns_)), name(std::move(name_)) {}
   PodSpec& withPriority(std::int64_t value) {
@@ -105,6 +108,10 @@ struct PodSpec {
   }
   PodSpec& limit(const std::string& resource, std::string amount) {
     limits[resource] = std::move(amount);
+    return *this;
+  }
+  PodSpec& withContainerId(std::string id) {
+    containerId = std::move(id);
     return *this;
   }
   std::string key() const { return ns + "/" + name; }

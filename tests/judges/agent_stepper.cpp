@@ -40,6 +40,13 @@
 //                                     directory has no memory files (a pod in the summary
 //                                     without memory figures counts 0, as to the kubelet)
 //   pods[].process_stats          –   pids.current (not judged: see below)
+//   pods[].containers[]           CW  cg/…/pod<UID>/<ID>: memory.current CW, memory.stat anon
+//     .memory.workingSetBytes         CW, inactive_file 0 — the container's cgroup, named by
+//                                     the runtime ID the pod's status gives the container
+//                                     (status.containerStatuses[].containerID; one the stepper
+//                                     makes up from the UID and the name where the snapshot has
+//                                     none, given to the agent with the pod). The agent reads
+//                                     the victim's for the message's container part.
 //
 // A pod of the snapshot bound to the node and not Succeeded or Failed has a cgroup; one the
 // summary does not list cannot be laid out (the agent reads every pod cgroup itself: a pod
@@ -116,6 +123,31 @@ struct CannotLayOut {
 void writeFile(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// A runtime's container ID (64 hex digits) made up from the pod's UID and the container's
+// name, the same every cycle.
+std::string madeUpRuntimeId(const std::string& uid, const std::string& name) {
+  std::string id;
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (int part = 0; part < 4; ++part) {
+    for (char c : uid + "/" + name + "#" + std::to_string(part)) {
+      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    }
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (int shift = 60; shift >= 0; shift -= 4) id += kHex[(hash >> shift) & 0xf];
+  }
+  return id;
+}
+
+// Every container of the pod with a runtime ID (its status's, or one made up).
+void giveRuntimeIds(policy::Pod& pod) {
+  for (std::vector<policy::Container>* list : {&pod.containers, &pod.initContainers}) {
+    for (policy::Container& container : *list) {
+      if (container.runtimeId.empty())
+        container.runtimeId = madeUpRuntimeId(pod.uid, container.name);
+    }
+  }
 }
 
 bool runsHere(const policy::Pod& pod, const std::string& node) {
@@ -235,6 +267,7 @@ class Layout {
       }
       entry.entries = std::move(kept);
       testing::materialize(entry, dir.parent_path());
+      writeContainers(dir, pod, *figures);
     }
     std::vector<std::string> gone;
     for (const auto& [uid, dir] : cgroups_) {
@@ -265,6 +298,31 @@ class Layout {
   }
 
  private:
+  // The container cgroups below the pod's: those of the summary's containers with a memory
+  // figure, and no others (a container gone since the last cycle has no directory).
+  static void writeContainers(const fs::path& podDir, const policy::Pod& spec,
+                              const policy::PodStats& figures) {
+    for (const fs::directory_entry& child : fs::directory_iterator(podDir)) {
+      if (child.is_directory()) fs::remove_all(child.path());
+    }
+    policy::Pod pod = spec;
+    giveRuntimeIds(pod);
+    for (const policy::ContainerStats& container : figures.containers) {
+      if (!container.memoryWorkingSetBytes) continue;
+      const policy::Container* named = nullptr;
+      for (const std::vector<policy::Container>* list : {&pod.containers, &pod.initContainers}) {
+        for (const policy::Container& c : *list) {
+          if (c.name == container.name) named = &c;
+        }
+      }
+      if (named == nullptr) continue;
+      const std::string ws = std::to_string(*container.memoryWorkingSetBytes);
+      writeFile(podDir / named->runtimeId / "memory.current", ws + "\n");
+      writeFile(podDir / named->runtimeId / "memory.stat",
+                "anon " + ws + "\nfile 0\ninactive_file 0\n");
+    }
+  }
+
   fs::path cg_;
   fs::path proc_;
   bool capacityMatters_ = false;
@@ -274,7 +332,9 @@ class Layout {
 node::PodSet podSetOf(const policy::Snapshot& snapshot, const std::string& node) {
   node::PodSet set;
   for (const policy::Pod& pod : snapshot.pods) {
-    if (pod.nodeName == node) set.pods.push_back(pod);
+    if (pod.nodeName != node) continue;
+    set.pods.push_back(pod);
+    giveRuntimeIds(set.pods.back());
   }
   set.priorityClasses = snapshot.priorityClasses;
   set.podDisruptionBudgets = snapshot.podDisruptionBudgets;

@@ -624,3 +624,69 @@ TEST_CASE("nodewarden_api_reflector_total adds what each watch counter grew by, 
   metrics.publish(std::vector<WatchCounts>{{.resource = "Pod", .lists = 1}});
   CHECK(value("Pod", "list") == 2);
 }
+
+TEST_CASE("a memory eviction's message names the victim's containers from their own cgroups") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  // 1 GiB allocatable, 960 MiB used: the pod below (the lowest priority) goes.
+  const std::string uid = "00000000-0000-4000-8000-0000000000c1";
+  const std::string app(64, 'a'), proxy(64, 'b'), sidecar(64, 'd'), sandbox(64, 'e');
+  tree.setUsage(uid, "burstable", 300 * kMiB);
+  const fs::path pod = tree.tier("burstable") / ("pod" + uid);
+  auto container = [&](const std::string& leaf, std::int64_t workingSet, std::int64_t inactive) {
+    write(pod / leaf / "memory.current", std::to_string(workingSet + inactive) + "\n");
+    write(pod / leaf / "memory.stat", "anon " + std::to_string(workingSet) + "\nfile " +
+                                          std::to_string(inactive) + "\ninactive_file " +
+                                          std::to_string(inactive) + "\n");
+  };
+  // As containerd lays them out with the systemd driver, and as the cgroupfs driver does.
+  container("cri-containerd-" + app + ".scope", 200 * kMiB, 30 * kMiB);
+  container(proxy, 20 * kMiB, 0);
+  container("cri-containerd-" + sidecar + ".scope", 50 * kMiB, 0);
+  container(sandbox, 1 * kMiB, 0);  // the pause container: in no status
+  write(tree.manifests / "multi.json",
+        R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"multi","namespace":"default","uid":")" +
+            uid + R"("},"spec":{"priority":0,
+          "initContainers":[{"name":"setup"},
+                            {"name":"log-shipper","restartPolicy":"Always",
+                             "resources":{"requests":{"memory":"10Mi"}}}],
+          "containers":[{"name":"app","resources":{"requests":{"memory":"100Mi"}}},
+                        {"name":"proxy","resources":{"requests":{"memory":"64Mi"}}}]},
+          "status":{"initContainerStatuses":[
+              {"name":"setup","containerID":"containerd://)" +
+            std::string(64, 'f') + R"("},
+              {"name":"log-shipper","containerID":"containerd://)" +
+            sidecar + R"("}],
+            "containerStatuses":[
+              {"name":"app","containerID":"containerd://)" +
+            app + R"("},
+              {"name":"proxy","containerID":"containerd://)" +
+            proxy + R"("}]}})");
+  tree.addPod("web", "00000000-0000-4000-8000-0000000000c2", "burstable", 1000, 600 * kMiB,
+              "700Mi");
+  tree.setKubepods(960 * kMiB);
+  Harness h(tree, kPolicy);
+
+  REQUIRE(h.ordered() == std::vector<std::string>{"default/multi"});
+  // The sidecar first (the runtime starts it first), then the containers; the proxy is within
+  // its request and the exited init container has no cgroup: no sentence for either.
+  CHECK(h.recorder->orders()[0].message ==
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 64Mi. "
+        "Container log-shipper was using 50Mi, request is 10Mi, has larger consumption of memory. "
+        "Container app was using 200Mi, request is 100Mi, has larger consumption of memory. ");
+}
+
+TEST_CASE("without runtime IDs in its status, a pod's one container is credited with the pod") {
+  configureLogging(LogFormat::Text, LogLevel::Error);
+  Tree tree;
+  tree.addPod("single", "00000000-0000-4000-8000-0000000000d1", "burstable", 0, 300 * kMiB,
+              "100Mi");
+  tree.addPod("web", "00000000-0000-4000-8000-0000000000d2", "burstable", 1000, 600 * kMiB,
+              "700Mi");
+  tree.setKubepods(960 * kMiB);
+  Harness h(tree, kPolicy);
+  REQUIRE(h.ordered() == std::vector<std::string>{"default/single"});
+  CHECK(h.recorder->orders()[0].message ==
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 64Mi. "
+        "Container c was using 300Mi, request is 100Mi, has larger consumption of memory. ");
+}

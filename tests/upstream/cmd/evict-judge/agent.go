@@ -11,7 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	evictionapi "k8s.io/kubernetes/pkg/kubelet/eviction/api"
@@ -29,9 +28,9 @@ import (
 //     nothing), for a threshold of the phase's kind (hard, soft), with the kubelet's message;
 //     the grace period is the kubelet's for a soft threshold, 0 where the kubelet gives 1 s for
 //     a hard one (documented); and MemoryPressure after the cycle as the kubelet reports it
-//     (held for the transition period by both). The message's container part is the one the
-//     kubelet's evictionMessage writes from the figures the agent has (agentMessage): the
-//     agent reads one cgroup per pod, not its containers' (docs/upstream.md).
+//     (held for the transition period by both). The message's container part too: the
+//     stepper lays out each container's cgroup below its pod's, named by a runtime ID it gives
+//     the container's status, and the agent reads the victim's (docs/upstream.md).
 //
 // What cannot be laid out as files is not compared (the stepper says why): the filesystem
 // and PID signals, which the agent reads with statvfs(2) and sysinfo(2), so a case's cycles
@@ -186,10 +185,8 @@ func (r *report) compareAgent(nw *nodewarden, stepper, node string, policy scena
 			if e.GracePeriodSeconds != want {
 				problems = append(problems, fmt.Sprintf("grace period: kubelet %d s (the agent's expected %d), agent %d", kl.grace, want, e.GracePeriodSeconds))
 			}
-			if want := agentMessage(kl, c.snapshot); e.Message != want {
-				problems = append(problems, fmt.Sprintf("message:\n      kubelet %q\n      expected %q (the container part from the pod's cgroup)\n      agent   %q", kl.status.Message, want, e.Message))
-			} else if e.Message != kl.status.Message {
-				r.seen["agent messages whose container part differs from the kubelet's (per-pod figures)"]++
+			if e.Message != kl.status.Message {
+				problems = append(problems, fmt.Sprintf("message:\n      kubelet %q\n      agent   %q", kl.status.Message, e.Message))
 			}
 		}
 		kubeletMemory := false
@@ -235,46 +232,6 @@ func stepperPath(p string) string {
 		return abs
 	}
 	return p
-}
-
-// agentMessage is the kubelet's message for a kill with its container part written as the
-// kubelet's evictionMessage (pkg/kubelet/eviction/helpers.go) writes it from the container
-// figures the agent has: it reads each pod's cgroup, not its containers', and gives a pod
-// with one container (spec.containers) the pod's working set as that container's
-// (node/snapshot_builder.h, attributeToSoleContainer); a pod with several has none. The
-// parts before it (threshold, pod level) are the kubelet's own.
-func agentMessage(kl kill, snapshot []byte) string {
-	const containerPrefix = "Container "
-	msg := kl.status.Message
-	kept := ""
-	for _, part := range strings.SplitAfter(msg, ". ") {
-		if !strings.HasPrefix(part, containerPrefix) {
-			kept += part
-		}
-	}
-	if !strings.HasPrefix(msg, "The node was low on resource: memory. ") || len(kl.pod.Spec.Containers) != 1 {
-		return kept
-	}
-	var snap struct {
-		Stats map[string]*statsapi.Summary `json:"stats"`
-	}
-	if err := json.Unmarshal(snapshot, &snap); err != nil {
-		return kept
-	}
-	for _, s := range snap.Stats {
-		for _, ps := range s.Pods {
-			if ps.PodRef.UID != string(kl.pod.UID) || ps.Memory == nil || ps.Memory.WorkingSetBytes == nil {
-				continue
-			}
-			container := kl.pod.Spec.Containers[0]
-			requests := container.Resources.Requests[v1.ResourceMemory]
-			usage := resource.NewQuantity(int64(*ps.Memory.WorkingSetBytes), resource.BinarySI)
-			if usage.Cmp(requests) > 0 {
-				kept += fmt.Sprintf("Container %s was using %s, request is %s, has larger consumption of %s. ", container.Name, usage.String(), requests.String(), v1.ResourceMemory)
-			}
-		}
-	}
-	return kept
 }
 
 // summaryOf reads a cycle's summary of `node` from its snapshot.
