@@ -600,32 +600,27 @@ int run(int argc, char** argv) {
   std::vector<ClusterShape> clusters = {{100, 110}, {1000, 50}};
   std::optional<double> naiveCap;
   bool quick = false;
-  if (auto status = parseArgs(
-          argc, argv, kUsage, &quick,
-          {{"--sizes",
-            [&](std::string_view v) {
-              auto parsed = parseBoundedList(v, 20, 100'000);
-              if (parsed) sizes = *parsed;
-              return parsed.has_value();
-            },
-            "--sizes: expected numbers from 20 to 100000 separated by commas"},
-           {"--clusters",
-            [&](std::string_view v) {
-              auto parsed = parseClusters(v);
-              if (parsed) clusters = *parsed;
-              return parsed.has_value();
-            },
-            "--clusters: expected NODESxPODS items (pods >= 20, at most 2,000,000 pods in all) "
-            "separated by commas"},
-           {"--naive-cap",
-            [&](std::string_view v) {
-              auto parsed = parseBounded(v, 1, 3600);
-              if (parsed) naiveCap = double(*parsed);
-              return parsed.has_value();
-            },
-            "--naive-cap: expected whole seconds from 1 to 3600"}})) {
-    return *status;
-  }
+  Args args(kUsage);
+  args.flag("--quick", quick)
+      .value("--sizes", "numbers from 20 to 100000 separated by commas",
+             [&](std::string_view v) {
+               auto parsed = parseBoundedList(v, 20, 100'000);
+               if (parsed) sizes = *parsed;
+               return parsed.has_value();
+             })
+      .value("--clusters",
+             "NODESxPODS items (pods >= 20, at most 2,000,000 pods in all) separated by commas",
+             [&](std::string_view v) {
+               auto parsed = parseClusters(v);
+               if (parsed) clusters = *parsed;
+               return parsed.has_value();
+             })
+      .value("--naive-cap", "whole seconds from 1 to 3600", [&](std::string_view v) {
+        auto parsed = parseBounded(v, 1, 3600);
+        if (parsed) naiveCap = double(*parsed);
+        return parsed.has_value();
+      });
+  if (auto status = args.parse(argc, argv)) return *status;
 
   const auto start = steadyNow();
   printEnvironment("nodewarden admission benchmark",

@@ -361,23 +361,19 @@ int run(int argc, char** argv) {
   std::vector<int> sizes = {110, 1000, 10000};
   bool quick = false;
   std::string writeDir;
-  if (auto status =
-          parseArgs(argc, argv, kUsage, &quick,
-                    {{"--write-snapshot",
-                      [&](std::string_view v) {
-                        writeDir = std::string(v);
-                        return true;
-                      },
-                      ""},
-                     {"--sizes",
-                      [&](std::string_view v) {
-                        auto parsed = parseBoundedList(v, 10, 200'000);
-                        if (parsed) sizes = *parsed;
-                        return parsed.has_value();
-                      },
-                      "--sizes: expected numbers from 10 to 200000 separated by commas"}})) {
-    return *status;
-  }
+  Args args(kUsage);
+  args.flag("--quick", quick)
+      .value("--write-snapshot", "a directory",
+             [&](std::string_view v) {
+               writeDir = std::string(v);
+               return true;
+             })
+      .value("--sizes", "numbers from 10 to 200000 separated by commas", [&](std::string_view v) {
+        auto parsed = parseBoundedList(v, 10, 200'000);
+        if (parsed) sizes = *parsed;
+        return parsed.has_value();
+      });
+  if (auto status = args.parse(argc, argv)) return *status;
 
   const auto start = steadyNow();
   printEnvironment("nodewarden eviction benchmark",

@@ -447,9 +447,9 @@ void webhookLatency(bool quick) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  if (auto status = parseArgs(argc, argv, "usage: bench_kube [--quick]\n", &quick, {})) {
-    return *status;
-  }
+  Args args("usage: bench_kube [--quick]\n");
+  args.flag("--quick", quick);
+  if (auto status = args.parse(argc, argv)) return *status;
   std::printf("# bench_kube (%s; %s)\n", buildFlavour().c_str(), cpuModel().c_str());
   cacheMemory(quick);
   webhookLatency(quick);

@@ -153,17 +153,9 @@ std::unique_ptr<node::Recorder> openRecorder(const std::string& dir,
 int main(int argc, char** argv) {
   int pods = 110;
   bool quick = false;
-  if (auto status = bench::parseArgs(
-          argc, argv, "usage: bench_recorder [--pods N] [--quick] [--help]\n", &quick,
-          {{"--pods",
-            [&](std::string_view v) {
-              auto n = bench::parseBounded<int>(v, 1, 100000);
-              pods = n.value_or(pods);
-              return n.has_value();
-            },
-            "--pods takes an integer in [1, 100000]"}})) {
-    return *status;
-  }
+  bench::Args args("usage: bench_recorder [--pods N] [--quick] [--help]\n");
+  args.flag("--quick", quick).number("--pods", pods, 1, 100000);
+  if (auto status = args.parse(argc, argv)) return *status;
   const int iterations = quick ? 300 : 3000;
   std::printf("bench_recorder: %d pods, %s, %s\n\n", pods, bench::cpuModel().c_str(),
               bench::buildFlavour().c_str());

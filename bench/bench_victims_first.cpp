@@ -249,22 +249,14 @@ int run(int argc, char** argv) {
   int pods = 1000;
   bool quick = false;
   std::optional<std::string> once;
-  if (auto status = parseArgs(argc, argv, kUsage, &quick,
-                              {{"--pods",
-                                [&](std::string_view v) {
-                                  auto n = parseBounded<int>(v, 10, 100000);
-                                  pods = n.value_or(pods);
-                                  return n.has_value();
-                                },
-                                "--pods takes an integer in [10, 100000]"},
-                               {"--once",
-                                [&](std::string_view v) {
-                                  once = std::string(v);
-                                  return v == "hog" || v == "churned" || v == "quiet";
-                                },
-                                "--once takes hog, churned or quiet"}})) {
-    return *status;
-  }
+  Args args(kUsage);
+  args.flag("--quick", quick)
+      .number("--pods", pods, 10, 100000)
+      .value("--once", "hog, churned or quiet", [&](std::string_view v) {
+        once = std::string(v);
+        return v == "hog" || v == "churned" || v == "quiet";
+      });
+  if (auto status = args.parse(argc, argv)) return *status;
   std::vector<std::unique_ptr<Prepared>> scenarios;
   for (std::string_view name : {"hog", "churned", "quiet"}) {
     if (once && *once != name) continue;

@@ -141,6 +141,8 @@ inline std::optional<std::string_view> optionValue(std::string_view name, int& i
 class Args {
  public:
   explicit Args(std::function<void(std::FILE*)> usage) : usage_(std::move(usage)) {}
+  // A fixed usage text.
+  explicit Args(const char* usage) : usage_([usage](std::FILE* to) { std::fputs(usage, to); }) {}
 
   Args& flag(const char* name, std::function<void()> action) {
     flags_.push_back({name, std::move(action)});
