@@ -141,9 +141,9 @@ TEST_CASE("hard threshold: the shortest prefix of the ranking is killed at once,
   const double containerBytes =
       std::stod(used[1].str()) * (used[2].str() == "Mi" ? double(kMiB) : 1024.0);
   CHECK(containerBytes >= double(60 * kMiB));
-  CHECK_MESSAGE(containerBytes + double(10 * kMiB) < evicts[1].number("usage"),
-                "the container's figure is the pod's: " << reason << " usage "
-                                                         << evicts[1].number("usage"));
+  CHECK_MESSAGE(
+      containerBytes + double(10 * kMiB) < evicts[1].number("usage"),
+      "the container's figure is the pod's: " << reason << " usage " << evicts[1].number("usage"));
   for (const LogLine& line : agent.events("evicted")) {
     CAPTURE(line.raw);
     CHECK(line.number("processes") >= 1);

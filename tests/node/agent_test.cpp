@@ -644,9 +644,10 @@ TEST_CASE("a memory eviction's message names the victim's containers from their 
   container(proxy, 20 * kMiB, 0);
   container("cri-containerd-" + sidecar + ".scope", 50 * kMiB, 0);
   container(sandbox, 1 * kMiB, 0);  // the pause container: in no status
-  write(tree.manifests / "multi.json",
-        R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"multi","namespace":"default","uid":")" +
-            uid + R"("},"spec":{"priority":0,
+  write(
+      tree.manifests / "multi.json",
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"multi","namespace":"default","uid":")" +
+          uid + R"("},"spec":{"priority":0,
           "initContainers":[{"name":"setup"},
                             {"name":"log-shipper","restartPolicy":"Always",
                              "resources":{"requests":{"memory":"10Mi"}}}],
@@ -654,14 +655,14 @@ TEST_CASE("a memory eviction's message names the victim's containers from their 
                         {"name":"proxy","resources":{"requests":{"memory":"64Mi"}}}]},
           "status":{"initContainerStatuses":[
               {"name":"setup","containerID":"containerd://)" +
-            std::string(64, 'f') + R"("},
+          std::string(64, 'f') + R"("},
               {"name":"log-shipper","containerID":"containerd://)" +
-            sidecar + R"("}],
+          sidecar + R"("}],
             "containerStatuses":[
               {"name":"app","containerID":"containerd://)" +
-            app + R"("},
+          app + R"("},
               {"name":"proxy","containerID":"containerd://)" +
-            proxy + R"("}]}})");
+          proxy + R"("}]}})");
   tree.addPod("web", "00000000-0000-4000-8000-0000000000c2", "burstable", 1000, 600 * kMiB,
               "700Mi");
   tree.setKubepods(960 * kMiB);
