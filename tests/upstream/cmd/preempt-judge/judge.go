@@ -113,6 +113,9 @@ type result struct {
 	// Nodes where explain admission admits the preemptor but the scheduler's request sets
 	// leave no room, because a pod there is resizing (see schedulerFitsResources).
 	setDifference []string
+	// The scheduler's node, when its victims there differ from explain's only by the order
+	// of pods the scheduler cannot tell apart (see tieOrderGives).
+	victimTie string
 }
 
 // judge runs one scenario on the cluster and compares.
@@ -174,6 +177,16 @@ func judge(ctx context.Context, cs *kubernetes.Clientset, nw *nodewarden, c *sce
 			return nil, fmt.Errorf("explain admission -o json: %w", err)
 		}
 		admission[node.Name] = &a
+	}
+	if a := admission[sched.Nominated]; sched.Kind == "preempted" && a != nil && a.Verdict == "preempt" &&
+		!slices.Equal(slices.Sorted(slices.Values(a.Victims)), sched.Victims) {
+		ok, err := r.tieOrderGives(nw, dir, podPath, sched.Nominated, sched.Victims)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			res.victimTie = sched.Nominated
+		}
 	}
 	res.compare(r, &pre, admission)
 	if len(res.problems) > 0 {
@@ -343,10 +356,13 @@ func (res *result) compare(r *scenarioRun, pre *preemptionOut, admission map[str
 		}
 		victims := slices.Clone(cand.Victims)
 		sort.Strings(victims)
-		if !slices.Equal(victims, s.Victims) {
+		if !slices.Equal(victims, s.Victims) && res.victimTie != s.Nominated {
 			res.problem("on %s explain's victims are %v", s.Nominated, victims)
 		}
-		if a := admission[s.Nominated]; a.Verdict == "wait" && terminatingOn(r.pods, s.Nominated) {
+		if a := admission[s.Nominated]; a.Verdict == "preempt" && res.victimTie == s.Nominated {
+			// Documented (docs/upstream.md): the scheduler broke a tie between pods it cannot
+			// tell apart in an order of its cache; explain, in that order, preempts its victims.
+		} else if a.Verdict == "wait" && terminatingOn(r.pods, s.Nominated) {
 			// Documented difference (docs/upstream.md): a pod bound to a node waits there for
 			// its terminating pods (the kubelet's side); the scheduler preempts.
 		} else if a.Verdict == "admit" && slices.Contains(res.setDifference, s.Nominated) {
@@ -419,4 +435,139 @@ func terminatingOn(pods []v1.Pod, node string) bool {
 		}
 	}
 	return false
+}
+
+// tieOrderGives says whether explain admission preempts exactly `want` on `node` once the
+// ties among the pods it may preempt there are broken in some order. The scheduler's
+// SelectVictimsOnNode sorts those pods by MoreImportantPod (higher priority, then the earlier
+// start) with sort.Slice, so pods equal under it stay in the order of its cache's
+// NodeInfo.Pods: the order their add events came in, reshuffled by every update (the cache
+// removes the old pod, moving the last one into its place, and appends the new one), which
+// no snapshot states. explain breaks such ties by pod key. For each order of each group of
+// tied pods (at most 720 orders in all), the pods' start times are moved apart by
+// microseconds in that order: the API states start times in whole seconds, so nothing else
+// changes order.
+func (r *scenarioRun) tieOrderGives(nw *nodewarden, dir, podPath, node string, want []string) (bool, error) {
+	if r.Preemptor.Spec.Priority == nil {
+		return false, nil
+	}
+	type tieKey struct {
+		priority int32
+		start    time.Time
+	}
+	groups := map[tieKey][]string{}
+	for i := range r.pods {
+		p := &r.pods[i]
+		if p.Spec.NodeName != node || p.DeletionTimestamp != nil || p.Status.StartTime == nil {
+			continue
+		}
+		priority := int32(0)
+		if p.Spec.Priority != nil {
+			priority = *p.Spec.Priority
+		}
+		if priority >= *r.Preemptor.Spec.Priority {
+			continue
+		}
+		k := tieKey{priority, p.Status.StartTime.Time}
+		groups[k] = append(groups[k], scenario.PodKey(p))
+	}
+	var tied [][]string
+	orders := 1
+	for _, g := range groups {
+		if len(g) < 2 {
+			continue
+		}
+		sort.Strings(g)
+		tied = append(tied, g)
+		for n := 2; n <= len(g); n++ {
+			orders *= n
+		}
+	}
+	if len(tied) == 0 || orders > 720 {
+		return false, nil
+	}
+	var snap map[string]any
+	if err := json.Unmarshal(r.Snapshot, &snap); err != nil {
+		return false, err
+	}
+	pods, _ := snap["pods"].([]any)
+	byKey := map[string]map[string]any{}
+	starts := map[string]time.Time{} // as the snapshot states them
+	for _, item := range pods {
+		p, _ := item.(map[string]any)
+		meta, _ := p["metadata"].(map[string]any)
+		status, _ := p["status"].(map[string]any)
+		if meta == nil || status == nil {
+			continue
+		}
+		key := fmt.Sprintf("%v/%v", meta["namespace"], meta["name"])
+		byKey[key] = status
+		if text, ok := status["startTime"].(string); ok {
+			start, err := time.Parse(time.RFC3339, text)
+			if err != nil {
+				return false, fmt.Errorf("%s: startTime: %w", key, err)
+			}
+			starts[key] = start
+		}
+	}
+	path := filepath.Join(dir, "snapshot-tie-order.json")
+	defer os.Remove(path)
+	// Every combination of one permutation per group, the first of each group being its
+	// key order (explain's own).
+	perms := make([][][]string, len(tied))
+	for i, g := range tied {
+		perms[i] = permutations(g)
+	}
+	choice := make([]int, len(tied))
+	for {
+		for i, g := range perms {
+			for place, key := range g[choice[i]] {
+				byKey[key]["startTime"] = starts[key].Add(time.Duration(place) * time.Microsecond).UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+			}
+		}
+		data, err := json.Marshal(snap)
+		if err != nil {
+			return false, err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return false, err
+		}
+		text, err := nw.ask([]string{"admission", "--snapshot", path, "--node", node, "--pod", podPath, "-o", "json"})
+		if err != nil {
+			return false, err
+		}
+		var a admissionOut
+		if err := json.Unmarshal([]byte(text), &a); err != nil {
+			return false, err
+		}
+		if a.Verdict == "preempt" && slices.Equal(slices.Sorted(slices.Values(a.Victims)), want) {
+			return true, nil
+		}
+		i := 0
+		for ; i < len(choice); i++ {
+			choice[i]++
+			if choice[i] < len(perms[i]) {
+				break
+			}
+			choice[i] = 0
+		}
+		if i == len(choice) {
+			return false, nil
+		}
+	}
+}
+
+// permutations lists every order of `items`, `items` itself first.
+func permutations(items []string) [][]string {
+	if len(items) <= 1 {
+		return [][]string{slices.Clone(items)}
+	}
+	var out [][]string
+	for i := range items {
+		rest := append(slices.Clone(items[:i]), items[i+1:]...)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]string{items[i]}, p...))
+		}
+	}
+	return out
 }

@@ -272,6 +272,7 @@ type tally struct {
 	kinds            map[string]int
 	ties             int
 	setDifferences   int // scenarios with a node where only the documented request-set difference stood
+	victimTies       int // scenarios whose victims differ from explain's only by the order of tied pods
 	disagreements    []string
 }
 
@@ -294,6 +295,9 @@ func (t *tally) add(c *scenario.PreemptionCase, r *result, err error) {
 	if len(r.setDifference) > 0 {
 		t.setDifferences++
 	}
+	if r.victimTie != "" {
+		t.victimTies++
+	}
 	if len(r.problems) == 0 {
 		t.agree++
 		return
@@ -310,8 +314,8 @@ func (t *tally) report(elapsed time.Duration, seed uint64, cases int, out string
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(kinds)
-	fmt.Printf("preempt-judge: %d scenarios (seeds %d to %d and the kept cases) in %.0fs: the scheduler: %s; node ties (several answers acceptable) %d; documented request-set differences (explain admission admits where a resizing pod leaves the scheduler no room) %d\n",
-		t.n, seed, seed+uint64(cases)-1, elapsed.Seconds(), strings.Join(kinds, ", "), t.ties, t.setDifferences)
+	fmt.Printf("preempt-judge: %d scenarios (seeds %d to %d and the kept cases) in %.0fs: the scheduler: %s; node ties (several answers acceptable) %d; documented request-set differences (explain admission admits where a resizing pod leaves the scheduler no room) %d; victims chosen in another order of pods equal in priority and start time (documented) %d\n",
+		t.n, seed, seed+uint64(cases)-1, elapsed.Seconds(), strings.Join(kinds, ", "), t.ties, t.setDifferences, t.victimTies)
 	rate := 0.0
 	if t.n > 0 {
 		rate = 100 * float64(t.agree) / float64(t.n)
