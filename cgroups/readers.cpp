@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
+#include <algorithm>
 #include <cerrno>
 
 namespace nodewarden::cgroups {
@@ -72,14 +73,14 @@ Result<MemoryReading> readMemory(const CgroupDir& dir, std::string& buffer) {
   return reading;
 }
 
-Result<std::vector<ContainerMemory>> readContainerWorkingSets(const CgroupDir& pod,
-                                                              std::string& buffer) {
+Result<std::vector<ContainerMemory>> readContainerWorkingSets(
+    const CgroupDir& pod, const std::vector<std::string_view>& runtimeIds, std::string& buffer) {
   auto children = listSubdirectories(pod.fd());
   if (!children) return children.error().withContext(pod.path());
   std::vector<ContainerMemory> found;
   for (const std::string& child : *children) {
     std::optional<std::string> id = containerIdFromCgroupName(child);
-    if (!id) continue;
+    if (!id || std::find(runtimeIds.begin(), runtimeIds.end(), *id) == runtimeIds.end()) continue;
     auto dir = CgroupDir::open(pod.path() + "/" + child, pod.version());
     if (!dir) continue;
     auto reading = readWorkingSet(*dir, buffer);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -64,17 +65,17 @@ Result<std::vector<pid_t>> readProcsRecursive(const CgroupDir& dir);
 // when the cgroup is gone.
 Result<bool> hasProcesses(const PodCgroup& pod);
 
-// The memory working set of each container cgroup directly below a pod's memory cgroup, by
-// the runtime's container ID its name carries (containerIdFromCgroupName: "<id>",
-// "cri-containerd-<id>.scope", "crio-<id>.scope", ...; the sandbox's is listed too, the
-// caller matches IDs). Read once for a message, not on every scan: the directories are opened
-// and closed here. A child vanishing meanwhile is skipped.
+// The memory working set of the container cgroups directly below a pod's memory cgroup whose
+// names carry one of `runtimeIds` (containerIdFromCgroupName: "<id>",
+// "cri-containerd-<id>.scope", "crio-<id>.scope", ...; others, the sandbox's among them, are
+// not opened). Read once for a message, not on every scan: the directories are opened and
+// closed here. A child vanishing meanwhile is skipped.
 struct ContainerMemory {
   std::string runtimeId;
   std::uint64_t workingSet = 0;
 };
-Result<std::vector<ContainerMemory>> readContainerWorkingSets(const CgroupDir& pod,
-                                                              std::string& buffer);
+Result<std::vector<ContainerMemory>> readContainerWorkingSets(
+    const CgroupDir& pod, const std::vector<std::string_view>& runtimeIds, std::string& buffer);
 
 // Node figures.
 Result<MemInfo> readMemInfo(const std::string& procRoot);

@@ -774,16 +774,18 @@ std::string Agent::containerMessage(const policy::Eviction& eviction,
                                     const policy::EvictionDecision& decision) {
   const policy::Pod& pod = *eviction.pod;
   if (policy::starvedResource(eviction.signal) != "memory") return {};
-  auto named = [](const std::vector<policy::Container>& list) {
-    return std::any_of(list.begin(), list.end(),
-                       [](const policy::Container& c) { return !c.runtimeId.empty(); });
-  };
-  if (!named(pod.containers) && !named(pod.initContainers)) return {};
+  std::vector<std::string_view> ids;
+  for (const std::vector<policy::Container>* list : {&pod.initContainers, &pod.containers}) {
+    for (const policy::Container& container : *list) {
+      if (!container.runtimeId.empty()) ids.push_back(container.runtimeId);
+    }
+  }
+  if (ids.empty()) return {};
   const cgroups::PodCgroup* cgroup = pods_.find(pod.uid);
   const policy::PodStats* figures = view_.figures(pod.uid);
   const policy::SignalStatus* status = statusOf(decision, {eviction.signal, eviction.hard});
   if (cgroup == nullptr || figures == nullptr || status == nullptr) return {};
-  auto readings = cgroups::readContainerWorkingSets(cgroup->memory, buffer_);
+  auto readings = cgroups::readContainerWorkingSets(cgroup->memory, ids, buffer_);
   if (!readings) {
     logOnce("read-problem", readings.error());
     return {};
