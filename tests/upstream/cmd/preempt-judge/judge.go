@@ -113,9 +113,9 @@ type result struct {
 	// Nodes where explain admission admits the preemptor but the scheduler's request sets
 	// leave no room, because a pod there is resizing (see schedulerFitsResources).
 	setDifference []string
-	// The scheduler's node, when its victims there differ from explain's only by the order
-	// of pods the scheduler cannot tell apart (see tieOrderGives).
-	victimTie string
+	// explain agrees only once pods the scheduler cannot tell apart are taken in another
+	// order (see agreesInSomeTieOrder).
+	victimTie bool
 }
 
 // judge runs one scenario on the cluster and compares.
@@ -155,40 +155,22 @@ func judge(ctx context.Context, cs *kubernetes.Clientset, nw *nodewarden, c *sce
 	if err := os.WriteFile(podPath, preemptor, 0o644); err != nil {
 		return nil, err
 	}
-	args := []string{"preemption", "--snapshot", snapPath, "--pod", podPath, "-o", "json"}
-	res.commands = append(res.commands, "nodewarden explain "+strings.Join(args, " "))
-	text, err := nw.ask(args)
+	res.commands = append(res.commands, "nodewarden explain "+strings.Join([]string{"preemption", "--snapshot", snapPath, "--pod", podPath, "-o", "json"}, " "))
+	pre, admission, err := r.explain(nw, snapPath, podPath)
 	if err != nil {
 		return nil, err
 	}
-	var pre preemptionOut
-	if err := json.Unmarshal([]byte(text), &pre); err != nil {
-		return nil, fmt.Errorf("explain preemption -o json: %w", err)
-	}
-	admission := map[string]*admissionOut{}
-	for _, node := range r.nodes {
-		args := []string{"admission", "--snapshot", snapPath, "--node", node.Name, "--pod", podPath, "-o", "json"}
-		text, err := nw.ask(args)
+	res.compare(r, pre, admission)
+	if len(res.problems) > 0 && sched.Kind == "preempted" {
+		alt, err := r.agreesInSomeTieOrder(nw, dir, podPath, sched)
 		if err != nil {
 			return nil, err
 		}
-		var a admissionOut
-		if err := json.Unmarshal([]byte(text), &a); err != nil {
-			return nil, fmt.Errorf("explain admission -o json: %w", err)
-		}
-		admission[node.Name] = &a
-	}
-	if a := admission[sched.Nominated]; sched.Kind == "preempted" && a != nil && a.Verdict == "preempt" &&
-		!slices.Equal(slices.Sorted(slices.Values(a.Victims)), sched.Victims) {
-		ok, err := r.tieOrderGives(nw, dir, podPath, sched.Nominated, sched.Victims)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			res.victimTie = sched.Nominated
+		if alt != nil {
+			res = alt
+			res.victimTie = true
 		}
 	}
-	res.compare(r, &pre, admission)
 	if len(res.problems) > 0 {
 		// The case file: the generated case, with the snapshot and pod explain ran on beside it.
 		data, _ := json.MarshalIndent(c, "", " ")
@@ -356,13 +338,10 @@ func (res *result) compare(r *scenarioRun, pre *preemptionOut, admission map[str
 		}
 		victims := slices.Clone(cand.Victims)
 		sort.Strings(victims)
-		if !slices.Equal(victims, s.Victims) && res.victimTie != s.Nominated {
+		if !slices.Equal(victims, s.Victims) {
 			res.problem("on %s explain's victims are %v", s.Nominated, victims)
 		}
-		if a := admission[s.Nominated]; a.Verdict == "preempt" && res.victimTie == s.Nominated {
-			// Documented (docs/upstream.md): the scheduler broke a tie between pods it cannot
-			// tell apart in an order of its cache; explain, in that order, preempts its victims.
-		} else if a.Verdict == "wait" && terminatingOn(r.pods, s.Nominated) {
+		if a := admission[s.Nominated]; a.Verdict == "wait" && terminatingOn(r.pods, s.Nominated) {
 			// Documented difference (docs/upstream.md): a pod bound to a node waits there for
 			// its terminating pods (the kubelet's side); the scheduler preempts.
 		} else if a.Verdict == "admit" && slices.Contains(res.setDifference, s.Nominated) {
@@ -437,28 +416,55 @@ func terminatingOn(pods []v1.Pod, node string) bool {
 	return false
 }
 
-// tieOrderGives says whether explain admission preempts exactly `want` on `node` once the
-// ties among the pods it may preempt there are broken in some order. The scheduler's
-// SelectVictimsOnNode sorts those pods by MoreImportantPod (higher priority, then the earlier
-// start) with sort.Slice, so pods equal under it stay in the order of its cache's
-// NodeInfo.Pods: the order their add events came in, reshuffled by every update (the cache
-// removes the old pod, moving the last one into its place, and appends the new one), which
-// no snapshot states. explain breaks such ties by pod key. For each order of each group of
-// tied pods (at most 720 orders in all), the pods' start times are moved apart by
-// microseconds in that order: the API states start times in whole seconds, so nothing else
-// changes order.
-func (r *scenarioRun) tieOrderGives(nw *nodewarden, dir, podPath, node string, want []string) (bool, error) {
+// explain asks `explain preemption` and `explain admission` on every node of the scenario.
+func (r *scenarioRun) explain(nw *nodewarden, snapPath, podPath string) (*preemptionOut, map[string]*admissionOut, error) {
+	text, err := nw.ask([]string{"preemption", "--snapshot", snapPath, "--pod", podPath, "-o", "json"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var pre preemptionOut
+	if err := json.Unmarshal([]byte(text), &pre); err != nil {
+		return nil, nil, fmt.Errorf("explain preemption -o json: %w", err)
+	}
+	admission := map[string]*admissionOut{}
+	for _, node := range r.nodes {
+		text, err := nw.ask([]string{"admission", "--snapshot", snapPath, "--node", node.Name, "--pod", podPath, "-o", "json"})
+		if err != nil {
+			return nil, nil, err
+		}
+		var a admissionOut
+		if err := json.Unmarshal([]byte(text), &a); err != nil {
+			return nil, nil, fmt.Errorf("explain admission -o json: %w", err)
+		}
+		admission[node.Name] = &a
+	}
+	return &pre, admission, nil
+}
+
+// agreesInSomeTieOrder judges the scenario again with the ties among the pods the preemptor
+// may preempt broken in each other order, and returns the first result that agrees (nil when
+// none does). The scheduler's SelectVictimsOnNode sorts those pods by MoreImportantPod
+// (higher priority, then the earlier start) with sort.Slice, so pods equal under it stay in
+// the order of its cache's NodeInfo.Pods: the order their add events came in, reshuffled by
+// every update (the cache removes the old pod, moving the last one into its place, and
+// appends the new one), which no snapshot states; explain breaks such ties by pod key. Which
+// of two tied pods is kept can change the victims on a node, and with them the node
+// pickOneNodeForPreemption takes. For each order of each group of tied pods, on every node
+// (at most 720 orders in all), their start times are moved apart by microseconds in that
+// order: the API states start times in whole seconds, so nothing else changes order.
+func (r *scenarioRun) agreesInSomeTieOrder(nw *nodewarden, dir, podPath string, sched *outcome) (*result, error) {
 	if r.Preemptor.Spec.Priority == nil {
-		return false, nil
+		return nil, nil
 	}
 	type tieKey struct {
+		node     string
 		priority int32
 		start    time.Time
 	}
 	groups := map[tieKey][]string{}
 	for i := range r.pods {
 		p := &r.pods[i]
-		if p.Spec.NodeName != node || p.DeletionTimestamp != nil || p.Status.StartTime == nil {
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.StartTime == nil {
 			continue
 		}
 		priority := int32(0)
@@ -468,7 +474,7 @@ func (r *scenarioRun) tieOrderGives(nw *nodewarden, dir, podPath, node string, w
 		if priority >= *r.Preemptor.Spec.Priority {
 			continue
 		}
-		k := tieKey{priority, p.Status.StartTime.Time}
+		k := tieKey{p.Spec.NodeName, priority, p.Status.StartTime.Time}
 		groups[k] = append(groups[k], scenario.PodKey(p))
 	}
 	var tied [][]string
@@ -483,12 +489,13 @@ func (r *scenarioRun) tieOrderGives(nw *nodewarden, dir, podPath, node string, w
 			orders *= n
 		}
 	}
+	sort.Slice(tied, func(i, j int) bool { return tied[i][0] < tied[j][0] })
 	if len(tied) == 0 || orders > 720 {
-		return false, nil
+		return nil, nil
 	}
 	var snap map[string]any
 	if err := json.Unmarshal(r.Snapshot, &snap); err != nil {
-		return false, err
+		return nil, err
 	}
 	pods, _ := snap["pods"].([]any)
 	byKey := map[string]map[string]any{}
@@ -505,44 +512,21 @@ func (r *scenarioRun) tieOrderGives(nw *nodewarden, dir, podPath, node string, w
 		if text, ok := status["startTime"].(string); ok {
 			start, err := time.Parse(time.RFC3339, text)
 			if err != nil {
-				return false, fmt.Errorf("%s: startTime: %w", key, err)
+				return nil, fmt.Errorf("%s: startTime: %w", key, err)
 			}
 			starts[key] = start
 		}
 	}
 	path := filepath.Join(dir, "snapshot-tie-order.json")
 	defer os.Remove(path)
-	// Every combination of one permutation per group, the first of each group being its
-	// key order (explain's own).
+	// Every combination of one permutation per group; the first, each group in key order,
+	// is explain's own and was judged already.
 	perms := make([][][]string, len(tied))
 	for i, g := range tied {
 		perms[i] = permutations(g)
 	}
 	choice := make([]int, len(tied))
 	for {
-		for i, g := range perms {
-			for place, key := range g[choice[i]] {
-				byKey[key]["startTime"] = starts[key].Add(time.Duration(place) * time.Microsecond).UTC().Format("2006-01-02T15:04:05.000000Z07:00")
-			}
-		}
-		data, err := json.Marshal(snap)
-		if err != nil {
-			return false, err
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			return false, err
-		}
-		text, err := nw.ask([]string{"admission", "--snapshot", path, "--node", node, "--pod", podPath, "-o", "json"})
-		if err != nil {
-			return false, err
-		}
-		var a admissionOut
-		if err := json.Unmarshal([]byte(text), &a); err != nil {
-			return false, err
-		}
-		if a.Verdict == "preempt" && slices.Equal(slices.Sorted(slices.Values(a.Victims)), want) {
-			return true, nil
-		}
 		i := 0
 		for ; i < len(choice); i++ {
 			choice[i]++
@@ -552,7 +536,28 @@ func (r *scenarioRun) tieOrderGives(nw *nodewarden, dir, podPath, node string, w
 			choice[i] = 0
 		}
 		if i == len(choice) {
-			return false, nil
+			return nil, nil
+		}
+		for i, g := range perms {
+			for place, key := range g[choice[i]] {
+				byKey[key]["startTime"] = starts[key].Add(time.Duration(place) * time.Microsecond).UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+			}
+		}
+		data, err := json.Marshal(snap)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return nil, err
+		}
+		pre, admission, err := r.explain(nw, path, podPath)
+		if err != nil {
+			return nil, err
+		}
+		alt := &result{scheduler: sched}
+		alt.compare(r, pre, admission)
+		if len(alt.problems) == 0 {
+			return alt, nil
 		}
 	}
 }

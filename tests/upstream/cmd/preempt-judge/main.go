@@ -272,7 +272,7 @@ type tally struct {
 	kinds            map[string]int
 	ties             int
 	setDifferences   int // scenarios with a node where only the documented request-set difference stood
-	victimTies       int // scenarios whose victims differ from explain's only by the order of tied pods
+	victimTies       int // scenarios explain agrees on only with pods of equal priority and start time in another order
 	disagreements    []string
 }
 
@@ -295,7 +295,7 @@ func (t *tally) add(c *scenario.PreemptionCase, r *result, err error) {
 	if len(r.setDifference) > 0 {
 		t.setDifferences++
 	}
-	if r.victimTie != "" {
+	if r.victimTie {
 		t.victimTies++
 	}
 	if len(r.problems) == 0 {
