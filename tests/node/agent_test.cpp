@@ -625,6 +625,22 @@ TEST_CASE("nodewarden_api_reflector_total adds what each watch counter grew by, 
   CHECK(value("Pod", "list") == 2);
 }
 
+namespace {
+
+// With `tree`'s pod added, a priority-1000 pod of 600 MiB beside it and kubepods at 960 MiB of
+// 1 GiB (64 MiB available, 100 MiB needed): the message of the one order, which must be for
+// `victim`.
+std::string messageOfOnlyVictim(Tree& tree, const std::string& victim) {
+  tree.addPod("web", "00000000-0000-4000-8000-0000000000f1", "burstable", 1000, 600 * kMiB,
+              "700Mi");
+  tree.setKubepods(960 * kMiB);
+  Harness h(tree, kPolicy);
+  REQUIRE(h.ordered() == std::vector<std::string>{victim});
+  return h.recorder->orders()[0].message;
+}
+
+}  // namespace
+
 TEST_CASE("a memory eviction's message names the victim's containers from their own cgroups") {
   configureLogging(LogFormat::Text, LogLevel::Error);
   Tree tree;
@@ -663,15 +679,9 @@ TEST_CASE("a memory eviction's message names the victim's containers from their 
           app + R"("},
               {"name":"proxy","containerID":"containerd://)" +
           proxy + R"("}]}})");
-  tree.addPod("web", "00000000-0000-4000-8000-0000000000c2", "burstable", 1000, 600 * kMiB,
-              "700Mi");
-  tree.setKubepods(960 * kMiB);
-  Harness h(tree, kPolicy);
-
-  REQUIRE(h.ordered() == std::vector<std::string>{"default/multi"});
   // The sidecar first (the runtime starts it first), then the containers; the proxy is within
   // its request and the exited init container has no cgroup: no sentence for either.
-  CHECK(h.recorder->orders()[0].message ==
+  CHECK(messageOfOnlyVictim(tree, "default/multi") ==
         "The node was low on resource: memory. Threshold quantity: 100Mi, available: 64Mi. "
         "Container log-shipper was using 50Mi, request is 10Mi, has larger consumption of memory. "
         "Container app was using 200Mi, request is 100Mi, has larger consumption of memory. ");
@@ -682,12 +692,7 @@ TEST_CASE("without runtime IDs in its status, a pod's one container is credited 
   Tree tree;
   tree.addPod("single", "00000000-0000-4000-8000-0000000000d1", "burstable", 0, 300 * kMiB,
               "100Mi");
-  tree.addPod("web", "00000000-0000-4000-8000-0000000000d2", "burstable", 1000, 600 * kMiB,
-              "700Mi");
-  tree.setKubepods(960 * kMiB);
-  Harness h(tree, kPolicy);
-  REQUIRE(h.ordered() == std::vector<std::string>{"default/single"});
-  CHECK(h.recorder->orders()[0].message ==
+  CHECK(messageOfOnlyVictim(tree, "default/single") ==
         "The node was low on resource: memory. Threshold quantity: 100Mi, available: 64Mi. "
         "Container c was using 300Mi, request is 100Mi, has larger consumption of memory. ");
 }
