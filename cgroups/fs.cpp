@@ -80,7 +80,7 @@ Result<std::string> readFile(const std::string& path) {
 }
 
 Result<void> writeFileAt(int dirfd, const std::string& name, std::string_view text) {
-  auto fd = openFileAt(dirfd, name, O_WRONLY);
+  auto fd = openFileAt(dirfd, name, O_WRONLY | O_TRUNC);  // a shorter value replaces a longer one
   if (!fd) return fd.error();
   const ssize_t n = ::write(fd->get(), text.data(), text.size());
   if (n < 0) return errnoError("writing " + name, errno);

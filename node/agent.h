@@ -70,6 +70,9 @@ struct AgentOptions {
   bool notifications = true;
   // With notifications on: false keeps the adaptive memory poller alone (DetectorOptions).
   bool kernelWakeups = true;
+  // cgroup v2: kubepods' memory.high as the edge of the allocatable threshold
+  // (DetectorOptions::memoryHighEdge; --memory-high-edge).
+  bool memoryHighEdge = false;
   // Overrides the policy's housekeepingInterval when set (benchmarks: the kubelet's 10 s).
   std::optional<std::chrono::milliseconds> intervalOverride;
   bool systemdNotify = true;  // sd_notify READY/STATUS/WATCHDOG when under systemd

@@ -57,6 +57,7 @@ Detectors::~Detectors() {
 }
 
 void Detectors::stop() {
+  setMemoryHigh(0);
   stopped_ = true;
   notifiers_.clear();
   for (const auto& poller : pollers_) poller->timer.cancel();
@@ -131,6 +132,7 @@ void Detectors::follow(const policy::EvictionDecision& decision, const cgroups::
   }
   std::vector<std::uint64_t> nodeLines;
   std::vector<std::uint64_t> kubepodsLines;
+  std::uint64_t highLine = 0;
   for (const policy::SignalStatus& status : decision.signals) {
     const bool onRoot = status.key.signal == Signal::MemoryAvailable;
     if (!onRoot && status.key.signal != Signal::AllocatableMemoryAvailable) continue;
@@ -142,6 +144,9 @@ void Detectors::follow(const policy::EvictionDecision& decision, const cgroups::
         status.capacity - status.threshold + std::int64_t(memory->inactiveFile);
     if (usageLine <= 0) continue;
     (onRoot ? nodeLines : kubepodsLines).push_back(std::uint64_t(usageLine));
+    if (!onRoot && (highLine == 0 || std::uint64_t(usageLine) < highLine)) {
+      highLine = std::uint64_t(usageLine);
+    }
     if (!eventfds) continue;
     auto armed = armedThresholds_.find(status.key);
     // Re-arm only when the point moved by more than 1 MiB (inactive_file drifts all the time).
@@ -171,8 +176,43 @@ void Detectors::follow(const policy::EvictionDecision& decision, const cgroups::
     if (memory->usage >= std::uint64_t(usageLine)) wake_(Trigger::MemoryThreshold, std::nullopt);
     server::logEvent(server::LogLevel::Debug, "notification-armed", {{"what", entry->name}});
   }
+  if (options_.memoryHighEdge && options_.kernelWakeups &&
+      pods_.kubepodsMemory().version() == cgroups::Version::V2) {
+    setMemoryHigh(highLine);
+  }
   setPollLines(true, std::move(nodeLines), pollCeiling);
   setPollLines(false, std::move(kubepodsLines), pollCeiling);
+}
+
+void Detectors::setMemoryHigh(std::uint64_t line) {
+  if (line == memoryHighSet_) return;
+  // Re-set only when the point moved by more than 1 MiB (inactive_file drifts all the time).
+  if (line != 0 && memoryHighSet_ != 0 &&
+      std::llabs(std::int64_t(line) - std::int64_t(memoryHighSet_)) < (1 << 20)) {
+    return;
+  }
+  const cgroups::CgroupDir& kubepods = pods_.kubepodsMemory();
+  if (!kubepods.valid()) return;
+  if (!memoryHighFound_) {
+    if (line == 0) return;
+    auto found = kubepods.readOnce("memory.high");
+    if (!found) {
+      reportOnce("memory.high edge", found.error().message, "memory.events and polling");
+      return;
+    }
+    std::string value = std::move(found).value();
+    while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+    memoryHighFound_ = std::move(value);
+  }
+  const std::string text = line == 0 ? *memoryHighFound_ : std::to_string(line);
+  if (auto written = cgroups::writeFileAt(kubepods.fd(), "memory.high", text); !written) {
+    reportOnce("memory.high edge", written.error().message, "memory.events and polling");
+    return;
+  }
+  memoryHighSet_ = line;
+  server::logEvent(server::LogLevel::Debug,
+                   line == 0 ? "notification-disarmed" : "notification-armed",
+                   {{"what", "memory.high " + text + " on " + kubepods.path()}});
 }
 
 void Detectors::setPollLines(bool node, std::vector<std::uint64_t> lines,

@@ -2,6 +2,8 @@
 //   - PSI triggers on the node's memory pressure and, on cgroup v2, on kubepods';
 //   - inotify on kubepods' memory.events (v2: high, max, oom, oom_kill);
 //   - v1 memory threshold eventfds at the usage where each memory threshold is met;
+//   - opt-in on v2 (memoryHighEdge): kubepods' memory.high set at the usage where the
+//     allocatable memory threshold is met, so that memory.events' "high" is the edge;
 //   - the adaptive poller of cgroups/detect.h on the same usage lines (the only fast
 //     detector for a usage line on v2, and a second opinion on v1).
 // Each wake-up calls `wake` with what woke it and, when the kernel dates it, when. The loop
@@ -37,6 +39,13 @@ struct DetectorOptions {
   // false leaves out the kernel's own wake-ups (v1 threshold eventfds, PSI triggers,
   // memory.events) and keeps the adaptive memory poller alone.
   bool kernelWakeups = true;
+  // cgroup v2, with kernelWakeups: sets kubepods' memory.high at the usage where the
+  // allocatableMemory.available threshold is met (capacity − threshold + inactive_file), so
+  // that the kernel's first charge past it raises memory.events' "high" and wakes the loop
+  // at the crossing, as a v1 threshold eventfd does. Above memory.high the kernel reclaims
+  // and throttles kubepods' allocations: only past the line, where an eviction is due. The
+  // value found is written back by stop() and when the threshold goes away.
+  bool memoryHighEdge = false;
 };
 
 class Detectors {
@@ -72,6 +81,8 @@ class Detectors {
   struct LinePoller;
   void addPsi(Result<cgroups::PsiTrigger> trigger, const char* what);
   void watch(const std::shared_ptr<Notifier>& notifier);
+  // memoryHighEdge: kubepods' memory.high at `line` (0: back to the value found).
+  void setMemoryHigh(std::uint64_t line);
   void setPollLines(bool node, std::vector<std::uint64_t> lines, std::chrono::milliseconds ceiling);
   void schedulePoll(const std::shared_ptr<LinePoller>& poller, std::chrono::nanoseconds delay);
   // Logs a problem once per text (bounded).
@@ -87,6 +98,8 @@ class Detectors {
   std::map<policy::ThresholdKey, std::uint64_t> armedThresholds_;  // usage armed per threshold
   std::set<std::string> reported_;
   bool v2NoticeLogged_ = false;
+  std::optional<std::string> memoryHighFound_;  // kubepods' memory.high before the first set
+  std::uint64_t memoryHighSet_ = 0;             // what is set now (0: nothing)
   bool stopped_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

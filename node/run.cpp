@@ -32,6 +32,7 @@ const char* kAgentUsage =
     "                        [--eviction-journal FILE] [--state-dir DIR]\n"
     "                        [--decision-log FILE|-] [--record-preroll DURATION]\n"
     "                        [--record-settle DURATION] [--nice N] [--realtime N]\n"
+    "                        [--no-notifications] [--memory-high-edge]\n"
     "\n"
     "Watches this node's pod cgroups and evicts pods, in the policy's order, before the\n"
     "kernel's OOM killer has to act. Runs until SIGTERM or SIGINT; SIGHUP reloads the policy\n"
@@ -103,6 +104,10 @@ const char* kAgentUsage =
     "  --imagefs PATH         the container runtime's filesystem for imagefs signals.\n"
     "  --no-notifications     poll only (for comparisons); default: kernel memory thresholds\n"
     "                         and PSI triggers wake the loop at once.\n"
+    "  --memory-high-edge     cgroup v2: set kubepods' memory.high where the allocatable\n"
+    "                         memory threshold is met, so that the kernel's memory.events\n"
+    "                         wake the loop at the crossing (restored on exit). Pods are\n"
+    "                         throttled above it, i.e. only past the eviction line.\n"
     "  --nice N               the niceness of the agent's loop thread, -20..19 (default: as\n"
     "                         started; the unit sets Nice=-20, the DaemonSet --nice=-20):\n"
     "                         notifications are answered ahead of busy pods. Below the\n"
@@ -213,6 +218,7 @@ Result<AgentCommand> agentCommand(const Args& args) {
   options.policyPath = args.value("policy");
   options.dryRun = args.flag("dry-run");
   options.notifications = !args.flag("no-notifications");
+  options.memoryHighEdge = args.flag("memory-high-edge");
   options.journalPath = args.value("eviction-journal");
   options.scan.nodeFsPath = args.value("nodefs").value_or("/var/lib/kubelet");
   options.scan.imageFsPath = args.value("imagefs").value_or("");
@@ -360,32 +366,33 @@ struct ApiWiring {
 }  // namespace
 
 int runAgent(const std::vector<std::string>& argv) {
-  auto parsed = parseCommand("agent", argv,
-                             {"policy",
-                              "node",
-                              "source",
-                              "manifests",
-                              "kubeconfig",
-                              "cgroup-root",
-                              "kubepods-cgroup",
-                              "listen",
-                              "log-format",
-                              "nodefs",
-                              "imagefs",
-                              "tls-cert",
-                              "tls-key",
-                              "tls-client-ca",
-                              "static-pod-manifests",
-                              "pod-cache",
-                              "eviction-journal",
-                              "state-dir",
-                              "decision-log",
-                              "record-preroll",
-                              "record-settle",
-                              "nice",
-                              "realtime"},
-                             {"dry-run", "help", "no-notifications", "admission-routes"},
-                             kAgentUsage, std::cout, std::cerr);
+  auto parsed =
+      parseCommand("agent", argv,
+                   {"policy",
+                    "node",
+                    "source",
+                    "manifests",
+                    "kubeconfig",
+                    "cgroup-root",
+                    "kubepods-cgroup",
+                    "listen",
+                    "log-format",
+                    "nodefs",
+                    "imagefs",
+                    "tls-cert",
+                    "tls-key",
+                    "tls-client-ca",
+                    "static-pod-manifests",
+                    "pod-cache",
+                    "eviction-journal",
+                    "state-dir",
+                    "decision-log",
+                    "record-preroll",
+                    "record-settle",
+                    "nice",
+                    "realtime"},
+                   {"dry-run", "help", "no-notifications", "admission-routes", "memory-high-edge"},
+                   kAgentUsage, std::cout, std::cerr);
   if (const int* exit = std::get_if<int>(&parsed)) return *exit;
   const Args& args = std::get<Args>(parsed);
   server::configureLogging(args.value("log-format") == "json" ? server::LogFormat::Json

@@ -359,7 +359,7 @@ def start_contender(name, scenario, tools, workdir):
         return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), \
             f"-i 1; memory_above {LINE // MiB}M or pressure_above memory 60 on kubepods; " \
             "kill_by_memory_size_or_growth on kubepods/*/*"
-    if name == "nodewarden":
+    if name.startswith("nodewarden"):
         manifests = os.path.join(workdir, "manifests")
         os.makedirs(manifests, exist_ok=True)
         for key, pod in scenario.pods.items():
@@ -372,12 +372,16 @@ def start_contender(name, scenario, tools, workdir):
         args = [scenario.nodewarden, "agent", "--source", "static", "--manifests", manifests,
                 "--policy", policy, "--kubepods-cgroup", kube_rel, "--listen", "off",
                 "--nodefs", "", "--log-format", "json", "--node", "peers"]
+        if name == "nodewarden-memoryhigh":
+            args.append("--memory-high-edge")
         proc = subprocess.Popen(args, stdout=log, stderr=log)
         for _ in range(300):  # ready: it logs its detectors after the first full cycle
             time.sleep(0.05)
             if '"event":"detectors"' in read(log.name):
                 break
-        return proc, "hard allocatableMemory.available < 300Mi, 1 s housekeeping"
+        return proc, "hard allocatableMemory.available < 300Mi, 1 s housekeeping" + \
+            ("; --memory-high-edge (kubepods memory.high at the line)"
+             if name == "nodewarden-memoryhigh" else "")
     if name.startswith("systemd-oomd"):
         proc, log = start_systemd_oomd(tools, workdir)
         # Ready (Type=notify) and, then, once it has the slice from PID 1.
@@ -531,7 +535,7 @@ def main():
              "systemd-oomd": os.path.abspath(args.systemd_oomd)}
     contenders = args.contenders.split(",")
     known = ("kernel", "earlyoom-default", "earlyoom-calibrated", "oomd", "nodewarden",
-             "systemd-oomd", "systemd-oomd-memoryhigh")
+             "nodewarden-memoryhigh", "systemd-oomd", "systemd-oomd-memoryhigh")
     for name in contenders:
         if name not in known:
             print(f"run-peers: unknown contender {name} (known: {', '.join(known)})")

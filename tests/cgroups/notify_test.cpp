@@ -233,3 +233,39 @@ TEST_CASE("the memory line poller sees a real allocation cross its line, v1 and 
           << std::chrono::duration<double, std::milli>(seen - started).count()
           << " ms after starting a 64 MiB allocation, in " << polls << " polls");
 }
+
+TEST_CASE("cgroup v2: memory.high on a pod makes its memory.events notify when a child passes it") {
+  // The kernel edge of --memory-high-edge (node/detectors.h): the first charges past
+  // memory.high raise memory.events' "high", which an inotify watch sees at once.
+  const Hierarchy& h = test::realHierarchy();
+  if (h.memoryVersion != Version::V2) {
+    MESSAGE("memory is not on cgroup v2 here (the VM lane runs this)");
+    return;
+  }
+  Sandbox sandbox = test::makeSandbox();
+  const std::string rel = sandbox.addPod(kUid, "burstable").value();
+  PodCgroups pods(h, sandbox.kubepods());
+  REQUIRE(pods.refresh());
+  const PodCgroup* pod = pods.find(kUid);
+  REQUIRE(pod != nullptr);
+  std::string buffer;
+  const std::uint64_t base = readMemoryUsage(pod->memory, buffer).value();
+  REQUIRE(sandbox.writeMemoryFile(rel, "memory.high", std::to_string(base + 32 * kMiB)));
+  auto watcher = FileModifiedWatcher::watch(h.memory + "/" + rel + "/memory.events");
+  REQUIRE(watcher);
+  CHECK(watcher->consume().value() == 0);
+  CHECK(pod->memory.readOnce("memory.events").value().find("\nhigh 0\n") != std::string::npos);
+
+  const auto started = std::chrono::steady_clock::now();
+  auto child = sandbox.spawn(rel, [] { return test::allocateAndSleep(64 * kMiB); });
+  REQUIRE(child);
+  REQUIRE((waitFor(watcher->fd(), POLLIN, 5000ms) & POLLIN) != 0);
+  const auto seen = std::chrono::steady_clock::now();
+  CHECK(watcher->consume().value() >= 1);
+  const std::string events = pod->memory.readOnce("memory.events").value();
+  CHECK_MESSAGE(events.find("\nhigh 0\n") == std::string::npos, events);
+  MESSAGE("memory.events notified "
+          << std::chrono::duration<double, std::milli>(seen - started).count()
+          << " ms after a child started allocating 64 MiB with memory.high 32 MiB above");
+  ::kill(*child, SIGKILL);
+}

@@ -31,6 +31,7 @@ struct Node {
                             file("memory.max", std::to_string(1024 * kMiB) + "\n"),
                             file("memory.current", std::to_string(800 * kMiB) + "\n"),
                             file("memory.stat", "anon 0\nfile 0\ninactive_file 0\n"),
+                            file("memory.high", "max\n"),
                             file("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n")})}),
       dir("proc"),
   }};
@@ -152,4 +153,57 @@ TEST_CASE("on cgroup v2 a change of kubepods' memory.events wakes the loop") {
   CHECK(toString(wakes[0].trigger) == "memory-events");
   CHECK(wakes[0].at.has_value());
   detectors.stop();
+}
+
+TEST_CASE("memoryHighEdge puts kubepods' memory.high on the line, follows it and gives it back") {
+  server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
+  Node node;
+  boost::asio::io_context io;
+  DetectorOptions options;
+  options.procRoot = node.tree.path("proc").string();
+  options.memoryHighEdge = true;
+  Detectors detectors(io, node.pods, steadyClock(), options,
+                      [](Trigger, std::optional<SteadyTime>) {});
+  const auto high = [&] { return node.tree.read("cg/kubepods/memory.high"); };
+  cgroups::NodeReading reading;
+  reading.kubepods = cgroups::MemoryReading{800 * kMiB, 50 * kMiB, 750 * kMiB, 1024 * kMiB};
+  detectors.follow(decisionWith(274 * kMiB), reading, 1000ms);
+  CHECK(high() == std::to_string(974 * kMiB));  // 1024 − 100 + 50 MiB of inactive file
+
+  // inactive_file drifts by less than 1 MiB: left alone; by more: the point follows.
+  reading.kubepods->inactiveFile = 50 * kMiB + 512 * 1024;
+  detectors.follow(decisionWith(274 * kMiB), reading, 1000ms);
+  CHECK(high() == std::to_string(974 * kMiB));
+  reading.kubepods->inactiveFile = 60 * kMiB;
+  detectors.follow(decisionWith(274 * kMiB), reading, 1000ms);
+  CHECK(high() == std::to_string(984 * kMiB));
+
+  // The threshold goes away (a new policy): the value found comes back; stop() does it too.
+  policy::EvictionDecision none;
+  detectors.follow(none, reading, 1000ms);
+  CHECK(high() == "max");
+  detectors.follow(decisionWith(274 * kMiB), reading, 1000ms);
+  CHECK(high() == std::to_string(984 * kMiB));
+  detectors.stop();
+  CHECK(high() == "max");
+}
+
+TEST_CASE("without memoryHighEdge, and with kernel wake-ups off, memory.high is never written") {
+  server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
+  for (const bool edge : {false, true}) {
+    Node node;
+    boost::asio::io_context io;
+    DetectorOptions options;
+    options.procRoot = node.tree.path("proc").string();
+    options.memoryHighEdge = edge;
+    options.kernelWakeups = false;  // with the edge on, this alone keeps it off
+    if (!edge) options.kernelWakeups = true;
+    Detectors detectors(io, node.pods, steadyClock(), options,
+                        [](Trigger, std::optional<SteadyTime>) {});
+    cgroups::NodeReading reading;
+    reading.kubepods = cgroups::MemoryReading{800 * kMiB, 50 * kMiB, 750 * kMiB, 1024 * kMiB};
+    detectors.follow(decisionWith(274 * kMiB), reading, 1000ms);
+    CHECK(node.tree.read("cg/kubepods/memory.high") == "max\n");
+    detectors.stop();
+  }
 }
