@@ -4,6 +4,7 @@
 // memory, signalling on pipes, watched without being reaped).
 #pragma once
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -106,20 +107,39 @@ inline bool readable(int fd) {
   return ::poll(&p, 1, 0) > 0;
 }
 
-// Waits up to `millis` for one byte on `fd`; returns it, or 0 on timeout, EOF or a stop.
-inline char readByte(int fd, int millis) {
+// Waits up to `millis` for `fd` to be readable (retrying after EINTR): poll's result, > 0 when
+// readable, 0 on timeout, < 0 on an error or a stop.
+inline int waitReadable(int fd, int millis) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(millis) * 1'000'000;
+  int n = -1;
   while (!stopped()) {
     const std::int64_t left = (deadline - monotonicNanos()) / 1'000'000;
     if (left < 0) return 0;
     pollfd p{fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, int(left) + 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return 0;
-    char byte = 0;
-    return ::read(fd, &byte, 1) == 1 ? byte : 0;
+    n = ::poll(&p, 1, int(left) + 1);
+    if (n >= 0 || errno != EINTR) return n;
   }
-  return 0;
+  return n;
 }
+
+// Waits up to `millis` for one byte on `fd`; returns it, or 0 on timeout, EOF or a stop.
+inline char readByte(int fd, int millis) {
+  char byte = 0;
+  return waitReadable(fd, millis) > 0 && ::read(fd, &byte, 1) == 1 ? byte : 0;
+}
+
+// A pipe (O_CLOEXEC) whose ends still open close with it; `ok` is false when pipe2 failed.
+struct Pipe {
+  int fd[2] = {-1, -1};
+  bool ok = ::pipe2(fd, O_CLOEXEC) == 0;
+  Pipe() = default;
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+  ~Pipe() { close(0), close(1); }
+  void close(int end) {
+    if (fd[end] >= 0) ::close(fd[end]);
+    fd[end] = -1;
+  }
+};
 
 }  // namespace nodewarden::bench
