@@ -1,20 +1,16 @@
 // bench_cgroups: what reading and watching pod cgroups costs on this machine's real kernel.
 //
 // In a sandbox of kubelet-shaped pod cgroups ("nodewarden-bench-<pid>" below each hierarchy
-// root; 2 guaranteed, 5 burstable, 3 besteffort in every 10) it times, in order:
-// - per-pod reads: readMemoryUsage, and readMemory + readCpuNanos + readProcessCount, on 100
-//   pods (10 running a process holding 8 MiB), each read timed alone on descriptors already
-//   open (the agent's steady state); then the same through libcgroup: its value API
-//   (cgroup_get_cgroup) when that works here, cgroup_read_value_* / cgroup_read_stats_* always;
-// - a v1 memory threshold armed 64 MiB above a pod's usage while a child touches 128 MiB page by
-//   page: from the touch of the crossing page to the parent's poll() returning, beside a
-//   baseline where the child writes a pipe at that page instead;
-// - at 100, 1,000 and 5,000 pod cgroups (or the most RLIMIT_NOFILE allows at 10 descriptors a
-//   pod): scanNode, discoverHierarchy + a fresh PodCgroups::refresh, a refresh finding nothing.
-// Figures print beside their targets (a miss never changes the exit status). Exit: 0 after a
-// run; 77 when the machine cannot run it; 1 when a read fails; 130 after SIGINT/SIGTERM. The
-// sandbox is removed on every path out (and by the next run after a kill). Single threaded, not
-// pinned; times from steady_clock (CLOCK_MONOTONIC, shared by the notification child and parent).
+// root; 2 guaranteed, 5 burstable, 3 besteffort in every 10) it times: readMemoryUsage, and
+// readMemory + readCpuNanos + readProcessCount, on 100 pods (10 holding 8 MiB), each read alone
+// on descriptors already open (the agent's steady state), then the same through libcgroup; a v1
+// memory threshold armed 64 MiB above a pod's usage while a child touches 128 MiB page by page,
+// from the touch of the crossing page to poll() returning, beside a baseline where the child
+// writes a pipe at that page; and at 100, 1,000 and 5,000 pod cgroups (or as many as
+// RLIMIT_NOFILE allows) scanNode, discovery + a fresh index, and a refresh finding nothing.
+// A missed target never changes the exit status: 0 after a run, 77 when the machine cannot run
+// it, 1 when a read fails, 130 after SIGINT/SIGTERM. The sandbox goes on every path out (or with
+// the next run after a kill). Single threaded, not pinned; times from steady_clock.
 
 #include <libcgroup.h>
 #include <sys/resource.h>
@@ -60,8 +56,8 @@ constexpr const char* kUsage =
     "usage: bench_cgroups [--sizes N[,N...]] [--quick] [--trials N] [--help]\n"
     "\n"
     "Times nodewarden's cgroup readers, scan, discovery and v1 memory threshold\n"
-    "notifications on real cgroups it creates (\"nodewarden-bench-<pid>\" below each\n"
-    "hierarchy root) and removes again. Needs root.\n"
+    "notifications on real cgroups it creates (\"nodewarden-bench-<pid>\" below each hierarchy\n"
+    "root) and removes again. Needs root.\n"
     "  --sizes 100,1000   pod cgroups for the scan and discovery (default 100,1000,5000;\n"
     "                     with --quick 100,1000); each from 100 to 20000\n"
     "  --quick            fewer repetitions and 10 notification trials (a smoke run)\n"
@@ -71,20 +67,18 @@ constexpr const char* kUsage =
     "full scan of 1000 pods, notification p99 <= 5 ms. A missed target prints MISSES but\n"
     "does not change the exit status. Exit 77: the machine cannot run it.\n";
 
+// Passes over the read set (each read timed alone), the same through cgroup_read_value_*, and
+// through cgroup_get_cgroup (slow: fewer); scans; discoveries; refreshes finding nothing; the
+// notification trials and the wall time they may take together.
 struct Budgets {
-  // Passes over the read set (each read timed alone); the same through cgroup_read_value_*;
-  // through cgroup_get_cgroup (slow: fewer); scans; discoveries; refreshes finding nothing.
   Budget reads, readValue, valueApi, scan, discovery, noopRefresh;
-  int trials;           // notification trials
-  double trialSeconds;  // wall-time bound on all of them
+  int trials;
+  double trialSeconds;
 };
-
-Budgets budgetsFor(bool quick) {
-  if (quick)
-    return {{3, 50, .3}, {2, 20, .3}, {1, 3, .3}, {3, 10, .5}, {2, 5, 1}, {3, 20, .3}, 10, 30};
-  return {{20, 5000, 2}, {10, 500, 2},   {3, 50, 2}, {10, 300, 4},
-          {5, 40, 5},    {20, 500, 1.5}, 50,         300};
-}
+constexpr Budgets kQuickBudgets = {{3, 50, .3}, {2, 20, .3}, {1, 3, .3}, {3, 10, .5},
+                                   {2, 5, 1},   {3, 20, .3}, 10,         30};
+constexpr Budgets kFullBudgets = {{20, 5000, 2}, {10, 500, 2},   {3, 50, 2}, {10, 300, 4},
+                                  {5, 40, 5},    {20, 500, 1.5}, 50,         300};
 
 // Per-pod reads in microseconds, scans and discovery in milliseconds.
 void printLine(const char* label, const Samples& s, bool millis = false) {
@@ -118,10 +112,6 @@ std::optional<Error> growTo(Sandbox& sandbox, std::vector<BenchPod>& pods, std::
     auto relative = sandbox.addPod(uid, qosMix(pods.size()));
     if (!relative) return relative.error();
     pods.push_back({std::move(uid), *relative});
-    if (pods.size() % 2000 == 0) {
-      std::printf("    ... %s / %s pod cgroups\n", withCommas(pods.size()).c_str(),
-                  withCommas(target).c_str());
-    }
   }
   return std::nullopt;
 }
@@ -262,10 +252,6 @@ struct ValueApi {
   int lastErrno = 0;  // with ECGOTHER
   int valueRc = 0;    // the first failed cgroup_get_value_uint64's
   std::uint64_t usage = 0;
-  std::string note() const {
-    return valueRc == 0 ? "usage " + withCommas(usage) + " bytes"
-                        : std::string("cgroup_get_value_uint64: ") + cgroup_strerror(valueRc);
-  }
 };
 
 ValueApi valueApi(const std::string& relative, const char* controller, bool full) {
@@ -299,10 +285,14 @@ ValueApi valueApi(const std::string& relative, const char* controller, bool full
 // Probes the value API on `pod` and prints what works: the controller to add for the timed runs
 // (nullptr: none, so every hierarchy), or nullopt when it cannot be timed here.
 std::optional<const char*> probeValueApi(const std::string& pod) {
+  auto note = [](const ValueApi& r) {
+    return r.valueRc == 0 ? "usage " + withCommas(r.usage) + " bytes"
+                          : std::string("cgroup_get_value_uint64: ") + cgroup_strerror(r.valueRc);
+  };
   const ValueApi memory = valueApi(pod, "memory", false);
   if (memory.rc == 0) {
     std::printf("  value API: new_cgroup + add_controller(memory) + get_cgroup works here; %s\n",
-                memory.note().c_str());
+                note(memory).c_str());
     return "memory";
   }
   std::printf(
@@ -321,7 +311,7 @@ std::optional<const char*> probeValueApi(const std::string& pod) {
   std::printf(
       "\n    with no controller added it works (it then loads every hierarchy's files): that\n"
       "    variant is timed below as the value API; %s\n",
-      all.note().c_str());
+      note(all).c_str());
   return nullptr;
 }
 
@@ -400,6 +390,8 @@ void measureLibcgroup(const std::vector<BenchPod>& pods, const cgroups::Hierarch
 // ---------------------------------------------------------------------------------------------
 // Notification latency.
 
+const std::size_t gPageSize = std::size_t(::sysconf(_SC_PAGESIZE));
+
 // Shared by the notification child and the parent (MAP_SHARED; the parent zeroes it before each
 // trial, so its pages are charged to the parent's cgroup, not the pod's).
 struct TouchLog {
@@ -409,11 +401,10 @@ struct TouchLog {
 };
 
 // The child, in the pod cgroup: says 'r' once its memory is mapped; on 'g' touches it page by
-// page, logging each touch (and saying 'p' after the ping page); says 'd'; then waits for EOF on
-// `goFd`, so that its memory is freed after the parent has its figures.
-int touchOnSignal(int readyFd, int goFd, TouchLog& log, std::size_t pageSize, pid_t parent) {
+// page, logging each touch (and saying 'p' after the ping page); then says 'd' and exits.
+int touchOnSignal(int readyFd, int goFd, TouchLog& log, pid_t parent) {
   static constexpr char kReady = 'r', kPing = 'p', kDone = 'd';
-  const std::size_t pages = kTouchBytes / pageSize;
+  const std::size_t pages = kTouchBytes / gPageSize;
   if (!dieWithParent(parent)) return 0;
   volatile char* bytes = mapSmallPages(kTouchBytes);
   char go = 0;
@@ -422,14 +413,11 @@ int touchOnSignal(int readyFd, int goFd, TouchLog& log, std::size_t pageSize, pi
   const std::int64_t ping = log.pingPage;
   for (std::size_t i = 0; i < pages && !stopped(); ++i) {
     log.touchedAt[i] = monotonicNanos();
-    bytes[i * pageSize] = 1;
+    bytes[i * gPageSize] = 1;
     std::atomic_ref(log.progress).store(std::int64_t(i + 1), std::memory_order_release);
     if (std::int64_t(i) == ping && ::write(readyFd, &kPing, 1) != 1) return 6;
   }
-  if (::write(readyFd, &kDone, 1) != 1) return 5;
-  while (::read(goFd, &go, 1) > 0) {
-  }
-  return 0;
+  return ::write(readyFd, &kDone, 1) == 1 ? 0 : 5;
 }
 
 struct NotifyFigures {
@@ -443,32 +431,23 @@ struct NotifyFigures {
   std::vector<double> wakeUsageOver;  // usage read right after waking − threshold, bytes
 };
 
-// The pod cgroup the trials run in.
-struct NotifyPod {
-  Sandbox& sandbox;
-  std::string relative;
-  CgroupDir dir;
-  TouchLog& log;
-  std::size_t pageSize;
-  std::string buffer;
-};
-
 // A trial once its child runs: nullopt when measured, else why not ("" on a stop). In a baseline
 // trial no threshold is armed: the child writes its ready pipe right after touching the
 // crossing page. Same child, same loop, same wake-up through the scheduler: what the threshold
 // adds is the kernel's own delay in noticing the crossing.
-std::optional<std::string> measureTrial(NotifyPod& pod, bool baseline, int readyFd, int goFd,
-                                        NotifyFigures& f) {
+std::optional<std::string> measureTrial(const CgroupDir& dir, TouchLog& log, bool baseline,
+                                        int readyFd, int goFd, NotifyFigures& f) {
+  std::string buffer;
   if (readByte(readyFd, 5000) != 'r') return "the child did not get ready";
-  auto before = cgroups::readMemoryUsage(pod.dir, pod.buffer);
+  auto before = cgroups::readMemoryUsage(dir, buffer);
   if (!before) return before.error().message;
   const std::uint64_t threshold = *before + kThresholdMargin;
   // The first page whose touch takes the usage above it, at one page a touch from `before`.
-  const std::size_t crossing = std::size_t(kThresholdMargin / pod.pageSize);
-  pod.log.pingPage = baseline ? std::int64_t(crossing) : -1;
+  const std::size_t crossing = std::size_t(kThresholdMargin / gPageSize);
+  log.pingPage = baseline ? std::int64_t(crossing) : -1;
   std::optional<cgroups::MemoryThresholdNotifier> notifier;  // v1: replaced, never moved
   if (!baseline) {
-    auto armed = cgroups::MemoryThresholdNotifier::arm(pod.dir, threshold);
+    auto armed = cgroups::MemoryThresholdNotifier::arm(dir, threshold);
     if (!armed) return armed.error().message;
     notifier.emplace(std::move(armed).value());
   }
@@ -476,58 +455,57 @@ std::optional<std::string> measureTrial(NotifyPod& pod, bool baseline, int ready
   if (::write(goFd, &kGo, 1) != 1) return "writing the go signal failed";
   const int n = waitReadable(baseline ? readyFd : notifier->fd(), 5000);
   const std::int64_t wokeAt = monotonicNanos();
-  const std::int64_t progressAtWake =
-      std::atomic_ref(pod.log.progress).load(std::memory_order_acquire);
+  const std::int64_t progressAtWake = std::atomic_ref(log.progress).load(std::memory_order_acquire);
   if (stopped()) return "";
   f.timedOut += n <= 0;
   if (n <= 0) return baseline ? "no ping within 5 s" : "no threshold event within 5 s";
-  auto usageAtWake = cgroups::readMemoryUsage(pod.dir, pod.buffer);
+  auto usageAtWake = cgroups::readMemoryUsage(dir, buffer);
   if (baseline && readByte(readyFd, 1000) != 'p') return "the child's ping was not 'p'";
   if (readByte(readyFd, 10000) != 'd') return "the child did not finish touching its memory";
-  const std::int64_t* at = pod.log.touchedAt;
-  const std::size_t pages = kTouchBytes / pod.pageSize;
-  f.latencyNs.push_back(double(wokeAt - at[crossing]));
-  f.early += wokeAt < at[crossing];
+  const std::size_t last = kTouchBytes / gPageSize - 1;
+  f.latencyNs.push_back(double(wokeAt - log.touchedAt[crossing]));
+  f.early += wokeAt < log.touchedAt[crossing];
   f.pagesLate.push_back(double(progressAtWake) - double(crossing));
-  f.pageTouchNs.push_back(double(at[pages - 1] - at[0]) / double(pages - 1));
+  f.pageTouchNs.push_back(double(log.touchedAt[last] - log.touchedAt[0]) / double(last));
   if (usageAtWake) f.wakeUsageOver.push_back(double(*usageAtWake) - double(threshold));
   return std::nullopt;
 }
 
-// `trials` threshold trials and as many baseline trials, alternating so that both see the same
-// machine, within `seconds`; {threshold, baseline}.
-std::array<NotifyFigures, 2> runTrials(NotifyPod& pod, int trials, double seconds) {
+// `trials` threshold trials and as many baseline trials in the pod cgroup `relative`,
+// alternating so that both see the same machine, within `seconds`: {threshold, baseline}.
+std::array<NotifyFigures, 2> runTrials(Sandbox& sandbox, const std::string& relative,
+                                       const CgroupDir& dir, TouchLog& log,
+                                       const Budgets& budgets) {
   std::array<NotifyFigures, 2> figures;
   const auto start = steadyNow();
-  for (int trial = 0; trial < 2 * trials && !stopped() && nanosSince(start) * 1e-9 < seconds;
+  for (int trial = 0;
+       trial < 2 * budgets.trials && !stopped() && nanosSince(start) * 1e-9 < budgets.trialSeconds;
        ++trial) {
     NotifyFigures& f = figures[trial % 2];
     ++f.attempted;
-    std::memset(&pod.log, 0, sizeof pod.log);
+    std::memset(&log, 0, sizeof log);
     Pipe ready, go;
     Result<pid_t> child = Error{std::string("pipe: ") + std::strerror(errno)};
     if (ready.ok && go.ok) {
-      child = pod.sandbox.spawn(pod.relative, [&, self = ::getpid()] {
+      child = sandbox.spawn(relative, [&, self = ::getpid()] {
         ::close(ready.fd[0]);
         ::close(go.fd[1]);
-        return touchOnSignal(ready.fd[1], go.fd[0], pod.log, pod.pageSize, self);
+        return touchOnSignal(ready.fd[1], go.fd[0], log, self);
       });
     }
     ready.close(1);
     go.close(0);
-    const auto why = child ? measureTrial(pod, trial % 2 == 1, ready.fd[0], go.fd[1], f)
+    const auto why = child ? measureTrial(dir, log, trial % 2 == 1, ready.fd[0], go.fd[1], f)
                            : std::optional(child.error().message);
     if (why && !why->empty() && f.firstError.empty()) {
       f.firstError = "trial " + std::to_string(trial) + ": " + *why;
     }
     if (!child) break;
-    go.close(1);  // EOF: the child exits (or, if it never got 'g', gives up)
-    ready.close(0);
-    if (why) ::kill(*child, SIGKILL);
-    // Waits (bounded) without reaping, then lets the sandbox reap: it kills the children it
-    // recorded at the end, so it must be the one to forget them.
+    // Kills the child if it still runs and waits (bounded) without reaping, then lets the
+    // sandbox reap: it kills the children it recorded at the end, so it must forget them.
+    ::kill(*child, SIGKILL);
     for (int i = 0; i < 5000 && !exited(*child); ++i) sleepMillis(1);
-    pod.sandbox.reap();
+    sandbox.reap();
   }
   return figures;
 }
@@ -564,29 +542,21 @@ std::optional<double> measureNotification(Sandbox& sandbox, const cgroups::Hiera
       "  latency = parent's wake from poll(eventfd) - touch of the first page that takes\n"
       "  the usage (+4 KiB per page) above the threshold\n");
   std::fflush(stdout);
-  std::string skipped;
-  std::array<NotifyFigures, 2> nf;
   auto relative = sandbox.addPod(rng.uuid(), "burstable");
   auto dir = relative ? CgroupDir::open(h.memory + "/" + *relative, cgroups::Version::V1)
                       : Result<CgroupDir>(relative.error());
-  void* shared =
+  void* log =
       ::mmap(nullptr, sizeof(TouchLog), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  std::string skipped = log == MAP_FAILED ? "mmap of the touch log failed" : "";
   if (h.memoryVersion != cgroups::Version::V1) {
     skipped = "the memory controller is on cgroup v2 (no cgroup.event_control thresholds)";
   } else if (!dir) {
-    skipped = "cannot open the pod cgroup: " + dir.error().message;
-  } else if (shared == MAP_FAILED) {
-    skipped = std::string("mmap of the shared touch log: ") + std::strerror(errno);
-  } else {
-    NotifyPod pod{sandbox,
-                  *relative,
-                  std::move(dir).value(),
-                  *static_cast<TouchLog*>(shared),
-                  std::size_t(::sysconf(_SC_PAGESIZE)),
-                  {}};
-    nf = runTrials(pod, budgets.trials, budgets.trialSeconds);
+    skipped = "cannot make the pod cgroup: " + dir.error().message;
   }
-  if (shared != MAP_FAILED) ::munmap(shared, sizeof(TouchLog));
+  std::array<NotifyFigures, 2> nf;
+  if (skipped.empty())
+    nf = runTrials(sandbox, *relative, *dir, *static_cast<TouchLog*>(log), budgets);
+  if (log != MAP_FAILED) ::munmap(log, sizeof(TouchLog));
   if (relative) (void)sandbox.removeCgroup(*relative);
   if (!skipped.empty()) std::printf("  skipped: %s\n", skipped.c_str());
   if (!skipped.empty()) return std::nullopt;
@@ -638,15 +608,15 @@ void closeControlFiles(const PodCgroups& index) {
 // median, or nullopt when one of them failed.
 std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Sandbox& sandbox,
                                               const Budgets& budgets) {
-  std::size_t scanned = 0;
-  std::vector<std::string> errors;  // of the last scan
+  std::size_t scanned = 0, errors = 0;  // by the last scan
+  std::string firstError;
   auto scanOnce = [&] {
     const auto t0 = steadyNow();
     cgroups::ScanResult result = cgroups::scanNode(index, {}, steadyNow());
     const double ns = nanosSince(t0);
     scanned = result.summary.pods.size();
-    errors.clear();
-    for (const Error& e : result.errors) errors.push_back(e.message);
+    errors = result.errors.size();
+    if (errors > 0 && firstError.empty()) firstError = ", first: " + result.errors[0].message;
     doNotOptimize(result);
     return ns;
   };
@@ -654,9 +624,8 @@ std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Sandbox& 
   std::printf("    first scan (opens every control file)      %8.2f ms\n", scanOnce() * 1e-6);
   const Samples scan = measure(budgets.scan, scanOnce);
   printLine("scanNode", scan, true);
-  std::printf("      %.2f us per pod (median); %zu pods in the summary; %zu read errors%s%s\n",
-              scan.median() * 1e-3 / double(index.size()), scanned, errors.size(),
-              errors.empty() ? "" : ", first: ", errors.empty() ? "" : errors[0].c_str());
+  std::printf("      %.2f us per pod (median); %zu pods in the summary; %zu read errors%s\n",
+              scan.median() * 1e-3 / double(index.size()), scanned, errors, firstError.c_str());
   if (index.size() == kScanTargetPods) {
     std::printf("      target <= %.0f ms (median): %s\n", kScanTargetMillis,
                 verdict(scan.median() * 1e-6 <= kScanTargetMillis));
@@ -712,19 +681,17 @@ std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Sandbox& 
 
 // ---------------------------------------------------------------------------------------------
 
-// The measurements, on a sandbox that run() owns and destroys whatever this returns.
-int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
-                    const std::vector<std::size_t>& sizes, const Budgets& budgets) {
-  Random rng(kSeed);
-  std::vector<BenchPod> pods;
-  std::printf("== set-up: %zu pod cgroups, %zu of them running a process holding %llu MiB ==\n",
-              kReadPods, kBusyPods, static_cast<unsigned long long>(kBusyBytes / kMi));
-  auto start = steadyNow();
+// The read set's index entries once its busy pods' 8 MiB is charged (`createSeconds`: making
+// its cgroups); the exit status when it cannot be had.
+std::variant<std::vector<const PodCgroup*>, int> setUpReadSet(Sandbox& sandbox, PodCgroups& index,
+                                                              std::vector<BenchPod>& pods,
+                                                              Random& rng, double& createSeconds) {
+  const auto start = steadyNow();
   if (auto failed = growTo(sandbox, pods, kReadPods, rng)) {
     std::printf("cannot create pod cgroups: %s\n", failed->message.c_str());
     return 77;
   }
-  double createSeconds = nanosSince(start) * 1e-9;
+  createSeconds = nanosSince(start) * 1e-9;
   for (std::size_t i = 0; i < kBusyPods && !stopped(); ++i) {
     auto child = sandbox.spawn(pods[i].relative,
                                [self = ::getpid()] { return holdMemory(kBusyBytes, self); });
@@ -733,35 +700,88 @@ int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
       return 77;
     }
   }
-  PodCgroups index(h, sandbox.kubepods());
-  // The index must find exactly the pods made so far.
-  auto indexed = [&] {
-    auto refreshed = index.refresh();
-    if (refreshed && index.size() == pods.size()) return true;
+  auto refreshed = index.refresh();
+  std::vector<const PodCgroup*> set;
+  for (const BenchPod& pod : pods) set.push_back(index.find(pod.uid));
+  if (!refreshed || index.size() != pods.size() || std::count(set.begin(), set.end(), nullptr)) {
     std::fprintf(stderr, "the pod index found %zu pods, expected %zu%s%s\n", index.size(),
                  pods.size(), refreshed ? "" : ": ",
                  refreshed ? "" : refreshed.error().message.c_str());
-    return false;
-  };
-  if (!indexed()) return 1;
-  std::vector<const PodCgroup*> set;
-  for (const BenchPod& pod : pods) {
-    set.push_back(index.find(pod.uid));
-    if (set.back() == nullptr) return 1;
+    return 1;
   }
-  // The children's 8 MiB must be charged before the reads mean anything (bounded: 10 s).
   std::string buffer;
-  std::uint64_t usage[2] = {0, 0};  // of the busy pods, of the empty pods
-  for (int wait = 0; wait < 1000 && !stopped(); ++wait) {
+  for (int wait = 0; wait < 1000 && !stopped(); ++wait) {  // bounded: 10 s
     std::size_t charged = 0;
-    usage[0] = usage[1] = 0;
-    for (std::size_t i = 0; i < kReadPods; ++i) {
-      auto read = cgroups::readMemoryUsage(set[i]->memory, buffer);
-      usage[i < kBusyPods ? 0 : 1] += read ? *read : 0;
-      charged += i < kBusyPods && read && *read >= kBusyBytes;
+    for (std::size_t i = 0; i < kBusyPods; ++i) {
+      auto usage = cgroups::readMemoryUsage(set[i]->memory, buffer);
+      charged += usage && *usage >= kBusyBytes;
     }
     if (charged == kBusyPods) break;
     sleepMillis(10);
+  }
+  return set;
+}
+
+// The scan and discovery at each size, on the same growing tree: the scan's median at
+// kScanTargetPods when measured there, or the exit status.
+std::variant<std::optional<double>, int> measureSizes(Sandbox& sandbox, PodCgroups& index,
+                                                      std::vector<BenchPod>& pods, Random& rng,
+                                                      double& createSeconds,
+                                                      const std::vector<std::size_t>& sizes,
+                                                      const Budgets& budgets) {
+  std::optional<double> scanMs;
+  for (std::size_t size : sizes) {
+    std::printf("  -- %s pod cgroups (each in memory, cpuacct, pids, freezer, unified) --\n",
+                withCommas(size).c_str());
+    std::fflush(stdout);
+    const std::size_t before = pods.size();
+    auto start = steadyNow();
+    auto failed = growTo(sandbox, pods, size, rng);
+    const double seconds = nanosSince(start) * 1e-9;
+    createSeconds += seconds;
+    if (stopped()) return 130;
+    if (failed) {
+      std::printf("  cannot create more pod cgroups at %s: %s; stopping here\n",
+                  withCommas(pods.size()).c_str(), failed->message.c_str());
+      break;
+    }
+    start = steadyNow();
+    auto refreshed = index.refresh();
+    const double refreshNs = nanosSince(start);
+    if (!refreshed || index.size() != pods.size()) {
+      std::fprintf(stderr, "the pod index found %zu pods, expected %zu\n", index.size(), size);
+      return 1;
+    }
+    std::printf(
+        "    created %s more in %.2f s (%.2f ms per pod); all %s took %.2f s; the refresh that "
+        "found them: %.2f ms\n",
+        withCommas(size - before).c_str(), seconds,
+        size > before ? seconds * 1e3 / double(size - before) : 0.0, withCommas(size).c_str(),
+        createSeconds, refreshNs * 1e-6);
+    std::fflush(stdout);
+    const auto scanNs = measureScanAndDiscovery(index, sandbox, budgets);
+    if (!scanNs) return stopped() ? 130 : 1;
+    if (size == kScanTargetPods) scanMs = *scanNs * 1e-6;
+  }
+  return scanMs;
+}
+
+// The measurements, on a sandbox that run() owns and destroys whatever this returns.
+int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
+                    const std::vector<std::size_t>& sizes, const Budgets& budgets) {
+  Random rng(kSeed);
+  std::vector<BenchPod> pods;
+  PodCgroups index(h, sandbox.kubepods());
+  std::printf("== set-up: %zu pod cgroups, %zu of them running a process holding %llu MiB ==\n",
+              kReadPods, kBusyPods, static_cast<unsigned long long>(kBusyBytes / kMi));
+  double createSeconds = 0;
+  const auto set = setUpReadSet(sandbox, index, pods, rng, createSeconds);
+  if (const int* status = std::get_if<int>(&set)) return *status;
+  std::string buffer;
+  std::uint64_t usage[2] = {0, 0};  // of the busy pods, of the empty pods
+  for (std::size_t i = 0; i < kReadPods; ++i) {
+    auto read = cgroups::readMemoryUsage(std::get<0>(set)[i]->memory, buffer);
+    usage[i < kBusyPods ? 0 : 1] += read ? *read : 0;
   }
   std::printf(
       "  created in %.2f s; busy pods' memory.usage_in_bytes: %.1f MiB on average; empty pods': "
@@ -773,7 +793,7 @@ int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
 
   std::printf("== per-pod reads, nodewarden readers on kept-open descriptors (%zu pods) ==\n",
               kReadPods);
-  const auto ours = measureOurReads(set, budgets);
+  const auto ours = measureOurReads(std::get<0>(set), budgets);
   if (stopped() || !ours) return stopped() ? 130 : 1;
   std::printf("\n== the same reads through libcgroup ==\n");
   measureLibcgroup(pods, h, budgets, *ours);
@@ -783,48 +803,17 @@ int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
   const double usageUs = ours->usage.median() * 1e-3, fullUs = ours->full.median() * 1e-3;
   const auto notifyP99Ms = measureNotification(sandbox, h, budgets, rng, usageUs);
   std::printf("\n");
-  std::fflush(stdout);
   if (stopped()) return 130;
-
-  // Size by size on the same growing tree.
   std::printf(
       "== full scan (scanNode) and discovery (discoverHierarchy + PodCgroups::refresh) ==\n");
-  std::optional<double> scanMs;  // at kScanTargetPods
-  for (std::size_t size : sizes) {
-    std::printf("  -- %s pod cgroups (each in memory, cpuacct, pids, freezer, unified) --\n",
-                withCommas(size).c_str());
-    std::fflush(stdout);
-    const std::size_t before = pods.size();
-    start = steadyNow();
-    auto failed = growTo(sandbox, pods, size, rng);
-    const double grewSeconds = nanosSince(start) * 1e-9;
-    createSeconds += grewSeconds;
-    if (stopped()) return 130;
-    if (failed) {
-      std::printf("  cannot create more pod cgroups at %s: %s; stopping here\n",
-                  withCommas(pods.size()).c_str(), failed->message.c_str());
-      break;
-    }
-    start = steadyNow();
-    if (!indexed()) return 1;
-    std::printf(
-        "    created %s more in %.2f s (%.2f ms per pod); all %s took %.2f s; the refresh that "
-        "found them: %.2f ms\n",
-        withCommas(pods.size() - before).c_str(), grewSeconds,
-        pods.size() > before ? grewSeconds * 1e3 / double(pods.size() - before) : 0.0,
-        withCommas(pods.size()).c_str(), createSeconds, nanosSince(start) * 1e-6);
-    std::fflush(stdout);
-    const auto scanNs = measureScanAndDiscovery(index, sandbox, budgets);
-    if (!scanNs) return stopped() ? 130 : 1;
-    if (size == kScanTargetPods) scanMs = *scanNs * 1e-6;
-    std::fflush(stdout);
-  }
+  const auto scanMs = measureSizes(sandbox, index, pods, rng, createSeconds, sizes, budgets);
+  if (const int* status = std::get_if<int>(&scanMs)) return *status;
 
   std::printf("\ntargets (verdicts on the median, notification on p99):\n");
   const std::tuple<const char*, std::optional<double>, const char*, double, const char*> rows[] = {
       {"usage-only read per pod", usageUs, "us", kUsageTargetMicros, ""},
       {"full read per pod", fullUs, "us", kFullTargetMicros, ""},
-      {"full scan of 1,000 pods", scanMs, "ms", kScanTargetMillis,
+      {"full scan of 1,000 pods", std::get<0>(scanMs), "ms", kScanTargetMillis,
        "not measured (1000 not in --sizes)"},
       {"notification p99", notifyP99Ms, "ms", kNotifyP99TargetMillis, "not measured"}};
   for (const auto& [label, value, unit, limit, absent] : rows) {
@@ -902,7 +891,7 @@ int run(int argc, char** argv) {
       .number("--trials", trials, 1, 10000);
   if (auto status = args.parse(argc, argv)) return *status;
   if (quick && !sizesGiven) sizes = {100, 1000};
-  Budgets budgets = budgetsFor(quick);
+  Budgets budgets = quick ? kQuickBudgets : kFullBudgets;
   if (trials > 0) budgets.trials = trials;
 
   auto h = hierarchyForSandbox("bench_cgroups", "it creates cgroups and moves processes into them");
