@@ -306,8 +306,10 @@ std::optional<const char*> probeValueApi(const std::string& pod) {
                 rc == 0 ? "ok" : std::to_string(rc).c_str());
   }
   const ValueApi all = valueApi(pod, nullptr, false);
-  if (all.rc != 0) std::printf("\n    so the value API cannot be timed here\n");
-  if (all.rc != 0) return std::nullopt;
+  if (all.rc != 0) {
+    std::printf("\n    so the value API cannot be timed here\n");
+    return std::nullopt;
+  }
   std::printf(
       "\n    with no controller added it works (it then loads every hierarchy's files): that\n"
       "    variant is timed below as the value API; %s\n",
@@ -359,8 +361,9 @@ void measureLibcgroup(const std::vector<BenchPod>& pods, const cgroups::Hierarch
              (!pids || kept(readValue(pod, "pids", "pids.current"), error, true));
     });
   }
-  if (!error.empty()) std::printf("  cgroup_read_value path failed: %s\n", error.c_str());
-  if (error.empty()) {
+  if (!error.empty()) {
+    std::printf("  cgroup_read_value path failed: %s\n", error.c_str());
+  } else {
     std::printf("  sanity: busy pod 0 usage via libcgroup %s bytes\n",
                 withCommas(*pod0Usage).c_str());
   }
@@ -380,10 +383,12 @@ void measureLibcgroup(const std::vector<BenchPod>& pods, const cgroups::Hierarch
   for (std::size_t k = 0; k < std::size(rows); ++k) {
     const auto& [label, s] = rows[k];
     const double reference = std::max(1.0, (k < 3 ? ours.usage : ours.full).median());
-    if (s->count() == 0) std::printf("    %-44s %10s %10s\n", label, "failed", "-");
-    if (s->count() == 0) continue;
-    std::printf("    %-44s %10.2f %10.2f   %6.1fx\n", label, s->median() * 1e-3, s->p99() * 1e-3,
-                s->median() / reference);
+    if (s->count() == 0) {
+      std::printf("    %-44s %10s %10s\n", label, "failed", "-");
+    } else {
+      std::printf("    %-44s %10.2f %10.2f   %6.1fx\n", label, s->median() * 1e-3, s->p99() * 1e-3,
+                  s->median() / reference);
+    }
   }
 }
 
@@ -558,8 +563,10 @@ std::optional<double> measureNotification(Sandbox& sandbox, const cgroups::Hiera
     nf = runTrials(sandbox, *relative, *dir, *static_cast<TouchLog*>(log), budgets);
   if (log != MAP_FAILED) ::munmap(log, sizeof(TouchLog));
   if (relative) (void)sandbox.removeCgroup(*relative);
-  if (!skipped.empty()) std::printf("  skipped: %s\n", skipped.c_str());
-  if (!skipped.empty()) return std::nullopt;
+  if (!skipped.empty()) {
+    std::printf("  skipped: %s\n", skipped.c_str());
+    return std::nullopt;
+  }
   std::optional<double> p99Ms;
   auto threshold = printTrials("threshold (eventfd from cgroup.event_control):", nf[0]);
   if (threshold) {
@@ -669,8 +676,10 @@ std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Sandbox& 
     }
     return took;
   });
-  if (!failed.empty()) std::fprintf(stderr, "%s\n", failed.c_str());
-  if (!failed.empty()) return std::nullopt;
+  if (!failed.empty()) {
+    std::fprintf(stderr, "%s\n", failed.c_str());
+    return std::nullopt;
+  }
   printLine("discoverHierarchy + fresh refresh", discover, true);
   printLine("  discoverHierarchy", Samples::from(std::move(parts[0])), true);
   printLine("  refresh of a new PodCgroups", Samples::from(std::move(parts[1])), true);
@@ -817,10 +826,12 @@ int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
        "not measured (1000 not in --sizes)"},
       {"notification p99", notifyP99Ms, "ms", kNotifyP99TargetMillis, "not measured"}};
   for (const auto& [label, value, unit, limit, absent] : rows) {
-    if (!value) std::printf("  %-25s %s\n", label, absent);
-    if (!value) continue;
-    std::printf("  %-25s %8.2f %s  <= %5.0f %s  %s\n", label, *value, unit, limit, unit,
-                verdict(*value <= limit));
+    if (!value) {
+      std::printf("  %-25s %s\n", label, absent);
+    } else {
+      std::printf("  %-25s %8.2f %s  <= %5.0f %s  %s\n", label, *value, unit, limit, unit,
+                  verdict(*value <= limit));
+    }
   }
   std::printf(
       "\nOn a shared VM medians move between runs: run it twice before trusting a verdict near "
@@ -837,8 +848,10 @@ std::uint64_t descriptorsFor(std::size_t pods) {
 std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes) {
   const std::uint64_t wanted = descriptorsFor(sizes.back());
   auto limit = cgroups::raiseOpenFileLimit(wanted);
-  if (!limit) std::printf("bench_cgroups: skipped: %s\n", limit.error().message.c_str());
-  if (!limit) return {};
+  if (!limit) {
+    std::printf("bench_cgroups: skipped: %s\n", limit.error().message.c_str());
+    return {};
+  }
   std::printf("open file limit (RLIMIT_NOFILE soft): %s; wanted %s (%llu per pod + %llu)\n",
               withCommas(*limit).c_str(), withCommas(wanted).c_str(),
               static_cast<unsigned long long>(kDescriptorsPerPod),

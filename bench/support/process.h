@@ -26,14 +26,12 @@
 
 namespace nodewarden::bench {
 
-// The stop flag, stopped() and requestStop() are in bench/support/measure.h, whose measure()
-// checks them too.
-
+// SIGINT/SIGTERM set the stop flag of measure.h (stopped()), without SA_RESTART so that
+// blocking calls return EINTR at once.
 inline void installStopHandlers() {
   struct sigaction action {};
   action.sa_handler = [](int) { gStop = 1; };
   sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;  // no SA_RESTART: blocking calls return EINTR at once
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
 }
@@ -62,11 +60,9 @@ inline std::string readText(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-// ---------------------------------------------------------------------------------------------
-// Children: bodies forked by cgroups::Sandbox::spawn, already inside their pod cgroup.
-
-// Makes the child die with the benchmark (a killed run leaves no process behind); false when
-// the parent went before prctl took effect (the child should return at once).
+// Children (bodies forked by cgroups::Sandbox::spawn, already in their pod cgroup): dying with
+// the benchmark, so a killed run leaves none behind; false when the parent went before prctl
+// took effect (the child should return at once).
 inline bool dieWithParent(pid_t parent) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   return ::getppid() == parent;
@@ -93,8 +89,7 @@ inline volatile char* mapSmallPages(std::size_t length) {
   return static_cast<volatile char*>(memory);
 }
 
-// Whether `pid` has exited, without reaping it (the sandbox reaps its own children, since it
-// kills the ones it recorded at the end); the siginfo when it has.
+// The siginfo once `pid` has exited, without reaping it (the sandbox reaps its own children).
 inline std::optional<siginfo_t> exited(pid_t pid) {
   siginfo_t info{};
   if (::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return info;  // gone
@@ -107,8 +102,8 @@ inline bool readable(int fd) {
   return ::poll(&p, 1, 0) > 0;
 }
 
-// Waits up to `millis` for `fd` to be readable (retrying after EINTR): poll's result, > 0 when
-// readable, 0 on timeout, < 0 on an error or a stop.
+// Waits up to `millis` for `fd` to be readable: > 0 when it is, 0 on timeout, < 0 on an error or
+// a stop.
 inline int waitReadable(int fd, int millis) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(millis) * 1'000'000;
   int n = -1;
