@@ -4,6 +4,7 @@
 // memory, signalling on pipes, watched without being reaped).
 #pragma once
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -25,14 +26,12 @@
 
 namespace nodewarden::bench {
 
-// The stop flag, stopped() and requestStop() are in bench/support/measure.h, whose measure()
-// checks them too.
-
+// SIGINT/SIGTERM set the stop flag of measure.h (stopped()), without SA_RESTART so that
+// blocking calls return EINTR at once.
 inline void installStopHandlers() {
   struct sigaction action {};
   action.sa_handler = [](int) { gStop = 1; };
   sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;  // no SA_RESTART: blocking calls return EINTR at once
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
 }
@@ -61,11 +60,9 @@ inline std::string readText(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-// ---------------------------------------------------------------------------------------------
-// Children: bodies forked by cgroups::Sandbox::spawn, already inside their pod cgroup.
-
-// Makes the child die with the benchmark (a killed run leaves no process behind); false when
-// the parent went before prctl took effect (the child should return at once).
+// Children (bodies forked by cgroups::Sandbox::spawn, already in their pod cgroup): dying with
+// the benchmark, so a killed run leaves none behind; false when the parent went before prctl
+// took effect (the child should return at once).
 inline bool dieWithParent(pid_t parent) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   return ::getppid() == parent;
@@ -92,8 +89,7 @@ inline volatile char* mapSmallPages(std::size_t length) {
   return static_cast<volatile char*>(memory);
 }
 
-// Whether `pid` has exited, without reaping it (the sandbox reaps its own children, since it
-// kills the ones it recorded at the end); the siginfo when it has.
+// The siginfo once `pid` has exited, without reaping it (the sandbox reaps its own children).
 inline std::optional<siginfo_t> exited(pid_t pid) {
   siginfo_t info{};
   if (::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return info;  // gone
@@ -106,20 +102,39 @@ inline bool readable(int fd) {
   return ::poll(&p, 1, 0) > 0;
 }
 
-// Waits up to `millis` for one byte on `fd`; returns it, or 0 on timeout, EOF or a stop.
-inline char readByte(int fd, int millis) {
+// Waits up to `millis` for `fd` to be readable: > 0 when it is, 0 on timeout, < 0 on an error or
+// a stop.
+inline int waitReadable(int fd, int millis) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(millis) * 1'000'000;
+  int n = -1;
   while (!stopped()) {
     const std::int64_t left = (deadline - monotonicNanos()) / 1'000'000;
     if (left < 0) return 0;
     pollfd p{fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, int(left) + 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return 0;
-    char byte = 0;
-    return ::read(fd, &byte, 1) == 1 ? byte : 0;
+    n = ::poll(&p, 1, int(left) + 1);
+    if (n >= 0 || errno != EINTR) return n;
   }
-  return 0;
+  return n;
 }
+
+// Waits up to `millis` for one byte on `fd`; returns it, or 0 on timeout, EOF or a stop.
+inline char readByte(int fd, int millis) {
+  char byte = 0;
+  return waitReadable(fd, millis) > 0 && ::read(fd, &byte, 1) == 1 ? byte : 0;
+}
+
+// A pipe (O_CLOEXEC) whose ends still open close with it; `ok` is false when pipe2 failed.
+struct Pipe {
+  int fd[2] = {-1, -1};
+  bool ok = ::pipe2(fd, O_CLOEXEC) == 0;
+  Pipe() = default;
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+  ~Pipe() { close(0), close(1); }
+  void close(int end) {
+    if (fd[end] >= 0) ::close(fd[end]);
+    fd[end] = -1;
+  }
+};
 
 }  // namespace nodewarden::bench

@@ -1,7 +1,6 @@
 // bench/support: the cgroup sandbox the root benchmarks (bench_cgroups, bench_agent,
-// bench_soak) run in — the checks that say why a machine cannot run them (exit 77), the
-// sandbox's creation after removing what a killed earlier run left, the environment line
-// about the hierarchy, and the teardown that says whether anything was left behind.
+// bench_soak) run in: why a machine cannot run them (exit 77), its creation after removing what
+// a killed run left, the line about the hierarchy, and a teardown that says what was left.
 #pragma once
 
 #include <sys/stat.h>
@@ -44,9 +43,8 @@ inline void printHierarchy(const cgroups::Hierarchy& h) {
               h.unified.empty() ? "-" : h.unified.c_str());
 }
 
-// Removes the sandboxes of earlier runs that were killed ("<prefix>-<pid>" of a dead process)
-// and creates "<prefix>-<this pid>", with `memoryLimit` on its kubepods. On failure prints
-// "<program>: skipped: cannot create the sandbox: why" and returns nullopt (exit 77).
+// Removes the sandboxes of killed runs ("<prefix>-<pid>" of a dead process) and creates
+// "<prefix>-<this pid>", `memoryLimit` on its kubepods; nullopt after saying why (exit 77).
 inline std::optional<cgroups::Sandbox> openSandbox(const cgroups::Hierarchy& h, const char* program,
                                                    const char* prefix,
                                                    std::optional<std::uint64_t> memoryLimit = {}) {
@@ -64,9 +62,8 @@ inline std::optional<cgroups::Sandbox> openSandbox(const cgroups::Hierarchy& h, 
   return std::move(created).value();
 }
 
-// Destroys the sandbox (children first, then every cgroup, deepest first; bounded inside
-// destroy()), warns about any top directory still there, and prints how long it took. False
-// when something was left behind.
+// Destroys the sandbox (children, then cgroups deepest first; bounded), warns about any top
+// directory still there and says how long it took; false when something was left behind.
 inline bool closeSandbox(cgroups::Sandbox& sandbox) {
   const cgroups::Hierarchy h = sandbox.hierarchy();
   const std::string top = sandbox.top();
