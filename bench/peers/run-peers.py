@@ -467,6 +467,15 @@ def trial(name, tools, rate, index):
                     candidates.append(line.strip())
                 else:
                     listing = False
+        agent_ms = []  # nodewarden's own crossing -> signalled, from its "evict" log lines
+        agent_log = os.path.join(workdir, "agent.log")
+        if name.startswith("nodewarden") and os.path.exists(agent_log):
+            for line in read(agent_log).splitlines():
+                if '"event":"evict"' in line:
+                    try:
+                        agent_ms.append(float(json.loads(line).get("latency_ms", 0)))
+                    except ValueError:
+                        pass
         growth = (150 * MiB / (three_quarters - quarter) / MiB
                   if quarter and three_quarters and three_quarters > quarter else None)
         if contender is not None and name.startswith("systemd-oomd") and \
@@ -480,6 +489,7 @@ def trial(name, tools, rate, index):
             "stoppedMs": (peak_at - crossed) * 1000 if crossed is not None else None,
             "peakMiB": peak / MiB, "growthMiBs": growth, "died": died,
             "fullAvg10MaxPct": full_max, "contenderSaid": said, "candidates": candidates,
+            "agentMs": agent_ms,
         }
     finally:
         if contender is not None and contender.poll() is None:
@@ -581,6 +591,10 @@ def main():
                 died[pod] = died.get(pod, 0) + 1
         print(f"{name:<20} {len(rows):>6} {sum(r['kernelOomKills'] for r in rows):>10} "
               f"{timing:>28}   " + ", ".join(f"{p} x{n}" for p, n in sorted(died.items())))
+        own = [r["agentMs"][0] for r in rows if r.get("agentMs")]
+        if own:
+            print(f"  its own crossing -> signalled (log latency_ms): p50 {percentile(own, 50):.1f} "
+                  f"p99 {percentile(own, 99):.1f} ({min(own):.1f}-{max(own):.1f}) ms")
         print(f"  {rows[0]['config']}; kubepods memory full avg10 at most "
               + " ".join(f"{r['fullAvg10MaxPct']:.2f}%" for r in rows))
         for r in rows:
