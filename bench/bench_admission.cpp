@@ -1,25 +1,18 @@
-// bench_admission: how fast the admission and preemption core (docs/reference.md §5-§6) decides.
-//
-// With a fixed seed it builds policy::Snapshot objects in memory (clusterCase,
-// bench/support/generator.h: pods of several priority classes, system-critical node agents,
-// Guaranteed/Burstable/BestEffort requests, native sidecars, start times that tie within a
-// rollout, pods not started, terminating, completed or only nominated, PodDisruptionBudgets of
-// which some allow no disruption) and times
+// bench_admission: how fast the admission and preemption core (docs/reference.md §5-§6) decides,
+// on policy::Snapshot objects generated with a fixed seed (clusterCase, bench/support/generator.h:
+// full nodes, PodDisruptionBudgets of which some allow no disruption). It times
 //   admitPod        one admission on one node of 110, 1,000 and 5,000 bound pods (by default)
-//                   that ends in a preempt verdict: the node is full, so the incoming pod
-//                   (priority 500,000) needs several lower-priority pods gone;
-//   selectVictims   selectVictimsOnNode alone on that node, and selectVictimsOnNodeNaive (a full
-//                   re-fit per reprieve) for the speedup; the naive one is roughly cubic, so its
-//                   first call runs in a child process stopped after --naive-cap seconds;
-//   preemptCluster  the scheduler's decision over 100 nodes x 110 pods and 1,000 nodes x 50
-//                   pods, every node full and a candidate; buildClusterIndex apart; and, as a
-//                   diagnostic, filterPodsWithPdbViolation alone over every node, with all PDBs
-//                   and with each namespace's pods against that namespace's PDBs only.
-// The naive and the incremental selections must agree (victims, order, PDB violations) on
-// every generated node, several variants per size and every node of each cluster: else exit
-// status 3. A case without the intended verdict exits with 1; a missed target prints MISS only.
-// Single threaded (the naive child runs while this process waits), not pinned; times from
-// std::chrono::steady_clock.
+//                   that ends in a preempt verdict (priority 500,000, several victims needed);
+//   selectVictims   selectVictimsOnNode on that node, and selectVictimsOnNodeNaive (a full re-fit
+//                   per reprieve, roughly cubic: its first call runs in a child process stopped
+//                   after --naive-cap seconds) for the speedup;
+//   preemptCluster  over 100 nodes x 110 pods and 1,000 nodes x 50, every node a candidate;
+//                   buildClusterIndex apart; as a diagnostic, filterPodsWithPdbViolation alone
+//                   over every node, with all PDBs and with each namespace's own.
+// The naive and incremental selections must agree (victims, order, PDB violations) on every
+// generated node (variants per size, every node of each cluster), else exit status 3; a case
+// without the intended verdict exits with 1; a missed target prints MISS only. Single threaded
+// (the naive child runs while this process waits); times from std::chrono::steady_clock.
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -57,24 +50,16 @@ struct Budgets {
   double variantSeconds;  // ... and as many as the naive selection runs in this time
   int warmups;
 };
-constexpr Budgets kFull{{50, 20000, 1.0},
-                        {50, 20000, 0.6},
-                        {3, 2000, 2.0},
-                        {5, 1000, 0.5},
-                        {5, 1000, 2.5},
-                        25.0,
-                        12,
-                        2.0,
-                        3};
+constexpr Budgets kFull{
+    {50, 20000, 1}, {50, 20000, 0.6}, {3, 2000, 2}, {5, 1000, 0.5}, {5, 1000, 2.5}, 25, 12, 2, 3};
 constexpr Budgets kQuick{
     {20, 2000, 0.15}, {20, 2000, 0.1}, {1, 50, 0.2}, {2, 100, 0.1}, {2, 100, 0.4}, 3.0, 4, 0.5, 1};
 
 // Issue 23's targets (the first ones were 10 us, 100 us and 100 ms).
 double targetOf(int nodes, int podsPerNode) {
-  return nodes == 1 ? (podsPerNode == 110    ? 5
-                       : podsPerNode == 1000 ? 50
-                                             : 0)
-                    : (nodes == 1000 && podsPerNode == 50 ? 25 : 0);
+  const std::map<std::pair<int, int>, double> targets = {
+      {{1, 110}, 5}, {{1, 1000}, 50}, {{1000, 50}, 25}};
+  return targets.count({nodes, podsPerNode}) ? targets.at({nodes, podsPerNode}) : 0;
 }
 
 // The timed mix first, then the variants' (cross-checked only).

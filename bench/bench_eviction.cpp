@@ -82,7 +82,7 @@ struct SizeResult {
 struct Row {
   const char* label;
   Samples samples;
-  bool ofParse;  // in ms with its share of the kubectl-text parse, else in us
+  bool ofParse;  // printed with its share of the kubectl-text parse
 };
 
 std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::string& writeDir) {
@@ -176,42 +176,38 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::str
   policy::Snapshot copy = *snapshot;
   std::vector<Row> rows = {
       {"1 nlohmann::json::parse(text)", Samples::from(steps[0]), true},
-      {"2 parseSnapshot(json) [model+resolve]", Samples::from(steps[1]), true},
-      {"    parsePod x all pods (alone)",
-       measure(b.parsePart, timed([&] {
-                 policy::Diagnostics d;
-                 std::vector<policy::Pod> pods;
-                 policy::forEachListItem(document["pods"], "pods", d,
-                                         [&](const policy::Json& item, const std::string& at) {
-                                           if (auto p = policy::parsePod(item, at, d))
-                                             pods.push_back(std::move(*p));
-                                         });
-                 return pods;
-               })),
-       true},
-      {"    parseSummary, the stats (alone)",
-       measure(b.parsePart, timed([&] {
-                 policy::Diagnostics d;
-                 return policy::parseSummary(document["stats"][std::string(node)], "stats", d);
-               })),
-       true},
-      {"    resolvePods (alone)", measure(b.parsePart, timed([&] {
-                                            policy::resolvePods(copy.pods, copy.priorityClasses);
-                                            return copy.pods.size();
-                                          })),
-       true},
-      {"3 JSON document destruction", Samples::from(steps[2]), true},
-      {"1+2+3 in one iteration", whole, true},
-      {"(not in parse) Snapshot destruction",
-       measure(b.parsePart,
-               [&] {
-                 auto s = std::make_unique<policy::Snapshot>(*snapshot);
-                 doNotOptimize(*s);
-                 const SteadyTime t0 = steadyNow();
-                 s.reset();
-                 return nanosSince(t0);
-               }),
-       false}};
+      {"2 parseSnapshot(json) [model+resolve]", Samples::from(steps[1]), true}};
+  auto part = [&](const char* label, auto call) {
+    rows.push_back({label, measure(b.parsePart, timed(call)), true});
+  };
+  part("    parsePod x all pods (alone)", [&] {
+    policy::Diagnostics d;
+    std::vector<policy::Pod> pods;
+    policy::forEachListItem(document["pods"], "pods", d, [&](const auto& item, const auto& at) {
+      if (auto p = policy::parsePod(item, at, d)) pods.push_back(std::move(*p));
+    });
+    return pods;
+  });
+  part("    parseSummary, the stats (alone)", [&] {
+    policy::Diagnostics d;
+    return policy::parseSummary(document["stats"][std::string(node)], "stats", d);
+  });
+  part("    resolvePods (alone)", [&] {
+    policy::resolvePods(copy.pods, copy.priorityClasses);
+    return copy.pods.size();
+  });
+  rows.push_back({"3 JSON document destruction", Samples::from(steps[2]), true});
+  rows.push_back({"1+2+3 in one iteration", whole, true});
+  rows.push_back({"(not in parse) Snapshot destruction",
+                  measure(b.parsePart,
+                          [&] {
+                            auto s = std::make_unique<policy::Snapshot>(*snapshot);
+                            doNotOptimize(*s);
+                            const SteadyTime t0 = steadyNow();
+                            s.reset();
+                            return nanosSince(t0);
+                          }),
+                  false});
 
   // rank+plan: the agent's path builds only the rankings the plan needs; explain builds all.
   auto rankPlan = [&](const policy::Policy& p, const policy::EvictionState& st,
@@ -223,7 +219,10 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::str
       v.emplace(policy::makeNodeView(*snapshot, node));
       result.emplace(policy::evaluateEviction(*v, *pp, *sp, now, mode));
       gSink = gSink + result->decision.evict.size();
-      if (free) result.reset(), v.reset();
+      if (free) {
+        result.reset();
+        v.reset();
+      }
       return nanosSince(t0);  // else freed outside the timed part
     };
   };
@@ -233,7 +232,7 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::str
                 return policy::evaluateEviction(view, policy, state, now, policy::Rankings::Needed);
               }));
   r.defaults = measure(b.planExtra, rankPlan(defaults, noState));
-  const std::vector<Row> planRows = {
+  const Row planRows[] = {
       {"makeNodeView + evaluateEviction", r.rankPlan, false},
       {"evaluateEviction (view prebuilt)", r.evalOnly, false},
       {"makeNodeView alone",
