@@ -325,11 +325,13 @@ class Planner {
     const double ws = memory == 0 || qos == 'E' ? rng_.betweenReal(20.0, 600.0) * double(kMi)
                       : qos == 'G'              ? double(memory) * rng_.betweenReal(0.25, 0.97)
                                                 : double(memory) * rng_.betweenReal(0.2, 1.8);
-    if (!init || sidecar)
-      p.usage[name] = {std::uint64_t(ws) & ~std::uint64_t(4095),  // whole pages
-                       std::uint64_t(rng_.between(16 * kKi, 300 * kMi)),
-                       std::uint64_t(rng_.between(4 * kKi, 200 * kMi))};
-    if (!init || sidecar) p.ephemeralUsed += p.usage[name].rootfs + p.usage[name].logs;
+    if (!init || sidecar) {  // the kubelet reports running containers only
+      Usage& u = p.usage[name];
+      u.workingSet = std::uint64_t(ws) & ~std::uint64_t(4095);  // whole pages
+      u.rootfs = std::uint64_t(rng_.between(16 * kKi, 300 * kMi));
+      u.logs = std::uint64_t(rng_.between(4 * kKi, 200 * kMi));
+      p.ephemeralUsed += u.rootfs + u.logs;
+    }
     p.processes += std::uint64_t(rng_.between(1, 24));
     (init ? p.pod.initContainers : p.pod.containers).push_back(std::move(c));
   }
@@ -667,11 +669,13 @@ class KubectlText {
       meta = fill(R"("deletionTimestamp": "@", "deletionGracePeriodSeconds": @, )",
                   rfc3339(kStatsTime - 5), o.terminationGracePeriodSeconds);
     }
-    if (!o.priorityClassName.empty())
+    if (!o.priorityClassName.empty()) {
       spec = fill(R"("priorityClassName": "@", )", o.priorityClassName);
+    }
     if (p.admitted || o.specPriority) spec += fill(R"("priority": @, )", o.priority);
-    if (!o.nominatedNodeName.empty())
+    if (!o.nominatedNodeName.empty()) {
       status = fill(R"(, "nominatedNodeName": "@")", o.nominatedNodeName);
+    }
     if (p.admitted) status += fill(R"(, "qosClass": "@")", policy::qosClassName(o.qos));
     const char* owner[] = {"ReplicaSet", "StatefulSet", "Job", "DaemonSet"};
     const std::string ip = fill("10.244.@.@", rng_.between(0, 63), rng_.between(2, 254));
