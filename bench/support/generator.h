@@ -139,7 +139,7 @@ struct Usage {
 // One pod as drawn: the object as the API holds it, and what only the kubelet shows of it.
 struct PodPlan {
   policy::Pod pod;
-  const Workload* w = nullptr;
+  const Workload* w = nullptr;         // in the Planner that drew it, which must outlive the plan
   bool admitted = true;                // spec.priority and status.qosClass filled in
   std::map<std::string, Usage> usage;  // by container name
   std::uint64_t processes = 0, ephemeralUsed = 0, inodesUsed = 0, nanoCores = 0;
