@@ -266,6 +266,7 @@ class Planner {
   // Budgets on a share of the Deployments and StatefulSets, and two that select nothing.
   std::vector<policy::PodDisruptionBudget> pdbs(const Mix& mix, int& allowingNone) {
     std::vector<policy::PodDisruptionBudget> out;
+    allowingNone = 0;
     for (const Workload& w : workloads_) {
       if (w.kind == Kind::Job || !rng_.chance(mix.pdbCoverage)) continue;
       policy::LabelSelector sel;
