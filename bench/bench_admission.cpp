@@ -356,38 +356,31 @@ std::optional<ClusterResult> runCluster(int nodes, int podsPerNode, const Budget
   // (the same result: a budget selects pods of its namespace only), grouped beforehand.
   std::map<std::string, std::vector<policy::PodDisruptionBudget>> pdbsByNs;
   for (const auto& pdb : pdbs) pdbsByNs[pdb.ns].push_back(pdb);
-  const std::vector<policy::PodDisruptionBudget> none;
   using Group =
       std::pair<std::vector<const policy::Pod*>, const std::vector<policy::PodDisruptionBudget>*>;
-  std::vector<std::vector<Group>> all, byNs;  // per node: one group, or one per namespace
+  std::vector<Group> all, byNs;  // one group per node, or per namespace on each node
   for (const auto& n : c->index.nodes) {
-    std::vector<const policy::Pod*> potential;
     std::map<std::string, std::vector<const policy::Pod*>> byNamespace;
+    all.push_back({{}, &pdbs});
     for (const policy::Pod* p : n.pods) {
       if (p->terminating || p->priority >= c->incoming.priority) continue;
       if ((p->critical && !c->incoming.critical) || p->priority >= rules.neverEvictPriority) {
         continue;
       }
-      potential.push_back(p);
+      all.back().first.push_back(p);
       byNamespace[p->ns].push_back(p);
     }
-    all.push_back({{std::move(potential), &pdbs}});
-    byNs.emplace_back();
-    for (auto& [ns, pods] : byNamespace) {
-      byNs.back().push_back({std::move(pods), pdbsByNs.count(ns) ? &pdbsByNs[ns] : &none});
-    }
+    for (auto& [ns, pods] : byNamespace) byNs.push_back({std::move(pods), &pdbsByNs[ns]});
   }
-  auto filter = [&](const std::vector<std::vector<Group>>& groups) {
+  auto filter = [&](const std::vector<Group>& groups) {
     return measure({3, 200, b.cluster.seconds / 4}, 1, [&] {
       std::vector<const policy::Pod*> violating, nonViolating;
       const SteadyTime t0 = steadyNow();
-      for (const auto& node : groups) {
-        for (const auto& [pods, budgets] : node) {
-          violating.clear();
-          nonViolating.clear();
-          policy::filterPodsWithPdbViolation(pods, *budgets, violating, nonViolating);
-          gSink = gSink + violating.size();
-        }
+      for (const auto& [pods, budgets] : groups) {
+        violating.clear();
+        nonViolating.clear();
+        policy::filterPodsWithPdbViolation(pods, *budgets, violating, nonViolating);
+        gSink = gSink + violating.size();
       }
       return nanosSince(t0);
     });
