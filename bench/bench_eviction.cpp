@@ -1,27 +1,21 @@
 // bench_eviction: how fast the eviction decision core turns a snapshot into a plan.
 //
-// For each node size (110, 1,000 and 10,000 pods by default) it generates, with a fixed seed,
-// a snapshot shaped like `kubectl get pods -A -o json` plus a NodeList, a PriorityClassList
-// and the node's kubelet Summary, as JSON text in memory: once indented as kubectl prints it
-// and once compact as the API server sends it
-// (kubectl::SnapshotGenerator, bench/support/generator.h). It then times
-//   parse      policy::parseSnapshotText (JSON parse, model, resolve), in ms and MB/s, on both
-//              texts, and split into JSON parse / model build / JSON document destruction;
-//   rank+plan  makeNodeView + evaluateEviction, median and p99 per call, with a policy that
-//              has a soft threshold and evictionMaxPodsPerCycle 5, and with Policy::defaults();
-//   eval only  evaluateEviction on a prebuilt view. Figures are printed next to their targets with
-// PASS/MISS; a missed target never changes the exit status (this is not a test). The exit
-// status is non-zero only when the generated snapshot does not parse or yields no plan, which
-// would make the figures meaningless.
-//
-// Single threaded; nothing is pinned. Times come from std::chrono::steady_clock.
+// For each node size (110, 1,000 and 10,000 pods by default) it generates one node under memory
+// pressure with a fixed seed (kubectlSnapshot, bench/support/generator.h): the node's Pods,
+// NodeList, PriorityClasses and kubelet Summary as JSON text, indented as kubectl prints it and
+// compact as the API server sends it. It then times
+//   parse      policy::parseSnapshotText on both texts, in ms and MB/s, and the kubectl text's
+//              parse split into JSON parse / model build / JSON document destruction;
+//   rank+plan  makeNodeView + evaluateEviction per call, with a policy that has a soft threshold
+//              and evictionMaxPodsPerCycle 5, with Policy::defaults() and other variants;
+//   eval only  evaluateEviction on a prebuilt view.
+// Figures print next to their targets with PASS/MISS, which never changes the exit status; it
+// is non-zero only when the snapshot does not parse or yields no plan. Single threaded, not
+// pinned; times from std::chrono::steady_clock.
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -29,165 +23,117 @@
 #include <string_view>
 #include <vector>
 
-#include <unistd.h>
-#include <nlohmann/json.hpp>
-
 #include "bench/support/generator.h"
 #include "bench/support/program.h"
 #include "policy/eviction.h"
-#include "policy/model.h"
 #include "policy/policy.h"
 
 namespace nodewarden::bench {
 namespace {
 
 constexpr std::uint64_t kSeed = 0x6e6f64657761726eULL;  // "nodewarn"
-
-using kubectl::GeneratedSnapshot;
-using kubectl::kNodeName;
-using kubectl::SnapshotGenerator;
-
-// ---------------------------------------------------------------------------------------------
-// Measuring.
-
-// Per size, the full run spends about 2 s on parse, 1 s on the compact parse, 1.5 s on the
-// parse split, 2 s on rank+plan and 1 s on evaluateEviction alone, plus smaller parts: about
-// 10 s per size, a little more at 10,000 pods where single iterations take seconds.
-struct Budgets {
-  Budget parse;         // parseSnapshotText on the kubectl text
-  Budget parseCompact;  // parseSnapshotText on the compact text
-  Budget parseSplit;    // its three steps
-  Budget parsePart;     // parsePod, parseSummary, resolvePods, Snapshot destruction alone
-  Budget plan;          // makeNodeView + evaluateEviction
-  Budget evalOnly;      // evaluateEviction on a prebuilt view
-  Budget planExtra;     // makeNodeView alone, other policies
-  int warmups;
-};
-
-Budgets budgetsFor(bool quick) {
-  if (quick) {
-    return {{1, 50, 0.3},    {1, 50, 0.2},     {1, 50, 0.2},    {1, 200, 0.1},
-            {20, 2000, 0.3}, {20, 2000, 0.15}, {10, 1000, 0.1}, 1};
-  }
-  return {{1, 200, 2.0},    {1, 200, 1.0},    {1, 200, 1.5},   {1, 1000, 0.4},
-          {50, 20000, 2.0}, {50, 20000, 1.0}, {20, 5000, 0.4}, 3};
-}
-
-// ---------------------------------------------------------------------------------------------
-// One size.
-
-struct Target {
-  double rankPlanMicros;  // 0 when the size has no target
-};
-
-Target targetFor(int pods) {
-  if (pods == 110) return {50};
-  if (pods == 1000) return {1000};
-  if (pods == 10000) return {15000};
-  return {0};
-}
 constexpr double kParseTargetMBps = 50;
 
-struct SizeResult {
-  int pods = 0;
-  std::size_t bytes = 0;
-  std::size_t compactBytes = 0;
-  Samples parse, parseCompact, splitTotal, jsonParse, jsonFree, model, resolve, parsePods,
-      parseStats, snapshotFree;
-  Samples view, rankPlan, evalOnly, rankPlanDefaults, rankPlanKubelet, rankPlanAll,
-      rankPlanWithFree;
-  double generateMillis = 0;
+// About 10 s per size in all (more at 10,000 pods, where one parse takes seconds).
+struct Budgets {
+  Budget parse, parseCompact, parseSplit, parsePart, plan, evalOnly, planExtra;
+  int warmups;
 };
+constexpr Budgets kFull{{1, 200, 2.0},    {1, 200, 1.0},    {1, 200, 1.5},   {1, 1000, 0.4},
+                        {50, 20000, 2.0}, {50, 20000, 1.0}, {20, 5000, 0.4}, 3};
+constexpr Budgets kQuick{{1, 50, 0.3},    {1, 50, 0.2},     {1, 50, 0.2},    {1, 200, 0.1},
+                         {20, 2000, 0.3}, {20, 2000, 0.15}, {10, 1000, 0.1}, 1};
+
+// rank+plan's target per call, 0 for none.
+double targetMicros(int pods) {
+  return pods == 110 ? 50 : pods == 1000 ? 1000 : pods == 10000 ? 15000 : 0;
+}
 
 double mbPerSecond(std::size_t bytes, double nanos) {
   return double(bytes) / nanos * 1e3;
 }
 
+// The shipped example's shape: hard thresholds, a soft memory threshold past its grace period,
+// a minimum reclaim, at most 5 pods per cycle.
 policy::Policy benchPolicy() {
-  // The shipped example's shape: hard thresholds, a soft memory threshold past its grace
-  // period, a minimum reclaim, at most 5 pods per cycle.
-  constexpr std::string_view kText = R"({
+  policy::Diagnostics diagnostics;
+  auto p = policy::parsePolicyText(R"({
     "evictionHard": {"memory.available": "100Mi", "nodefs.available": "10%",
-                     "nodefs.inodesFree": "5%", "imagefs.available": "15%",
-                     "pid.available": "5%"},
+                     "nodefs.inodesFree": "5%", "imagefs.available": "15%", "pid.available": "5%"},
     "evictionSoft": {"memory.available": "1Gi"},
     "evictionSoftGracePeriod": {"memory.available": "30s"},
     "evictionMinimumReclaim": {"memory.available": "512Mi"},
-    "evictionMaxPodGracePeriod": 30,
-    "evictionMaxPodsPerCycle": 5,
-    "ranking": "priority"
-  })";
-  policy::Diagnostics diagnostics;
-  auto p = policy::parsePolicyText(kText, diagnostics);
+    "evictionMaxPodGracePeriod": 30, "evictionMaxPodsPerCycle": 5, "ranking": "priority"})",
+                                   diagnostics);
   if (!p) {
-    std::fprintf(stderr, "bench policy does not parse:\n%s\n", diagnostics.joined().c_str());
+    std::fprintf(stderr, "bench policy:\n%s\n", diagnostics.joined().c_str());
     std::exit(1);
   }
   return *p;
 }
 
-constexpr int kLabelWidth = 38;
+struct SizeResult {
+  int pods = 0;
+  std::size_t bytes = 0, compactBytes = 0;
+  Samples parse, parseCompact, rankPlan, evalOnly, defaults;
+};
 
-std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
-                                  const std::string& writeDir) {
+// One labelled figure of a size's detail.
+struct Row {
+  const char* label;
+  Samples samples;
+  bool ofParse;  // printed with its share of the kubectl-text parse
+};
+
+std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::string& writeDir) {
   SizeResult r;
   r.pods = podCount;
   std::printf("== %s pods ==\n", withCommas(std::uint64_t(podCount)).c_str());
-
   const auto genStart = steadyNow();
-  GeneratedSnapshot gen = SnapshotGenerator(kSeed ^ std::uint64_t(podCount)).generate(podCount);
-  r.generateMillis = nanosSince(genStart) * 1e-6;
+  KubectlSnapshot gen = kubectlSnapshot(kSeed ^ std::uint64_t(podCount), podCount);
+  const double genMillis = nanosSince(genStart) * 1e-6;
+  const std::string_view text = gen.text, node = gen.nodeName;
   r.bytes = gen.text.size();
   r.compactBytes = gen.compact.size();
-  const std::string_view text = gen.text;
   if (!writeDir.empty()) {
     const std::string path = writeDir + "/snapshot-" + std::to_string(podCount) + ".json";
     std::ofstream out(path, std::ios::binary);
-    out << gen.text;
-    std::printf("  wrote %s%s\n", path.c_str(), out ? "" : " (FAILED)");
+    std::printf("  wrote %s%s\n", path.c_str(), out << gen.text ? "" : " (FAILED)");
   }
 
-  // Check that the snapshot is usable before timing anything.
+  // The snapshot must parse and make a plan before anything is timed.
   policy::Diagnostics diagnostics;
   auto snapshot = policy::parseSnapshotText(text, diagnostics);
   if (!snapshot) {
-    std::fprintf(stderr, "generated snapshot (%d pods) does not parse:\n%s\n", podCount,
-                 diagnostics.joined().c_str());
+    std::fprintf(stderr, "generated snapshot does not parse:\n%s\n", diagnostics.joined().c_str());
     return std::nullopt;
   }
-  const policy::Policy policy = benchPolicy();
-  const policy::Policy defaults = policy::Policy::defaults();
+  const policy::Policy policy = benchPolicy(), defaults = policy::Policy::defaults();
   policy::Policy kubelet = policy;
   kubelet.ranking = policy::RankingMode::Kubelet;
   const SteadyTime now = SteadyTime{} + std::chrono::hours(24 * 400);
-  const policy::EvictionState state = policy::assumeGraceElapsed(policy, now);
-  const policy::EvictionState emptyState;
-
-  const policy::NodeView view = policy::makeNodeView(*snapshot, kNodeName);
-  const policy::EvictionResult check = policy::evaluateEviction(view, policy, state, now);
-  const policy::EvictionResult checkDefaults =
-      policy::evaluateEviction(view, defaults, emptyState, now);
+  const policy::EvictionState state = policy::assumeGraceElapsed(policy, now), noState;
+  const policy::NodeView view = policy::makeNodeView(*snapshot, node);
+  const auto check = policy::evaluateEviction(view, policy, state, now);
+  const auto checkDefaults = policy::evaluateEviction(view, defaults, noState, now);
   std::size_t withStats = 0;
   for (const auto* ps : view.podStats) withStats += ps != nullptr ? 1 : 0;
-
   const auto perPod = [&](std::size_t bytes) { return withCommas(bytes / std::size_t(podCount)); };
   std::printf("  snapshot as kubectl prints it (4-space indent): %s bytes, %s bytes/pod\n",
               withCommas(r.bytes).c_str(), perPod(r.bytes).c_str());
   std::printf(
-      "  same document compact: %s bytes, %s bytes/pod (pod objects %s/pod, kubelet "
-      "stats %s/pod); generated in %.0f ms\n",
+      "  same document compact: %s bytes, %s bytes/pod (pod objects %s/pod, kubelet stats "
+      "%s/pod); generated in %.0f ms\n",
       withCommas(r.compactBytes).c_str(), perPod(r.compactBytes).c_str(),
-      perPod(gen.podsCompactBytes).c_str(), perPod(gen.statsCompactBytes).c_str(),
-      r.generateMillis);
+      perPod(gen.podsCompactBytes).c_str(), perPod(gen.statsCompactBytes).c_str(), genMillis);
   std::printf("  pods: %d in list, %zu in view (%zu with stats); qos:", gen.podsTotal,
               view.pods.size(), withStats);
   for (const auto& [qos, n] : gen.qosCounts) std::printf(" %s=%d", qos.c_str(), n);
   std::printf("\n  signals met (bench policy):");
   for (const auto& st : check.decision.signals) {
-    if (st.met) {
-      std::printf(" %s%s(avail %s)", std::string(policy::toString(st.key.signal)).c_str(),
-                  st.key.hard ? "<hard" : "<soft", withCommas(std::uint64_t(st.available)).c_str());
-    }
+    if (!st.met) continue;
+    std::printf(" %s%s(avail %s)", std::string(policy::toString(st.key.signal)).c_str(),
+                st.key.hard ? "<hard" : "<soft", withCommas(std::uint64_t(st.available)).c_str());
   }
   std::printf("\n  plan (bench policy): %zu evictions:", check.decision.evict.size());
   for (const auto& e : check.decision.evict) std::printf(" %s", e.pod->key.c_str());
@@ -198,153 +144,132 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& budgets,
     return std::nullopt;
   }
 
-  // --- parse: the whole call, then its steps.
-  // The snapshot is freed outside the timed part. (The generated snapshot gives no
-  // diagnostics: the Diagnostics constructed and destroyed in a timed part cost nothing.)
+  // parse: the whole call on both texts, then its three steps back to back in each iteration
+  // (so that they add up to the call), then parts of step 2 alone on a prebuilt document.
   auto parse = [](std::string_view t) {
     return timed([t] {
       policy::Diagnostics d;
       return policy::parseSnapshotText(t, d);
     });
   };
-  r.parse = measure(budgets.parse, parse(text));
-  r.parseCompact = measure(budgets.parseCompact, parse(gen.compact));
-  gen.compact = std::string();  // not needed any more; keep the footprint down at 10,000 pods
-  // The three steps parseSnapshotText takes, timed one after the other in each iteration so
-  // that they run under the same conditions and add up to the whole call.
-  {
-    std::vector<double> parseNs, modelNs, freeNs;
-    r.splitTotal = measure(budgets.parseSplit, [&] {
-      policy::Diagnostics d;
-      const auto t0 = steadyNow();
-      std::optional<policy::Json> j = policy::Json::parse(text);
-      const auto t1 = steadyNow();
-      auto s = policy::parseSnapshot(*j, d);
-      const auto t2 = steadyNow();
-      j.reset();
-      const auto t3 = steadyNow();
-      doNotOptimize(s);
-      using Nanos = std::chrono::duration<double, std::nano>;
-      parseNs.push_back(Nanos(t1 - t0).count());
-      modelNs.push_back(Nanos(t2 - t1).count());
-      freeNs.push_back(Nanos(t3 - t2).count());
-      return Nanos(t3 - t0).count();
-    });
-    r.jsonParse = Samples::from(std::move(parseNs));
-    r.model = Samples::from(std::move(modelNs));
-    r.jsonFree = Samples::from(std::move(freeNs));
-  }
-  const policy::Json document = policy::Json::parse(text);
-  r.parsePods =
-      measure(budgets.parsePart, timed([&] {
-                policy::Diagnostics d;
-                std::vector<policy::Pod> pods;
-                policy::forEachListItem(document["pods"], "pods", d,
-                                        [&](const policy::Json& item, const std::string& path) {
-                                          if (auto p = policy::parsePod(item, path, d)) {
-                                            pods.push_back(std::move(*p));
-                                          }
-                                        });
-                return pods;
-              }));
-  r.parseStats = measure(budgets.parsePart, timed([&] {
-                           policy::Diagnostics d;
-                           return policy::parseSummary(document["stats"][kNodeName], "stats", d);
-                         }));
-  {
-    policy::Snapshot copy = *snapshot;
-    r.resolve = measure(budgets.parsePart, timed([&] {
-                          policy::resolvePods(copy.pods, copy.priorityClasses);
-                          return copy.pods.size();
-                        }));
-  }
-  r.snapshotFree = measure(budgets.parsePart, [&] {
-    auto s = std::make_unique<policy::Snapshot>(*snapshot);
-    doNotOptimize(*s);
-    const auto t0 = steadyNow();
-    s.reset();
-    return nanosSince(t0);
+  r.parse = measure(b.parse, parse(text));
+  r.parseCompact = measure(b.parseCompact, parse(gen.compact));
+  gen.compact = std::string();  // keeps the footprint down at 10,000 pods
+  std::vector<double> steps[3];
+  Samples whole = measure(b.parseSplit, [&] {
+    policy::Diagnostics d;
+    const SteadyTime t0 = steadyNow();
+    std::optional<policy::Json> j = policy::Json::parse(text);
+    const SteadyTime t1 = steadyNow();
+    auto s = policy::parseSnapshot(*j, d);
+    const SteadyTime t2 = steadyNow();
+    j.reset();
+    const SteadyTime t3 = steadyNow();
+    doNotOptimize(s);
+    using Nanos = std::chrono::duration<double, std::nano>;
+    steps[0].push_back(Nanos(t1 - t0).count());
+    steps[1].push_back(Nanos(t2 - t1).count());
+    steps[2].push_back(Nanos(t3 - t2).count());
+    return Nanos(t3 - t0).count();
   });
+  const policy::Json document = policy::Json::parse(text);
+  policy::Snapshot copy = *snapshot;
+  std::vector<Row> rows = {
+      {"1 nlohmann::json::parse(text)", Samples::from(steps[0]), true},
+      {"2 parseSnapshot(json) [model+resolve]", Samples::from(steps[1]), true}};
+  auto part = [&](const char* label, auto call) {
+    rows.push_back({label, measure(b.parsePart, timed(call)), true});
+  };
+  part("    parsePod x all pods (alone)", [&] {
+    policy::Diagnostics d;
+    std::vector<policy::Pod> pods;
+    policy::forEachListItem(document["pods"], "pods", d, [&](const auto& item, const auto& at) {
+      if (auto p = policy::parsePod(item, at, d)) pods.push_back(std::move(*p));
+    });
+    return pods;
+  });
+  part("    parseSummary, the stats (alone)", [&] {
+    policy::Diagnostics d;
+    return policy::parseSummary(document["stats"][std::string(node)], "stats", d);
+  });
+  part("    resolvePods (alone)", [&] {
+    policy::resolvePods(copy.pods, copy.priorityClasses);
+    return copy.pods.size();
+  });
+  rows.push_back({"3 JSON document destruction", Samples::from(steps[2]), true});
+  rows.push_back({"1+2+3 in one iteration", whole, true});
+  rows.push_back({"(not in parse) Snapshot destruction",
+                  measure(b.parsePart,
+                          [&] {
+                            auto s = std::make_unique<policy::Snapshot>(*snapshot);
+                            doNotOptimize(*s);
+                            const SteadyTime t0 = steadyNow();
+                            s.reset();
+                            return nanosSince(t0);
+                          }),
+                  false});
 
-  // --- rank+plan.
-  // The agent's path builds only the rankings the plan needs; explain builds all of them.
+  // rank+plan: the agent's path builds only the rankings the plan needs; explain builds all.
   auto rankPlan = [&](const policy::Policy& p, const policy::EvictionState& st,
-                      policy::Rankings mode = policy::Rankings::Needed) {
-    return [&, pp = &p, sp = &st, mode] {
+                      policy::Rankings mode = policy::Rankings::Needed, bool free = false) {
+    return [&, pp = &p, sp = &st, mode, free] {
       std::optional<policy::NodeView> v;
       std::optional<policy::EvictionResult> result;
-      const auto t0 = steadyNow();
-      v.emplace(policy::makeNodeView(*snapshot, kNodeName));
+      const SteadyTime t0 = steadyNow();
+      v.emplace(policy::makeNodeView(*snapshot, node));
       result.emplace(policy::evaluateEviction(*v, *pp, *sp, now, mode));
-      const double ns = nanosSince(t0);
-      doNotOptimize(*result);
-      return ns;  // freed outside the timed part
+      gSink = gSink + result->decision.evict.size();
+      if (free) {
+        result.reset();
+        v.reset();
+      }
+      return nanosSince(t0);  // else freed outside the timed part
     };
   };
-  r.rankPlan = measure(budgets.plan, budgets.warmups, rankPlan(policy, state));
+  r.rankPlan = measure(b.plan, b.warmups, rankPlan(policy, state));
   r.evalOnly =
-      measure(budgets.evalOnly, timed([&] {
+      measure(b.evalOnly, timed([&] {
                 return policy::evaluateEviction(view, policy, state, now, policy::Rankings::Needed);
               }));
-  r.view =
-      measure(budgets.planExtra, timed([&] { return policy::makeNodeView(*snapshot, kNodeName); }));
-  r.rankPlanDefaults = measure(budgets.planExtra, rankPlan(defaults, emptyState));
-  r.rankPlanKubelet = measure(budgets.planExtra, rankPlan(kubelet, state));
-  r.rankPlanAll = measure(budgets.planExtra, rankPlan(policy, state, policy::Rankings::All));
-  r.rankPlanWithFree = measure(budgets.planExtra, [&] {
-    const auto t0 = steadyNow();
-    {
-      policy::NodeView v = policy::makeNodeView(*snapshot, kNodeName);
-      policy::EvictionResult result =
-          policy::evaluateEviction(v, policy, state, now, policy::Rankings::Needed);
-      doNotOptimize(result);
-      gSink = gSink + result.decision.evict.size();
-    }
-    return nanosSince(t0);
-  });
+  r.defaults = measure(b.planExtra, rankPlan(defaults, noState));
+  const Row planRows[] = {
+      {"makeNodeView + evaluateEviction", r.rankPlan, false},
+      {"evaluateEviction (view prebuilt)", r.evalOnly, false},
+      {"makeNodeView alone",
+       measure(b.planExtra, timed([&] { return policy::makeNodeView(*snapshot, node); })), false},
+      {"rank+plan, Policy::defaults()", r.defaults, false},
+      {"rank+plan, ranking: kubelet", measure(b.planExtra, rankPlan(kubelet, state)), false},
+      {"rank+plan, every ranking (explain)",
+       measure(b.planExtra, rankPlan(policy, state, policy::Rankings::All)), false},
+      {"rank+plan, freeing view and result too",
+       measure(b.planExtra, rankPlan(policy, state, policy::Rankings::Needed, true)), false}};
 
-  // --- per-size detail.
   const double parseNs = r.parse.median();
+  for (const auto& [label, s, bytes] :
+       {std::tuple{"kubectl", &r.parse, r.bytes}, {"compact", &r.parseCompact, r.compactBytes}}) {
+    std::printf(
+        "  parse (parseSnapshotText), %s text    median %9.2f ms  p99 %9.2f ms  n=%-3zu "
+        "%6.1f MB/s\n",
+        label, s->median() * 1e-6, s->p99() * 1e-6, s->count(), mbPerSecond(bytes, s->median()));
+  }
   std::printf(
-      "  parse (parseSnapshotText), kubectl text    median %9.2f ms  p99 %9.2f ms  n=%-3zu "
-      "%6.1f MB/s\n",
-      parseNs * 1e-6, r.parse.p99() * 1e-6, r.parse.count(), mbPerSecond(r.bytes, parseNs));
-  std::printf(
-      "  parse (parseSnapshotText), compact text    median %9.2f ms  p99 %9.2f ms  n=%-3zu "
-      "%6.1f MB/s\n",
-      r.parseCompact.median() * 1e-6, r.parseCompact.p99() * 1e-6, r.parseCompact.count(),
-      mbPerSecond(r.compactBytes, r.parseCompact.median()));
-  std::printf(
-      "   split of the kubectl-text parse (%% of the kubectl-text median above; 1, 2 and 3 are\n"
-      "   timed back to back in each iteration, the indented parts alone on a prebuilt DOM):\n");
-  printSamplesLine(kLabelWidth, "1 nlohmann::json::parse(text)", r.jsonParse, 1e6, "ms", parseNs);
-  printSamplesLine(kLabelWidth, "2 parseSnapshot(json) [model+resolve]", r.model, 1e6, "ms",
-                   parseNs);
-  printSamplesLine(kLabelWidth, "    parsePod x all pods (alone)", r.parsePods, 1e6, "ms", parseNs);
-  printSamplesLine(kLabelWidth, "    parseSummary, the stats (alone)", r.parseStats, 1e6, "ms",
-                   parseNs);
-  printSamplesLine(kLabelWidth, "    resolvePods (alone)", r.resolve, 1e6, "ms", parseNs);
-  printSamplesLine(kLabelWidth, "3 JSON document destruction", r.jsonFree, 1e6, "ms", parseNs);
-  printSamplesLine(kLabelWidth, "1+2+3 in one iteration", r.splitTotal, 1e6, "ms", parseNs);
-  std::printf("    json::parse alone: %.1f MB/s; model build from the DOM: %.1f us/pod\n",
-              mbPerSecond(r.bytes, r.jsonParse.median()),
-              r.model.median() * 1e-3 / double(podCount));
-  printSamplesLine(kLabelWidth, "(not in parse) Snapshot destruction", r.snapshotFree, 1e6, "ms");
+      "   split of the kubectl-text parse (%% of the kubectl-text median above; 1, 2 and 3 "
+      "are\n   timed back to back in each iteration, the indented parts alone on a "
+      "prebuilt DOM):\n");
+  for (const Row& row : rows) {
+    if (row.label[0] == '(') {
+      std::printf("    json::parse alone: %.1f MB/s; model build from the DOM: %.1f us/pod\n",
+                  mbPerSecond(r.bytes, rows[0].samples.median()),
+                  rows[1].samples.median() * 1e-3 / double(podCount));
+    }
+    printSamplesLine(38, row.label, row.samples, 1e6, "ms", row.ofParse ? parseNs : 0);
+  }
   std::printf("  rank+plan and parts (per call; results are freed outside the timed part):\n");
-  printSamplesLine(kLabelWidth, "makeNodeView + evaluateEviction", r.rankPlan, 1e3, "us");
-  printSamplesLine(kLabelWidth, "evaluateEviction (view prebuilt)", r.evalOnly, 1e3, "us");
-  printSamplesLine(kLabelWidth, "makeNodeView alone", r.view, 1e3, "us");
-  printSamplesLine(kLabelWidth, "rank+plan, Policy::defaults()", r.rankPlanDefaults, 1e3, "us");
-  printSamplesLine(kLabelWidth, "rank+plan, ranking: kubelet", r.rankPlanKubelet, 1e3, "us");
-  printSamplesLine(kLabelWidth, "rank+plan, every ranking (explain)", r.rankPlanAll, 1e3, "us");
-  printSamplesLine(kLabelWidth, "rank+plan, freeing view and result too", r.rankPlanWithFree, 1e3,
-                   "us");
+  for (const Row& row : planRows) printSamplesLine(38, row.label, row.samples, 1e3, "us");
   std::printf("\n");
   std::fflush(stdout);
   return r;
 }
-
-// ---------------------------------------------------------------------------------------------
 
 constexpr const char* kUsage =
     "usage: bench_eviction [--sizes N[,N...]] [--quick] [--write-snapshot DIR] [--help]\n"
@@ -364,10 +289,7 @@ int run(int argc, char** argv) {
   Args args(kUsage);
   args.flag("--quick", quick)
       .value("--write-snapshot", "a directory",
-             [&](std::string_view v) {
-               writeDir = std::string(v);
-               return true;
-             })
+             [&](std::string_view v) { return !(writeDir = std::string(v)).empty(); })
       .value("--sizes", "numbers from 10 to 200000 separated by commas", [&](std::string_view v) {
         auto parsed = parseBoundedList(v, 10, 200'000);
         if (parsed) sizes = *parsed;
@@ -375,22 +297,19 @@ int run(int argc, char** argv) {
       });
   if (auto status = args.parse(argc, argv)) return *status;
 
-  const auto start = steadyNow();
+  const SteadyTime start = steadyNow();
   printEnvironment("nodewarden eviction benchmark",
                    "; this binary only (policy/ is compiled with the same flags)", false, false,
                    ", nlohmann_json " + std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
                        std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
                        std::to_string(NLOHMANN_JSON_VERSION_PATCH));
   std::printf(
-      "  mode: %s; single threaded, not pinned; times from steady_clock; MB = 10^6 "
-      "bytes\n\n",
+      "  mode: %s; single threaded, not pinned; times from steady_clock; MB = 10^6 bytes"
+      "\n\n",
       quick ? "--quick" : "full");
-  std::fflush(stdout);
-
-  const Budgets budgets = budgetsFor(quick);
   std::vector<SizeResult> results;
   for (int n : sizes) {
-    auto r = runSize(n, budgets, writeDir);
+    auto r = runSize(n, quick ? kQuick : kFull, writeDir);
     if (!r) return 1;
     results.push_back(std::move(*r));
   }
@@ -400,35 +319,29 @@ int run(int argc, char** argv) {
       "listed; rank+plan = makeNodeView + evaluateEviction with the bench policy; "
       "defaults = the same with Policy::defaults()) ==\n",
       kParseTargetMBps);
-  std::printf("%7s | %12s %7s %8s %7s %5s | %8s %7s %5s | %10s %10s %8s %5s | %9s %9s\n", "pods",
-              "kubectl B", "B/pod", "parse ms", "MB/s", "", "compact", "MB/s", "", "rank+plan",
-              "p99", "target", "", "eval only", "defaults");
-  std::printf("%7s | %12s %7s %8s %7s %5s | %8s %7s %5s | %10s %10s %8s %5s | %9s %9s\n", "", "",
-              "", "", "", "", "parse ms", "", "", "median us", "us", "us", "", "median us",
-              "median us");
+  const char* kHeader = "%7s | %12s %7s %8s %7s %5s | %8s %7s %5s | %10s %10s %8s %5s | %9s %9s\n";
+  std::printf(kHeader, "pods", "kubectl B", "B/pod", "parse ms", "MB/s", "", "compact", "MB/s", "",
+              "rank+plan", "p99", "target", "", "eval only", "defaults");
+  std::printf(kHeader, "", "", "", "", "", "", "parse ms", "", "", "median us", "us", "us", "",
+              "median us", "median us");
   for (const auto& r : results) {
     const double mbps = mbPerSecond(r.bytes, r.parse.median());
     const double compactMbps = mbPerSecond(r.compactBytes, r.parseCompact.median());
-    const Target t = targetFor(r.pods);
-    const double rp = r.rankPlan.median() * 1e-3;
-    char target[32] = "-";
-    const char* rpVerdict = "-";
-    if (t.rankPlanMicros > 0) {
-      std::snprintf(target, sizeof target, "%.0f", t.rankPlanMicros);
-      rpVerdict = passOrMiss(rp <= t.rankPlanMicros);
-    }
+    const double rp = r.rankPlan.median() * 1e-3, target = targetMicros(r.pods);
     std::printf(
         "%7s | %12s %7s %8.1f %7.1f %5s | %8.1f %7.1f %5s | %10.1f %10.1f %8s %5s | %9.1f %9.1f\n",
         withCommas(std::uint64_t(r.pods)).c_str(), withCommas(r.bytes).c_str(),
         withCommas(r.bytes / std::size_t(r.pods)).c_str(), r.parse.median() * 1e-6, mbps,
         passOrMiss(mbps >= kParseTargetMBps), r.parseCompact.median() * 1e-6, compactMbps,
-        passOrMiss(compactMbps >= kParseTargetMBps), rp, r.rankPlan.p99() * 1e-3, target, rpVerdict,
-        r.evalOnly.median() * 1e-3, r.rankPlanDefaults.median() * 1e-3);
+        passOrMiss(compactMbps >= kParseTargetMBps), rp, r.rankPlan.p99() * 1e-3,
+        target > 0 ? std::to_string(int(target)).c_str() : "-",
+        target > 0 ? passOrMiss(rp <= target) : "-", r.evalOnly.median() * 1e-3,
+        r.defaults.median() * 1e-3);
   }
   std::printf(
       "\nVerdicts use the median. On a shared VM the medians (and at 10,000 pods even the\n"
-      "minima) of the same binary can move by half between runs: run it twice before trusting\n"
-      "a PASS/MISS near its target.\n");
+      "minima) of the same binary can move by half between runs: run it twice before "
+      "trusting\na PASS/MISS near its target.\n");
   std::printf("\ntotal wall time %.1f s (sink %llu)\n", nanosSince(start) * 1e-9,
               static_cast<unsigned long long>(gSink));
   return 0;
