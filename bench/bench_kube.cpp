@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/support/program.h"
+#include "bench/support/report.h"
 #include "kube/reflector.h"
 #include "policy/model.h"
 #include "server/http_server.h"

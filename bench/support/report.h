@@ -1,15 +1,14 @@
-// bench/support: how the benchmarks say what they measured — the environment lines every run
-// opens with, a line of sample statistics, verdicts against targets, and the command-line
-// values they take ("--name value" or "--name=value", comma-separated lists of bounded
-// integers).
+// bench/support: how the benchmarks say what they measured — the environment lines a run opens
+// with, sample statistics, verdicts against targets, the heap in use — and their command
+// lines ("--name value" or "--name=value", comma-separated lists of bounded integers).
 #pragma once
 
+#include <malloc.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
-#include <deque>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -21,12 +20,11 @@
 
 namespace nodewarden::bench {
 
-// For targets stated as limits the benchmark "meets" or "MISSES"...
+// Verdicts against targets stated as limits, and against the decision cores' targets; neither
+// changes the exit status.
 inline const char* verdict(bool meets) {
   return meets ? "meets" : "MISSES";
 }
-
-// ... and for the decision cores' targets, PASS or MISS. Neither changes the exit status.
 inline const char* passOrMiss(bool pass) {
   return pass ? "PASS" : "MISS";
 }
@@ -34,14 +32,35 @@ inline const char* passOrMiss(bool pass) {
 inline std::string loadAverage() {
   std::ifstream in("/proc/loadavg");
   std::string one, five, fifteen;
-  if (!(in >> one >> five >> fifteen)) return "unknown";
-  return one + " " + five + " " + fifteen;
+  return in >> one >> five >> fifteen ? one + " " + five + " " + fifteen : "unknown";
+}
+inline std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0 && line.find(": ") != std::string::npos) {
+      return line.substr(line.find(": ") + 2);
+    }
+  }
+  return "unknown";
 }
 
-// The lines a run opens with: its title, the machine, the compiler and how this binary was
-// built (`buildNote` says what else shares its flags); the load average and the kernel when
-// asked; `compilerExtra` follows the compiler (", nlohmann_json 3.11.2"). The caller adds its own
-// (hierarchy, mode) and the blank line.
+// How this binary was compiled ("optimized, NDEBUG defined (asserts off)"): a header's inline
+// function takes the including binary's flags, which is the point.
+inline std::string buildFlavour() {
+  std::string flavour = "optimized, NDEBUG ";
+#ifndef __OPTIMIZE__
+  flavour.insert(0, "NOT ");
+#endif
+#ifdef NDEBUG
+  return flavour + "defined (asserts off)";
+#else
+  return flavour + "not defined (asserts on)";
+#endif
+}
+
+// The lines a run opens with: its title, the machine, the compiler (then `compilerExtra`, as
+// ", nlohmann_json 3.11.2") and this binary's build (then `buildNote`); the load average and
+// the kernel when asked. The caller adds its own lines and the blank one.
 inline void printEnvironment(const char* title, const char* buildNote, bool load, bool kernel,
                              const std::string& compilerExtra = "") {
   std::printf("%s\n", title);
@@ -50,9 +69,8 @@ inline void printEnvironment(const char* title, const char* buildNote, bool load
     std::printf("  load average at start: %s (other work on the machine inflates medians)\n",
                 loadAverage().c_str());
   }
-  if (kernel) {
-    utsname uts{};
-    ::uname(&uts);
+  utsname uts{};
+  if (kernel && ::uname(&uts) == 0) {
     std::printf("  kernel: %s %s %s %s\n", uts.sysname, uts.release, uts.version, uts.machine);
   }
   std::printf("  compiler: %s (C++ %ld)%s\n", __VERSION__, long(__cplusplus),
@@ -73,8 +91,13 @@ inline void printSamplesLine(int labelWidth, const char* label, const Samples& s
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Command-line values.
+// Heap bytes in use (mallinfo2), for a before/after difference; `trim` first gives free memory
+// back to the system (malloc_trim).
+inline std::size_t heapInUse(bool trim) {
+  if (trim) ::malloc_trim(0);
+  const struct mallinfo2 info = ::mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
 
 // A whole integer in [lo, hi].
 template <typename T = int>
@@ -91,11 +114,9 @@ std::optional<T> parseBounded(std::string_view text, T lo, T hi) {
 template <typename F>
 bool forEachItem(std::string_view text, F&& f) {
   if (text.empty()) return false;
-  while (!text.empty()) {
-    const auto comma = text.find(',');
+  for (std::size_t comma = 0; comma != std::string_view::npos; text.remove_prefix(comma + 1)) {
+    comma = text.find(',');
     if (!f(text.substr(0, comma))) return false;
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
   }
   return true;
 }
@@ -113,27 +134,6 @@ std::optional<std::vector<T>> parseBoundedList(std::string_view text, T lo, T hi
   return out;
 }
 
-// Matches argv[i] against "--name value" or "--name=value". `matched` says whether it is this
-// option; the value is nullopt (after a message on stderr) when it is missing.
-inline std::optional<std::string_view> optionValue(std::string_view name, int& i, int argc,
-                                                   char** argv, bool& matched) {
-  const std::string_view arg = argv[i];
-  matched = false;
-  if (arg == name) {
-    matched = true;
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%.*s needs a value\n", int(name.size()), name.data());
-      return std::nullopt;
-    }
-    return std::string_view(argv[++i]);
-  }
-  if (arg.size() > name.size() && arg.substr(0, name.size()) == name && arg[name.size()] == '=') {
-    matched = true;
-    return arg.substr(name.size() + 1);
-  }
-  return std::nullopt;
-}
-
 // A program's whole command line: flags (run in order, so "--quick --minutes 1" keeps the
 // minute), "--name value" / "--name=value" options, and --help / -h. parse() returns the exit
 // status when the program should stop there: 0 after --help, 2 after a bad argument (with the
@@ -141,11 +141,10 @@ inline std::optional<std::string_view> optionValue(std::string_view name, int& i
 class Args {
  public:
   explicit Args(std::function<void(std::FILE*)> usage) : usage_(std::move(usage)) {}
-  // A fixed usage text.
   explicit Args(const char* usage) : usage_([usage](std::FILE* to) { std::fputs(usage, to); }) {}
 
   Args& flag(const char* name, std::function<void()> action) {
-    flags_.push_back({name, std::move(action)});
+    options_.push_back({name, "", [action](std::string_view) { return action(), true; }});
     return *this;
   }
   Args& flag(const char* name, bool& on) {
@@ -153,18 +152,18 @@ class Args {
   }
   // `set` takes the value's text and says whether it is acceptable; `expected` completes
   // "NAME: expected ...".
-  Args& value(const char* name, const char* expected, std::function<bool(std::string_view)> set) {
-    values_.push_back({name, expected, std::move(set)});
+  Args& value(const char* name, std::string expected, std::function<bool(std::string_view)> set) {
+    options_.push_back({name, std::move(expected), std::move(set)});
     return *this;
   }
   template <typename T>
   Args& number(const char* name, T& out, T lo, T hi) {
-    numbers_.push_back("a number from " + std::to_string(lo) + " to " + std::to_string(hi));
-    return value(name, numbers_.back().c_str(), [&out, lo, hi](std::string_view text) {
-      auto v = parseBounded<T>(text, lo, hi);
-      if (v) out = *v;
-      return v.has_value();
-    });
+    return value(name, "a number from " + std::to_string(lo) + " to " + std::to_string(hi),
+                 [&out, lo, hi](std::string_view text) {
+                   auto v = parseBounded<T>(text, lo, hi);
+                   if (v) out = *v;
+                   return v.has_value();
+                 });
   }
 
   std::optional<int> parse(int argc, char** argv) {
@@ -174,29 +173,23 @@ class Args {
         usage_(stdout);
         return 0;
       }
-      bool known = false;
-      for (const Flag& f : flags_) {
-        if (arg == f.name) {
-          f.action();
-          known = true;
-          break;
-        }
-      }
-      for (const Value& v : values_) {
-        if (known) break;
-        bool matched = false;
-        auto text = optionValue(v.name, i, argc, argv, matched);
-        if (!matched) continue;
-        if (!text) return 2;
-        if (!v.set(*text)) {
-          std::fprintf(stderr, "%s: expected %s\n", v.name, v.expected);
-          return 2;
-        }
-        known = true;
-      }
-      if (!known) {
+      const Option* o = find(arg);
+      if (o == nullptr) {
         std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
         usage_(stderr);
+        return 2;
+      }
+      std::string_view text;  // a flag's: none
+      if (!o->expected.empty() && arg.size() > o->name.size()) {
+        text = arg.substr(o->name.size() + 1);
+      } else if (!o->expected.empty() && ++i < argc) {
+        text = argv[i];
+      } else if (!o->expected.empty()) {
+        std::fprintf(stderr, "%s needs a value\n", o->name.data());
+        return 2;
+      }
+      if (!o->set(text)) {
+        std::fprintf(stderr, "%s: expected %s\n", o->name.data(), o->expected.c_str());
         return 2;
       }
     }
@@ -204,19 +197,23 @@ class Args {
   }
 
  private:
-  struct Flag {
-    const char* name;
-    std::function<void()> action;
-  };
-  struct Value {
-    const char* name;
-    const char* expected;
+  struct Option {
+    std::string_view name;
+    std::string expected;  // empty for a flag
     std::function<bool(std::string_view)> set;
   };
+  // A flag by its name; an option by "--name" or "--name=...".
+  const Option* find(std::string_view arg) const {
+    for (const Option& o : options_) {
+      if (arg.substr(0, o.name.size()) == o.name &&
+          (arg.size() == o.name.size() || (!o.expected.empty() && arg[o.name.size()] == '='))) {
+        return &o;
+      }
+    }
+    return nullptr;
+  }
   std::function<void(std::FILE*)> usage_;
-  std::vector<Flag> flags_;
-  std::vector<Value> values_;
-  std::deque<std::string> numbers_;  // the "expected" texts of number() (stable addresses)
+  std::vector<Option> options_;
 };
 
 }  // namespace nodewarden::bench
