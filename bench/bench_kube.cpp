@@ -102,16 +102,14 @@ Json kubectlPod(Random& random, const std::string& ns, const std::string& name,
   return pod;
 }
 
-Json nodeObject(const std::string& name, const std::string& memory, const std::string& cpu) {
-  const Json resources = {{"cpu", cpu}, {"memory", memory}, {"pods", "110"}};
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
-          {"status",
-           {{"capacity", resources},
-            {"allocatable", resources},
-            {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}},
-                                        {{"type", "MemoryPressure"}, {"status", "False"}}})}}}};
+// A ready node of 8 CPUs and 16 GiB.
+Json nodeObject(const std::string& name) {
+  Json node = Json::parse(R"({"apiVersion": "v1", "kind": "Node", "status": {
+    "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+    "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+    "conditions": [{"type": "Ready", "status": "True"}, {"type": "MemoryPressure", "status": "False"}]}})");
+  node["metadata"] = {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}};
+  return node;
 }
 
 // An object as the cache keeps it (trimmed to what it reads), applied as a watch event.
@@ -176,7 +174,7 @@ void webhookLatency(bool quick) {
   Random random(99);
   for (int n = 0; n < nodes; ++n) {
     const std::string node = "node-" + std::to_string(n);
-    apply(nodeStore, "ADDED", nodeObject(node, "16Gi", "8").dump());
+    apply(nodeStore, "ADDED", nodeObject(node).dump());
     for (int p = 0; p < podsPerNode; ++p) {
       const std::string name = "pod-" + std::to_string(n) + "-" + std::to_string(p) + "-abcde";
       const std::int64_t memoryMi = 400 + random.between(0, 120);

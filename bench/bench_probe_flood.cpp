@@ -110,16 +110,14 @@ int main(int argc, char** argv) {
       .number<std::size_t>("--max-waiting", settings.maxWaiting, 1, 1'000'000)
       .flag("--quick", [&] { settings.probes = 30; });
   if (auto status = args.parse(argc, argv)) return *status;
+  rlimit limit{};  // both ends of every flood connection are in this process: raise the limit
+  (void)::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = limit.rlim_max;
+  (void)::setrlimit(RLIMIT_NOFILE, &limit);
   const int most = *std::max_element(settings.clients.begin(), settings.clients.end());
-  rlimit limit{};  // both ends of every flood connection are in this process
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
-    limit.rlim_cur = limit.rlim_max;
-    (void)::setrlimit(RLIMIT_NOFILE, &limit);
-    if (limit.rlim_cur < rlim_t(2 * most + 2 * settings.maxWaiting + 256)) {
-      std::fprintf(stderr,
-                   "bench_probe_flood: the open-file limit (%llu) may cut the flood short\n",
-                   static_cast<unsigned long long>(limit.rlim_cur));
-    }
+  if (limit.rlim_cur < rlim_t(2 * most + 2 * settings.maxWaiting + 256)) {
+    std::fprintf(stderr, "bench_probe_flood: the open-file limit (%llu) may cut the flood short\n",
+                 static_cast<unsigned long long>(limit.rlim_cur));
   }
   std::printf("build: %s; cpu: %s\n", buildFlavour().c_str(), cpuModel().c_str());
   std::printf(

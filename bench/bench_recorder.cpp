@@ -1,15 +1,11 @@
-// The flight recorder's cost (node/recorder.h) and the replay's speed (record/replay.h) at the
-// kubelet's default of 110 pods, in CPU time (the machine is shared: a wall clock would count
-// other processes' turns):
-//   1. Recorder::cycle() as the agent calls it, on an idle node (a cycle a second, the pods'
-//      figures re-read every 30 s) and inside an episode (a full scan every cycle, the writer
-//      thread encoding and writing), with the kernel reads it does itself (memory PSI, OOM
-//      counters: /proc/pressure/memory and /proc/vmstat);
-//   2. memory at its bounds (the ring filled at an episode's cadence, the decision records
-//      full), by its own account and by the heap's;
-//   3. episode size: bytes per pod-second, every pod's figures moving at every sample;
-//   4. the replay of that episode, × real time.
-// No root needed: the pod index has no cgroups. Figures print; nothing is asserted.
+// bench_recorder: the flight recorder's cost (node/recorder.h) and the replay's speed
+// (record/replay.h) at the kubelet's default of 110 pods, in CPU time (the machine is shared):
+//   1. Recorder::cycle() as the agent calls it, with the kernel reads it does itself: on an
+//      idle node (a cycle a second, a full scan every 30 s) and inside an episode (a full scan
+//      every cycle, the writer thread encoding and writing the file);
+//   2. memory at its bounds (the ring full at an episode's cadence, 6,000 decision records);
+//   3. episode size, every pod's figures moving at every sample; 4. that episode's replay.
+// No root needed (a pod index without cgroups). Figures print; nothing is asserted.
 // Run: ninja -C BUILD bench/bench_recorder && BUILD/bench/bench_recorder [--pods N] [--quick]
 #include <ctime>
 #include <filesystem>
