@@ -12,16 +12,13 @@
 #include <fstream>
 #include <functional>
 #include <optional>
-#include <string>
 #include <string_view>
-#include <vector>
 
 #include "bench/support/measure.h"
 
 namespace nodewarden::bench {
 
-// Verdicts against targets stated as limits, and against the decision cores' targets; neither
-// changes the exit status.
+// Verdicts against targets (limits; the decision cores' targets); not in the exit status.
 inline const char* verdict(bool meets) {
   return meets ? "meets" : "MISSES";
 }
@@ -44,8 +41,7 @@ inline std::string cpuModel() {
   return "unknown";
 }
 
-// How this binary was compiled ("optimized, NDEBUG defined (asserts off)"): a header's inline
-// function takes the including binary's flags, which is the point.
+// How the including binary was compiled ("optimized, NDEBUG defined (asserts off)").
 inline std::string buildFlavour() {
   std::string flavour = "optimized, NDEBUG ";
 #ifndef __OPTIMIZE__
@@ -91,8 +87,7 @@ inline void printSamplesLine(int labelWidth, const char* label, const Samples& s
   }
 }
 
-// Heap bytes in use (mallinfo2), for a before/after difference; `trim` first gives free memory
-// back to the system (malloc_trim).
+// Heap bytes in use (mallinfo2) for a before/after difference, after malloc_trim if `trim`.
 inline std::size_t heapInUse(bool trim) {
   if (trim) ::malloc_trim(0);
   const struct mallinfo2 info = ::mallinfo2();
@@ -103,20 +98,19 @@ inline std::size_t heapInUse(bool trim) {
 template <typename T = int>
 std::optional<T> parseBounded(std::string_view text, T lo, T hi) {
   T v{};
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) {
-    return std::nullopt;
-  }
-  return v;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  const bool whole = ec == std::errc() && end == text.data() + text.size();
+  return whole && v >= lo && v <= hi ? std::optional<T>(v) : std::nullopt;
 }
 
 // Calls f on each comma-separated item; false on an empty text or when f refuses an item.
 template <typename F>
 bool forEachItem(std::string_view text, F&& f) {
   if (text.empty()) return false;
-  for (std::size_t comma = 0; comma != std::string_view::npos; text.remove_prefix(comma + 1)) {
+  for (std::size_t comma = 0; comma != std::string_view::npos;) {
     comma = text.find(',');
     if (!f(text.substr(0, comma))) return false;
+    text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 1);
   }
   return true;
 }
@@ -179,15 +173,13 @@ class Args {
         usage_(stderr);
         return 2;
       }
-      std::string_view text;  // a flag's: none
-      if (!o->expected.empty() && arg.size() > o->name.size()) {
-        text = arg.substr(o->name.size() + 1);
-      } else if (!o->expected.empty() && ++i < argc) {
-        text = argv[i];
-      } else if (!o->expected.empty()) {
+      const bool takesValue = !o->expected.empty(), attached = arg.size() > o->name.size();
+      if (takesValue && !attached && i + 1 == argc) {
         std::fprintf(stderr, "%s needs a value\n", o->name.data());
         return 2;
       }
+      std::string_view text;  // none for a flag
+      if (takesValue) text = attached ? arg.substr(o->name.size() + 1) : argv[++i];
       if (!o->set(text)) {
         std::fprintf(stderr, "%s: expected %s\n", o->name.data(), o->expected.c_str());
         return 2;
