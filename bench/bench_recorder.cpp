@@ -35,6 +35,14 @@ struct Node {
   policy::Summary& summary() { return snapshot.stats["bench-node"]; }
 };
 
+// The node's figures for `used` bytes of its pods' (`met`: the pods' memory under its threshold).
+void setNodeFigures(policy::NodeStats& stats, std::uint64_t used, bool met) {
+  stats.podsMemoryWorkingSetBytes = used;
+  stats.podsMemoryAvailableBytes = met ? 200 * kMi : (8ULL << 30) - used;
+  stats.memoryWorkingSetBytes = used + 2048 * kMi;
+  stats.memoryAvailableBytes = (16ULL << 30) - used - 2048 * kMi;
+}
+
 // N pods in three priorities, with requests and working sets; the pods' cgroup of 8 GiB.
 Node makeNode(int pods, Random& random) {
   Node node;
@@ -68,20 +76,16 @@ Node makeNode(int pods, Random& random) {
     used += *stats.memoryWorkingSetBytes;
   }
   policy::resolvePods(node.snapshot.pods, {});
-  node.summary().node.memoryWorkingSetBytes = used + 2048 * kMi;
-  node.summary().node.memoryAvailableBytes = (16ULL << 30) - used - 2048 * kMi;
-  node.summary().node.podsMemoryWorkingSetBytes = used;
-  node.summary().node.podsMemoryAvailableBytes = (8ULL << 30) - used;
+  setNodeFigures(node.summary().node, used, false);
   node.summary().node.maxPid = 4194304;
   node.summary().node.curProc = 900;
   return node;
 }
 
 // A full scan: every pod's figures moved by a few pages, as two kernel readings do, the node's
-// following (`met`: the pods' memory under its threshold), in new storage as buildSnapshot gives.
+// following, in new storage as buildSnapshot gives.
 void rescan(Node& node, Random& random, bool met) {
   Node fresh = node;
-  policy::NodeStats& stats = fresh.summary().node;
   std::uint64_t used = 0;
   for (policy::PodStats& s : fresh.summary().pods) {
     const std::int64_t pages = random.between(-16, 16);
@@ -89,10 +93,7 @@ void rescan(Node& node, Random& random, bool met) {
     s.memoryUsageBytes = *s.memoryWorkingSetBytes + 4 * kMi;
     used += *s.memoryWorkingSetBytes;
   }
-  stats.podsMemoryWorkingSetBytes = used;
-  stats.podsMemoryAvailableBytes = met ? 200 * kMi : (8ULL << 30) - used;
-  stats.memoryWorkingSetBytes = used + 2048 * kMi;
-  stats.memoryAvailableBytes = (16ULL << 30) - used - 2048 * kMi;
+  setNodeFigures(fresh.summary().node, used, met);
   node = std::move(fresh);
 }
 
@@ -175,15 +176,15 @@ void cpu(Bench& b, int iterations) {
   const double episodeNs = episodeLoop(true) - without;
   const double idleNs = Samples::from(idle).median(), fullNs = Samples::from(full).median();
   const double idleCpu = (idleNs * 29.0 / 30.0 + fullNs / 30.0) / 1e9 * 100.0;  // % of a core
-  std::printf("1. CPU time (medians of %d calls)\n", iterations);
-  std::printf("   idle cycle (node figures only):        %8.1f us\n", idleNs / 1000);
-  std::printf("   cycle after a full scan:               %8.1f us\n", fullNs / 1000);
   std::printf(
-      "   an idle node (1 cycle/s, a full scan every 30 s): %.4f %% of a core (budget 0.05 %%)\n",
-      idleCpu);
-  std::printf("   in an episode, per cycle: %.1f us on the loop, %.1f us with the writer thread\n",
-              Samples::from(loop).median() / 1000, episodeNs / 1000);
-  std::printf("   an episode at 10 cycles/s: %.3f %% of a core\n\n", episodeNs * 10 / 1e9 * 100);
+      "1. CPU time (medians of %d calls)\n"
+      "   idle cycle (node figures only):        %8.1f us\n"
+      "   cycle after a full scan:               %8.1f us\n"
+      "   an idle node (1 cycle/s, a full scan every 30 s): %.4f %% of a core (budget 0.05 %%)\n"
+      "   in an episode, per cycle: %.1f us on the loop, %.1f us with the writer thread\n"
+      "   an episode at 10 cycles/s: %.3f %% of a core\n\n",
+      iterations, idleNs / 1000, fullNs / 1000, idleCpu, Samples::from(loop).median() / 1000,
+      episodeNs / 1000, episodeNs * 10 / 1e9 * 100);
 }
 
 void memory(Bench& b) {
@@ -223,11 +224,9 @@ void memory(Bench& b) {
   const double heap = double(heapInUse(false) - heapBefore) / double(kMi);
   std::printf(
       "2. Memory at %d pods, the ring full at 10 samples/s (%zu samples kept) and 6,000 "
-      "decision records offered\n",
-      b.pods, samples);
-  std::printf(
-      "   by the recorder's own account: %.2f MiB; heap growth: %.2f MiB (budget 4 MiB)\n\n", own,
-      heap);
+      "decision records offered\n"
+      "   by the recorder's own account: %.2f MiB; heap growth: %.2f MiB (budget 4 MiB)\n\n",
+      b.pods, samples, own, heap);
 }
 
 // 3. The episode's size, every pod's figures moving at 10 samples a second; 4. its replay.
