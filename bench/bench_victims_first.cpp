@@ -12,7 +12,6 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 
 #include "bench/support/report.h"
@@ -121,11 +120,11 @@ std::unique_ptr<Node> makeNode(std::string_view name, int count) {
 }
 
 std::string victims(const std::vector<policy::Eviction>& evict) {
-  std::ostringstream out;
+  std::string out;
   for (const policy::Eviction& e : evict) {
-    out << (out.tellp() > 0 ? " " : "") << e.pod->name << "(" << e.usage / kMiB << "Mi)";
+    out += (out.empty() ? "" : " ") + e.pod->name + "(" + std::to_string(e.usage / kMiB) + "Mi)";
   }
-  return evict.empty() ? "none" : out.str();
+  return out.empty() ? "none" : out;
 }
 
 // Prints what one decision did; false when its victims are not the full evaluation's.
