@@ -107,7 +107,8 @@ Json nodeObject(const std::string& name) {
   Json node = Json::parse(R"({"apiVersion": "v1", "kind": "Node", "status": {
     "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
     "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-    "conditions": [{"type": "Ready", "status": "True"}, {"type": "MemoryPressure", "status": "False"}]}})");
+    "conditions": [{"type": "Ready", "status": "True"},
+                   {"type": "MemoryPressure", "status": "False"}]}})");
   node["metadata"] = {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}};
   return node;
 }
@@ -157,7 +158,8 @@ void cacheMemory(bool quick) {
   }
 }
 
-// A dry-run review (the webhook decides, nothing acts) of pending/`name` bound to `node`.
+// A dry-run review (the webhook decides, nothing acts) of binding pending/`pod.first` to the
+// node `pod.second`.
 std::string reviewBody(const std::string& uid, const std::pair<std::string, std::string>& pod) {
   return testing::bindingReview(uid, "pending", pod.first, pod.second, "", true).dump();
 }

@@ -111,9 +111,10 @@ int main(int argc, char** argv) {
       .flag("--quick", [&] { settings.probes = 30; });
   if (auto status = args.parse(argc, argv)) return *status;
   rlimit limit{};  // both ends of every flood connection are in this process: raise the limit
-  (void)::getrlimit(RLIMIT_NOFILE, &limit);
-  limit.rlim_cur = limit.rlim_max;
-  (void)::setrlimit(RLIMIT_NOFILE, &limit);
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &limit);
+  }
   const int most = *std::max_element(settings.clients.begin(), settings.clients.end());
   if (limit.rlim_cur < rlim_t(2 * most + 2 * settings.maxWaiting + 256)) {
     std::fprintf(stderr, "bench_probe_flood: the open-file limit (%llu) may cut the flood short\n",
