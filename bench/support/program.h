@@ -1,3 +1,3 @@
-// Forwards to report.h, where the frame of a benchmark program now is (Args, timed, heapInUse).
+// Forwards to report.h (Args, heapInUse; measure.h's timed) for the programs that include it.
 #pragma once
 #include "bench/support/report.h"
