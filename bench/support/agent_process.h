@@ -1,7 +1,6 @@
-// bench/support: running the nodewarden binary from a benchmark and reading it from outside —
-// subprocesses that die with the benchmark, /proc samples (CPU, RSS, threads), a bounded HTTP
-// GET on loopback, Prometheus text and JSON log lines; and the shapes the benchmarks share
-// (Pod manifests, percentiles in milliseconds, a temporary directory).
+// bench/support: a process run from a benchmark and read from outside — subprocesses that die
+// with the benchmark, /proc samples (CPU, RSS, threads, descriptors), a bounded HTTP exchange on
+// loopback, Prometheus text, JSON log lines, and percentiles in milliseconds.
 #pragma once
 
 #include <arpa/inet.h>
@@ -14,16 +13,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
-#include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -39,70 +37,6 @@ namespace nodewarden::bench {
 
 using Json = nlohmann::json;
 
-inline std::int64_t steadyNanos(SteadyTime t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-
-// The last `lines` lines of a log, indented, for failure messages.
-inline std::string tail(const std::filesystem::path& path, int lines) {
-  const std::string text = readText(path);
-  std::size_t at = text.size();
-  for (int n = 0; n <= lines && at > 0; ++n) {
-    at = text.rfind('\n', at - 1);
-    if (at == std::string::npos) {
-      at = 0;
-      break;
-    }
-  }
-  std::string out;
-  std::istringstream in(text.substr(at));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out += "      | " + line + "\n";
-  }
-  return out;
-}
-
-struct TempDir {
-  std::filesystem::path path;
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path.empty()) std::filesystem::remove_all(path, ignored);
-  }
-};
-
-// A Pod object as a static manifest.
-inline Json podManifest(const std::string& ns, const std::string& name, const std::string& uid,
-                        std::int64_t priority, const Json& requests, const Json& limits) {
-  Json resources = Json::object();
-  if (!requests.empty()) resources["requests"] = requests;
-  if (!limits.empty()) resources["limits"] = limits;
-  Json container = {{"name", "main"}, {"resources", resources}};
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
-          {"spec",
-           {{"containers", Json::array({container})},
-            {"priority", priority},
-            {"terminationGracePeriodSeconds", 5}}},
-          {"status", {{"phase", "Running"}}}};
-}
-
-// An idle pod's manifest by QoS class: "guaranteed" requests 100m and 64Mi with equal limits,
-// "burstable" requests 50m and 32Mi, "besteffort" nothing.
-inline Json idlePodManifest(const std::string& ns, const std::string& name, const std::string& uid,
-                            std::int64_t priority, const std::string& qos) {
-  Json requests = Json::object();
-  Json limits = Json::object();
-  if (qos == "guaranteed") {
-    requests = {{"cpu", "100m"}, {"memory", "64Mi"}};
-    limits = requests;
-  } else if (qos == "burstable") {
-    requests = {{"cpu", "50m"}, {"memory", "32Mi"}};
-  }
-  return podManifest(ns, name, uid, priority, requests, limits);
-}
-
 // Percentiles of a sample in milliseconds (Samples' fields say nanos; the unit is ours).
 struct Millis {
   Samples s;
@@ -113,10 +47,20 @@ struct Millis {
   double max() const { return s.nanos.empty() ? 0 : s.nanos.back(); }
 };
 
-// ---------------------------------------------------------------------------------------------
-// Subprocesses (the nodewarden binary). Output goes to a log file; they get SIGTERM if the
-// benchmark dies, and on a stop request here (then SIGKILL if they do not exit in time).
+// The last `lines` non-empty lines of a log, indented, for failure messages.
+inline std::string tail(const std::filesystem::path& path, std::size_t lines) {
+  std::istringstream in(readText(path));
+  std::deque<std::string> last;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) last.push_back("      | " + line + "\n");
+    if (last.size() > lines) last.pop_front();
+  }
+  std::string out;
+  for (const std::string& line : last) out += line;
+  return out;
+}
 
+// A subprocess with its output in `log`; it gets SIGTERM if the benchmark dies. -1 on failure.
 inline pid_t startProcess(const std::vector<std::string>& args, const std::filesystem::path& log) {
   const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out < 0) return -1;
@@ -140,44 +84,27 @@ inline pid_t startProcess(const std::vector<std::string>& args, const std::files
   return pid;
 }
 
-// Waits for `pid` up to `seconds` (returning early, without reaping, when `stop` asks);
-// returns the wait status, or nullopt when it did not exit in time.
-inline std::optional<int> waitProcess(pid_t pid, double seconds,
-                                      const std::function<bool()>& stop) {
+// Reaps `pid` within `seconds` (or until a stop, when `stoppable`); its wait status, or nullopt.
+inline std::optional<int> waitProcess(pid_t pid, double seconds, bool stoppable = false) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(seconds * 1e9);
-  while (monotonicNanos() < deadline) {
+  for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) return status;
-    if (done < 0 && errno != EINTR) return std::nullopt;
-    if (stop && stop()) return std::nullopt;
+    if ((done < 0 && errno != EINTR) || monotonicNanos() >= deadline || (stoppable && stopped())) {
+      return std::nullopt;
+    }
     sleepMillis(50);
   }
-  return std::nullopt;
 }
 
-// SIGTERM, up to `graceSeconds` to exit, then SIGKILL; reaps. Returns the wait status.
-inline std::optional<int> stopProcess(pid_t pid, double graceSeconds) {
-  ::kill(pid, SIGTERM);
-  if (auto status = waitProcess(pid, graceSeconds, nullptr)) return status;
+// SIGTERM (or `signal`), up to `graceSeconds` to exit, then SIGKILL; reaps.
+inline std::optional<int> stopProcess(pid_t pid, double graceSeconds, int signal = SIGTERM) {
+  ::kill(pid, signal);
+  if (auto status = waitProcess(pid, graceSeconds)) return status;
   ::kill(pid, SIGKILL);
-  return waitProcess(pid, 5, nullptr);
+  return waitProcess(pid, 5);
 }
-
-// A subprocess that is stopped (SIGTERM, then SIGKILL after `grace` seconds) when this goes.
-struct OwnedProcess {
-  pid_t pid = -1;
-  double grace = 10;
-  std::optional<int> status;  // once stopped
-  OwnedProcess(pid_t started, double graceSeconds) : pid(started), grace(graceSeconds) {}
-  OwnedProcess(const OwnedProcess&) = delete;
-  OwnedProcess& operator=(const OwnedProcess&) = delete;
-  ~OwnedProcess() { stop(); }
-  void stop() {
-    if (pid > 0) status = stopProcess(pid, grace);
-    pid = -1;
-  }
-};
 
 inline std::string describeStatus(std::optional<int> status) {
   if (!status) return "did not exit";
@@ -193,10 +120,12 @@ struct ProcSample {
   std::uint64_t rssKiB = 0;   // VmRSS
   std::uint64_t hwmKiB = 0;   // VmHWM
   std::size_t threads = 0;
+  std::size_t fds = 0;  // open descriptors, when asked
   bool ok = false;
+  double rssMiB() const { return double(rssKiB) / 1024; }
 };
 
-inline ProcSample sampleProcess(pid_t pid) {
+inline ProcSample sampleProcess(pid_t pid, bool countFds = false) {
   ProcSample s;
   s.wallNs = monotonicNanos();
   const std::string base = "/proc/" + std::to_string(pid);
@@ -204,25 +133,26 @@ inline ProcSample sampleProcess(pid_t pid) {
   const auto paren = stat.rfind(')');
   if (paren == std::string::npos) return s;
   std::istringstream fields(stat.substr(paren + 2));
-  std::vector<std::string> f;
   std::string field;
-  while (fields >> field) f.push_back(field);
-  // After the comm: field 3 (state) is f[0], so utime (14) is f[11] and stime (15) f[12].
-  if (f.size() < 13) return s;
-  s.ticks = std::strtoull(f[11].c_str(), nullptr, 10) + std::strtoull(f[12].c_str(), nullptr, 10);
+  // After the comm, state is field 3: utime (14) is the 12th read, stime (15) the 13th.
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) s.ticks += std::strtoull(field.c_str(), nullptr, 10);
+  }
   std::istringstream status(readText(base + "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
+  for (std::string line; std::getline(status, line);) {
     if (line.starts_with("VmRSS:")) s.rssKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
     if (line.starts_with("VmHWM:")) s.hwmKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
   }
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(base + "/task", ec)) {
-    const std::string sched = readText(task.path() / "schedstat");
-    s.schedNs += std::strtoull(sched.c_str(), nullptr, 10);
+    s.schedNs += std::strtoull(readText(task.path() / "schedstat").c_str(), nullptr, 10);
     ++s.threads;
   }
-  s.ok = true;
+  for (auto it = std::filesystem::directory_iterator(base + "/fd", ec);
+       countFds && !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++s.fds;
+  }
+  s.ok = s.threads > 0;
   return s;
 }
 
@@ -272,23 +202,17 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
     const std::int64_t left = (deadline - monotonicNanos()) / 1'000'000;
     if (left <= 0) break;
     pollfd p{fd, short(sent < request.size() ? POLLOUT : POLLIN), 0};
-    const int ready = ::poll(&p, 1, int(std::min<std::int64_t>(left, 50)));
-    if (ready <= 0) continue;
-    if (sent < request.size()) {
-      const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-      if (n > 0) {
-        sent += std::size_t(n);
-        out.connected = true;
-      } else if (errno != EAGAIN && errno != EINTR) {
-        out.ended = out.failed = true;
-      }
-      continue;
-    }
+    if (::poll(&p, 1, int(std::min<std::int64_t>(left, 50))) <= 0) continue;
     char chunk[16384];
-    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n > 0) {
+    const ssize_t n = sent < request.size()
+                          ? ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL)
+                          : ::recv(fd, chunk, sizeof chunk, 0);
+    if (n > 0 && sent < request.size()) {
+      sent += std::size_t(n);
+      out.connected = true;
+    } else if (n > 0) {
       out.response.append(chunk, std::size_t(n));
-    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+    } else if ((n == 0 && sent == request.size()) || (errno != EAGAIN && errno != EINTR)) {
       out.ended = true;
       out.failed = n < 0;
     }
@@ -301,98 +225,38 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
   return out;
 }
 
-// GET http://127.0.0.1:port/path; the body, or nullopt. Bounded: 5 s.
-inline std::optional<std::string> httpGet(std::uint16_t port, const std::string& path) {
-  const Exchange e = exchange(port, path, std::chrono::milliseconds(5000));
-  const auto body = e.response.find("\r\n\r\n");
-  if (body == std::string::npos) return std::nullopt;
-  return e.response.substr(body + 4);
-}
-
-// Sum of the samples of a metric family (all label sets) in Prometheus text; nullopt if absent.
-inline std::optional<double> metricSum(const std::string& text, const std::string& name) {
+// Sums of a metric family's samples in Prometheus text, by the value of `label` ("" for all
+// label sets together); empty when absent.
+inline std::map<std::string, double> metricSums(const std::string& text, const std::string& name,
+                                                const std::string& label = "") {
+  std::map<std::string, double> sums;
   std::istringstream in(text);
-  std::string line;
-  std::optional<double> sum;
-  while (std::getline(in, line)) {
-    if (!line.starts_with(name)) continue;
+  for (std::string line; std::getline(in, line);) {
     const char next = line.size() > name.size() ? line[name.size()] : '\0';
-    if (next != ' ' && next != '{') continue;
-    const auto space = line.rfind(' ');
-    sum = sum.value_or(0) + std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return sum;
-}
-
-// Reads the agent's JSON log lines; calls `each` with every complete line's object.
-inline void forEachLogLine(const std::filesystem::path& log,
-                           const std::function<void(const Json&)>& each) {
-  std::istringstream in(readText(log));
-  std::string line;
-  while (std::getline(in, line)) {
-    Json json = Json::parse(line, nullptr, false);
-    if (!json.is_discarded() && json.is_object()) each(json);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The nodewarden agent as a node runs it: static pod source, JSON log.
-
-// `nodewarden agent` over the manifests in `manifests` and the pod cgroups below `kubepods`.
-inline std::vector<std::string> agentCommand(const std::string& exe, const std::string& manifests,
-                                             const std::string& kubepods, const std::string& policy,
-                                             const std::string& node, const std::string& listen,
-                                             const std::string& nodefs) {
-  return {exe,
-          "agent",
-          "--source",
-          "static",
-          "--manifests",
-          manifests,
-          "--kubepods-cgroup",
-          kubepods,
-          "--policy",
-          policy,
-          "--node",
-          node,
-          "--listen",
-          listen,
-          "--nodefs",
-          nodefs,
-          "--log-format",
-          "json"};
-}
-
-// Reads the agent's JSON log every 100 ms for up to `seconds` until `ready` says so of one of
-// its lines (it sees every line; `port` gets the port of "agent-start"). "" when ready, else
-// why not: it did not start (`pid` < 0, from startProcess), it exited (then reaped, and `pid`
-// is -1), the time ran out, or a stop.
-inline std::string awaitAgent(pid_t& pid, const std::filesystem::path& log, int seconds,
-                              const std::function<bool(const Json&)>& ready,
-                              std::uint16_t* port = nullptr) {
-  if (pid < 0) return std::string("cannot start the agent: ") + std::strerror(errno);
-  for (int i = 0; i < seconds * 10 && !stopped(); ++i) {
-    sleepMillis(100);
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      pid = -1;
-      return "the agent exited (" + describeStatus(status) + "); its log:\n" + tail(log, 12);
+    if (!line.starts_with(name) || (next != ' ' && next != '{')) continue;
+    std::string key;
+    const std::string open = label + "=\"";
+    if (const auto at = line.find(open); !label.empty() && at != std::string::npos) {
+      const auto from = at + open.size();
+      key = line.substr(from, line.find('"', from) - from);
     }
-    bool done = false;
-    forEachLogLine(log, [&](const Json& line) {
-      if (port != nullptr && line.value("event", std::string()) == "agent-start") {
-        const std::string listen = line.value("listen", std::string());
-        const auto colon = listen.rfind(':');
-        if (colon != std::string::npos)
-          *port = std::uint16_t(std::atoi(listen.c_str() + colon + 1));
-      }
-      done = ready(line) || done;
-    });
-    if (done) return {};
+    sums[key] += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
   }
-  if (stopped()) return "interrupted";
-  return "the agent was not ready within " + std::to_string(seconds) + " s; its log:\n" +
-         tail(log, 12);
+  return sums;
+}
+
+// Calls `each` with every complete JSON line of a log from byte `*from` on (all of it without
+// `from`), then moves `*from` past the last complete line.
+inline void forEachLogLine(const std::filesystem::path& log,
+                           const std::function<void(const Json&)>& each,
+                           std::size_t* from = nullptr) {
+  const std::string text = readText(log);
+  std::size_t at = from != nullptr ? *from : 0;
+  for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+    const Json line = Json::parse(std::string_view(text).substr(at, nl - at), nullptr, false);
+    if (line.is_object()) each(line);
+  }
+  if (from != nullptr) *from = at;
 }
 
 }  // namespace nodewarden::bench

@@ -1,0 +1,174 @@
+// bench/support: a sandbox node as bench_agent and bench_soak run it — pods given as a static
+// manifest (written first, so an agent never sees the cgroup of a pod without its object) and a
+// pod cgroup, and the nodewarden binary guarding them as a node runs it (static pod source,
+// JSON log to a file).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "bench/support/agent_process.h"
+#include "cgroups/readers.h"
+#include "cgroups/sandbox.h"
+
+namespace nodewarden::bench {
+
+// A Pod object. `requests` null: as its QoS class says ("guaranteed" 100m and 64Mi with
+// equal limits, "burstable" 50m and 32Mi, "besteffort" none).
+inline Json podManifest(const std::string& ns, const std::string& name, const std::string& uid,
+                        std::int64_t priority, const std::string& qos, Json requests = nullptr) {
+  if (requests.is_null()) {
+    requests = qos == "besteffort"   ? Json::object()
+               : qos == "guaranteed" ? Json{{"cpu", "100m"}, {"memory", "64Mi"}}
+                                     : Json{{"cpu", "50m"}, {"memory", "32Mi"}};
+  }
+  Json resources = Json::object();
+  if (!requests.empty()) resources["requests"] = requests;
+  if (!requests.empty() && qos == "guaranteed") resources["limits"] = requests;
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+          {"spec",
+           {{"containers", Json::array({{{"name", "main"}, {"resources", resources}}})},
+            {"priority", priority},
+            {"terminationGracePeriodSeconds", 5}}},
+          {"status", {{"phase", "Running"}}}};
+}
+
+// Kernel OOM kills in kubepods; on cgroup v1 they count on the victim's own cgroup (`pod`) too.
+inline std::uint64_t oomKills(const cgroups::Hierarchy& h, const cgroups::CgroupDir& kubepods,
+                              const std::string& pod, std::string& buffer) {
+  auto kills = [&](const cgroups::CgroupDir& dir) {
+    auto n = cgroups::readOomKills(dir, buffer);
+    return n ? *n : 0;
+  };
+  std::uint64_t total = kills(kubepods);
+  if (h.memoryVersion == cgroups::Version::V1 && !pod.empty()) {
+    if (auto dir = cgroups::CgroupDir::open(h.memory + "/" + pod, h.memoryVersion)) {
+      total += kills(*dir);
+    }
+  }
+  return total;
+}
+
+// printf into a string (up to 511 characters).
+template <typename... Args>
+std::string format(const char* pattern, Args... args) {
+  char text[512];
+  std::snprintf(text, sizeof text, pattern, args...);
+  return text;
+}
+
+// A directory removed with everything in it when this goes.
+struct TempDir {
+  std::filesystem::path path;
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path.empty()) std::filesystem::remove_all(path, ignored);
+  }
+};
+
+struct Pod {
+  std::string uid;
+  std::string relative;  // its cgroup below every hierarchy root
+  std::filesystem::path manifest;
+  Json object;
+};
+
+class AgentNode {
+ public:
+  AgentNode(cgroups::Sandbox& box, const std::filesystem::path& dir, std::uint64_t seed)
+      : sandbox(box), manifests(dir / "manifests"), rng(seed), dir_(dir) {
+    std::error_code ignored;
+    std::filesystem::create_directories(manifests, ignored);
+  }
+  AgentNode(const AgentNode&) = delete;
+  AgentNode& operator=(const AgentNode&) = delete;
+  ~AgentNode() { stop(); }
+
+  // The manifest "<ns>_<name>.json" (and `publish`, when set, is given the object), then after
+  // `settleMillis` the pod cgroup in its QoS tier.
+  Result<Pod> addPod(const std::string& ns, const std::string& name, std::int64_t priority,
+                     const std::string& qos, Json requests = nullptr, int settleMillis = 0) {
+    Pod pod{rng.uuid(), "", manifests / (ns + "_" + name + ".json"), {}};
+    pod.object = podManifest(ns, name, pod.uid, priority, qos, std::move(requests));
+    if (!writeText(pod.manifest, pod.object.dump(2))) {
+      return Error{"cannot write " + pod.manifest.string()};
+    }
+    if (publish) publish(pod.object);
+    if (settleMillis > 0) sleepMillis(settleMillis);
+    auto relative = sandbox.addPod(pod.uid, qos);
+    if (!relative) {
+      removePod(pod);
+      return Error{"cannot create a pod cgroup: " + relative.error().message};
+    }
+    pod.relative = *relative;
+    return pod;
+  }
+
+  // Its cgroup (processes killed first), then its manifest.
+  void removePod(const Pod& pod) {
+    if (!pod.relative.empty()) (void)sandbox.removeCgroup(pod.relative);
+    sandbox.reap();
+    std::error_code ignored;
+    std::filesystem::remove(pod.manifest, ignored);
+  }
+
+  // Starts `nodewarden agent` over the manifests and the sandbox's kubepods and reads its log
+  // every 100 ms for up to `seconds` until a line has event `readyEvent` (kept in `ready`;
+  // `port` is taken from "agent-start"). "" when ready, else why not.
+  std::string start(const std::string& policy, const std::string& listen, const std::string& nodefs,
+                    const std::string& readyEvent, int seconds) {
+    const std::filesystem::path policyFile = dir_ / "policy.json";
+    if (!writeText(policyFile, policy)) return "cannot write " + policyFile.string();
+    log = dir_ / "agent.log";
+    pid = startProcess(
+        {NODEWARDEN_EXE, "agent", "--source", "static", "--manifests", manifests.string(),
+         "--kubepods-cgroup", sandbox.kubepods(), "--policy", policyFile.string(), "--node",
+         "bench-node", "--listen", listen, "--nodefs", nodefs, "--log-format", "json"},
+        log);
+    if (pid < 0) return std::string("cannot start the agent: ") + std::strerror(errno);
+    for (int i = 0; i < seconds * 10 && !stopped(); ++i) {
+      sleepMillis(100);
+      if (auto status = waitProcess(pid, 0)) {
+        pid = -1;
+        return "the agent exited (" + describeStatus(status) + "); its log:\n" + tail(log, 12);
+      }
+      forEachLogLine(log, [&](const Json& line) {
+        const std::string event = line.value("event", "");
+        const std::string address = line.value("listen", "");
+        if (event == "agent-start" && address.rfind(':') != std::string::npos) {
+          port = std::uint16_t(std::atoi(address.c_str() + address.rfind(':') + 1));
+        }
+        if (event == readyEvent) ready = line;
+      });
+      if (!ready.is_null()) return {};
+    }
+    if (stopped()) return "interrupted";
+    return "the agent was not ready within " + std::to_string(seconds) + " s; its log:\n" +
+           tail(log, 12);
+  }
+
+  // SIGTERM, then SIGKILL after `grace` seconds; how it ended.
+  std::string stop(double grace = 10) {
+    if (pid > 0) exitStatus = describeStatus(stopProcess(pid, grace));
+    pid = -1;
+    return exitStatus;
+  }
+
+  cgroups::Sandbox& sandbox;
+  const std::filesystem::path manifests;
+  std::function<void(const Json&)> publish;
+  std::filesystem::path log;
+  pid_t pid = -1;
+  std::uint16_t port = 0;
+  Json ready;
+  std::string exitStatus = "not started";
+  Random rng;  // the pods' UIDs
+
+ private:
+  std::filesystem::path dir_;
+};
+
+}  // namespace nodewarden::bench
