@@ -1,13 +1,10 @@
-// bench_soak: the real `nodewarden agent` kept busy for a long time, measured from outside:
-// under slowloris connections, then over a long soak with churn and a pressure episode a
-// minute (what, how and the targets: printUsage, or --help). Every 10 s of the soak the agent's
-// VmRSS, open descriptors and CPU time are sampled; a table per minute and the first five
-// minutes against the last five say whether they stay flat.
-//
-// Every cgroup is this program's ("nodewarden-bench-soak-<pid>" below each hierarchy root) and
-// is removed again, also after SIGINT/SIGTERM; every loop is bounded in count and in time.
-// Exit status: 0 after a run (a missed target prints MISSES); 77 when the machine cannot run
-// it; 1 when the set-up fails; 130 after SIGINT/SIGTERM.
+// bench_soak: the real `nodewarden agent` kept busy for a long time and measured from outside:
+// under slowloris connections, then over a soak with churn and a pressure episode a minute (what
+// and the targets: printUsage). The soak samples the agent's VmRSS, descriptors and CPU time
+// every 10 s: per minute, and the first five minutes against the last five. Every cgroup is this
+// program's ("nodewarden-bench-soak-<pid>"), removed again also after SIGINT/SIGTERM. Exit
+// status: 0 after a run (a missed target prints MISSES), 77 when the machine cannot run it, 1
+// when the set-up fails, 130 after SIGINT/SIGTERM.
 
 #include <sys/mman.h>
 
@@ -34,22 +31,15 @@ constexpr const char* kSandboxPrefix = "nodewarden-bench-soak";
 constexpr std::int64_t kNodeMemory = 1024 * kMi;  // kubepods memory limit
 constexpr std::int64_t kHogTarget = 900 * kMi;    // the hog stops growing here (below the limit)
 constexpr std::int64_t kHogRate = 256 * kMi;      // bytes a second
-constexpr const char* kPolicy = R"({
-  "evictionHard": { "allocatableMemory.available": "200Mi" },
-  "housekeepingInterval": "1s"
-})";
+constexpr const char* kPolicy =
+    R"({ "evictionHard": { "allocatableMemory.available": "200Mi" }, "housekeepingInterval": "1s" })";
 constexpr double kProbeTargetMs = 1000;    // /healthz under slowloris
 constexpr double kRssGrowthTargetMiB = 5;  // last five minutes against the first five
 constexpr double kFdGrowthTarget = 5;
 
 struct Settings {
-  int minutes = 30;
-  int pods = 1000;
-  int churnPerSecond = 5;
-  int slowClients = 1000;
-  int slowSeconds = 30;
-  bool skipSlowloris = false;
-  bool skipSoak = false;
+  int minutes = 30, pods = 1000, churnPerSecond = 5, slowClients = 1000, slowSeconds = 30;
+  bool skipSlowloris = false, skipSoak = false;
 };
 
 // The hog's one process: grows toward kHogTarget at kHogRate, then holds it (60 s at most).
@@ -83,7 +73,7 @@ struct IdlePods {
     pods.push_back(std::move(pod).value());
     return {};
   }
-  std::string churnOne() {
+  std::string churnOne() {  // the oldest replaced by a new one
     if (!pods.empty()) node.removePod(pods.front());
     if (!pods.empty()) pods.pop_front();
     return add();
@@ -164,10 +154,7 @@ std::optional<double> slowloris(const AgentNode& node, int clients, int seconds)
     }
     sleepMillis(1);
   }
-  for (Slow& s : slow) {
-    if (s.fd >= 0) ++heldAtEnd;
-    if (s.fd >= 0) ::close(s.fd);
-  }
+  for (Slow& s : slow) heldAtEnd += s.fd >= 0 && ::close(s.fd) == 0;
   sleepMillis(2000);  // the agent notices the closes
   const ProcSample after = sampleProcess(node.pid, true);
   const Millis ms(probeMs);
@@ -176,19 +163,17 @@ std::optional<double> slowloris(const AgentNode& node, int clients, int seconds)
       " p99 %.1f ms, max %.1f ms\n  /healthz answers:",
       ms.n(), probesNotOk, probeFailures, ms.p50(), ms.p99(), ms.max());
   for (const auto& [code, n] : statuses) std::printf(" %dx%d", code, n);
-  std::printf("\n  slow connections: %zu opened, %zu closed by the agent, %zu open at the end\n",
-              connects, closedByAgent, heldAtEnd);
   std::printf(
+      "\n  slow connections: %zu opened, %zu closed by the agent, %zu open at the end\n"
       "  agent VmRSS %.1f MiB before, %.1f at most, %.1f after; descriptors %zu,"
       " %zu at most, %zu after\n\n",
-      before.rssMiB(), rssMax, after.rssMiB(), before.fds, fdsMax, after.fds);
-  if (ms.n() == 0 || probeFailures > 0) return std::nullopt;
-  return ms.p99();
+      connects, closedByAgent, heldAtEnd, before.rssMiB(), rssMax, after.rssMiB(), before.fds,
+      fdsMax, after.fds);
+  return ms.n() == 0 || probeFailures > 0 ? std::nullopt : std::optional(ms.p99());
 }
 
 struct Sample {
-  double minute = 0;
-  double rssMiB = 0;
+  double minute = 0, rssMiB = 0;
   std::size_t fds = 0;
   double cpuPercent = 0;  // of one core since the previous sample
 };
@@ -201,7 +186,7 @@ struct SoakFigures {
   std::size_t churned = 0;
   std::string firstProblem;
   void problem(const std::string& what) {
-    if (firstProblem.empty()) firstProblem = what;
+    firstProblem = firstProblem.empty() ? what : firstProblem;
   }
 };
 
@@ -227,8 +212,8 @@ SoakFigures soak(AgentNode& node, IdlePods& idle, int minutes, int churnPerSecon
     if (now >= end) break;
     for (int k = 0; now >= nextChurn && k < churnPerSecond; ++k) {
       const std::string error = idle.churnOne();
-      if (error.empty()) ++f.churned;
-      if (!error.empty()) f.problem("churn: " + error);
+      f.churned += error.empty();
+      f.problem(error.empty() ? "" : "churn: " + error);
     }
     if (now >= nextChurn) nextChurn += 1'000'000'000;
     if (now >= nextEpisode && !hog) {

@@ -1,18 +1,81 @@
 // bench/support: a sandbox node as bench_agent and bench_soak run it — pods given as a static
 // manifest (written first, so an agent never sees the cgroup of a pod without its object) and a
-// pod cgroup, and the nodewarden binary guarding them as a node runs it (static pod source,
-// JSON log to a file).
+// pod cgroup, the nodewarden binary guarding them as a node runs it (static pod source, JSON log
+// to a file), and what is read from it: log lines, Prometheus text, percentiles in ms.
 #pragma once
 
+#include <deque>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "bench/support/agent_process.h"
 #include "cgroups/readers.h"
 #include "cgroups/sandbox.h"
 
 namespace nodewarden::bench {
+
+using Json = nlohmann::json;
+
+// Percentiles of a sample in milliseconds (Samples' fields say nanos; the unit is ours).
+struct Millis {
+  Samples s;
+  explicit Millis(std::vector<double> values) : s(Samples::from(std::move(values))) {}
+  std::size_t n() const { return s.count(); }
+  double p50() const { return s.median(); }
+  double p99() const { return s.p99(); }
+  double max() const { return s.nanos.empty() ? 0 : s.nanos.back(); }
+};
+
+// The last `lines` non-empty lines of a log, indented, for failure messages.
+inline std::string tail(const std::filesystem::path& path, std::size_t lines) {
+  std::istringstream in(readText(path));
+  std::deque<std::string> last;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) last.push_back("      | " + line + "\n");
+    if (last.size() > lines) last.pop_front();
+  }
+  std::string out;
+  for (const std::string& line : last) out += line;
+  return out;
+}
+
+// Sums of a metric family's samples in Prometheus text, by the value of `label` ("" for all
+// label sets together); empty when absent.
+inline std::map<std::string, double> metricSums(const std::string& text, const std::string& name,
+                                                const std::string& label = "") {
+  std::map<std::string, double> sums;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const char next = line.size() > name.size() ? line[name.size()] : '\0';
+    if (!line.starts_with(name) || (next != ' ' && next != '{')) continue;
+    std::string key;
+    const std::string open = label + "=\"";
+    if (const auto at = line.find(open); !label.empty() && at != std::string::npos) {
+      const auto from = at + open.size();
+      key = line.substr(from, line.find('"', from) - from);
+    }
+    sums[key] += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+  }
+  return sums;
+}
+
+// Calls `each` with every complete JSON line of a log from byte `*from` on (all of it without
+// `from`), then moves `*from` past the last complete line.
+inline void forEachLogLine(const std::filesystem::path& log,
+                           const std::function<void(const Json&)>& each,
+                           std::size_t* from = nullptr) {
+  const std::string text = readText(log);
+  std::size_t at = from != nullptr ? *from : 0;
+  for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+    const Json line = Json::parse(std::string_view(text).substr(at, nl - at), nullptr, false);
+    if (line.is_object()) each(line);
+  }
+  if (from != nullptr) *from = at;
+}
 
 // A Pod object. `requests` null: as its QoS class says ("guaranteed" 100m and 64Mi with
 // equal limits, "burstable" 50m and 32Mi, "besteffort" none).

@@ -1,6 +1,6 @@
 // bench/support: a process run from a benchmark and read from outside — subprocesses that die
-// with the benchmark, /proc samples (CPU, RSS, threads, descriptors), a bounded HTTP exchange on
-// loopback, Prometheus text, JSON log lines, and percentiles in milliseconds.
+// with the benchmark, /proc samples (CPU, RSS, threads, descriptors) and a bounded HTTP exchange
+// on loopback.
 #pragma once
 
 #include <arpa/inet.h>
@@ -18,47 +18,17 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <filesystem>
-#include <functional>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/support/measure.h"
 #include "bench/support/process.h"
 #include "bench/support/report.h"
 
 namespace nodewarden::bench {
-
-using Json = nlohmann::json;
-
-// Percentiles of a sample in milliseconds (Samples' fields say nanos; the unit is ours).
-struct Millis {
-  Samples s;
-  explicit Millis(std::vector<double> values) : s(Samples::from(std::move(values))) {}
-  std::size_t n() const { return s.count(); }
-  double p50() const { return s.median(); }
-  double p99() const { return s.p99(); }
-  double max() const { return s.nanos.empty() ? 0 : s.nanos.back(); }
-};
-
-// The last `lines` non-empty lines of a log, indented, for failure messages.
-inline std::string tail(const std::filesystem::path& path, std::size_t lines) {
-  std::istringstream in(readText(path));
-  std::deque<std::string> last;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) last.push_back("      | " + line + "\n");
-    if (last.size() > lines) last.pop_front();
-  }
-  std::string out;
-  for (const std::string& line : last) out += line;
-  return out;
-}
 
 // A subprocess with its output in `log`; it gets SIGTERM if the benchmark dies. -1 on failure.
 inline pid_t startProcess(const std::vector<std::string>& args, const std::filesystem::path& log) {
@@ -223,40 +193,6 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
     out.status = std::atoi(out.response.c_str() + 9);
   }
   return out;
-}
-
-// Sums of a metric family's samples in Prometheus text, by the value of `label` ("" for all
-// label sets together); empty when absent.
-inline std::map<std::string, double> metricSums(const std::string& text, const std::string& name,
-                                                const std::string& label = "") {
-  std::map<std::string, double> sums;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const char next = line.size() > name.size() ? line[name.size()] : '\0';
-    if (!line.starts_with(name) || (next != ' ' && next != '{')) continue;
-    std::string key;
-    const std::string open = label + "=\"";
-    if (const auto at = line.find(open); !label.empty() && at != std::string::npos) {
-      const auto from = at + open.size();
-      key = line.substr(from, line.find('"', from) - from);
-    }
-    sums[key] += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
-  }
-  return sums;
-}
-
-// Calls `each` with every complete JSON line of a log from byte `*from` on (all of it without
-// `from`), then moves `*from` past the last complete line.
-inline void forEachLogLine(const std::filesystem::path& log,
-                           const std::function<void(const Json&)>& each,
-                           std::size_t* from = nullptr) {
-  const std::string text = readText(log);
-  std::size_t at = from != nullptr ? *from : 0;
-  for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
-    const Json line = Json::parse(std::string_view(text).substr(at, nl - at), nullptr, false);
-    if (line.is_object()) each(line);
-  }
-  if (from != nullptr) *from = at;
 }
 
 }  // namespace nodewarden::bench
