@@ -921,17 +921,14 @@ void printUsage(std::FILE* out) {
       "\n"
       "Measures the agent end to end on real cgroups it creates (\"%s-<pid>\" below\n"
       "each hierarchy root) and removes again. Needs root.\n"
-      "  1. threshold crossing → processes signalled, p50/p99/max: (a) kernel notifications\n"
-      "     with a 1 s timer, (an) its loop at nice -20, (ar) and SCHED_FIFO 1, (a2) the\n"
-      "     adaptive poller alone, (b) polling at 1 s, (c) polling at the kubelet's 10 s\n"
-      "  2. `nodewarden demo` with the agent, --kubelet-like and --baseline: kernel OOM kills,\n"
-      "     evictions, survivors, wrong victims (~30 s each)\n"
+      "  1. threshold crossing → processes signalled: (a) kernel notifications + 1 s timer,\n"
+      "     (an) the loop at nice -20, (ar) and SCHED_FIFO 1, (a2) the adaptive poller alone,\n"
+      "     (b) polling at 1 s, (c) polling at the kubelet's 10 s\n"
+      "  2. `nodewarden demo` with the agent, --kubelet-like and --baseline (~30 s each)\n"
       "  3. the idle `nodewarden agent` with %d pod cgroups at a 1 s interval: CPU and RSS\n"
-      "  4. allocation rate sweep: a hog grown at each rate under a 1 GiB kubepods with a\n"
-      "     300 Mi hard line; kernel OOM kills, evictions, crossing -> stopped from outside\n"
-      "  5. part 1 (a) under fire: the pods from a fake API server that is healthy, slow (10 s),\n"
-      "     failing (500), resetting connections, cutting watches mid-object, or answering\n"
-      "     410 Gone to every watch; and with wrk on /metrics and /v1/state\n"
+      "  4. a hog grown at each rate under a 1 GiB kubepods with a 300 Mi hard line\n"
+      "  5. part 1 (a) with the pods from a fake API server that is healthy, slow, failing,\n"
+      "     resetting, cutting watches or answering 410 Gone; and with wrk on the agent's HTTP\n"
       "Options:\n"
       "  --quick      a smoke run: 5 latency trials a variant (3 for (c)), 10 s of idle sampling\n"
       "  --trials N   latency trials for every variant of parts 1 and 5 (default 30; (c) 20)\n"
@@ -1041,48 +1038,6 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
   return fire || p99s.empty() ? worst : p99s.front();
 }
 
-// The target lines: what was measured against its target, or why not.
-void printTargets(const Settings& s, bool ratesRan, std::optional<double> fastest,
-                  std::optional<double> p99, std::optional<double> fireP99, bool demoRan,
-                  std::optional<std::uint64_t> demoKills,
-                  std::optional<std::pair<double, double>> idle) {
-  std::printf("== targets ==\n");
-  if (ratesRan && fastest) {
-    std::printf(
-        "  fastest allocation with 0 kernel OOM kills %8.0f MiB/s (every rate tried up to it)\n",
-        *fastest);
-  } else if (ratesRan) {
-    std::printf("  fastest allocation with 0 kernel OOM kills: none of the rates tried\n");
-  }
-  if (p99) {
-    std::printf("  eviction latency p99 with notifications %8.1f ms  <= %5.0f ms   %s\n", *p99,
-                kLatencyP99TargetMs, verdict(*p99 <= kLatencyP99TargetMs));
-  } else {
-    std::printf("  eviction latency p99 with notifications: not measured\n");
-  }
-  if (fireP99) {
-    std::printf("  eviction latency p99, worst disturbance %8.1f ms  <= %5.0f ms   %s\n", *fireP99,
-                kLatencyP99TargetMs, verdict(*fireP99 <= kLatencyP99TargetMs));
-  }
-  if (demoKills) {
-    std::printf("  kernel OOM kills in the demo, agent     %8d     == %5d      %s\n",
-                int(*demoKills), 0, verdict(*demoKills == 0));
-  } else {
-    std::printf("  kernel OOM kills in the demo, agent: %s\n",
-                demoRan ? "not measured" : "skipped");
-  }
-  if (idle) {
-    std::printf(
-        "  idle CPU, %d pods, 1 s interval          %8.3f %%   <= %5.1f %%    %s\n"
-        "  idle RSS, %d pods                        %8.1f MiB <= %5.0f MiB  %s\n",
-        kIdlePods, idle->first, kIdleCpuTargetPercent,
-        verdict(idle->first <= kIdleCpuTargetPercent), kIdlePods, idle->second, kIdleRssTargetMiB,
-        verdict(idle->second <= kIdleRssTargetMiB));
-  } else {
-    std::printf("  idle CPU and RSS: %s\n", s.skipIdle ? "skipped" : "not measured");
-  }
-}
-
 int run(int argc, char** argv) {
   Settings s;
   Args args(printUsage);
@@ -1135,7 +1090,8 @@ int run(int argc, char** argv) {
   if (!sandbox) return 77;
   TempDir temp{fs::temp_directory_path() / sandbox->top()};
   std::error_code ec;
-  if (!fs::create_directories(temp.path, ec)) {
+  fs::create_directories(temp.path, ec);
+  if (ec) {
     std::printf("cannot create %s: %s\n", temp.path.c_str(), ec.message().c_str());
     return 1;
   }
@@ -1159,7 +1115,41 @@ int run(int argc, char** argv) {
   const bool ratesRan = !s.skipRates && haveBinary && !stopped();
   const int rateTrials = s.rateTrials > 0 ? s.rateTrials : s.quick ? 1 : 3;
   if (ratesRan) fastest = ratePart(*h, temp.path, s.rates, rateTrials);
-  printTargets(s, ratesRan, fastest, p99, fireP99, demoRan, demoKills, idle);
+  std::printf("== targets ==\n");
+  if (ratesRan && fastest) {
+    std::printf(
+        "  fastest allocation with 0 kernel OOM kills %8.0f MiB/s (every rate tried up to it)\n",
+        *fastest);
+  } else if (ratesRan) {
+    std::printf("  fastest allocation with 0 kernel OOM kills: none of the rates tried\n");
+  }
+  if (p99) {
+    std::printf("  eviction latency p99 with notifications %8.1f ms  <= %5.0f ms   %s\n", *p99,
+                kLatencyP99TargetMs, verdict(*p99 <= kLatencyP99TargetMs));
+  } else {
+    std::printf("  eviction latency p99 with notifications: not measured\n");
+  }
+  if (fireP99) {
+    std::printf("  eviction latency p99, worst disturbance %8.1f ms  <= %5.0f ms   %s\n", *fireP99,
+                kLatencyP99TargetMs, verdict(*fireP99 <= kLatencyP99TargetMs));
+  }
+  if (demoKills) {
+    std::printf("  kernel OOM kills in the demo, agent     %8d     == %5d      %s\n",
+                int(*demoKills), 0, verdict(*demoKills == 0));
+  } else {
+    std::printf("  kernel OOM kills in the demo, agent: %s\n",
+                demoRan ? "not measured" : "skipped");
+  }
+  if (idle) {
+    std::printf(
+        "  idle CPU, %d pods, 1 s interval          %8.3f %%   <= %5.1f %%    %s\n"
+        "  idle RSS, %d pods                        %8.1f MiB <= %5.0f MiB  %s\n",
+        kIdlePods, idle->first, kIdleCpuTargetPercent,
+        verdict(idle->first <= kIdleCpuTargetPercent), kIdlePods, idle->second, kIdleRssTargetMiB,
+        verdict(idle->second <= kIdleRssTargetMiB));
+  } else {
+    std::printf("  idle CPU and RSS: %s\n", s.skipIdle ? "skipped" : "not measured");
+  }
   const int status = stopped() ? 130 : 0;
   if (stopped()) std::printf("\ninterrupted: removing the sandbox\n");
   const bool removed = closeSandbox(*sandbox);

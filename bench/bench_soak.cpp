@@ -307,77 +307,19 @@ void printUsage(std::FILE* out) {
       NODEWARDEN_EXE, kSandboxPrefix, kProbeTargetMs, kRssGrowthTargetMiB, kFdGrowthTarget);
 }
 
-// Parts 1 and 2 and the targets, on a started node.
-void measureNode(const Settings& settings, AgentNode& node, IdlePods& idle) {
-  std::optional<double> probeP99;
-  if (!settings.skipSlowloris && !stopped()) {
-    std::printf("== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
-                settings.slowClients, settings.slowSeconds);
-    std::fflush(stdout);
-    probeP99 = slowloris(node, settings.slowClients, settings.slowSeconds);
-  }
-  std::optional<SoakFigures> soaked;
-  if (!settings.skipSoak && !stopped()) {
-    std::printf("== 2. soak: %d minutes, %d pods, %d replaced a second, an episode a minute ==\n",
-                settings.minutes, settings.pods, settings.churnPerSecond);
-    std::fflush(stdout);
-    const SoakFigures& f =
-        soaked.emplace(soak(node, idle, settings.minutes, settings.churnPerSecond));
-    std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
-    for (int m = 0; m < settings.minutes; ++m) {
-      if (auto row = meanOver(f.samples, m, m + 1)) {
-        std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
-      }
-    }
-    const Millis kill(f.killMs), life(f.hogLifeMs);
-    std::printf(
-        "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
-        " victims, %d kernel OOM kills\n"
-        "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms; hog start ->"
-        " gone: p50 %.0f ms, max %.0f ms\n",
-        f.churned, f.episodes, f.evicted, f.hogsSurvived, f.wrongVictims, f.kernelOomKills,
-        kill.p50(), kill.max(), life.p50(), life.max());
-    if (!f.firstProblem.empty()) std::printf("  first problem: %s\n", f.firstProblem.c_str());
-    std::printf("\n");
-  }
-  std::printf("== targets ==\n");
-  if (probeP99) {
-    std::printf("  /healthz p99 under slowloris          %8.1f ms  <= %5.0f ms   %s\n", *probeP99,
-                kProbeTargetMs, verdict(*probeP99 <= kProbeTargetMs));
-  }
-  if (soaked) {
-    const double span = std::min(5.0, settings.minutes / 2.0);
-    auto first = meanOver(soaked->samples, 0, span);
-    auto last = meanOver(soaked->samples, settings.minutes - span, settings.minutes + 1);
-    if (first && last) {
-      const double rss = last->rssMiB - first->rssMiB;
-      const double fds = double(last->fds) - double(first->fds);
-      std::printf("  RSS, last %.0f min - first %.0f min      %+8.1f MiB <= %5.0f MiB  %s\n", span,
-                  span, rss, kRssGrowthTargetMiB, verdict(rss <= kRssGrowthTargetMiB));
-      std::printf("  fds, last %.0f min - first %.0f min      %+8.0f     <= %5.0f      %s\n", span,
-                  span, fds, kFdGrowthTarget, verdict(fds <= kFdGrowthTarget));
-      std::printf("  CPU %%, first %.0f min %.2f, last %.0f min %.2f\n", span, first->cpuPercent,
-                  span, last->cpuPercent);
-    }
-    const bool clean = soaked->evicted == soaked->episodes && soaked->wrongVictims == 0 &&
-                       soaked->kernelOomKills == 0;
-    std::printf("  every hog evicted, nothing else, no OOM kill              %s\n", verdict(clean));
-  }
-}
-
 int run(int argc, char** argv) {
-  Settings settings;
+  Settings s;
   Args args(printUsage);
-  args.number("--minutes", settings.minutes, 1, 600)
-      .number("--pods", settings.pods, 0, 5000)
-      .number("--churn", settings.churnPerSecond, 0, 1000)
-      .number("--slow-clients", settings.slowClients, 1, 5000)
-      .number("--slow-seconds", settings.slowSeconds, 1, 3600)
-      .flag("--skip-slowloris", settings.skipSlowloris)
-      .flag("--skip-soak", settings.skipSoak)
+  args.number("--minutes", s.minutes, 1, 600)
+      .number("--pods", s.pods, 0, 5000)
+      .number("--churn", s.churnPerSecond, 0, 1000)
+      .number("--slow-clients", s.slowClients, 1, 5000)
+      .number("--slow-seconds", s.slowSeconds, 1, 3600)
+      .flag("--skip-slowloris", s.skipSlowloris)
+      .flag("--skip-soak", s.skipSoak)
       .flag("--quick", [&] {
-        settings.minutes = 2;
-        settings.slowSeconds = 10;
+        s.minutes = 2;
+        s.slowSeconds = 10;
       });
   if (auto status = args.parse(argc, argv)) return *status;
   auto hierarchy = hierarchyForSandbox("bench_soak", "it creates cgroups");
@@ -387,7 +329,7 @@ int run(int argc, char** argv) {
     return 77;
   }
   installStopHandlers();
-  (void)cgroups::raiseOpenFileLimit(std::uint64_t(settings.slowClients) * 2 + 1024);
+  (void)cgroups::raiseOpenFileLimit(std::uint64_t(s.slowClients) * 2 + 1024);
   std::printf("bench_soak: %s; %ld cores; load %s", buildFlavour().c_str(),
               ::sysconf(_SC_NPROCESSORS_ONLN), readText("/proc/loadavg").c_str());
   std::printf("  memory hierarchy %s (cgroup %s)\n\n", hierarchy->memory.c_str(),
@@ -401,13 +343,68 @@ int run(int argc, char** argv) {
     IdlePods idle{node, {}, 0};
     const auto started = steadyNow();
     std::string error;
-    for (int i = 0; i < settings.pods && error.empty() && !stopped(); ++i) error = idle.add();
-    std::printf("  %d pod cgroups (and manifests) created in %.1f s\n", settings.pods,
+    for (int i = 0; i < s.pods && error.empty() && !stopped(); ++i) error = idle.add();
+    std::printf("  %d pod cgroups (and manifests) created in %.1f s\n", s.pods,
                 nanosSince(started) * 1e-9);
     if (error.empty()) error = node.start(kPolicy, "127.0.0.1:0", "/nonexistent", "ready", 60);
     if (error.empty()) {
       std::printf("  agent pid %d ready on 127.0.0.1:%u\n\n", int(node.pid), unsigned(node.port));
-      measureNode(settings, node, idle);
+      std::optional<double> probeP99;
+      if (!s.skipSlowloris && !stopped()) {
+        std::printf("== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
+                    s.slowClients, s.slowSeconds);
+        std::fflush(stdout);
+        probeP99 = slowloris(node, s.slowClients, s.slowSeconds);
+      }
+      std::optional<SoakFigures> soaked;
+      if (!s.skipSoak && !stopped()) {
+        std::printf(
+            "== 2. soak: %d minutes, %d pods, %d replaced a second, an episode a minute ==\n",
+            s.minutes, s.pods, s.churnPerSecond);
+        std::fflush(stdout);
+        const SoakFigures& f = soaked.emplace(soak(node, idle, s.minutes, s.churnPerSecond));
+        std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
+        for (int m = 0; m < s.minutes; ++m) {
+          if (auto row = meanOver(f.samples, m, m + 1)) {
+            std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds,
+                        row->cpuPercent);
+          }
+        }
+        const Millis kill(f.killMs), life(f.hogLifeMs);
+        std::printf(
+            "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
+            " victims, %d kernel OOM kills\n"
+            "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms; hog start ->"
+            " gone: p50 %.0f ms, max %.0f ms\n",
+            f.churned, f.episodes, f.evicted, f.hogsSurvived, f.wrongVictims, f.kernelOomKills,
+            kill.p50(), kill.max(), life.p50(), life.max());
+        if (!f.firstProblem.empty()) std::printf("  first problem: %s\n", f.firstProblem.c_str());
+        std::printf("\n");
+      }
+      std::printf("== targets ==\n");
+      if (probeP99) {
+        std::printf("  /healthz p99 under slowloris          %8.1f ms  <= %5.0f ms   %s\n",
+                    *probeP99, kProbeTargetMs, verdict(*probeP99 <= kProbeTargetMs));
+      }
+      if (soaked) {
+        const double span = std::min(5.0, s.minutes / 2.0);
+        auto first = meanOver(soaked->samples, 0, span);
+        auto last = meanOver(soaked->samples, s.minutes - span, s.minutes + 1);
+        if (first && last) {
+          const double rss = last->rssMiB - first->rssMiB;
+          const double fds = double(last->fds) - double(first->fds);
+          std::printf("  RSS, last %.0f min - first %.0f min      %+8.1f MiB <= %5.0f MiB  %s\n",
+                      span, span, rss, kRssGrowthTargetMiB, verdict(rss <= kRssGrowthTargetMiB));
+          std::printf("  fds, last %.0f min - first %.0f min      %+8.0f     <= %5.0f      %s\n",
+                      span, span, fds, kFdGrowthTarget, verdict(fds <= kFdGrowthTarget));
+          std::printf("  CPU %%, first %.0f min %.2f, last %.0f min %.2f\n", span,
+                      first->cpuPercent, span, last->cpuPercent);
+        }
+        const bool clean = soaked->evicted == soaked->episodes && soaked->wrongVictims == 0 &&
+                           soaked->kernelOomKills == 0;
+        std::printf("  every hog evicted, nothing else, no OOM kill              %s\n",
+                    verdict(clean));
+      }
       std::printf("  agent stopped with SIGTERM: %s\n", node.stop(15).c_str());
     } else {
       std::printf("cannot start: %s\n", error.c_str());
