@@ -190,6 +190,19 @@ struct SoakFigures {
   }
 };
 
+// Mean of the samples whose minute is in [from, to).
+std::optional<Sample> meanOver(const std::vector<Sample>& samples, double from, double to) {
+  Sample sum;
+  int n = 0;
+  for (const Sample& s : samples) {
+    if (s.minute < from || s.minute >= to) continue;
+    sum = {0, sum.rssMiB + s.rssMiB, sum.fds + s.fds, sum.cpuPercent + s.cpuPercent};
+    ++n;
+  }
+  if (n == 0) return std::nullopt;
+  return Sample{0, sum.rssMiB / n, sum.fds / std::size_t(n), sum.cpuPercent / n};
+}
+
 SoakFigures soak(AgentNode& node, IdlePods& idle, int minutes, int churnPerSecond) {
   SoakFigures f;
   std::string buffer;
@@ -271,20 +284,23 @@ SoakFigures soak(AgentNode& node, IdlePods& idle, int minutes, int churnPerSecon
   }
   if (hog) node.removePod(*hog);
   f.kernelOomKills = int(kills() - oomBefore);
-  return f;
-}
-
-// Mean of the samples whose minute is in [from, to).
-std::optional<Sample> meanOver(const std::vector<Sample>& samples, double from, double to) {
-  Sample sum;
-  int n = 0;
-  for (const Sample& s : samples) {
-    if (s.minute < from || s.minute >= to) continue;
-    sum = {0, sum.rssMiB + s.rssMiB, sum.fds + s.fds, sum.cpuPercent + s.cpuPercent};
-    ++n;
+  std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
+  for (int m = 0; m < minutes; ++m) {
+    if (auto row = meanOver(f.samples, m, m + 1)) {
+      std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
+    }
   }
-  if (n == 0) return std::nullopt;
-  return Sample{0, sum.rssMiB / n, sum.fds / std::size_t(n), sum.cpuPercent / n};
+  const Millis kill(f.killMs), life(f.hogLifeMs);
+  std::printf(
+      "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
+      " victims, %d kernel OOM kills\n"
+      "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms; hog start ->"
+      " gone: p50 %.0f ms, max %.0f ms\n",
+      f.churned, f.episodes, f.evicted, f.hogsSurvived, f.wrongVictims, f.kernelOomKills,
+      kill.p50(), kill.max(), life.p50(), life.max());
+  if (!f.firstProblem.empty()) std::printf("  first problem: %s\n", f.firstProblem.c_str());
+  std::printf("\n");
+  return f;
 }
 
 void printUsage(std::FILE* out) {
@@ -305,6 +321,47 @@ void printUsage(std::FILE* out) {
       "RSS within %.0f MiB and descriptors within %.0f of the first five; every hog evicted,\n"
       "no other pod, no kernel OOM kill. Misses print MISSES; the exit status stays 0.\n",
       NODEWARDEN_EXE, kSandboxPrefix, kProbeTargetMs, kRssGrowthTargetMiB, kFdGrowthTarget);
+}
+
+// Parts 1 and 2 and the targets, on a started node.
+void measureNode(const Settings& s, AgentNode& node, IdlePods& idle) {
+  std::optional<double> probeP99;
+  if (!s.skipSlowloris && !stopped()) {
+    std::printf("== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
+                s.slowClients, s.slowSeconds);
+    std::fflush(stdout);
+    probeP99 = slowloris(node, s.slowClients, s.slowSeconds);
+  }
+  std::optional<SoakFigures> soaked;
+  if (!s.skipSoak && !stopped()) {
+    std::printf("== 2. soak: %d minutes, %d pods, %d replaced a second, an episode a minute ==\n",
+                s.minutes, s.pods, s.churnPerSecond);
+    std::fflush(stdout);
+    soaked = soak(node, idle, s.minutes, s.churnPerSecond);
+  }
+  std::printf("== targets ==\n");
+  if (probeP99) {
+    std::printf("  /healthz p99 under slowloris          %8.1f ms  <= %5.0f ms   %s\n", *probeP99,
+                kProbeTargetMs, verdict(*probeP99 <= kProbeTargetMs));
+  }
+  if (soaked) {
+    const double span = std::min(5.0, s.minutes / 2.0);
+    auto first = meanOver(soaked->samples, 0, span);
+    auto last = meanOver(soaked->samples, s.minutes - span, s.minutes + 1);
+    if (first && last) {
+      const double rss = last->rssMiB - first->rssMiB;
+      const double fds = double(last->fds) - double(first->fds);
+      std::printf("  RSS, last %.0f min - first %.0f min      %+8.1f MiB <= %5.0f MiB  %s\n", span,
+                  span, rss, kRssGrowthTargetMiB, verdict(rss <= kRssGrowthTargetMiB));
+      std::printf("  fds, last %.0f min - first %.0f min      %+8.0f     <= %5.0f      %s\n", span,
+                  span, fds, kFdGrowthTarget, verdict(fds <= kFdGrowthTarget));
+      std::printf("  CPU %%, first %.0f min %.2f, last %.0f min %.2f\n", span, first->cpuPercent,
+                  span, last->cpuPercent);
+    }
+    const bool clean = soaked->evicted == soaked->episodes && soaked->wrongVictims == 0 &&
+                       soaked->kernelOomKills == 0;
+    std::printf("  every hog evicted, nothing else, no OOM kill              %s\n", verdict(clean));
+  }
 }
 
 int run(int argc, char** argv) {
@@ -349,62 +406,7 @@ int run(int argc, char** argv) {
     if (error.empty()) error = node.start(kPolicy, "127.0.0.1:0", "/nonexistent", "ready", 60);
     if (error.empty()) {
       std::printf("  agent pid %d ready on 127.0.0.1:%u\n\n", int(node.pid), unsigned(node.port));
-      std::optional<double> probeP99;
-      if (!s.skipSlowloris && !stopped()) {
-        std::printf("== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
-                    s.slowClients, s.slowSeconds);
-        std::fflush(stdout);
-        probeP99 = slowloris(node, s.slowClients, s.slowSeconds);
-      }
-      std::optional<SoakFigures> soaked;
-      if (!s.skipSoak && !stopped()) {
-        std::printf(
-            "== 2. soak: %d minutes, %d pods, %d replaced a second, an episode a minute ==\n",
-            s.minutes, s.pods, s.churnPerSecond);
-        std::fflush(stdout);
-        const SoakFigures& f = soaked.emplace(soak(node, idle, s.minutes, s.churnPerSecond));
-        std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
-        for (int m = 0; m < s.minutes; ++m) {
-          if (auto row = meanOver(f.samples, m, m + 1)) {
-            std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds,
-                        row->cpuPercent);
-          }
-        }
-        const Millis kill(f.killMs), life(f.hogLifeMs);
-        std::printf(
-            "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
-            " victims, %d kernel OOM kills\n"
-            "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms; hog start ->"
-            " gone: p50 %.0f ms, max %.0f ms\n",
-            f.churned, f.episodes, f.evicted, f.hogsSurvived, f.wrongVictims, f.kernelOomKills,
-            kill.p50(), kill.max(), life.p50(), life.max());
-        if (!f.firstProblem.empty()) std::printf("  first problem: %s\n", f.firstProblem.c_str());
-        std::printf("\n");
-      }
-      std::printf("== targets ==\n");
-      if (probeP99) {
-        std::printf("  /healthz p99 under slowloris          %8.1f ms  <= %5.0f ms   %s\n",
-                    *probeP99, kProbeTargetMs, verdict(*probeP99 <= kProbeTargetMs));
-      }
-      if (soaked) {
-        const double span = std::min(5.0, s.minutes / 2.0);
-        auto first = meanOver(soaked->samples, 0, span);
-        auto last = meanOver(soaked->samples, s.minutes - span, s.minutes + 1);
-        if (first && last) {
-          const double rss = last->rssMiB - first->rssMiB;
-          const double fds = double(last->fds) - double(first->fds);
-          std::printf("  RSS, last %.0f min - first %.0f min      %+8.1f MiB <= %5.0f MiB  %s\n",
-                      span, span, rss, kRssGrowthTargetMiB, verdict(rss <= kRssGrowthTargetMiB));
-          std::printf("  fds, last %.0f min - first %.0f min      %+8.0f     <= %5.0f      %s\n",
-                      span, span, fds, kFdGrowthTarget, verdict(fds <= kFdGrowthTarget));
-          std::printf("  CPU %%, first %.0f min %.2f, last %.0f min %.2f\n", span,
-                      first->cpuPercent, span, last->cpuPercent);
-        }
-        const bool clean = soaked->evicted == soaked->episodes && soaked->wrongVictims == 0 &&
-                           soaked->kernelOomKills == 0;
-        std::printf("  every hog evicted, nothing else, no OOM kill              %s\n",
-                    verdict(clean));
-      }
+      measureNode(s, node, idle);
       std::printf("  agent stopped with SIGTERM: %s\n", node.stop(15).c_str());
     } else {
       std::printf("cannot start: %s\n", error.c_str());
