@@ -783,34 +783,34 @@ std::optional<std::pair<double, double>> idlePart(cgroups::Sandbox& sandbox, con
 // crossed, when usage stopped rising (the hog stopped) and the growth rate actually reached;
 // kernel OOM kills come from memory.events (v2) or memory.oom_control (v1).
 
-struct RateTrial {
-  std::string error;
-  bool evicted = false;                  // the agent logged the hog's eviction
-  std::uint64_t kernelKills = 0;         // kernel OOM kills in kubepods
-  double growthMiBs = 0;                 // measured between 25 % and 75 % of the way to the line
-  std::optional<double> stoppedMs = {};  // crossing → usage stopped rising
+struct RateRow {
+  int trials = 0, evicted = 0;  // evicted: the agent logged the hog's eviction
+  std::uint64_t kernelKills = 0;
+  std::vector<double> growthMiBs;  // measured between 25 % and 75 % of the way to the line
+  std::vector<double> stoppedMs;   // crossing → usage stopped rising
 };
 
-RateTrial rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rateMiBs, int index) {
-  RateTrial t;
+// One trial into `row`; "" or why it could not be made.
+std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rateMiBs, int index,
+                      RateRow& row) {
   const bool v1 = h.memoryVersion == cgroups::Version::V1;
   cgroups::SandboxOptions options;
   options.name = format("%s-%d-rate%d", kSandboxPrefix, int(::getpid()), index);
   options.memoryLimit = std::uint64_t(kRateNodeMemory);
   auto sandbox = cgroups::Sandbox::create(h, options);
-  if (!sandbox) return {.error = sandbox.error().message};
+  if (!sandbox) return sandbox.error().message;
   (void)sandbox->writeMemoryFile(sandbox->kubepods(),
                                  v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max",
                                  v1 ? std::to_string(kRateNodeMemory) : "0");
   AgentNode node(*sandbox, dir / format("rate-%d", index), kSeed ^ std::uint64_t(index));
   auto steady = node.addPod("prod", "steady", 100000, "burstable", {{"memory", "256Mi"}});
   auto hogPod = node.addPod("batch", "hog", 0, "besteffort");
-  if (!steady || !hogPod) return {.error = (!steady ? steady : hogPod).error().message};
+  if (!steady || !hogPod) return (!steady ? steady : hogPod).error().message;
   auto holder = sandbox->spawn(steady->relative, [self = ::getpid()] {
     return holdMemory(std::size_t(kRateSteadyBytes), self);
   });
   auto kubepods = CgroupDir::open(h.memory + "/" + sandbox->kubepods(), h.memoryVersion);
-  if (!holder || !kubepods) return {.error = "cannot start the steady pod or open kubepods"};
+  if (!holder || !kubepods) return "cannot start the steady pod or open kubepods";
   std::string buffer;
   for (int i = 0; i < 250; ++i) {  // the steady pod's memory in place (≤ 5 s)
     auto memory = cgroups::readMemory(*kubepods, buffer);
@@ -818,13 +818,12 @@ RateTrial rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rat
     sleepMillis(20);
   }
   // Ready: it logs its detectors after the first full cycle (30 s: a VM is slow to start it).
-  t.error = node.start(policyWith(R"("allocatableMemory.available": "300Mi")"), "off", "",
-                       "detectors", 30);
+  std::string error = node.start(policyWith(R"("allocatableMemory.available": "300Mi")"), "off", "",
+                                 "detectors", 30);
   auto kills = [&] { return oomKills(h, *kubepods, hogPod->relative, buffer); };
   const std::uint64_t killsBefore = kills();
   auto before = cgroups::readMemory(*kubepods, buffer);
-  if (!t.error.empty() || !before)
-    return {.error = t.error.empty() ? "no memory reading" : t.error};
+  if (!error.empty() || !before) return error.empty() ? "no memory reading" : error;
   // The line in usage terms, as the agent arms it: capacity − threshold + inactive_file.
   const std::int64_t line = kRateNodeMemory - kRateThreshold + std::int64_t(before->inactiveFile);
   const std::int64_t base = std::int64_t(before->usage);
@@ -835,7 +834,7 @@ RateTrial rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rat
     ::execv(load[0], const_cast<char* const*>(load));
     return 127;
   });
-  if (!hog) return {.error = hog.error().message};
+  if (!hog) return hog.error().message;
 
   // Sample from the outside, about every millisecond, until the hog is gone (≤ 20 s).
   const std::int64_t quarter = base + (line - base) / 4;
@@ -855,18 +854,22 @@ RateTrial rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rat
     if (exited(*hog)) break;
     ::usleep(1000);
   }
-  if (!exited(*hog)) return {.error = "the hog was still running after 20 s"};
-  t.kernelKills = kills() - killsBefore;
+  if (!exited(*hog)) return "the hog was still running after 20 s";
+  ++row.trials;
+  row.kernelKills += kills() - killsBefore;
   if (atQuarter && atThreeQuarters && *atThreeQuarters > *atQuarter) {
-    t.growthMiBs = double(threeQuarters - quarter) / double(kMi) /
-                   (double(*atThreeQuarters - *atQuarter) * 1e-9);
+    row.growthMiBs.push_back(double(threeQuarters - quarter) / double(kMi) /
+                             (double(*atThreeQuarters - *atQuarter) * 1e-9));
   }
-  if (crossedAt) t.stoppedMs = double(std::max<std::int64_t>(0, peakAt - *crossedAt)) * 1e-6;
+  if (crossedAt)
+    row.stoppedMs.push_back(double(std::max<std::int64_t>(0, peakAt - *crossedAt)) * 1e-6);
   sleepMillis(300);  // the agent's log line for the eviction
+  bool evicted = false;
   forEachLogLine(node.log, [&](const Json& entry) {
-    t.evicted |= entry.value("event", "") == "evicted" && entry.value("pod", "") == "batch/hog";
+    evicted |= entry.value("event", "") == "evicted" && entry.value("pod", "") == "batch/hog";
   });
-  return t;
+  row.evicted += evicted;
+  return {};
 }
 
 // Part 4; the fastest rate reached with 0 kernel OOM kills at it and every slower rate.
@@ -881,29 +884,24 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
   bool killed = false;  // at a slower rate (or no trial there)
   int index = 0;
   for (double rate : rates) {  // 0: as fast as the hog can touch pages
-    int done = 0, evicted = 0;
-    std::uint64_t kills = 0;
-    std::vector<double> growth, stoppedMs;
+    RateRow row;
     std::string firstError;
     for (int i = 0; i < trials && !stopped(); ++i) {
-      const RateTrial t = rateTrial(h, dir, rate, index++);
-      if (firstError.empty()) firstError = t.error;
-      if (!t.error.empty()) continue;
-      ++done;
-      evicted += t.evicted ? 1 : 0;
-      kills += t.kernelKills;
-      if (t.growthMiBs > 0) growth.push_back(t.growthMiBs);
-      if (t.stoppedMs) stoppedMs.push_back(*t.stoppedMs);
+      if (std::string error = rateTrial(h, dir, rate, index++, row); firstError.empty()) {
+        firstError = error;
+      }
     }
+    std::vector<double>& growth = row.growthMiBs;
     std::sort(growth.begin(), growth.end());
-    const Millis stop(stoppedMs);
+    const Millis stop(row.stoppedMs);
     std::printf("  %-10s %6d %8d %12d %16s %26s\n",
-                rate > 0 ? std::to_string(int(rate)).c_str() : "max", done, evicted, int(kills),
+                rate > 0 ? std::to_string(int(rate)).c_str() : "max", row.trials, row.evicted,
+                int(row.kernelKills),
                 growth.empty() ? "-" : format("%d-%d", int(growth[0]), int(growth.back())).c_str(),
-                stoppedMs.empty() ? "-" : format("%.0f / %.0f ms", stop.p50(), stop.max()).c_str());
+                stop.n() == 0 ? "-" : format("%.0f / %.0f ms", stop.p50(), stop.max()).c_str());
     if (!firstError.empty()) std::printf("    error: %s\n", firstError.c_str());
     std::fflush(stdout);
-    killed = killed || done == 0 || kills > 0;
+    killed = killed || row.trials == 0 || row.kernelKills > 0;
     if (!killed) fastest = growth.empty() ? rate : growth.back();
   }
   std::printf("\n");
