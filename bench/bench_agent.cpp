@@ -559,11 +559,9 @@ std::vector<std::optional<double>> latencyTable(cgroups::Sandbox& sandbox, const
   for (const Variant& v : variants) {
     if (stopped()) break;
     std::printf("  %s: %d trials, sequential ...\n", v.label, v.trials);
-    std::fflush(stdout);
     results.push_back(bench.run(v));
     const std::string& problem = results.back().firstError;
     if (!problem.empty()) std::printf("    first problem: %s\n", problem.c_str());
-    std::fflush(stdout);
   }
   std::printf("\n  %-*s %7s %9s %9s %9s | %9s | %5s %5s\n", width, heading, "trials", "p50 ms",
               "p99 ms", "max ms", "agent p50", "wrong", "OOM");
@@ -577,7 +575,6 @@ std::vector<std::optional<double>> latencyTable(cgroups::Sandbox& sandbox, const
     p99s.push_back(latency.n() > 0 ? std::optional(latency.p99()) : std::nullopt);
   }
   std::printf("  (p99 is nearest-rank: with fewer than 100 trials it is the maximum%s)\n\n", note);
-  std::fflush(stdout);
   return p99s;
 }
 
@@ -688,7 +685,6 @@ std::optional<std::uint64_t> demoPart(const fs::path& dir) {
   for (const char* flag : {"", "--kubelet-like", "--baseline"}) {
     if (stopped()) break;
     std::printf("  running: nodewarden demo --quiet%s%s ...\n", *flag ? " " : "", flag);
-    std::fflush(stdout);
     table += runDemo(*flag ? flag + 2 : "agent", flag, dir, *flag ? kills : agentKills);
   }
   std::printf(
@@ -698,7 +694,6 @@ std::optional<std::uint64_t> demoPart(const fs::path& dir) {
       "   \"killed by the kernel\" = neither evicted nor surviving; an eviction's latency is the\n"
       "   agent's own figure from the report, and a soft one includes the grace period)\n\n",
       "mode", "secs", "OOM kills", "outcome", table.c_str());
-  std::fflush(stdout);
   return agentKills;
 }
 
@@ -709,7 +704,6 @@ std::optional<std::pair<double, double>> idlePart(cgroups::Sandbox& sandbox, con
                                                   int seconds) {
   std::printf("== 3. the idle agent: nodewarden agent over %d empty pod cgroups, 1 s interval ==\n",
               kIdlePods);
-  std::fflush(stdout);
   AgentNode node(sandbox, dir, kSeed ^ 0x1d1e);
   const auto created = steadyNow();
   std::string error;
@@ -879,7 +873,6 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
       "== 4. allocation rate vs kernel OOM kills: the nodewarden binary, kubepods 1 GiB, "
       "hard line 300 Mi ==\n  %-10s %6s %8s %12s %16s %26s\n",
       "asked", "trials", "evicted", "kernel OOM", "growth MiB/s", "crossing -> stopped p50/max");
-  std::fflush(stdout);
   std::optional<double> fastest;
   bool killed = false;  // at a slower rate (or no trial there)
   int index = 0;
@@ -900,7 +893,6 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
                 growth.empty() ? "-" : format("%d-%d", int(growth[0]), int(growth.back())).c_str(),
                 stop.n() == 0 ? "-" : format("%.0f / %.0f ms", stop.p50(), stop.max()).c_str());
     if (!firstError.empty()) std::printf("    error: %s\n", firstError.c_str());
-    std::fflush(stdout);
     killed = killed || row.trials == 0 || row.kernelKills > 0;
     if (!killed) fastest = growth.empty() ? rate : growth.back();
   }
@@ -1064,6 +1056,7 @@ int run(int argc, char** argv) {
              })
       .number("--trials", s.trials, 1, 1000);
   if (auto status = args.parse(argc, argv)) return *status;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line, also in a pipe
   auto h = hierarchyForSandbox("bench_agent", "it creates cgroups and moves processes into them");
   if (!h) return 77;
   printEnvironment("nodewarden agent benchmark",
@@ -1095,7 +1088,6 @@ int run(int argc, char** argv) {
   }
   std::printf("sandbox: %s/%s (and the same below the other hierarchy roots); files in %s\n\n",
               h->memory.c_str(), sandbox->kubepods().c_str(), temp.path.c_str());
-  std::fflush(stdout);
   const auto start = steadyNow();
 
   if (s.onlyFire) s.skipDemo = s.skipIdle = s.skipRates = true;

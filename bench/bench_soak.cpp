@@ -329,14 +329,12 @@ void measureNode(const Settings& s, AgentNode& node, IdlePods& idle) {
   if (!s.skipSlowloris && !stopped()) {
     std::printf("== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
                 s.slowClients, s.slowSeconds);
-    std::fflush(stdout);
     probeP99 = slowloris(node, s.slowClients, s.slowSeconds);
   }
   std::optional<SoakFigures> soaked;
   if (!s.skipSoak && !stopped()) {
     std::printf("== 2. soak: %d minutes, %d pods, %d replaced a second, an episode a minute ==\n",
                 s.minutes, s.pods, s.churnPerSecond);
-    std::fflush(stdout);
     soaked = soak(node, idle, s.minutes, s.churnPerSecond);
   }
   std::printf("== targets ==\n");
@@ -379,6 +377,7 @@ int run(int argc, char** argv) {
         s.slowSeconds = 10;
       });
   if (auto status = args.parse(argc, argv)) return *status;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line, also in a pipe
   auto hierarchy = hierarchyForSandbox("bench_soak", "it creates cgroups");
   if (!hierarchy) return 77;
   if (::access(NODEWARDEN_EXE, X_OK) != 0) {
