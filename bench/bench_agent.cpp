@@ -362,7 +362,7 @@ Figures LatencyBench::run(const Variant& v) {
   std::vector<std::pair<pid_t, fs::path>> wrks;
   for (const char* path : {"/metrics", "/v1/state"}) {
     if (v.source != Source::Wrk) break;
-    const fs::path log = node_.manifests.parent_path() / format("wrk-%zu.log", wrks.size());
+    const fs::path log = node_.dir / format("wrk-%zu.log", wrks.size());
     const std::string url = format("http://127.0.0.1:%u%s", unsigned(http->port()), path);
     wrks.emplace_back(
         startProcess({"/usr/bin/wrk", "-t1", "-c8", format("-d%ds", int(budget) + 5), url}, log),

@@ -139,10 +139,9 @@ struct Pod {
   Json object;
 };
 
-class AgentNode {
- public:
-  AgentNode(cgroups::Sandbox& box, const std::filesystem::path& dir, std::uint64_t seed)
-      : sandbox(box), manifests(dir / "manifests"), rng(seed), dir_(dir) {
+struct AgentNode {
+  AgentNode(cgroups::Sandbox& box, const std::filesystem::path& where, std::uint64_t seed)
+      : sandbox(box), dir(where), manifests(where / "manifests"), rng(seed) {
     std::error_code ignored;
     std::filesystem::create_directories(manifests, ignored);
   }
@@ -183,9 +182,9 @@ class AgentNode {
   // `port` is taken from "agent-start"). "" when ready, else why not.
   std::string start(const std::string& policy, const std::string& listen, const std::string& nodefs,
                     const std::string& readyEvent, int seconds) {
-    const std::filesystem::path policyFile = dir_ / "policy.json";
+    const std::filesystem::path policyFile = dir / "policy.json";
     if (!writeText(policyFile, policy)) return "cannot write " + policyFile.string();
-    log = dir_ / "agent.log";
+    log = dir / "agent.log";
     pid = startProcess(
         {NODEWARDEN_EXE, "agent", "--source", "static", "--manifests", manifests.string(),
          "--kubepods-cgroup", sandbox.kubepods(), "--policy", policyFile.string(), "--node",
@@ -221,6 +220,7 @@ class AgentNode {
   }
 
   cgroups::Sandbox& sandbox;
+  const std::filesystem::path dir;  // its files: manifests/, policy.json, agent.log
   const std::filesystem::path manifests;
   std::function<void(const Json&)> publish;
   std::filesystem::path log;
@@ -229,9 +229,6 @@ class AgentNode {
   Json ready;
   std::string exitStatus = "not started";
   Random rng;  // the pods' UIDs
-
- private:
-  std::filesystem::path dir_;
 };
 
 }  // namespace nodewarden::bench
