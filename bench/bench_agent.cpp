@@ -378,8 +378,8 @@ Figures LatencyBench::run(const Variant& v) {
   disturbing = false;
   cutter.join();
   std::string disturbance;
-  if (api) {
-    const auto requests = api->requests();
+  const auto requests = api ? api->requests() : std::vector<testing::RecordedRequest>();
+  if (requests.size() > requestsBefore) {
     std::map<unsigned, std::size_t> statuses;
     for (std::size_t i = requestsBefore; i < requests.size(); ++i) ++statuses[requests[i].status];
     disturbance = format("    API requests during the trials: %zu (answers:",
@@ -388,8 +388,8 @@ Figures LatencyBench::run(const Variant& v) {
       disturbance += status == 0 ? format(" none×%zu", n) : format(" %u×%zu", status, n);
     }
     disturbance += ")\n";
-    api->setFaults({});
   }
+  if (api) api->setFaults({});
   for (const auto& [pid, log] : wrks) {
     if (pid > 0) (void)stopProcess(pid, 5, SIGINT);  // wrk stops and prints its summary
     const std::string text = readText(log);
