@@ -24,8 +24,8 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "bench/support/agent24.h"
 #include "bench/support/sandbox.h"
+#include "bench/support/sandbox_node.h"
 #include "kube/client.h"
 #include "kube/writer.h"
 #include "node/agent.h"

@@ -11,9 +11,9 @@
 #include <deque>
 #include <map>
 
-#include "bench/support/agent24.h"
 #include "bench/support/report.h"
 #include "bench/support/sandbox.h"
+#include "bench/support/sandbox_node.h"
 
 #ifndef NODEWARDEN_EXE
 #error "NODEWARDEN_EXE (the nodewarden binary's path) must be defined by the build"

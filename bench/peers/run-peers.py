@@ -30,8 +30,10 @@ Every contender but systemd-oomd gets kubepods as a plain cgroup made here (cgro
 systemd-oomd only watches units, so its kubepods is the slice (same limit, pods, sizes).
 Measured from outside every contender: a sampler reads kubepods' memory.current about every
 millisecond; "crossing" is the first sample at or past the line, "stopped" the sample where
-usage peaked (the hog stopped growing); kernel OOM kills are the change of kubepods'
-memory.events oom_kill; "died" lists the pods whose processes are gone 3 s after the hog
+usage peaked (the hog stopped growing); a second figure counts from the working set's
+crossing (usage minus memory.stat's inactive_file, read every 20 ms, at the line: the
+kubelet's and nodewarden's measure, later than usage's by the page cache); kernel OOM kills
+are the change of kubepods' memory.events oom_kill; "died" lists the pods whose processes are gone 3 s after the hog
 stopped (or after the trial's 25 s). kubepods' memory.pressure "full avg10" is sampled too
 (its peak is printed): it is what systemd-oomd compares with its limit.
 Everything it makes (cgroups, processes, files) is removed at the end of each trial.
@@ -144,6 +146,14 @@ class Scenario:
 
     def oom_kills(self):
         return keyed(f"{self.kubepods}/memory.events", "oom_kill")
+
+    def inactive_file(self):
+        """kubepods' inactive file pages: usage minus these is the working set, the figure of
+        the kubelet's memory signals (and of nodewarden's line)."""
+        try:
+            return keyed(f"{self.kubepods}/memory.stat", "inactive_file")
+        except (OSError, ValueError):
+            return 0
 
     def alive(self, pod):
         return read(f"{self.pods[pod]['cgroup']}/cgroup.procs").strip() != ""
@@ -421,8 +431,9 @@ def trial(name, tools, rate, index):
         kills_before = scenario.oom_kills()
         scenario.add_pod("batch", "hog", "besteffort", 0, {},
                          ["--start-mib", "0", "--max-mib", "1100", "--grow-mib-per-s", str(rate)])
-        crossed = peak_at = None
+        crossed = peak_at = crossed_ws = None
         peak = 0
+        inactive, inactive_read = 0, 0.0
         start = time.monotonic()
         quarter = three_quarters = None
         full_max, full_read = 0.0, 0.0
@@ -437,6 +448,11 @@ def trial(name, tools, rate, index):
                 three_quarters = now
             if crossed is None and usage >= LINE:
                 crossed = now
+            if crossed is not None and crossed_ws is None:
+                if now - inactive_read >= 0.02:
+                    inactive, inactive_read = scenario.inactive_file(), now
+                if usage - inactive >= LINE:
+                    crossed_ws = now
             if usage > peak:
                 peak, peak_at = usage, now
             if scenario.procs["batch/hog"].poll() is not None:
@@ -467,6 +483,10 @@ def trial(name, tools, rate, index):
                     candidates.append(line.strip())
                 else:
                     listing = False
+        agent_log = os.path.join(workdir, "agent.log")
+        if name.startswith("nodewarden") and LOG_DIR and os.path.exists(agent_log):
+            os.makedirs(LOG_DIR, exist_ok=True)
+            subprocess.run(["cp", agent_log, os.path.join(LOG_DIR, f"trial-{index}-{name}.log")])
         agent_ms = []  # nodewarden's own crossing -> signalled, from its "evict" log lines
         agent_log = os.path.join(workdir, "agent.log")
         if name.startswith("nodewarden") and os.path.exists(agent_log):
@@ -487,6 +507,9 @@ def trial(name, tools, rate, index):
             "kernelOomKills": scenario.oom_kills() - kills_before,
             "crossed": crossed is not None,
             "stoppedMs": (peak_at - crossed) * 1000 if crossed is not None else None,
+            # From the working set's crossing (usage - inactive_file at the line), later than
+            # usage's by the page cache; None when the working set never reached the line.
+            "stoppedWsMs": (peak_at - crossed_ws) * 1000 if crossed_ws is not None else None,
             "peakMiB": peak / MiB, "growthMiBs": growth, "died": died,
             "fullAvg10MaxPct": full_max, "contenderSaid": said, "candidates": candidates,
             "agentMs": agent_ms,
@@ -591,6 +614,12 @@ def main():
                 died[pod] = died.get(pod, 0) + 1
         print(f"{name:<20} {len(rows):>6} {sum(r['kernelOomKills'] for r in rows):>10} "
               f"{timing:>28}   " + ", ".join(f"{p} x{n}" for p, n in sorted(died.items())))
+        ws = [max(0.0, r["stoppedWsMs"]) for r in rows if r["stoppedWsMs"] is not None
+              and r["kernelOomKills"] == 0 and "batch/hog" in r["died"]]
+        print(f"  from the working set's crossing (usage - inactive_file): "
+              + (f"p50 {percentile(ws, 50):.0f} p99 {percentile(ws, 99):.0f} "
+                 f"({min(ws):.0f}-{max(ws):.0f}) ms, {len(ws)} of {len(rows)} reached it"
+                 if ws else "never reached"))
         own = [r["agentMs"][0] for r in rows if r.get("agentMs")]
         if own:
             print(f"  its own crossing -> signalled (log latency_ms): p50 {percentile(own, 50):.1f} "
