@@ -33,8 +33,8 @@ millisecond; "crossing" is the first sample at or past the line, "stopped" the s
 usage peaked (the hog stopped growing); a second figure counts from the working set's
 crossing (usage minus memory.stat's inactive_file, read every 20 ms, at the line: the
 kubelet's and nodewarden's measure, later than usage's by the page cache); kernel OOM kills
-are the change of kubepods' memory.events oom_kill; "died" lists the pods whose processes are gone 3 s after the hog
-stopped (or after the trial's 25 s). kubepods' memory.pressure "full avg10" is sampled too
+are the change of kubepods' memory.events oom_kill; "died" lists the pods whose processes
+are gone 3 s after the hog stopped (or after the trial's 25 s). kubepods' memory.pressure "full avg10" is sampled too
 (its peak is printed): it is what systemd-oomd compares with its limit.
 Everything it makes (cgroups, processes, files) is removed at the end of each trial.
 """
@@ -622,7 +622,8 @@ def main():
                  if ws else "never reached"))
         own = [r["agentMs"][0] for r in rows if r.get("agentMs")]
         if own:
-            print(f"  its own crossing -> signalled (log latency_ms): p50 {percentile(own, 50):.1f} "
+            print(f"  its own crossing -> signalled (log latency_ms): "
+                  f"p50 {percentile(own, 50):.1f} "
                   f"p99 {percentile(own, 99):.1f} ({min(own):.1f}-{max(own):.1f}) ms")
         print(f"  {rows[0]['config']}; kubepods memory full avg10 at most "
               + " ".join(f"{r['fullAvg10MaxPct']:.2f}%" for r in rows))
