@@ -34,8 +34,9 @@ usage peaked (the hog stopped growing); a second figure counts from the working 
 crossing (usage minus memory.stat's inactive_file, read every 20 ms, at the line: the
 kubelet's and nodewarden's measure, later than usage's by the page cache); kernel OOM kills
 are the change of kubepods' memory.events oom_kill; "died" lists the pods whose processes
-are gone 3 s after the hog stopped (or after the trial's 25 s). kubepods' memory.pressure "full avg10" is sampled too
-(its peak is printed): it is what systemd-oomd compares with its limit.
+are gone 3 s after the hog stopped (or after the trial's 25 s). kubepods' memory.pressure
+"full avg10" is sampled too (its peak is printed): it is what systemd-oomd compares with its
+limit.
 Everything it makes (cgroups, processes, files) is removed at the end of each trial.
 """
 
