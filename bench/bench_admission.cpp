@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "bench/support/generator.h"
-#include "bench/support/program.h"
+#include "bench/support/report.h"
 #include "policy/admission.h"
 #include "policy/policy.h"
 

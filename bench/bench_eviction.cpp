@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench/support/generator.h"
-#include "bench/support/program.h"
+#include "bench/support/report.h"
 #include "policy/eviction.h"
 #include "policy/policy.h"
 
