@@ -42,8 +42,7 @@ TEST_CASE("--memory-high-edge: memory.high on the line while the agent runs, giv
   if (v2) REQUIRE(found == "max");
   if (!v2) MESSAGE("cgroup v1 here: the flag must change nothing (the VM lane runs the v2 part)");
 
-  // Two best-effort pods go (24 + 60 MiB cover threshold + minimum reclaim − available); web,
-  // the pressure, has priority 1000 and stays.
+  // Best-effort pods go (the larger first); web, the pressure, has priority 1000 and stays.
   PodSpec small = PodSpec("e2e", "small").withPriority(0);
   PodSpec large = PodSpec("e2e", "large").withPriority(0);
   PodSpec web = PodSpec("e2e", "web").withPriority(1000).request("memory", "256Mi");
@@ -71,12 +70,20 @@ TEST_CASE("--memory-high-edge: memory.high on the line while the agent runs, giv
   const std::size_t mark = agent.lines().size();
   const pid_t pressurePid = spawnAllocatorTo(sandbox, webCgroup, 180 * std::int64_t(kMiB));
   REQUIRE_MESSAGE(agent.waitForEvent("evicted", 10s, mark).has_value(), agent.logText());
-  REQUIRE(waitUntil([&] { return !alive(smallPid) && !alive(largePid); }, 10s));
-  CHECK(alive(pressurePid));
+  // Where the crossing is seen decides how much is missing: at the line (v2's edge) the larger
+  // best-effort pod alone covers it, at the end of the allocation both go. Either way only
+  // best-effort pods, the larger first, and each one's process is gone.
   std::vector<std::string> evicted;
   for (const LogLine& line : agent.events("evict")) evicted.push_back(line.field("pod"));
-  CHECK_MESSAGE(evicted.size() == 2, agent.logText());
-  for (const std::string& pod : evicted) CHECK(pod != web.key());
+  REQUIRE_MESSAGE(!evicted.empty(), agent.logText());
+  CHECK_MESSAGE(evicted[0] == large.key(), agent.logText());
+  CHECK(evicted.size() <= 2);
+  for (const std::string& pod : evicted) {
+    CHECK(pod != web.key());
+    const pid_t pid = pod == large.key() ? largePid : smallPid;
+    CHECK(waitUntil([&] { return !alive(pid); }, 10s));
+  }
+  CHECK(alive(pressurePid));
   if (v2) {
     const std::string events =
         contents(sandbox.hierarchy().memory + "/" + sandbox.kubepods() + "/memory.events");
