@@ -446,8 +446,10 @@ void Agent::cycle(Trigger trigger) {
   if (ready_) watchPodChanges();
   lastCycleAt_ = now;
   if (recorder_) {
-    admissionSnapshot_.reset();  // this cycle's figures, copied only when recording
-    recorder_->cycle(view, snapshot(), state_, lastDecision_, policy_, now);
+    // Admission's copy would hold the figures of the cycle it was made in: made again when
+    // asked. The recorder samples the view's own objects and figures, copying none.
+    admissionSnapshot_.reset();
+    recorder_->cycle(view, view_.recorded(), state_, lastDecision_, policy_, now);
   }
   if (onCycle) onCycle(lastDecision_);
 }

@@ -2,6 +2,7 @@
 
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "node/snapshot_builder.h"
 
@@ -57,6 +58,21 @@ std::map<std::string, std::string> LiveView::rebuild(const PodSet& set,
   }
   // Each pod's position by key: the rankings' last tie-break, total over the view.
   policy::assignKeyOrder(view_);
+
+  // As snapshot() lists the pods: the set's objects (ended ones too), then made-up ones.
+  recorded_.clear();
+  recorded_.reserve(set.pods.size() + unknown_.size());
+  std::unordered_set<std::string_view> inSet;
+  inSet.reserve(set.pods.size());
+  for (const policy::Pod& pod : set.pods) {
+    inSet.insert(pod.uid);
+    auto entry = pods_.find(pod.uid);
+    recorded_.push_back({&pod, entry == pods_.end() ? nullptr : &entry->second.figures});
+  }
+  for (const auto& [uid, entry] : pods_) {
+    if (inSet.contains(uid)) continue;
+    recorded_.push_back({entry.pod, &entry.figures});
+  }
   return withoutObject;
 }
 

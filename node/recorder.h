@@ -49,6 +49,13 @@
 
 namespace nodewarden::node {
 
+// One pod as a cycle's sample holds it: its object and its figures as the decision used them
+// (nullptr: none, a pod without a cgroup).
+struct RecordedPod {
+  const policy::Pod* pod = nullptr;
+  const policy::PodStats* figures = nullptr;
+};
+
 struct RecorderOptions {
   std::string nodeName;
   // Episodes under STATE_DIR/episodes/, decision records under STATE_DIR/decisions/. "":
@@ -92,6 +99,11 @@ class Recorder {
   // to `snapshot`'s pods by UID; `snapshot` holds the figures that decision used. `state` the
   // state the decision left, `now` the cycle's time (the `now` the decision was given).
   void cycle(const policy::NodeView& candidates, const policy::Snapshot& snapshot,
+             const policy::EvictionState& state, const policy::EvictionDecision& decision,
+             const policy::Policy& policy, SteadyTime now);
+  // The same, given the pods a snapshot would hold (its objects in its order, each with its
+  // figures) without one being copied: what the agent passes every cycle (LiveView::recorded).
+  void cycle(const policy::NodeView& candidates, const std::vector<RecordedPod>& pods,
              const policy::EvictionState& state, const policy::EvictionDecision& decision,
              const policy::Policy& policy, SteadyTime now);
   // An eviction was ordered (its signal sent): stashed until cycle().
@@ -140,7 +152,7 @@ class Recorder {
 
   std::shared_ptr<const record::PodInfo> infoFor(const policy::Pod& pod);
   std::shared_ptr<const PodBlock> podBlock(const policy::NodeView& candidates,
-                                           const policy::Snapshot& snapshot);
+                                           const std::vector<RecordedPod>& pods);
   // PSI and memory.events into `sample`; the new kernel OOM kills, by pod UID ("" for kills
   // not tied to a pod).
   std::vector<std::pair<std::string, record::OomKill>> readKernel(RingSample& sample);
@@ -149,7 +161,7 @@ class Recorder {
   void closeEpisode(const std::string& reason, SteadyTime now);
   void keep(record::DecisionRecord record);
   std::int64_t wallMicros(SteadyTime t) const;
-  std::string podKey(const std::string& uid, const policy::Snapshot& snapshot) const;
+  std::string podKey(const std::string& uid, const std::vector<RecordedPod>& pods) const;
 
   RecorderOptions options_;
   const cgroups::PodCgroups& pods_;
