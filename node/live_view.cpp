@@ -60,18 +60,20 @@ std::map<std::string, std::string> LiveView::rebuild(const PodSet& set,
   policy::assignKeyOrder(view_);
 
   // As snapshot() lists the pods: the set's objects (ended ones too), then made-up ones.
-  recorded_.clear();
-  recorded_.reserve(set.pods.size() + unknown_.size());
+  ++recorded_.version;
+  std::vector<RecordedPod>& recorded = recorded_.pods;
+  recorded.clear();
+  recorded.reserve(set.pods.size() + unknown_.size());
   std::unordered_set<std::string_view> inSet;
   inSet.reserve(set.pods.size());
   for (const policy::Pod& pod : set.pods) {
     inSet.insert(pod.uid);
     auto entry = pods_.find(pod.uid);
-    recorded_.push_back({&pod, entry == pods_.end() ? nullptr : &entry->second.figures});
+    recorded.push_back({&pod, entry == pods_.end() ? nullptr : &entry->second.figures});
   }
   for (const auto& [uid, entry] : pods_) {
     if (inSet.contains(uid)) continue;
-    recorded_.push_back({entry.pod, &entry.figures});
+    recorded.push_back({entry.pod, &entry.figures});
   }
   return withoutObject;
 }

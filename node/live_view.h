@@ -55,8 +55,9 @@ class LiveView {
   // The pods a snapshot() would hold, in its order, without a copy: every object of the set
   // of the last rebuild (in its order), then the made-up object of each pod cgroup whose UID
   // the set lacks (by UID); each with its figures (nullptr: a pod without a cgroup). What the
-  // flight recorder samples every cycle. Valid until the next rebuild.
-  const std::vector<RecordedPod>& recorded() const { return recorded_; }
+  // flight recorder samples every cycle. Valid until the next rebuild, which gives it a new
+  // version.
+  const RecordedPods& recorded() const { return recorded_; }
 
   // A snapshot of the node for admission (a copy of every object): the Node with
   // `conditions`, the pods, priority classes and budgets of `set`, the figures.
@@ -74,7 +75,7 @@ class LiveView {
   policy::Node madeUp_;  // when the source has no Node object
   std::string nodeName_;
   policy::NodeView view_;
-  std::vector<RecordedPod> recorded_;
+  RecordedPods recorded_;
 };
 
 }  // namespace nodewarden::node

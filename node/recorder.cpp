@@ -714,36 +714,69 @@ std::shared_ptr<const PodInfo> Recorder::infoFor(const policy::Pod& pod) {
   return slot;
 }
 
+namespace {
+
+record::PodFigures figuresOf(const RecordedPod& recorded, bool candidate) {
+  record::PodFigures f;
+  f.candidate = candidate;
+  if (recorded.figures != nullptr) {
+    const policy::PodStats& s = *recorded.figures;
+    f.workingSet = s.memoryWorkingSetBytes;
+    f.usage = s.memoryUsageBytes;
+    f.swap = s.swapUsageBytes;
+    f.processes = s.processCount;
+    f.ephemeralStorage = diskUsageOf(s);
+    f.inodes = s.ephemeralStorageInodesUsed;
+  }
+  return f;
+}
+
+}  // namespace
+
 std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeView& candidates,
-                                                             const std::vector<RecordedPod>& pods) {
+                                                             const RecordedPods& recorded) {
+  const std::vector<RecordedPod>& pods = recorded.pods;
+  // The objects of the last block (same version): its infos hold. Chosen the same way too
+  // (the same candidates, no order this cycle): its candidate flags hold.
+  const bool sameObjects = recorded.version != 0 && recorded.version == lastVersion_ &&
+                           lastBlock_ && lastBlock_->pods.size() == pods.size();
+  const bool sameChoice = sameObjects && pending_.empty() && candidates.pods == lastCandidates_;
+  if (sameChoice) {
+    // Most idle cycles: every figure as before, and the last block is this sample's.
+    bool same = true;
+    for (std::size_t i = 0; i < pods.size() && same; ++i) {
+      const PodSample& last = lastBlock_->pods[i];
+      PodSample now;
+      now.set(figuresOf(pods[i], last.candidate));
+      same = now.present == last.present &&
+             std::equal(std::begin(now.values), std::end(now.values), std::begin(last.values));
+    }
+    if (same) return lastBlock_;
+  }
   // Pods ordered in this cycle left the candidates after the decision; they were in it. By
   // UID: the recorded pods may be copies of the pods the view points at (a snapshot's).
   std::vector<std::string_view> chosen;
-  chosen.reserve(candidates.pods.size() + pending_.size());
-  for (const policy::Pod* pod : candidates.pods) chosen.push_back(pod->uid);
-  for (const Pending& p : pending_) chosen.push_back(p.record.order.uid);
-  std::sort(chosen.begin(), chosen.end());
+  if (!sameChoice) {
+    chosen.reserve(candidates.pods.size() + pending_.size());
+    for (const policy::Pod* pod : candidates.pods) chosen.push_back(pod->uid);
+    for (const Pending& p : pending_) chosen.push_back(p.record.order.uid);
+    std::sort(chosen.begin(), chosen.end());
+  }
   auto block = std::make_shared<PodBlock>();
   block->pods.reserve(pods.size());
-  for (const RecordedPod& recorded : pods) {
-    const policy::Pod& pod = *recorded.pod;
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const policy::Pod& pod = *pods[i].pod;
     PodSample sample;
-    sample.info = infoFor(pod);
-    record::PodFigures f;
-    f.candidate = std::binary_search(chosen.begin(), chosen.end(), std::string_view(pod.uid));
-    if (recorded.figures != nullptr) {
-      const policy::PodStats& s = *recorded.figures;
-      f.workingSet = s.memoryWorkingSetBytes;
-      f.usage = s.memoryUsageBytes;
-      f.swap = s.swapUsageBytes;
-      f.processes = s.processCount;
-      f.ephemeralStorage = diskUsageOf(s);
-      f.inodes = s.ephemeralStorageInodesUsed;
-    }
-    sample.set(f);
+    sample.info = sameObjects ? lastBlock_->pods[i].info : infoFor(pod);
+    const bool candidate =
+        sameChoice ? lastBlock_->pods[i].candidate
+                   : std::binary_search(chosen.begin(), chosen.end(), std::string_view(pod.uid));
+    sample.set(figuresOf(pods[i], candidate));
     block->pods.push_back(std::move(sample));
   }
   block->bytes = sizeof(PodBlock) + block->pods.capacity() * sizeof(PodSample);
+  lastVersion_ = recorded.version;
+  lastCandidates_ = candidates.pods;
   // Shared with the previous sample only when every figure is the same. Not by the figures'
   // storage: the agent reads pods in place (victims first, the refresh's slices), into the
   // same figures every cycle, so equal addresses say nothing about equal figures; a sample
@@ -890,16 +923,16 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     stats.reserve(summary->pods.size());
     for (const policy::PodStats& s : summary->pods) stats.emplace(s.uid, &s);
   }
-  std::vector<RecordedPod> pods;
-  pods.reserve(snapshot.pods.size());
+  RecordedPods pods;  // version 0: copies made for this call, nothing of them reused
+  pods.pods.reserve(snapshot.pods.size());
   for (const policy::Pod& pod : snapshot.pods) {
     auto it = stats.find(pod.uid);
-    pods.push_back({&pod, it == stats.end() ? nullptr : it->second});
+    pods.pods.push_back({&pod, it == stats.end() ? nullptr : it->second});
   }
   cycle(candidates, pods, state, decision, policy, now);
 }
 
-void Recorder::cycle(const policy::NodeView& candidates, const std::vector<RecordedPod>& pods,
+void Recorder::cycle(const policy::NodeView& candidates, const RecordedPods& pods,
                      const policy::EvictionState& state, const policy::EvictionDecision& decision,
                      const policy::Policy& policy, SteadyTime now) {
   if (stopped_) return;
@@ -1016,7 +1049,7 @@ void Recorder::cycle(const policy::NodeView& candidates, const std::vector<Recor
     r.time = wallNow;
     r.kind = record::DecisionKind::KernelOomKill;
     r.node = options_.nodeName;
-    r.pod = uid.empty() ? "" : podKey(uid, pods);
+    r.pod = uid.empty() ? "" : podKey(uid, pods.pods);
     r.uid = uid;
     r.action = "oom-kill";
     const std::string processes =
