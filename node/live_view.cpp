@@ -28,7 +28,6 @@ std::map<std::string, std::string> LiveView::rebuild(const PodSet& set,
     auto [at, added] = pods_.try_emplace(uid);
     Entry& entry = at->second;
     if (added) entry.figures.uid = uid;  // never read yet: no figures
-    if (entry.cgroup != cgroup->relativePath) entry.cgroup = cgroup->relativePath;
     if (auto object = objects.find(uid); object != objects.end()) {
       entry.pod = object->second;
       continue;
@@ -116,7 +115,8 @@ policy::Snapshot LiveView::snapshot(const PodSet& set,
   SnapshotInputs inputs;
   for (const auto& [uid, entry] : pods_) {
     summary.pods.push_back(entry.figures);
-    inputs.podCgroups.emplace(uid, entry.cgroup);
+    // The paths only name pods without an object, which rebuild() reported: not kept here.
+    inputs.podCgroups.emplace(uid, std::string());
   }
   inputs.pods = &set;
   inputs.summary = &summary;

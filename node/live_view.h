@@ -66,7 +66,6 @@ class LiveView {
  private:
   struct Entry {
     const policy::Pod* pod = nullptr;
-    std::string cgroup;  // its path below the hierarchy root
     policy::PodStats figures;
   };
   std::map<std::string, Entry, std::less<>> pods_;           // by UID: every pod cgroup
