@@ -87,9 +87,16 @@ Result<std::optional<std::uint64_t>> parseMax(std::string_view text) {
 
 namespace {
 
+// Where a line is, for messages: "<what>line N".
+struct Where {
+  std::string_view what;
+  int line = 0;
+  std::string text() const { return std::string(what) + "line " + std::to_string(line); }
+};
+
 // Walks a flat keyed file, checking every line ("KEY VALUE" with an unsigned VALUE) and
-// calling `each(name, value, where)`, where `where` is "<what>line N" for messages. `each`
-// returns an Error to stop. Messages start with `what` ("" or "memory.stat ").
+// calling `each(name, value, where)`, where `where.text()` is "<what>line N" for messages.
+// `each` returns an Error to stop. Messages start with `what` ("" or "memory.stat ").
 template <typename F>
 std::optional<Error> forEachFlatEntry(std::string_view text, std::string_view what, F&& each) {
   std::string_view rest = text;
@@ -98,15 +105,18 @@ std::optional<Error> forEachFlatEntry(std::string_view text, std::string_view wh
     std::string_view line = nextLine(rest);
     ++lineNumber;
     if (line.empty()) continue;
-    const std::string where = std::string(what) + "line " + std::to_string(lineNumber);
+    // Made only for a message: a memory.stat of 40 lines is read for every pod.
+    const Where where{what, lineNumber};
     std::string_view tokens = line;
     const std::string_view name = nextToken(tokens);
     const std::string_view number = nextToken(tokens);
     if (name.empty() || number.empty() || !nextToken(tokens).empty()) {
-      return Error{where + ": expected \"KEY VALUE\", got " + quote(line)};
+      return Error{where.text() + ": expected \"KEY VALUE\", got " + quote(line)};
     }
     std::uint64_t value = 0;
-    if (!toInt(number, value)) return badNumber(where + " (" + std::string(name) + ")", number);
+    if (!toInt(number, value)) {
+      return badNumber(where.text() + " (" + std::string(name) + ")", number);
+    }
     if (auto error = each(name, value, where)) return error;
   }
   return std::nullopt;
@@ -115,8 +125,8 @@ std::optional<Error> forEachFlatEntry(std::string_view text, std::string_view wh
 // Stores `value` in `slot`; the kernel prints each key once, so a repeat means the text is
 // not one file's content.
 std::optional<Error> storeOnce(std::optional<std::uint64_t>& slot, std::uint64_t value,
-                               std::string_view name, const std::string& where) {
-  if (slot) return Error{where + ": duplicate key " + quote(name)};
+                               std::string_view name, const Where& where) {
+  if (slot) return Error{where.text() + ": duplicate key " + quote(name)};
   slot = value;
   return std::nullopt;
 }
@@ -125,12 +135,12 @@ std::optional<Error> storeOnce(std::optional<std::uint64_t>& slot, std::uint64_t
 
 Result<std::optional<std::uint64_t>> findFlatKey(std::string_view text, std::string_view key) {
   std::optional<std::uint64_t> found;
-  auto error = forEachFlatEntry(text, "",
-                                [&](std::string_view name, std::uint64_t value,
-                                    const std::string& where) -> std::optional<Error> {
-                                  if (name != key) return std::nullopt;
-                                  return storeOnce(found, value, name, where);
-                                });
+  auto error = forEachFlatEntry(
+      text, "",
+      [&](std::string_view name, std::uint64_t value, const Where& where) -> std::optional<Error> {
+        if (name != key) return std::nullopt;
+        return storeOnce(found, value, name, where);
+      });
   if (error) return *error;
   return found;
 }
@@ -142,22 +152,22 @@ Result<MemoryStat> parseMemoryStat(std::string_view text, Version version) {
   // hierarchical total is missing (use_hierarchy off on old kernels).
   std::optional<std::uint64_t> inactive;
   std::optional<std::uint64_t> totalInactive;
-  auto error = forEachFlatEntry(text, "memory.stat ",
-                                [&](std::string_view name, std::uint64_t value,
-                                    const std::string& where) -> std::optional<Error> {
-                                  std::optional<std::uint64_t>* target = nullptr;
-                                  if (name == "inactive_file") {
-                                    target = &inactive;
-                                  } else if (v1 && name == "total_inactive_file") {
-                                    target = &totalInactive;
-                                  } else if (name == (v1 ? "total_rss" : "anon")) {
-                                    target = &stat.anon;
-                                  } else if (name == (v1 ? "total_cache" : "file")) {
-                                    target = &stat.file;
-                                  }
-                                  if (target == nullptr) return std::nullopt;
-                                  return storeOnce(*target, value, name, where);
-                                });
+  auto error = forEachFlatEntry(
+      text, "memory.stat ",
+      [&](std::string_view name, std::uint64_t value, const Where& where) -> std::optional<Error> {
+        std::optional<std::uint64_t>* target = nullptr;
+        if (name == "inactive_file") {
+          target = &inactive;
+        } else if (v1 && name == "total_inactive_file") {
+          target = &totalInactive;
+        } else if (name == (v1 ? "total_rss" : "anon")) {
+          target = &stat.anon;
+        } else if (name == (v1 ? "total_cache" : "file")) {
+          target = &stat.file;
+        }
+        if (target == nullptr) return std::nullopt;
+        return storeOnce(*target, value, name, where);
+      });
   if (error) return *error;
   if (totalInactive) {
     stat.inactiveFile = *totalInactive;

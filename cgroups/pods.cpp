@@ -250,17 +250,44 @@ Result<std::unique_ptr<PodCgroup>> PodCgroups::openPod(const PodCgroupName& name
   if (!memory) return memory.error();
   pod->memory = std::move(memory).value();
   // The other hierarchies are optional: a pod missing there is read without those figures.
-  auto optionalDir = [&](const std::string& mount, Version version, std::optional<CgroupDir>& out) {
-    if (mount.empty()) return;
-    if (auto dir = CgroupDir::open(mount + "/" + relativePath, version)) {
-      out = std::move(dir).value();
+  complete(*pod);
+  return pod;
+}
+
+namespace {
+
+// The optional hierarchies, a bit each.
+constexpr unsigned kOptionalCpu = 1;
+constexpr unsigned kOptionalPids = 2;
+constexpr unsigned kOptionalUnified = 4;
+constexpr unsigned kOptionalFreezer = 8;
+
+}  // namespace
+
+unsigned PodCgroups::optionalHierarchiesWithKubepods() const {
+  unsigned with = 0;
+  auto has = [&](const std::string& mount, unsigned bit) {
+    struct stat st {};
+    if (!mount.empty() && ::stat((mount + "/" + kubepods_).c_str(), &st) == 0 &&
+        S_ISDIR(st.st_mode)) {
+      with |= bit;
     }
   };
-  optionalDir(hierarchy_.cpuacct, hierarchy_.cpuVersion, pod->cpu);
-  optionalDir(hierarchy_.pids, hierarchy_.pidsVersion, pod->pids);
-  optionalDir(hierarchy_.unified, Version::V2, pod->unified);
-  optionalDir(hierarchy_.freezer, Version::V1, pod->freezer);
-  return pod;
+  has(hierarchy_.cpuacct, kOptionalCpu);
+  has(hierarchy_.pids, kOptionalPids);
+  has(hierarchy_.unified, kOptionalUnified);
+  has(hierarchy_.freezer, kOptionalFreezer);
+  return with;
+}
+
+bool PodCgroups::lacksHierarchy(const PodCgroup& pod) const {
+  auto lacks = [&](const std::string& mount, unsigned bit, bool opened) {
+    return !mount.empty() && (withKubepods_ & bit) != 0 && !opened;
+  };
+  return lacks(hierarchy_.cpuacct, kOptionalCpu, pod.cpu.has_value()) ||
+         lacks(hierarchy_.pids, kOptionalPids, pod.pids.has_value()) ||
+         lacks(hierarchy_.unified, kOptionalUnified, pod.unified.has_value()) ||
+         lacks(hierarchy_.freezer, kOptionalFreezer, pod.freezer.has_value());
 }
 
 bool PodCgroups::readChanges() {
@@ -301,28 +328,26 @@ bool PodCgroups::mayHaveChanged() {
   return readChanges() || overflowed_ || !changes_.valid();
 }
 
+// A hierarchy without the kubepods cgroup (the runtime does not use it) has no pod's either:
+// not looked in, so an idle node does not try two failing opens a pod every cycle.
 void PodCgroups::complete(PodCgroup& pod) const {
-  auto optionalDir = [&](const std::string& mount, Version version, std::optional<CgroupDir>& out) {
-    if (mount.empty() || out) return;
+  auto optionalDir = [&](const std::string& mount, unsigned bit, Version version,
+                         std::optional<CgroupDir>& out) {
+    if (mount.empty() || out || (withKubepods_ & bit) == 0) return;
     if (auto dir = CgroupDir::open(mount + "/" + pod.relativePath, version)) {
       out = std::move(dir).value();
     }
   };
-  optionalDir(hierarchy_.cpuacct, hierarchy_.cpuVersion, pod.cpu);
-  optionalDir(hierarchy_.pids, hierarchy_.pidsVersion, pod.pids);
-  optionalDir(hierarchy_.unified, Version::V2, pod.unified);
-  optionalDir(hierarchy_.freezer, Version::V1, pod.freezer);
+  optionalDir(hierarchy_.cpuacct, kOptionalCpu, hierarchy_.cpuVersion, pod.cpu);
+  optionalDir(hierarchy_.pids, kOptionalPids, hierarchy_.pidsVersion, pod.pids);
+  optionalDir(hierarchy_.unified, kOptionalUnified, Version::V2, pod.unified);
+  optionalDir(hierarchy_.freezer, kOptionalFreezer, Version::V1, pod.freezer);
 }
 
 namespace {
 
 // update()s that look again for a new pod's missing hierarchies.
 constexpr int kCompleteTries = 20;
-
-bool lacksHierarchy(const PodCgroup& pod, const Hierarchy& h) {
-  return (!h.cpuacct.empty() && !pod.cpu) || (!h.pids.empty() && !pod.pids) ||
-         (!h.unified.empty() && !pod.unified) || (!h.freezer.empty() && !pod.freezer);
-}
 
 }  // namespace
 
@@ -351,7 +376,7 @@ void PodCgroups::openChild(const std::string& parent, const std::string& child,
     if (!isGone(pod.error())) result.errors.push_back(pod.error());
     return;
   }
-  if (lacksHierarchy(**pod, hierarchy_)) incomplete_[name->uid] = kCompleteTries;
+  if (lacksHierarchy(**pod)) incomplete_[name->uid] = kCompleteTries;
   result.added.push_back(name->uid);
   pods_.emplace(name->uid, std::move(pod).value());
 }
@@ -401,7 +426,7 @@ Result<RefreshResult> PodCgroups::update() {
     if (pod != nullptr) complete(*pod);
     // A pod still without one after a few cycles never will have it (a hierarchy the runtime
     // does not use): it is read without those figures, as before.
-    if (pod == nullptr || !lacksHierarchy(*pod, hierarchy_) || --it->second <= 0) {
+    if (pod == nullptr || !lacksHierarchy(*pod) || --it->second <= 0) {
       it = incomplete_.erase(it);
     } else {
       ++it;
@@ -432,6 +457,7 @@ Result<RefreshResult> PodCgroups::refresh() {
       }
     }
   }
+  withKubepods_ = optionalHierarchiesWithKubepods();
   if (!changes_.valid()) {
     changes_ = UniqueFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
     watched_.clear();
@@ -465,7 +491,7 @@ Result<RefreshResult> PodCgroups::refresh() {
       seen.erase(name.uid);
       return;
     }
-    if (lacksHierarchy(**pod, hierarchy_)) incomplete_[name.uid] = kCompleteTries;
+    if (lacksHierarchy(**pod)) incomplete_[name.uid] = kCompleteTries;
     result.added.push_back(name.uid);
     pods_.emplace(name.uid, std::move(pod).value());
   };

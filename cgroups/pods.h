@@ -188,6 +188,11 @@ class PodCgroups {
                  RefreshResult& result);
   // Opens the optional hierarchies a pod lacked.
   void complete(PodCgroup& pod) const;
+  // The optional hierarchies (cpuacct, pids, unified, freezer) in which the kubepods cgroup
+  // exists, as a bit each (kOptional…): a pod is looked for only there.
+  unsigned optionalHierarchiesWithKubepods() const;
+  // Whether `pod` lacks one of the optional hierarchies the kubepods cgroup has.
+  bool lacksHierarchy(const PodCgroup& pod) const;
 
   Hierarchy hierarchy_;
   std::string kubepods_;
@@ -202,6 +207,8 @@ class PodCgroups {
   bool overflowed_ = false;             // events were lost: a full refresh is needed
   // Pods opened without some optional hierarchy, and the update()s left to look for it.
   std::map<std::string, int, std::less<>> incomplete_;
+  // optionalHierarchiesWithKubepods() as of the last refresh (all until then).
+  unsigned withKubepods_ = ~0u;
 };
 
 // Raises RLIMIT_NOFILE towards `wanted` (soft and, with CAP_SYS_RESOURCE, hard; capped by

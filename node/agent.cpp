@@ -3,7 +3,6 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <systemd/sd-daemon.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -12,6 +11,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "node/service_notify.h"
 #include "node/snapshot_builder.h"
 #include "policy/files.h"
 #include "server/log.h"
@@ -346,8 +346,9 @@ bool Agent::reloadPolicy() {
 }
 
 void Agent::notifySystemd(const std::string& state) const {
-  if (!options_.systemdNotify || std::getenv("NOTIFY_SOCKET") == nullptr) return;
-  ::sd_notify(0, state.c_str());
+  const char* socket = std::getenv("NOTIFY_SOCKET");
+  if (!options_.systemdNotify || socket == nullptr) return;
+  (void)notifyServiceManager(socket, state);  // as with sd_notify: the loop goes on regardless
 }
 
 void Agent::logOnce(const std::string& event, const Error& error) {
@@ -446,8 +447,10 @@ void Agent::cycle(Trigger trigger) {
   if (ready_) watchPodChanges();
   lastCycleAt_ = now;
   if (recorder_) {
-    admissionSnapshot_.reset();  // this cycle's figures, copied only when recording
-    recorder_->cycle(view, snapshot(), state_, lastDecision_, policy_, now);
+    // Admission's copy would hold the figures of the cycle it was made in: made again when
+    // asked. The recorder samples the view's own objects and figures, copying none.
+    admissionSnapshot_.reset();
+    recorder_->cycle(view, view_.recorded(), state_, lastDecision_, policy_, now);
   }
   if (onCycle) onCycle(lastDecision_);
 }

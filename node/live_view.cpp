@@ -2,6 +2,7 @@
 
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "node/snapshot_builder.h"
 
@@ -27,7 +28,6 @@ std::map<std::string, std::string> LiveView::rebuild(const PodSet& set,
     auto [at, added] = pods_.try_emplace(uid);
     Entry& entry = at->second;
     if (added) entry.figures.uid = uid;  // never read yet: no figures
-    if (entry.cgroup != cgroup->relativePath) entry.cgroup = cgroup->relativePath;
     if (auto object = objects.find(uid); object != objects.end()) {
       entry.pod = object->second;
       continue;
@@ -57,6 +57,23 @@ std::map<std::string, std::string> LiveView::rebuild(const PodSet& set,
   }
   // Each pod's position by key: the rankings' last tie-break, total over the view.
   policy::assignKeyOrder(view_);
+
+  // As snapshot() lists the pods: the set's objects (ended ones too), then made-up ones.
+  ++recorded_.version;
+  std::vector<RecordedPod>& recorded = recorded_.pods;
+  recorded.clear();
+  recorded.reserve(set.pods.size() + unknown_.size());
+  std::unordered_set<std::string_view> inSet;
+  inSet.reserve(set.pods.size());
+  for (const policy::Pod& pod : set.pods) {
+    inSet.insert(pod.uid);
+    auto entry = pods_.find(pod.uid);
+    recorded.push_back({&pod, entry == pods_.end() ? nullptr : &entry->second.figures});
+  }
+  for (const auto& [uid, entry] : pods_) {
+    if (inSet.contains(uid)) continue;
+    recorded.push_back({entry.pod, &entry.figures});
+  }
   return withoutObject;
 }
 
@@ -98,7 +115,8 @@ policy::Snapshot LiveView::snapshot(const PodSet& set,
   SnapshotInputs inputs;
   for (const auto& [uid, entry] : pods_) {
     summary.pods.push_back(entry.figures);
-    inputs.podCgroups.emplace(uid, entry.cgroup);
+    // The paths only name pods without an object, which rebuild() reported: not kept here.
+    inputs.podCgroups.emplace(uid, std::string());
   }
   inputs.pods = &set;
   inputs.summary = &summary;

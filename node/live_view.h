@@ -24,6 +24,7 @@
 
 #include "cgroups/pods.h"
 #include "node/pod_source.h"
+#include "node/recorder.h"
 #include "policy/eviction.h"
 #include "policy/model.h"
 
@@ -51,6 +52,13 @@ class LiveView {
   // The pods of all() that `keep` accepts, in the same order.
   policy::NodeView only(const std::function<bool(std::string_view uid)>& keep) const;
 
+  // The pods a snapshot() would hold, in its order, without a copy: every object of the set
+  // of the last rebuild (in its order), then the made-up object of each pod cgroup whose UID
+  // the set lacks (by UID); each with its figures (nullptr: a pod without a cgroup). What the
+  // flight recorder samples every cycle. Valid until the next rebuild, which gives it a new
+  // version.
+  const RecordedPods& recorded() const { return recorded_; }
+
   // A snapshot of the node for admission (a copy of every object): the Node with
   // `conditions`, the pods, priority classes and budgets of `set`, the figures.
   policy::Snapshot snapshot(const PodSet& set, const std::vector<std::string>& conditions) const;
@@ -58,7 +66,6 @@ class LiveView {
  private:
   struct Entry {
     const policy::Pod* pod = nullptr;
-    std::string cgroup;  // its path below the hierarchy root
     policy::PodStats figures;
   };
   std::map<std::string, Entry, std::less<>> pods_;           // by UID: every pod cgroup
@@ -67,6 +74,7 @@ class LiveView {
   policy::Node madeUp_;  // when the source has no Node object
   std::string nodeName_;
   policy::NodeView view_;
+  RecordedPods recorded_;
 };
 
 }  // namespace nodewarden::node

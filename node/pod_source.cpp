@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "base/files.h"
@@ -27,8 +28,10 @@ std::vector<std::string> StaticPodSource::takeProblems() {
 }
 
 StaticPodSource::FileState StaticPodSource::read(const std::string& path, std::int64_t inode,
-                                                 std::int64_t mtime, std::int64_t size) {
+                                                 std::int64_t mtime, std::int64_t size,
+                                                 std::optional<policy::Pod>& out) {
   FileState state{std::uint64_t(inode), mtime, size, std::nullopt};
+  out.reset();
   auto text = readFile(path);
   if (!text) {
     problems_.push_back(text.error().message);
@@ -49,7 +52,8 @@ StaticPodSource::FileState StaticPodSource::read(const std::string& path, std::i
     return state;
   }
   if (pod->nodeName.empty()) pod->nodeName = nodeName_;
-  state.pod = std::move(pod);
+  state.uid = pod->uid;
+  out = std::move(pod);
   return state;
 }
 
@@ -109,9 +113,8 @@ bool StaticPodSource::refresh() {
 bool StaticPodSource::update(const std::string& name, bool& walkNeeded) {
   const std::string path = directory_ + "/" + name;
   auto known = files_.find(name);
-  const std::optional<std::string> oldUid = known != files_.end() && known->second.pod
-                                                ? std::optional(known->second.pod->uid)
-                                                : std::nullopt;
+  const std::optional<std::string> oldUid =
+      known != files_.end() ? known->second.uid : std::nullopt;
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   const std::int64_t mtime = std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
@@ -125,9 +128,10 @@ bool StaticPodSource::update(const std::string& name, bool& walkNeeded) {
     return false;
   }
   FileState state;
+  std::optional<policy::Pod> read;
   if (exists) {
-    state = read(path, std::int64_t(st.st_ino), mtime, st.st_size);
-    if (state.pod && (!oldUid || *oldUid != state.pod->uid) && uidFiles_[state.pod->uid] > 0) {
+    state = this->read(path, std::int64_t(st.st_ino), mtime, st.st_size, read);
+    if (read && (!oldUid || *oldUid != read->uid) && uidFiles_[read->uid] > 0) {
       walkNeeded = true;
       return false;
     }
@@ -137,15 +141,15 @@ bool StaticPodSource::update(const std::string& name, bool& walkNeeded) {
     return std::find_if(set_.pods.begin(), set_.pods.end(),
                         [&](const policy::Pod& pod) { return pod.uid == uid; });
   };
-  if (oldUid && (!state.pod || state.pod->uid != *oldUid)) {
+  if (oldUid && (!read || read->uid != *oldUid)) {
     if (auto it = at(*oldUid); it != set_.pods.end()) {
       *it = std::move(set_.pods.back());
       set_.pods.pop_back();
     }
     if (--uidFiles_[*oldUid] <= 0) uidFiles_.erase(*oldUid);
   }
-  if (state.pod) {
-    policy::Pod pod = *state.pod;
+  if (read) {
+    policy::Pod pod = std::move(*read);
     policy::resolvePod(pod, set_.priorityClasses);
     if (!oldUid || *oldUid != pod.uid) ++uidFiles_[pod.uid];
     if (auto it = at(pod.uid); it != set_.pods.end()) {
@@ -155,6 +159,7 @@ bool StaticPodSource::update(const std::string& name, bool& walkNeeded) {
     }
   }
   if (exists) {
+    state.counted = state.uid.has_value();
     files_[name] = std::move(state);
   } else {
     files_.erase(name);
@@ -178,6 +183,7 @@ bool StaticPodSource::walk() {
   }
   directoryProblem_.clear();
   std::set<std::string> present;
+  std::map<std::string, policy::Pod> fresh;  // the pods of the files read now, by file name
   bool changed = first;
   while (const dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
@@ -192,7 +198,9 @@ bool StaticPodSource::walk() {
         it->second.size == st.st_size) {
       continue;
     }
-    files_[name] = read(path, std::int64_t(st.st_ino), mtime, st.st_size);
+    std::optional<policy::Pod> pod;
+    files_[name] = read(path, std::int64_t(st.st_ino), mtime, st.st_size, pod);
+    if (pod) fresh.insert_or_assign(name, std::move(*pod));
     changed = true;
   }
   ::closedir(dir);
@@ -206,19 +214,47 @@ bool StaticPodSource::walk() {
   }
   if (!changed) return false;
 
+  // The set anew: each file's pod from what was read now, else from the set as it was (the
+  // object is kept only there); a file that did not count before (its UID was another's) is
+  // read again. Resolving a resolved pod again gives it the same figures.
+  std::unordered_map<std::string, policy::Pod> before;
+  before.reserve(set_.pods.size());
+  for (policy::Pod& pod : set_.pods) {
+    std::string uid = pod.uid;
+    before.emplace(std::move(uid), std::move(pod));
+  }
   set_.pods.clear();
+  set_.pods.reserve(files_.size());
   uidFiles_.clear();
   std::map<std::string, std::string> uidFile;
-  for (const auto& [name, state] : files_) {
-    if (!state.pod) continue;
-    ++uidFiles_[state.pod->uid];
-    auto [at, inserted] = uidFile.emplace(state.pod->uid, name);
+  for (auto& [name, state] : files_) {
+    if (!state.uid) continue;
+    ++uidFiles_[*state.uid];
+    auto [at, inserted] = uidFile.emplace(*state.uid, name);
     if (!inserted) {
-      problems_.push_back(directory_ + "/" + name + ": metadata.uid " + state.pod->uid +
+      problems_.push_back(directory_ + "/" + name + ": metadata.uid " + *state.uid +
                           " is also in " + at->second + " (file skipped)");
+      state.counted = false;
       continue;
     }
-    set_.pods.push_back(*state.pod);
+    const bool counted = std::exchange(state.counted, true);
+    if (auto it = fresh.find(name); it != fresh.end()) {
+      set_.pods.push_back(std::move(it->second));
+    } else if (auto old = before.find(*state.uid); counted && old != before.end()) {
+      set_.pods.push_back(std::move(old->second));
+      before.erase(old);
+    } else {
+      std::optional<policy::Pod> pod;
+      state = read(directory_ + "/" + name, std::int64_t(state.inode), state.mtimeNanos, state.size,
+                   pod);
+      if (!pod || pod->uid != at->first) {
+        state.mtimeNanos = -1;  // changed since it was listed: the next walk reads it again
+        state.counted = false;
+        continue;
+      }
+      state.counted = true;
+      set_.pods.push_back(std::move(*pod));
+    }
   }
   policy::resolvePods(set_.pods, set_.priorityClasses);
   return true;

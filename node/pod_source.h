@@ -81,18 +81,22 @@ class StaticPodSource final : public PodSource {
   int changeFd() const override { return watch_.get(); }
 
  private:
+  // A file as last read. Its pod object is kept once, in the set (the file holding a UID
+  // that an earlier file by name holds too is read again if it comes to count).
   struct FileState {
     std::uint64_t inode = 0;
     std::int64_t mtimeNanos = 0;
     std::int64_t size = 0;
-    std::optional<policy::Pod> pod;  // nullopt: the file did not parse
+    std::optional<std::string> uid;  // nullopt: the file did not parse
+    bool counted = false;            // its pod is the set's pod of that UID
   };
   bool walk();
   // Re-reads one file named by the watch; false when nothing changed. Sets `walk` when only a
   // walk over every file can say what the set is now.
   bool update(const std::string& name, bool& walkNeeded);
-  FileState read(const std::string& path, std::int64_t inode, std::int64_t mtime,
-                 std::int64_t size);
+  // The file's state, and its pod (unresolved) into `pod` when it parses.
+  FileState read(const std::string& path, std::int64_t inode, std::int64_t mtime, std::int64_t size,
+                 std::optional<policy::Pod>& pod);
 
   std::string directory_;
   std::string nodeName_;

@@ -714,50 +714,74 @@ std::shared_ptr<const PodInfo> Recorder::infoFor(const policy::Pod& pod) {
   return slot;
 }
 
+namespace {
+
+record::PodFigures figuresOf(const RecordedPod& recorded, bool candidate) {
+  record::PodFigures f;
+  f.candidate = candidate;
+  if (recorded.figures != nullptr) {
+    const policy::PodStats& s = *recorded.figures;
+    f.workingSet = s.memoryWorkingSetBytes;
+    f.usage = s.memoryUsageBytes;
+    f.swap = s.swapUsageBytes;
+    f.processes = s.processCount;
+    f.ephemeralStorage = diskUsageOf(s);
+    f.inodes = s.ephemeralStorageInodesUsed;
+  }
+  return f;
+}
+
+}  // namespace
+
 std::shared_ptr<const Recorder::PodBlock> Recorder::podBlock(const policy::NodeView& candidates,
-                                                             const policy::Snapshot& snapshot) {
-  const policy::Summary* summary = nullptr;
-  if (!snapshot.nodes.empty()) {
-    auto it = snapshot.stats.find(snapshot.nodes[0].name);
-    if (it != snapshot.stats.end()) summary = &it->second;
+                                                             const RecordedPods& recorded) {
+  const std::vector<RecordedPod>& pods = recorded.pods;
+  // The objects of the last block (same version): its infos hold. Chosen the same way too
+  // (the same candidates, no order this cycle): its candidate flags hold.
+  const bool sameObjects = recorded.version != 0 && recorded.version == lastVersion_ &&
+                           lastBlock_ && lastBlock_->pods.size() == pods.size();
+  const bool sameChoice = sameObjects && pending_.empty() && candidates.pods == lastCandidates_;
+  if (sameChoice) {
+    // Most idle cycles: every figure as before, and the last block is this sample's.
+    bool same = true;
+    for (std::size_t i = 0; i < pods.size() && same; ++i) {
+      const PodSample& last = lastBlock_->pods[i];
+      PodSample now;
+      now.set(figuresOf(pods[i], last.candidate));
+      same = now.present == last.present &&
+             std::equal(std::begin(now.values), std::end(now.values), std::begin(last.values));
+    }
+    if (same) return lastBlock_;
   }
   // Pods ordered in this cycle left the candidates after the decision; they were in it. By
-  // UID: the snapshot is a copy of the pods the view points at, not the same objects.
+  // UID: the recorded pods may be copies of the pods the view points at (a snapshot's).
   std::vector<std::string_view> chosen;
-  chosen.reserve(candidates.pods.size() + pending_.size());
-  for (const policy::Pod* pod : candidates.pods) chosen.push_back(pod->uid);
-  for (const Pending& p : pending_) chosen.push_back(p.record.order.uid);
-  std::sort(chosen.begin(), chosen.end());
-  auto block = std::make_shared<PodBlock>();
-  block->pods.reserve(snapshot.pods.size());
-  std::unordered_map<std::string_view, const policy::PodStats*> stats;
-  if (summary != nullptr) {
-    stats.reserve(summary->pods.size());
-    for (const policy::PodStats& s : summary->pods) stats.emplace(s.uid, &s);
+  if (!sameChoice) {
+    chosen.reserve(candidates.pods.size() + pending_.size());
+    for (const policy::Pod* pod : candidates.pods) chosen.push_back(pod->uid);
+    for (const Pending& p : pending_) chosen.push_back(p.record.order.uid);
+    std::sort(chosen.begin(), chosen.end());
   }
-  for (const policy::Pod& pod : snapshot.pods) {
+  auto block = std::make_shared<PodBlock>();
+  block->pods.reserve(pods.size());
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const policy::Pod& pod = *pods[i].pod;
     PodSample sample;
-    sample.info = infoFor(pod);
-    record::PodFigures f;
-    f.candidate = std::binary_search(chosen.begin(), chosen.end(), std::string_view(pod.uid));
-    if (auto it = stats.find(pod.uid); it != stats.end()) {
-      const policy::PodStats& s = *it->second;
-      f.workingSet = s.memoryWorkingSetBytes;
-      f.usage = s.memoryUsageBytes;
-      f.swap = s.swapUsageBytes;
-      f.processes = s.processCount;
-      f.ephemeralStorage = diskUsageOf(s);
-      f.inodes = s.ephemeralStorageInodesUsed;
-    }
-    sample.set(f);
+    sample.info = sameObjects ? lastBlock_->pods[i].info : infoFor(pod);
+    const bool candidate =
+        sameChoice ? lastBlock_->pods[i].candidate
+                   : std::binary_search(chosen.begin(), chosen.end(), std::string_view(pod.uid));
+    sample.set(figuresOf(pods[i], candidate));
     block->pods.push_back(std::move(sample));
   }
   block->bytes = sizeof(PodBlock) + block->pods.capacity() * sizeof(PodSample);
-  // Shared with the previous sample only when every figure is the same. Not by the snapshot's
-  // storage: the agent reads pods in place between full scans (victims first) and copies the
-  // snapshot anew each cycle, often into the storage just freed, so equal addresses say
-  // nothing about equal figures; a sample holding the previous figures would not be what the
-  // decision saw, and replay would diverge from it.
+  lastVersion_ = recorded.version;
+  lastCandidates_ = candidates.pods;
+  // Shared with the previous sample only when every figure is the same. Not by the figures'
+  // storage: the agent reads pods in place (victims first, the refresh's slices), into the
+  // same figures every cycle, so equal addresses say nothing about equal figures; a sample
+  // holding the previous figures would not be what the decision saw, and replay would
+  // diverge from it.
   if (lastBlock_ && sameFigures(*lastBlock_, *block)) return lastBlock_;
   lastBlock_ = block;
   return block;
@@ -877,14 +901,38 @@ void Recorder::trimRing(SteadyTime now) {
   }
 }
 
-std::string Recorder::podKey(const std::string& uid, const policy::Snapshot& snapshot) const {
-  for (const policy::Pod& pod : snapshot.pods) {
-    if (pod.uid == uid) return pod.key;
+std::string Recorder::podKey(const std::string& uid, const std::vector<RecordedPod>& pods) const {
+  for (const RecordedPod& recorded : pods) {
+    if (recorded.pod->uid == uid) return recorded.pod->key;
   }
   return "unknown/" + uid;
 }
 
 void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot& snapshot,
+                     const policy::EvictionState& state, const policy::EvictionDecision& decision,
+                     const policy::Policy& policy, SteadyTime now) {
+  if (stopped_) return;
+  // The snapshot's pods, each with its figures from the node's summary (by UID).
+  const policy::Summary* summary = nullptr;
+  if (!snapshot.nodes.empty()) {
+    auto it = snapshot.stats.find(snapshot.nodes[0].name);
+    if (it != snapshot.stats.end()) summary = &it->second;
+  }
+  std::unordered_map<std::string_view, const policy::PodStats*> stats;
+  if (summary != nullptr) {
+    stats.reserve(summary->pods.size());
+    for (const policy::PodStats& s : summary->pods) stats.emplace(s.uid, &s);
+  }
+  RecordedPods pods;  // version 0: copies made for this call, nothing of them reused
+  pods.pods.reserve(snapshot.pods.size());
+  for (const policy::Pod& pod : snapshot.pods) {
+    auto it = stats.find(pod.uid);
+    pods.pods.push_back({&pod, it == stats.end() ? nullptr : it->second});
+  }
+  cycle(candidates, pods, state, decision, policy, now);
+}
+
+void Recorder::cycle(const policy::NodeView& candidates, const RecordedPods& pods,
                      const policy::EvictionState& state, const policy::EvictionDecision& decision,
                      const policy::Policy& policy, SteadyTime now) {
   if (stopped_) return;
@@ -897,7 +945,7 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     sample->node.capacityMemory = memoryOf(candidates.node->capacity);
     sample->node.allocatableMemory = memoryOf(candidates.node->allocatable);
   }
-  sample->pods = podBlock(candidates, snapshot);
+  sample->pods = podBlock(candidates, pods);
   const auto kills = readKernel(*sample);
   for (const policy::SignalStatus& status : decision.signals) {
     sample->signals.push_back(record::SignalObservation{
@@ -1001,7 +1049,7 @@ void Recorder::cycle(const policy::NodeView& candidates, const policy::Snapshot&
     r.time = wallNow;
     r.kind = record::DecisionKind::KernelOomKill;
     r.node = options_.nodeName;
-    r.pod = uid.empty() ? "" : podKey(uid, snapshot);
+    r.pod = uid.empty() ? "" : podKey(uid, pods.pods);
     r.uid = uid;
     r.action = "oom-kill";
     const std::string processes =

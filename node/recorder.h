@@ -49,6 +49,21 @@
 
 namespace nodewarden::node {
 
+// One pod as a cycle's sample holds it: its object and its figures as the decision used them
+// (nullptr: none, a pod without a cgroup).
+struct RecordedPod {
+  const policy::Pod* pod = nullptr;
+  const policy::PodStats* figures = nullptr;
+};
+
+// The pods of a cycle's sample. `version` changes whenever the list or any of its objects may
+// have (the figures aside, which are compared every cycle): while it stays, the recorder
+// reuses what it derived from the objects. 0: unknown, nothing reused.
+struct RecordedPods {
+  std::vector<RecordedPod> pods;
+  std::uint64_t version = 0;
+};
+
 struct RecorderOptions {
   std::string nodeName;
   // Episodes under STATE_DIR/episodes/, decision records under STATE_DIR/decisions/. "":
@@ -92,6 +107,11 @@ class Recorder {
   // to `snapshot`'s pods by UID; `snapshot` holds the figures that decision used. `state` the
   // state the decision left, `now` the cycle's time (the `now` the decision was given).
   void cycle(const policy::NodeView& candidates, const policy::Snapshot& snapshot,
+             const policy::EvictionState& state, const policy::EvictionDecision& decision,
+             const policy::Policy& policy, SteadyTime now);
+  // The same, given the pods a snapshot would hold (its objects in its order, each with its
+  // figures) without one being copied: what the agent passes every cycle (LiveView::recorded).
+  void cycle(const policy::NodeView& candidates, const RecordedPods& pods,
              const policy::EvictionState& state, const policy::EvictionDecision& decision,
              const policy::Policy& policy, SteadyTime now);
   // An eviction was ordered (its signal sent): stashed until cycle().
@@ -140,7 +160,7 @@ class Recorder {
 
   std::shared_ptr<const record::PodInfo> infoFor(const policy::Pod& pod);
   std::shared_ptr<const PodBlock> podBlock(const policy::NodeView& candidates,
-                                           const policy::Snapshot& snapshot);
+                                           const RecordedPods& pods);
   // PSI and memory.events into `sample`; the new kernel OOM kills, by pod UID ("" for kills
   // not tied to a pod).
   std::vector<std::pair<std::string, record::OomKill>> readKernel(RingSample& sample);
@@ -149,7 +169,7 @@ class Recorder {
   void closeEpisode(const std::string& reason, SteadyTime now);
   void keep(record::DecisionRecord record);
   std::int64_t wallMicros(SteadyTime t) const;
-  std::string podKey(const std::string& uid, const policy::Snapshot& snapshot) const;
+  std::string podKey(const std::string& uid, const std::vector<RecordedPod>& pods) const;
 
   RecorderOptions options_;
   const cgroups::PodCgroups& pods_;
@@ -169,6 +189,9 @@ class Recorder {
   // Pods as last seen, by UID; the last pod block and what it was built from.
   std::unordered_map<std::string, std::shared_ptr<const record::PodInfo>> infos_;
   std::shared_ptr<const PodBlock> lastBlock_;
+  // What lastBlock_ was built from: the pods' version and the candidates (by object).
+  std::uint64_t lastVersion_ = 0;
+  std::vector<const policy::Pod*> lastCandidates_;
 
   // Orders of the cycle under way, and orders whose pods are still exiting.
   std::vector<Pending> pending_;

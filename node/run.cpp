@@ -275,6 +275,11 @@ Result<AgentCommand> agentCommand(const Args& args) {
 Result<cgroups::PodCgroups> openPodCgroups(const AgentCommand& command) {
   cgroups::DiscoverOptions discover;
   discover.root = command.cgroupRoot;
+  // The mount points from /proc/self/mountinfo, the kernel's own view (which wins over
+  // libcgroup's wherever they differ): libcgroup's listing would only cross-check it, in notes
+  // the agent does not show, and its cgroup_init() clears tables of ~0.8 MiB that would then
+  // stay resident for the agent's life.
+  discover.useLibcgroup = false;
   auto hierarchy = cgroups::discoverHierarchy(discover);
   if (!hierarchy) return hierarchy.error();
   auto kubepods = cgroups::PodCgroups::findKubepods(*hierarchy, command.kubepodsCgroup);

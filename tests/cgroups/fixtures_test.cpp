@@ -314,6 +314,48 @@ TEST_CASE("fixtures: refresh indexes the pods of cgroupfs v2 and v1 trees") {
   }
 }
 
+TEST_CASE("fixtures: a pod is looked for again only in hierarchies that have the kubepods cgroup") {
+  // v1-cgroupfs: unified/ has no kubepods cgroup (the runtime does not use it); pids/ has
+  // one, without the best-effort pod's directory yet.
+  TempTree tree("v1-cgroupfs");
+  const Hierarchy h = discover(tree.path());
+  REQUIRE_FALSE(h.unified.empty());
+  REQUIRE_FALSE(fs::exists(h.unified + "/kubepods"));
+  PodCgroups pods(h, "kubepods");
+  REQUIRE_OK(pods.refresh());
+  const PodCgroup* besteffort = pods.find(kV1BestEffort);
+  REQUIRE(besteffort != nullptr);
+  CHECK_FALSE(besteffort->pids.has_value());
+  CHECK_FALSE(besteffort->unified.has_value());
+  CHECK(pods.mayHaveChanged());  // the best-effort pod's pids directory is still looked for
+
+  // It appears: the next update opens it.
+  const std::string pidsDir = h.pids + "/kubepods/besteffort/pod" + kV1BestEffort;
+  fs::create_directories(pidsDir);
+  std::ofstream(pidsDir + "/pids.current") << "0\n";
+  REQUIRE_OK(pods.update());
+  REQUIRE(pods.find(kV1BestEffort) == besteffort);
+  CHECK(besteffort->pids.has_value());
+  // Nothing else is looked for: no pod is in unified/, which has no kubepods cgroup.
+  CHECK_FALSE(pods.mayHaveChanged());
+  CHECK_FALSE(pods.find(kV1Burstable)->unified.has_value());
+
+  // A kubepods cgroup made there later counts from the next full refresh on: pods that
+  // appear are then looked for in it.
+  fs::create_directories(h.unified + "/kubepods/burstable");
+  REQUIRE_OK(pods.refresh());
+  const std::string uid = "0f0e0d0c-0b0a-4909-8807-060504030201";
+  fs::create_directories(h.memory + "/kubepods/burstable/pod" + uid);
+  std::ofstream(h.memory + "/kubepods/burstable/pod" + uid + "/memory.usage_in_bytes") << "0\n";
+  REQUIRE_OK(pods.refresh());
+  REQUIRE(pods.find(uid) != nullptr);
+  CHECK_FALSE(pods.find(uid)->unified.has_value());
+  CHECK(pods.mayHaveChanged());  // its unified directory is looked for
+  fs::create_directories(h.unified + "/kubepods/burstable/pod" + uid);
+  REQUIRE_OK(pods.update());
+  CHECK(pods.find(uid)->unified.has_value());
+}
+
 TEST_CASE("fixtures: scanNode on a systemd v2 tree, CPU rate on the second scan") {
   TempTree tree("v2-systemd");
   const Hierarchy h = discover(tree.path());
