@@ -35,7 +35,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [ "$(field Version)" = "$version-1" ] || fail "Version: $(field Version)"
 depends=$(field Depends)
 echo "Depends: $depends"
-for lib in libc6 libstdc++6 libssl3 libsystemd0; do
+for lib in libc6 libstdc++6 libssl3; do
   case ", $depends" in *", $lib"*) ;; *) fail "Depends lacks $lib: $depends" ;; esac
 done
 dpkg-deb -e "$deb" "$dest/DEBIAN"
