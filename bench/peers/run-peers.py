@@ -385,14 +385,17 @@ def start_contender(name, scenario, tools, workdir):
                 "--nodefs", "", "--log-format", "json", "--node", "peers"]
         if name == "nodewarden-memoryhigh":
             args.append("--memory-high-edge")
+        if name == "nodewarden-shipped":  # as the unit and the DaemonSet run it
+            args += ["--nice", "-20", "--realtime", "1"]
         proc = subprocess.Popen(args, stdout=log, stderr=log)
         for _ in range(300):  # ready: it logs its detectors after the first full cycle
             time.sleep(0.05)
             if '"event":"detectors"' in read(log.name):
                 break
         return proc, "hard allocatableMemory.available < 300Mi, 1 s housekeeping" + \
-            ("; --memory-high-edge (kubepods memory.high at the line)"
-             if name == "nodewarden-memoryhigh" else "")
+            {"nodewarden-memoryhigh": "; --memory-high-edge (kubepods memory.high at the line)",
+             "nodewarden-shipped": "; --nice -20 --realtime 1, as the unit and the DaemonSet"
+             }.get(name, "")
     if name.startswith("systemd-oomd"):
         proc, log = start_systemd_oomd(tools, workdir)
         # Ready (Type=notify) and, then, once it has the slice from PID 1.
@@ -569,7 +572,8 @@ def main():
              "systemd-oomd": os.path.abspath(args.systemd_oomd)}
     contenders = args.contenders.split(",")
     known = ("kernel", "earlyoom-default", "earlyoom-calibrated", "oomd", "nodewarden",
-             "nodewarden-memoryhigh", "systemd-oomd", "systemd-oomd-memoryhigh")
+             "nodewarden-memoryhigh", "nodewarden-shipped", "systemd-oomd",
+             "systemd-oomd-memoryhigh")
     for name in contenders:
         if name not in known:
             print(f"run-peers: unknown contender {name} (known: {', '.join(known)})")
