@@ -123,10 +123,11 @@ Agent::Agent(asio::io_context& io, AgentOptions options, policy::Policy policy,
       pods_(std::move(pods)),
       source_(std::move(source)),
       actuator_(makeActuator(io, pods_, clock)),
-      detectors_(
-          io, pods_, clock,
-          DetectorOptions{options_.scan.procRoot, options_.kernelWakeups, options_.memoryHighEdge},
-          [this](Trigger trigger, std::optional<SteadyTime> at) { onWake(trigger, at); }),
+      detectors_(io, pods_, clock,
+                 DetectorOptions{options_.scan.procRoot, options_.kernelWakeups,
+                                 // Throttling pods is acting: --dry-run never writes memory.high.
+                                 options_.memoryHighEdge && !options_.dryRun},
+                 [this](Trigger trigger, std::optional<SteadyTime> at) { onWake(trigger, at); }),
       timer_(io),
       graceTimer_(io),
       followUpTimer_(io),
@@ -167,6 +168,12 @@ Result<void> Agent::start(const std::string& listen) {
                     {"actuator", actuator_->name()},
                     {"interval_ms", static_cast<std::int64_t>(interval().count())},
                     {"listen", listen}});
+  if (options_.memoryHighEdge && options_.dryRun) {
+    server::logEvent(
+        server::LogLevel::Warn, "memory-high-edge",
+        {{"error", "--dry-run acts on nothing: kubepods' memory.high is left as it is"},
+         {"fallback", "memory.events and polling"}});
+  }
   if (recorder_) {
     if (auto opened = recorder_->open(); !opened) {
       server::logEvent(server::LogLevel::Warn, "recorder", {{"error", opened.error().message}});

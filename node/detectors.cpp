@@ -144,7 +144,9 @@ void Detectors::follow(const policy::EvictionDecision& decision, const cgroups::
         status.capacity - status.threshold + std::int64_t(memory->inactiveFile);
     if (usageLine <= 0) continue;
     (onRoot ? nodeLines : kubepodsLines).push_back(std::uint64_t(usageLine));
-    if (!onRoot && (highLine == 0 || std::uint64_t(usageLine) < highLine)) {
+    // memory.high throttles past it: only where an eviction is due at once (a hard threshold;
+    // a soft one waits out its grace period first).
+    if (!onRoot && status.key.hard && (highLine == 0 || std::uint64_t(usageLine) < highLine)) {
       highLine = std::uint64_t(usageLine);
     }
     if (!eventfds) continue;

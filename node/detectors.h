@@ -39,7 +39,7 @@ struct DetectorOptions {
   // false leaves out the kernel's own wake-ups (v1 threshold eventfds, PSI triggers,
   // memory.events) and keeps the adaptive memory poller alone.
   bool kernelWakeups = true;
-  // cgroup v2, with kernelWakeups: sets kubepods' memory.high at the usage where the
+  // cgroup v2, with kernelWakeups: sets kubepods' memory.high at the usage where the hard
   // allocatableMemory.available threshold is met (capacity − threshold + inactive_file), so
   // that the kernel's first charge past it raises memory.events' "high" and wakes the loop
   // at the crossing, as a v1 threshold eventfd does. Above memory.high the kernel reclaims

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "tests/e2e/e2e_env.h"
 
@@ -94,4 +95,31 @@ TEST_CASE("--memory-high-edge: memory.high on the line while the agent runs, giv
   REQUIRE(status.has_value());
   CHECK(WIFEXITED(*status));
   if (v2) CHECK(contents(high) == found);  // given back on SIGTERM
+}
+
+TEST_CASE("--memory-high-edge under --dry-run: memory.high is never written, and the log says so") {
+  cgroups::Sandbox sandbox = makeSandbox(512 * kMiB);
+  TempDir manifests;
+  TempDir files;
+  const std::string policyFile = files.file("policy.json");
+  writeFile(policyFile, R"({"evictionHard": {"allocatableMemory.available": "200Mi"}})");
+  const bool v2 = sandbox.hierarchy().memoryVersion == cgroups::Version::V2;
+  const std::string high = sandbox.hierarchy().memory + "/" + sandbox.kubepods() + "/memory.high";
+  const std::string found = v2 ? contents(high) : "";
+  AgentConfig config;
+  config.policyFile = policyFile;
+  config.manifestsDir = manifests.path();
+  config.kubepods = sandbox.kubepods();
+  config.dryRun = true;
+  config.extraArgs = {"--memory-high-edge"};
+  AgentProcess agent(config);
+  REQUIRE_MESSAGE(agent.waitForEvent("memory-high-edge", 10s).has_value(), agent.logText());
+  // Ready means a full cycle ran, which is where the line would be placed; then a further one
+  // (the default interval is 1 s). A write would have happened by then; none may.
+  REQUIRE(waitUntil([&] { return agent.events("ready").size() >= 1; }, 10s));
+  std::this_thread::sleep_for(1500ms);
+  if (v2) CHECK(contents(high) == found);
+  const std::optional<int> status = agent.stop();
+  REQUIRE(status.has_value());
+  if (v2) CHECK(contents(high) == found);
 }

@@ -178,6 +178,14 @@ TEST_CASE("memoryHighEdge puts kubepods' memory.high on the line, follows it and
   detectors.follow(decisionWith(274 * kMiB), reading, 1000ms);
   CHECK(high() == std::to_string(984 * kMiB));
 
+  // A soft threshold alone places nothing: its pods are not due until its grace ends.
+  policy::EvictionDecision soft = decisionWith(274 * kMiB);
+  soft.signals[0].key.hard = false;
+  detectors.follow(soft, reading, 1000ms);
+  CHECK(high() == "max");
+  detectors.follow(decisionWith(274 * kMiB), reading, 1000ms);
+  CHECK(high() == std::to_string(984 * kMiB));
+
   // The threshold goes away (a new policy): the value found comes back; stop() does it too.
   policy::EvictionDecision none;
   detectors.follow(none, reading, 1000ms);
