@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <set>
 
 namespace nodewarden::cgroups {
@@ -549,6 +550,24 @@ Result<std::uint64_t> raiseOpenFileLimit(std::uint64_t wanted) {
     }
   }
   return static_cast<std::uint64_t>(raised.rlim_cur);
+}
+
+Result<std::uint64_t> reserveDescriptorTable(std::uint64_t slots) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return errnoError("getrlimit(RLIMIT_NOFILE)", errno);
+  if (limit.rlim_cur != RLIM_INFINITY) slots = std::min<std::uint64_t>(slots, limit.rlim_cur);
+  slots = std::min<std::uint64_t>(slots, std::uint64_t(std::numeric_limits<int>::max()));
+  if (slots < 2) return slots;
+  const int any = ::open("/", O_PATH | O_CLOEXEC);
+  if (any < 0) return errnoError("reserving descriptors: open(/)", errno);
+  // F_DUPFD places the copy at the lowest free descriptor at or above its argument: the
+  // table grows to hold the last slot wanted, here rather than in a later open.
+  const int last = ::fcntl(any, F_DUPFD_CLOEXEC, int(slots - 1));
+  const int saved = errno;
+  ::close(any);
+  if (last < 0) return errnoError("reserving descriptors: fcntl(F_DUPFD)", saved);
+  ::close(last);
+  return slots;
 }
 
 }  // namespace nodewarden::cgroups

@@ -217,4 +217,13 @@ class PodCgroups {
 // descriptors (a directory and the files read every cycle, per hierarchy).
 Result<std::uint64_t> raiseOpenFileLimit(std::uint64_t wanted);
 
+// Grows this process's descriptor table now, so that it holds at least `slots` descriptors
+// (capped by RLIMIT_NOFILE). The kernel grows the table, doubling it, when an open finds no
+// free slot; in a process with more than one thread it first waits for an RCU grace period
+// (expand_fdtable calls synchronize_rcu), milliseconds on a busy node. A kill opens a few
+// descriptors (the pod's cgroup.procs listing, cgroup.kill): reserved beforehand, those opens
+// never wait. Returns the table's size as far as this call knows it (≥ `slots` when capped
+// by nothing).
+Result<std::uint64_t> reserveDescriptorTable(std::uint64_t slots);
+
 }  // namespace nodewarden::cgroups

@@ -507,7 +507,20 @@ bool Agent::refreshPodCgroups(SteadyTime now, bool full) {
   for (const Error& error : refreshed->errors) logOnce("cgroup-problem", error);
   expireTracked(now);
   for (std::string& uid : refreshed->added) unread_.push_back(std::move(uid));
+  if (!refreshed->added.empty()) reserveDescriptors();
   return !refreshed->added.empty() || !refreshed->removed.empty();
+}
+
+void Agent::reserveDescriptors() {
+  const std::uint64_t wanted = kDescriptorsPerPod * pods_.size() + kDescriptorsBesidePods;
+  if (wanted <= descriptorsReserved_) return;
+  // Twice what is wanted now: pods arriving one by one grow it once per doubling.
+  auto reserved = cgroups::reserveDescriptorTable(2 * wanted);
+  if (!reserved) {
+    logOnce("descriptor-table", reserved.error());
+    return;
+  }
+  descriptorsReserved_ = *reserved;
 }
 
 void Agent::expireTracked(SteadyTime now) {

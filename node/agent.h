@@ -200,6 +200,10 @@ class Agent final : public AgentSurface {
   // The view, kept in place: re-pointed when the pods on the node change, each pod's
   // figures overwritten where they are read (the views point at them).
   bool refreshPodCgroups(SteadyTime now, bool full);
+  // Room in the descriptor table for every pod's descriptors and the server's connections,
+  // made when pods arrive: an open on the way to a kill never grows the table (which waits
+  // for an RCU grace period: cgroups::reserveDescriptorTable).
+  void reserveDescriptors();
   void expireTracked(SteadyTime now);
   void rebuildView();
   // Reads one pod's figures into the view; nullptr when its cgroup is gone (forgotten then,
@@ -255,6 +259,12 @@ class Agent final : public AgentSurface {
   static constexpr std::size_t kRefreshSlice = 32;
   // New pod cgroups up to this many are read at once; more wait for a refresh.
   static constexpr std::size_t kReadNewAtOnce = 16;
+  // Descriptors a pod cgroup holds at most (a directory and the files read, per hierarchy),
+  // and those the rest of the agent may hold: the HTTP server's 64 + 1,024 connections, the
+  // watches, the journal, a kill's listing.
+  static constexpr std::uint64_t kDescriptorsPerPod = 10;
+  static constexpr std::uint64_t kDescriptorsBesidePods = 1280;
+  std::uint64_t descriptorsReserved_ = 0;
   SteadyTime lastFullScan_{};
   SteadyTime lastIndexed_{};
   bool fullScanDone_ = false;

@@ -2,7 +2,9 @@
 // tests/fixtures/cgroup/ (see its README.md for the figures). Tests that change a tree work on
 // a private copy in a fresh temporary directory.
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -807,6 +809,47 @@ TEST_CASE("fixtures: a control file missing from a live cgroup is an error, not 
   const ScanResult after = scanNode(pods, fixtureScanOptions(), kT0);
   CHECK(after.vanished.size() == 1);
   CHECK(after.errors.empty());
+}
+
+// The process's descriptor table size (/proc/self/status' FDSize) and its open descriptors.
+std::uint64_t tableSize() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("FDSize:")) return std::stoull(line.substr(7));
+  }
+  FAIL("no FDSize in /proc/self/status");
+  return 0;
+}
+
+std::size_t openDescriptors() {
+  auto entries = fs::directory_iterator("/proc/self/fd");
+  return std::size_t(std::distance(fs::begin(entries), fs::end(entries)));
+}
+
+TEST_CASE("reserveDescriptorTable grows the table now, leaks nothing, and keeps to RLIMIT_NOFILE") {
+  rlimit limit{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  const std::uint64_t before = tableSize();
+  const std::size_t open = openDescriptors();
+  // A size above today's table, within the soft limit (the table only ever grows).
+  const std::uint64_t wanted = std::min<std::uint64_t>(4 * before, limit.rlim_cur);
+  REQUIRE(wanted > before);
+  CHECK(REQUIRE_OK(reserveDescriptorTable(wanted)) == wanted);
+  CHECK(tableSize() >= wanted);
+  CHECK(openDescriptors() == open);
+
+  SUBCASE("capped by the soft limit, not refused") {
+    const std::uint64_t soft = tableSize() + 64;
+    rlimit lowered = limit;
+    lowered.rlim_cur = soft;
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+    auto capped = reserveDescriptorTable(1 << 20);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &limit) == 0);
+    CHECK(REQUIRE_OK(std::move(capped)) == soft);
+    CHECK(tableSize() >= soft);
+    CHECK(openDescriptors() == open);
+  }
 }
 
 }  // namespace

@@ -542,6 +542,41 @@ TEST_CASE(
   CHECK(decidedAlone > 0);
 }
 
+// The process's descriptor table size, as the kernel states it.
+std::uint64_t descriptorTableSize() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("FDSize:")) return std::stoull(line.substr(7));
+  }
+  return 0;
+}
+
+TEST_CASE("the descriptor table has room for the pods' descriptors before any kill opens one") {
+  // A kill lists cgroup.procs and opens cgroup.kill; an open that finds the table full grows
+  // it, and in a process with threads that waits for an RCU grace period. The agent makes
+  // the room when pods arrive: 10 descriptors a pod and 1,280 beside, twice over.
+  rlimit limit{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  rlimit raised = limit;
+  raised.rlim_cur = std::min<rlim_t>(limit.rlim_max, 1 << 16);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &raised) == 0);
+  Tree tree;
+  for (int i = 0; i < 3; ++i) {
+    const std::string uid = "00000000-0000-0000-0000-00000000000" + std::to_string(i);
+    tree.addPod("p" + std::to_string(i), uid, "besteffort", 0, 10 * kMiB, "");
+  }
+  const std::uint64_t wanted = std::min<std::uint64_t>(2 * (10 * 3 + 1280), raised.rlim_cur);
+  const std::uint64_t before = descriptorTableSize();
+  if (before >= wanted) {
+    MESSAGE("skipped: this process's table (" << before << ") is already that large");
+  } else {
+    Harness harness(tree, kPolicy);
+    CHECK(descriptorTableSize() >= wanted);
+  }
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &limit) == 0);
+}
+
 TEST_CASE("--nice: start() gives the loop's thread that niceness, and no other thread") {
   Tree tree;
   const auto niceOf = [] { return ::getpriority(PRIO_PROCESS, id_t(::gettid())); };
