@@ -1,16 +1,12 @@
 // bench_agent: what the agent as a whole achieves on this machine's real kernel (parts and
 // targets: printUsage). Parts 1 and 5 run the agent in this process on its own io_context (the
 // real StaticPodSource, PodCgroups and cgroup actuator; in part 5 the real KubernetesPodSource,
-// client and API writer against tests/kube's fake API server) over a sandbox node. Per trial a
-// fresh priority-0 hog pre-touches memory to 16 MiB below the crossing, waits U(0, interval),
-// then touches page by page, stamping CLOCK_MONOTONIC after every page in MAP_SHARED memory and
-// reading kubepods' memory usage: the crossing is the first page after which usage (the kernel
-// charges in batches, so a page count is off by up to ~64 pages) is above capacity − threshold +
-// total_inactive_file. Latency: that stamp → EvictionRecord::signalledAt (steady_clock). Parts
-// 2-4 run the nodewarden binary and read it from outside. Every cgroup is this program's
-// ("nodewarden-bench-agent-<pid>"), removed again also after SIGINT/SIGTERM. Exit status: 0 after
-// a run (a missed target prints MISSES), 77 when the machine cannot run it, 1 when the set-up
-// fails, 130 after SIGINT/SIGTERM.
+// client and API writer against tests/kube's fake API server) over a sandbox node, and time a
+// fresh hog's own stamp of the page that crossed the threshold (hog()) to the eviction's
+// EvictionRecord::signalledAt (steady_clock). Parts 2-4 run the nodewarden binary and read it
+// from outside. Every cgroup is this program's ("nodewarden-bench-agent-<pid>"), removed again
+// also after SIGINT/SIGTERM. Exit status: 0 after a run (a missed target prints MISSES), 77 when
+// the machine cannot run it, 1 when the set-up fails, 130 after SIGINT/SIGTERM.
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -103,40 +99,37 @@ const int kStartPolicy = ::sched_getscheduler(0);
 
 // The hog: touches the first `prePages`, says 'r' on `channel`; on 'g' touches page by page up
 // to the log's target, stamping each page, and after each page reads kubepods' usage (`usageFd`)
-// until it is above the log's threshold: that page is the crossing. Then says 'd' and holds its
-// memory until killed, EOF on `channel`, or 2 minutes.
+// until it is above the log's threshold (capacity − threshold + total_inactive_file): that page
+// is the crossing (the kernel charges in batches, so a page count is off by up to ~64 pages).
+// Then holds its memory until killed, EOF on `channel`, or 2 minutes.
 int hog(int channel, int usageFd, const TouchLog& log, std::size_t prePages, std::size_t pageSize,
         pid_t parent) {
   if (!dieWithParent(parent)) return 0;
   (void)::setpriority(PRIO_PROCESS, 0, kStartNice);  // not the agent loop's niceness
   volatile char* bytes = mapSmallPages(log.pages * pageSize);
   if (bytes == nullptr) return 2;
-  for (std::size_t i = 0; i < prePages && i < log.pages && !stopped(); ++i) {
+  auto touch = [&](std::size_t i) {
     bytes[i * pageSize] = 1;
     log.touchedAt(i) = monotonicNanos();
+  };
+  for (std::size_t i = 0; i < prePages && i < log.pages && !stopped(); ++i) {
+    touch(i);
     log.progress().store(std::int64_t(i + 1), std::memory_order_release);
   }
   char byte = 'r';
   if (::write(channel, &byte, 1) != 1 || ::read(channel, &byte, 1) != 1 || byte != 'g') return 3;
   const std::size_t target =
       std::min(log.pages, std::size_t(log.target().load(std::memory_order_acquire)));
-  const std::int64_t usageThreshold = log.usageThreshold();
   bool crossed = false;
   for (std::size_t i = prePages; i < target && !stopped(); ++i) {
-    bytes[i * pageSize] = 1;
-    log.touchedAt(i) = monotonicNanos();
-    if (!crossed && readUsage(usageFd) > usageThreshold) {
+    touch(i);
+    if (!crossed && readUsage(usageFd) > log.usageThreshold()) {
       crossed = true;
       log.crossing().store(std::int64_t(i), std::memory_order_release);
     }
     log.progress().store(std::int64_t(i + 1), std::memory_order_release);
   }
-  byte = 'd';
-  if (::write(channel, &byte, 1) != 1) return 4;
-  pollfd p{channel, POLLIN, 0};
-  for (int i = 0; i < 1200 && !stopped(); ++i) {
-    if (::poll(&p, 1, 100) > 0) break;  // EOF: the parent is done with us
-  }
+  (void)waitReadable(channel, 120'000);  // EOF: the parent is done with us
   return 0;
 }
 
@@ -210,26 +203,20 @@ struct LatencyBench {
   void trial(asio::io_context& io, node::Agent& agent, const Variant& v, int index, Figures& f);
 
   AgentNode& node_;
-  const cgroups::Hierarchy& h_ = node_.sandbox.hierarchy();
-  CgroupDir kubepods_;
   int usageFd_ = -1;
   std::size_t pageSize_ = std::size_t(::sysconf(_SC_PAGESIZE));
   TouchLog log_;
-  std::vector<Pod> pods_;  // the steady pod first
-  std::string buffer_;
+  std::vector<Pod> pods_;                      // the steady pod first
   std::optional<testing::FakeApiServer> api_;  // Source::Api
 };
 
 std::string LatencyBench::setUp(int idlePods) {
-  const std::string kubepods = h_.memory + "/" + node_.sandbox.kubepods();
-  auto dir = CgroupDir::open(kubepods, h_.memoryVersion);
-  if (!dir) return dir.error().message;
-  kubepods_ = std::move(dir).value();
-  const std::string usage =
-      kubepods + "/" + CgroupDir::fileName(CgroupDir::File::MemoryUsage, h_.memoryVersion);
+  const cgroups::Hierarchy& h = node_.sandbox.hierarchy();
+  const std::string usage = h.memory + "/" + node_.sandbox.kubepods() + "/" +
+                            CgroupDir::fileName(CgroupDir::File::MemoryUsage, h.memoryVersion);
   usageFd_ = ::open(usage.c_str(), O_RDONLY | O_CLOEXEC);
   if (usageFd_ < 0) return usage + ": " + std::strerror(errno);
-  if (h_.memoryVersion == cgroups::Version::V1) {  // no swap escape: the limit is the node's
+  if (h.memoryVersion == cgroups::Version::V1) {  // no swap escape: the limit is the node's
     (void)node_.sandbox.writeMemoryFile(node_.sandbox.kubepods(), "memory.memsw.limit_in_bytes",
                                         std::to_string(kNodeMemory));
   }
@@ -238,24 +225,15 @@ std::string LatencyBench::setUp(int idlePods) {
       ::mmap(nullptr, log_.bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return std::string("mmap of the touch log: ") + std::strerror(errno);
   log_.slots = static_cast<std::int64_t*>(std::memset(shared, 0, log_.bytes()));
-  auto steady = node_.addPod("prod", "steady", 100000, "burstable", {{"memory", "128Mi"}});
+  auto steady = node_.addHolder("prod", "steady", 100000, "128Mi", kSteadyBytes);
   if (!steady) return steady.error().message;
   pods_.push_back(*steady);
-  auto child = node_.sandbox.spawn(steady->relative, [self = ::getpid()] {
-    return holdMemory(std::size_t(kSteadyBytes), self);
-  });
-  if (!child) return child.error().message;
   // --pods N: idle pods beside it, priority 0 and no requests: they rank with the hog, by usage.
   for (int i = 0; i < idlePods; ++i) {
     auto idle = node_.addPod("idle", "idle-" + std::to_string(i), 0,
                              i % 2 == 0 ? "besteffort" : "burstable", Json::object());
     if (!idle) return idle.error().message;
     pods_.push_back(*idle);
-  }
-  for (int i = 0; i < 100; ++i) {  // the steady pod's memory in place before anything is measured
-    auto memory = cgroups::readMemory(kubepods_, buffer_);
-    if (memory && std::int64_t(memory->workingSet) >= kSteadyBytes) break;
-    sleepMillis(20);
   }
   return {};
 }
@@ -271,7 +249,8 @@ Figures LatencyBench::run(const Variant& v) {
   api.reset();
   std::unique_ptr<kube::Client> client;
   std::unique_ptr<kube::ApiWriter> writer;
-  std::unique_ptr<node::PodSource> source;
+  std::unique_ptr<node::PodSource> source =
+      std::make_unique<node::StaticPodSource>(node_.manifests.string(), kNodeName);
   node::KubernetesPodSource* kubeSource = nullptr;
   node::ActuatorFactory makeActuator = node::cgroupActuator();
   if (v.source == Source::Api) {
@@ -305,8 +284,6 @@ Figures LatencyBench::run(const Variant& v) {
       return std::make_unique<node::ApiRecordingActuator>(
           node::cgroupActuator()(context, cgroups, clock), *w);
     };
-  } else {
-    source = std::make_unique<node::StaticPodSource>(node_.manifests.string(), kNodeName);
   }
   node::AgentOptions options;
   options.nodeName = kNodeName;
@@ -324,9 +301,10 @@ Figures LatencyBench::run(const Variant& v) {
     f.firstError = "the built-in policy does not parse: " + diagnostics.joined();
     return f;
   }
-  auto agent = std::make_unique<node::Agent>(io, options, std::move(policy).value(),
-                                             cgroups::PodCgroups(h_, node_.sandbox.kubepods()),
-                                             std::move(source), makeActuator);
+  auto agent = std::make_unique<node::Agent>(
+      io, options, std::move(policy).value(),
+      cgroups::PodCgroups(node_.sandbox.hierarchy(), node_.sandbox.kubepods()), std::move(source),
+      makeActuator);
   if (kubeSource != nullptr) kubeSource->start();
   if (kubeSource != nullptr && !pumpUntil(io, 10, [&] { return kubeSource->synced(); })) {
     f.firstError = "the agent's API source did not sync with the fake API server in 10 s";
@@ -411,15 +389,16 @@ Figures LatencyBench::run(const Variant& v) {
   const sched_param normal{};
   if (v.loopRealtime) (void)::sched_setscheduler(0, kStartPolicy, &normal);
 
-  const Millis latency(f.latencyMs), cross(f.crossErrMs), delta(f.estimateDeltaPages);
+  const Samples latency = Samples::from(f.latencyMs), cross = Samples::from(f.crossErrMs),
+                delta = Samples::from(f.estimateDeltaPages);
   std::printf(
       "    %zu/%d trials measured in %.1f s; p50 %.1f ms, p99 %.1f ms, max %.1f ms\n"
       "    agent's own crossedAt vs the hog's crossing: p50 %+.2f ms, p99 %+.2f ms"
       " (positive: the agent dates it later)\n"
       "    crossing page read by the hog vs 4 KiB-a-page estimate: median %+.0f pages, "
       "min %+.0f, max %+.0f\n",
-      latency.n(), f.attempted, nanosSince(start) * 1e-9, latency.p50(), latency.p99(),
-      latency.max(), cross.p50(), cross.p99(), delta.p50(), delta.s.min(), delta.max());
+      latency.count(), f.attempted, nanosSince(start) * 1e-9, latency.median(), latency.p99(),
+      latency.max(), cross.median(), cross.p99(), delta.median(), delta.min(), delta.max());
   for (const std::string& line : armed) std::printf("    armed: %s\n", line.c_str());
   if (armed.empty()) std::printf("    armed: no kernel notification\n");
   std::printf("    cycles: %llu (", static_cast<unsigned long long>(cycles));
@@ -461,9 +440,9 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
       node.removePod(pod);
     }
   } removal{node_, *pod};
-  auto kills = [&] { return oomKills(h_, kubepods_, pod->relative, buffer_); };
+  auto kills = [&] { return node_.oomKills(pod->relative); };
 
-  auto before = cgroups::readMemory(kubepods_, buffer_);
+  auto before = node_.readMemory();
   if (!before || !before->limit) return fail("no memory reading of kubepods");
   const std::int64_t crossingWs = std::int64_t(*before->limit) - kHardThreshold;  // met above
   const std::int64_t pre =
@@ -471,7 +450,7 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
   if (pre <= 0) return fail("kubepods is already within 16 MiB of the threshold");
   const std::size_t prePages = std::size_t(pre);
   std::memset(log_.slots, 0, log_.bytes());
-  int channel[2];  // 'r', then 'd', from the hog; 'g' to it
+  int channel[2];  // 'r' from the hog; 'g' to it
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
     return fail(std::string("socketpair: ") + std::strerror(errno));
   }
@@ -484,14 +463,14 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
   if (!child) return fail(child.error().message);
   pid = *child;
   char ready = 0;
-  if (!pumpUntil(io, 20, [&] { return readable(channel[0]); }) ||
+  if (!pumpUntil(io, 20, [&] { return waitReadable(channel[0], 0) > 0; }) ||
       ::read(channel[0], &ready, 1) != 1 || ready != 'r') {
     return fail("the hog did not get ready");
   }
   // The previous trial ended on a timer tick (or a notification): a random wait of up to one
   // interval spreads the crossing over the agent's timer.
   pumpUntil(io, double(node_.rng.between(0, v.interval.count())) / 1000.0, [] { return false; });
-  auto now = cgroups::readMemory(kubepods_, buffer_);
+  auto now = node_.readMemory();
   if (stopped() || !now) return fail(stopped() ? "interrupted" : now.error().message);
   if (std::int64_t(now->workingSet) >= crossingWs) return fail("crossed before the go signal");
   // The hog finds the crossing page itself, from the kernel's counter; at 4 KiB a page, after
@@ -542,40 +521,6 @@ void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant
   f.latencyMs.push_back(double(nanosOf(record.signalledAt) - crossedAt) * 1e-6);
   f.agentMs.push_back(record.latencyMs);
   f.crossErrMs.push_back(double(nanosOf(record.crossedAt) - crossedAt) * 1e-6);
-}
-
-// Parts 1 and 5: the variants one after the other, then their table and `note`; the p99 of
-// each row measured.
-std::vector<std::optional<double>> latencyTable(cgroups::Sandbox& sandbox, const fs::path& dir,
-                                                int idlePods, const std::vector<Variant>& variants,
-                                                int width, const char* heading, const char* note) {
-  AgentNode node(sandbox, dir, kSeed);
-  LatencyBench bench(node);
-  if (std::string error = bench.setUp(idlePods); !error.empty()) {
-    std::printf("  cannot set up: %s\n\n", error.c_str());
-    return {};
-  }
-  std::vector<Figures> results;
-  for (const Variant& v : variants) {
-    if (stopped()) break;
-    std::printf("  %s: %d trials, sequential ...\n", v.label, v.trials);
-    results.push_back(bench.run(v));
-    const std::string& problem = results.back().firstError;
-    if (!problem.empty()) std::printf("    first problem: %s\n", problem.c_str());
-  }
-  std::printf("\n  %-*s %7s %9s %9s %9s | %9s | %5s %5s\n", width, heading, "trials", "p50 ms",
-              "p99 ms", "max ms", "agent p50", "wrong", "OOM");
-  std::vector<std::optional<double>> p99s;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const Figures& f = results[i];
-    const Millis latency(f.latencyMs);
-    std::printf("  %-*s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", width, variants[i].label,
-                int(latency.n()), f.attempted, latency.p50(), latency.p99(), latency.max(),
-                Millis(f.agentMs).p50(), f.wrongVictims, f.kernelOomKills);
-    p99s.push_back(latency.n() > 0 ? std::optional(latency.p99()) : std::nullopt);
-  }
-  std::printf("  (p99 is nearest-rank: with fewer than 100 trials it is the maximum%s)\n\n", note);
-  return p99s;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -731,7 +676,7 @@ std::optional<std::pair<double, double>> idlePart(cgroups::Sandbox& sandbox, con
     sleepMillis(1000);
     const ProcSample s = sampleProcess(node.pid);
     if (!s.ok) break;
-    perSecond.push_back(double(s.schedNs - last.schedNs) / double(s.wallNs - last.wallNs) * 100.0);
+    perSecond.push_back(s.schedPercentSince(last));
     rssMax = std::max(rssMax, s.rssMiB());
     last = s;
   }
@@ -741,17 +686,16 @@ std::optional<std::pair<double, double>> idlePart(cgroups::Sandbox& sandbox, con
     std::printf("%s\n", stopped() ? "" : ("  not measured: " + error + "\n").c_str());
     return std::nullopt;
   }
-  const double cpu = double(last.ticks - first.ticks) / double(::sysconf(_SC_CLK_TCK)) / wall * 100;
-  const Millis second(perSecond);
+  const double cpu = last.cpuPercentSince(first);
+  const Samples second = Samples::from(perSecond);
   std::printf(
       "  ready after %.2f s: pods=%lld pod_cgroups=%lld, first scan %.1f ms\n"
       "  over %.1f s (after a 3 s warm-up): CPU %.3f %% of one core (utime+stime), "
       "%.3f %% (schedstat);\n    per second: median %.3f %%, max %.3f %%; %zu threads\n"
       "  VmRSS %.1f MiB at the end, %.1f MiB at most while sampled; VmHWM %.1f MiB\n",
       readySeconds, node.ready.value("pods", -1LL), node.ready.value("pod_cgroups", -1LL),
-      node.ready.value("scan_ms", -1.0), wall, cpu,
-      double(last.schedNs - first.schedNs) * 1e-9 / wall * 100.0, second.p50(), second.max(),
-      last.threads, last.rssMiB(), rssMax, double(last.hwmKiB) / 1024.0);
+      node.ready.value("scan_ms", -1.0), wall, cpu, last.schedPercentSince(first), second.median(),
+      second.max(), last.threads, last.rssMiB(), rssMax, double(last.hwmKiB) / 1024.0);
   const std::string metrics = node.port != 0 ? exchange(node.port, "/metrics", 5s).response : "";
   auto sum = [&](const char* name) { return metricSums(metrics, name)[""]; };
   if (metrics.find("nodewarden_cycles_total") != std::string::npos) {
@@ -797,26 +741,14 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
                                  v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max",
                                  v1 ? std::to_string(kRateNodeMemory) : "0");
   AgentNode node(*sandbox, dir / format("rate-%d", index), kSeed ^ std::uint64_t(index));
-  auto steady = node.addPod("prod", "steady", 100000, "burstable", {{"memory", "256Mi"}});
+  auto steady = node.addHolder("prod", "steady", 100000, "256Mi", kRateSteadyBytes);
   auto hogPod = node.addPod("batch", "hog", 0, "besteffort");
   if (!steady || !hogPod) return (!steady ? steady : hogPod).error().message;
-  auto holder = sandbox->spawn(steady->relative, [self = ::getpid()] {
-    return holdMemory(std::size_t(kRateSteadyBytes), self);
-  });
-  auto kubepods = CgroupDir::open(h.memory + "/" + sandbox->kubepods(), h.memoryVersion);
-  if (!holder || !kubepods) return "cannot start the steady pod or open kubepods";
-  std::string buffer;
-  for (int i = 0; i < 250; ++i) {  // the steady pod's memory in place (≤ 5 s)
-    auto memory = cgroups::readMemory(*kubepods, buffer);
-    if (memory && std::int64_t(memory->workingSet) >= kRateSteadyBytes) break;
-    sleepMillis(20);
-  }
   // Ready: it logs its detectors after the first full cycle (30 s: a VM is slow to start it).
   std::string error = node.start(policyWith(R"("allocatableMemory.available": "300Mi")"), "off", "",
                                  "detectors", 30);
-  auto kills = [&] { return oomKills(h, *kubepods, hogPod->relative, buffer); };
-  const std::uint64_t killsBefore = kills();
-  auto before = cgroups::readMemory(*kubepods, buffer);
+  const std::uint64_t killsBefore = node.oomKills(hogPod->relative);
+  auto before = node.readMemory();
   if (!error.empty() || !before) return error.empty() ? "no memory reading" : error;
   // The line in usage terms, as the agent arms it: capacity − threshold + inactive_file.
   const std::int64_t line = kRateNodeMemory - kRateThreshold + std::int64_t(before->inactiveFile);
@@ -838,7 +770,7 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
   const std::int64_t deadline = monotonicNanos() + 20'000'000'000;
   while (monotonicNanos() < deadline && !stopped()) {
     const std::int64_t now = monotonicNanos();
-    if (auto usage = cgroups::readMemoryUsage(*kubepods, buffer)) {
+    if (auto usage = cgroups::readMemoryUsage(node.kubepods, node.buffer)) {
       const std::int64_t u = std::int64_t(*usage);
       if (!atQuarter && u >= quarter) atQuarter = now;
       if (!atThreeQuarters && u >= threeQuarters) atThreeQuarters = now;
@@ -850,7 +782,7 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
   }
   if (!exited(*hog)) return "the hog was still running after 20 s";
   ++row.trials;
-  row.kernelKills += kills() - killsBefore;
+  row.kernelKills += node.oomKills(hogPod->relative) - killsBefore;
   if (atQuarter && atThreeQuarters && *atThreeQuarters > *atQuarter) {
     row.growthMiBs.push_back(double(threeQuarters - quarter) / double(kMi) /
                              (double(*atThreeQuarters - *atQuarter) * 1e-9));
@@ -886,12 +818,12 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
     }
     std::vector<double>& growth = row.growthMiBs;
     std::sort(growth.begin(), growth.end());
-    const Millis stop(row.stoppedMs);
-    std::printf("  %-10s %6d %8d %12d %16s %26s\n",
-                rate > 0 ? std::to_string(int(rate)).c_str() : "max", row.trials, row.evicted,
-                int(row.kernelKills),
-                growth.empty() ? "-" : format("%d-%d", int(growth[0]), int(growth.back())).c_str(),
-                stop.n() == 0 ? "-" : format("%.0f / %.0f ms", stop.p50(), stop.max()).c_str());
+    const Samples stop = Samples::from(row.stoppedMs);
+    std::printf(
+        "  %-10s %6d %8d %12d %16s %26s\n", rate > 0 ? std::to_string(int(rate)).c_str() : "max",
+        row.trials, row.evicted, int(row.kernelKills),
+        growth.empty() ? "-" : format("%d-%d", int(growth[0]), int(growth.back())).c_str(),
+        stop.count() == 0 ? "-" : format("%.0f / %.0f ms", stop.median(), stop.max()).c_str());
     if (!firstError.empty()) std::printf("    error: %s\n", firstError.c_str());
     killed = killed || row.trials == 0 || row.kernelKills > 0;
     if (!killed) fastest = growth.empty() ? rate : growth.back();
@@ -979,7 +911,8 @@ const Variant kPart5[] = {
      .faults = {.goneLoop = true}},
     {.label = "wrk -c8 on /metrics + /v1/state", .source = Source::Wrk}};
 
-// Part 1 (the first variant's p99: notifications, by default) or part 5 (the worst p99).
+// Part 1 (the first variant's p99: notifications, by default) or part 5 (the worst p99): the
+// variants one after the other, then their table.
 std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, const fs::path& dir,
                                   bool fire) {
   if (fire) {
@@ -1010,22 +943,42 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
     std::printf(
         "  /usr/bin/wrk is not installed (Debian package wrk): the load variant is skipped\n");
   }
-  std::vector<Variant> variants;
+  AgentNode node(sandbox, dir / (fire ? "fire" : "latency"), kSeed);
+  LatencyBench bench(node);
+  if (std::string error = bench.setUp(fire ? 0 : s.pods); !error.empty()) {
+    std::printf("  cannot set up: %s\n\n", error.c_str());
+    return std::nullopt;
+  }
+  std::vector<std::pair<Variant, Figures>> rows;  // the variants one after the other
   for (Variant v : fire ? std::span<const Variant>(kPart5) : std::span<const Variant>(kPart1)) {
     v.trials = s.trials > 0 ? s.trials : s.quick ? v.quickTrials : v.fullTrials;
     const bool chosen = ("," + s.variants + ",").find(format(",%s,", v.name)) != std::string::npos;
-    if ((fire && (haveWrk || v.source != Source::Wrk)) || (!fire && chosen)) variants.push_back(v);
+    if (stopped() || (fire ? !haveWrk && v.source == Source::Wrk : !chosen)) continue;
+    std::printf("  %s: %d trials, sequential ...\n", v.label, v.trials);
+    rows.emplace_back(v, bench.run(v));
+    const std::string& problem = rows.back().second.firstError;
+    if (!problem.empty()) std::printf("    first problem: %s\n", problem.c_str());
   }
-  const auto p99s = latencyTable(
-      sandbox, dir / (fire ? "fire" : "latency"), fire ? 0 : s.pods, variants, fire ? 40 : 34,
-      fire ? "disturbance" : "variant",
-      fire ? ""
-           : "; \"agent p50\" is\n   the agent's own latency figure, from its crossedAt estimate; "
-             "wrong = evictions of a\n   pod other than the hog; OOM = kernel OOM kills in "
-             "kubepods during the trials");
-  std::optional<double> worst;
-  for (auto p99 : p99s) worst = p99 ? std::max(worst.value_or(0), *p99) : worst;
-  return fire || p99s.empty() ? worst : p99s.front();
+  const int width = fire ? 40 : 34;
+  std::printf("\n  %-*s %7s %9s %9s %9s | %9s | %5s %5s\n", width, fire ? "disturbance" : "variant",
+              "trials", "p50 ms", "p99 ms", "max ms", "agent p50", "wrong", "OOM");
+  std::optional<double> result;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& [v, f] = rows[i];
+    const Samples latency = Samples::from(f.latencyMs);
+    std::printf("  %-*s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", width, v.label,
+                int(latency.count()), f.attempted, latency.median(), latency.p99(), latency.max(),
+                Samples::from(f.agentMs).median(), f.wrongVictims, f.kernelOomKills);
+    const auto p99 = latency.count() > 0 ? std::optional(latency.p99()) : std::nullopt;
+    if (fire && p99) result = std::max(result.value_or(0), *p99);
+    if (!fire && i == 0) result = p99;
+  }
+  std::printf("  (p99 is nearest-rank: with fewer than 100 trials it is the maximum%s)\n\n",
+              fire ? ""
+                   : "; \"agent p50\" is\n   the agent's own latency figure, from its crossedAt "
+                     "estimate; wrong = evictions of a\n   pod other than the hog; OOM = kernel "
+                     "OOM kills in kubepods during the trials");
+  return result;
 }
 
 int run(int argc, char** argv) {

@@ -66,9 +66,8 @@ struct IdlePods {
   std::string add() {
     static constexpr const char* kMix[] = {"guaranteed", "burstable", "besteffort", "burstable",
                                            "burstable"};
-    char name[32];
-    std::snprintf(name, sizeof name, "pod-%06d", serial);
-    auto pod = node.addPod("soak", name, 1000, kMix[serial++ % 5]);
+    auto pod = node.addPod("soak", format("pod-%06d", serial), 1000, kMix[serial % 5]);
+    ++serial;
     if (!pod) return pod.error().message;
     pods.push_back(std::move(pod).value());
     return {};
@@ -157,11 +156,11 @@ std::optional<double> slowloris(const AgentNode& node, int clients, int seconds)
   for (Slow& s : slow) heldAtEnd += s.fd >= 0 && ::close(s.fd) == 0;
   sleepMillis(2000);  // the agent notices the closes
   const ProcSample after = sampleProcess(node.pid, true);
-  const Millis ms(probeMs);
+  const Samples ms = Samples::from(probeMs);
   std::printf(
       "  GET /healthz every 100 ms: %zu answered (%d not ok), %d failed; p50 %.1f ms,"
       " p99 %.1f ms, max %.1f ms\n  /healthz answers:",
-      ms.n(), probesNotOk, probeFailures, ms.p50(), ms.p99(), ms.max());
+      ms.count(), probesNotOk, probeFailures, ms.median(), ms.p99(), ms.max());
   for (const auto& [code, n] : statuses) std::printf(" %dx%d", code, n);
   std::printf(
       "\n  slow connections: %zu opened, %zu closed by the agent, %zu open at the end\n"
@@ -169,7 +168,7 @@ std::optional<double> slowloris(const AgentNode& node, int clients, int seconds)
       " %zu at most, %zu after\n\n",
       connects, closedByAgent, heldAtEnd, before.rssMiB(), rssMax, after.rssMiB(), before.fds,
       fdsMax, after.fds);
-  return ms.n() == 0 || probeFailures > 0 ? std::nullopt : std::optional(ms.p99());
+  return ms.count() == 0 || probeFailures > 0 ? std::nullopt : std::optional(ms.p99());
 }
 
 struct Sample {
@@ -205,12 +204,7 @@ std::optional<Sample> meanOver(const std::vector<Sample>& samples, double from, 
 
 SoakFigures soak(AgentNode& node, IdlePods& idle, int minutes, int churnPerSecond) {
   SoakFigures f;
-  std::string buffer;
-  const cgroups::Hierarchy& h = node.sandbox.hierarchy();
-  auto kubepods =
-      cgroups::CgroupDir::open(h.memory + "/" + node.sandbox.kubepods(), h.memoryVersion);
-  auto kills = [&] { return kubepods ? oomKills(h, *kubepods, "", buffer) : 0; };
-  const std::uint64_t oomBefore = kills();
+  const std::uint64_t oomBefore = node.oomKills();
   std::size_t logOffset = readText(node.log).size();
   const std::int64_t start = monotonicNanos();
   const std::int64_t end = start + std::int64_t(minutes) * 60'000'000'000;
@@ -274,30 +268,29 @@ SoakFigures soak(AgentNode& node, IdlePods& idle, int minutes, int churnPerSecon
         f.firstProblem = "the agent is gone";
         break;
       }
-      const double cpu = double(s.ticks - previous.ticks) / double(::sysconf(_SC_CLK_TCK)) /
-                         (double(s.wallNs - previous.wallNs) * 1e-9) * 100.0;
-      f.samples.push_back({double(now - start) / 60e9, s.rssMiB(), s.fds, cpu});
+      f.samples.push_back(
+          {double(now - start) / 60e9, s.rssMiB(), s.fds, s.cpuPercentSince(previous)});
       previous = s;
       nextSample += 10'000'000'000;
     }
     sleepMillis(10);
   }
   if (hog) node.removePod(*hog);
-  f.kernelOomKills = int(kills() - oomBefore);
+  f.kernelOomKills = int(node.oomKills() - oomBefore);
   std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
   for (int m = 0; m < minutes; ++m) {
     if (auto row = meanOver(f.samples, m, m + 1)) {
       std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
     }
   }
-  const Millis kill(f.killMs), life(f.hogLifeMs);
+  const Samples kill = Samples::from(f.killMs), life = Samples::from(f.hogLifeMs);
   std::printf(
       "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
       " victims, %d kernel OOM kills\n"
       "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms; hog start ->"
       " gone: p50 %.0f ms, max %.0f ms\n",
       f.churned, f.episodes, f.evicted, f.hogsSurvived, f.wrongVictims, f.kernelOomKills,
-      kill.p50(), kill.max(), life.p50(), life.max());
+      kill.median(), kill.max(), life.median(), life.max());
   if (!f.firstProblem.empty()) std::printf("  first problem: %s\n", f.firstProblem.c_str());
   std::printf("\n");
   return f;

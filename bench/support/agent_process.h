@@ -93,6 +93,14 @@ struct ProcSample {
   std::size_t fds = 0;  // open descriptors, when asked
   bool ok = false;
   double rssMiB() const { return double(rssKiB) / 1024; }
+  // CPU time since `earlier` in % of one core: utime + stime, or schedstat's on-CPU time.
+  double cpuPercentSince(const ProcSample& earlier) const {
+    return double(ticks - earlier.ticks) / double(::sysconf(_SC_CLK_TCK)) /
+           (double(wallNs - earlier.wallNs) * 1e-9) * 100.0;
+  }
+  double schedPercentSince(const ProcSample& earlier) const {
+    return double(schedNs - earlier.schedNs) / double(wallNs - earlier.wallNs) * 100.0;
+  }
 };
 
 inline ProcSample sampleProcess(pid_t pid, bool countFds = false) {

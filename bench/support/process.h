@@ -97,11 +97,6 @@ inline std::optional<siginfo_t> exited(pid_t pid) {
   return std::nullopt;
 }
 
-inline bool readable(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0;
-}
-
 // Waits up to `millis` for `fd` to be readable: > 0 when it is, 0 on timeout, < 0 on an error or
 // a stop.
 inline int waitReadable(int fd, int millis) {

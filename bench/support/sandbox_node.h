@@ -1,7 +1,8 @@
 // bench/support: a sandbox node as bench_agent and bench_soak run it — pods given as a static
 // manifest (written first, so an agent never sees the cgroup of a pod without its object) and a
 // pod cgroup, the nodewarden binary guarding them as a node runs it (static pod source, JSON log
-// to a file), and what is read from it: log lines, Prometheus text, percentiles in ms.
+// to a file), and what is read from it: kubepods' memory and OOM kills, log lines, Prometheus
+// text.
 #pragma once
 
 #include <deque>
@@ -19,16 +20,6 @@
 namespace nodewarden::bench {
 
 using Json = nlohmann::json;
-
-// Percentiles of a sample in milliseconds (Samples' fields say nanos; the unit is ours).
-struct Millis {
-  Samples s;
-  explicit Millis(std::vector<double> values) : s(Samples::from(std::move(values))) {}
-  std::size_t n() const { return s.count(); }
-  double p50() const { return s.median(); }
-  double p99() const { return s.p99(); }
-  double max() const { return s.nanos.empty() ? 0 : s.nanos.back(); }
-};
 
 // The last `lines` non-empty lines of a log, indented, for failure messages.
 inline std::string tail(const std::filesystem::path& path, std::size_t lines) {
@@ -99,22 +90,6 @@ inline Json podManifest(const std::string& ns, const std::string& name, const st
           {"status", {{"phase", "Running"}}}};
 }
 
-// Kernel OOM kills in kubepods; on cgroup v1 they count on the victim's own cgroup (`pod`) too.
-inline std::uint64_t oomKills(const cgroups::Hierarchy& h, const cgroups::CgroupDir& kubepods,
-                              const std::string& pod, std::string& buffer) {
-  auto kills = [&](const cgroups::CgroupDir& dir) {
-    auto n = cgroups::readOomKills(dir, buffer);
-    return n ? *n : 0;
-  };
-  std::uint64_t total = kills(kubepods);
-  if (h.memoryVersion == cgroups::Version::V1 && !pod.empty()) {
-    if (auto dir = cgroups::CgroupDir::open(h.memory + "/" + pod, h.memoryVersion)) {
-      total += kills(*dir);
-    }
-  }
-  return total;
-}
-
 // printf into a string (up to 511 characters).
 template <typename... Args>
 std::string format(const char* pattern, Args... args) {
@@ -144,6 +119,9 @@ struct AgentNode {
       : sandbox(box), dir(where), manifests(where / "manifests"), rng(seed) {
     std::error_code ignored;
     std::filesystem::create_directories(manifests, ignored);
+    const cgroups::Hierarchy& h = sandbox.hierarchy();
+    auto opened = cgroups::CgroupDir::open(h.memory + "/" + sandbox.kubepods(), h.memoryVersion);
+    if (opened) kubepods = std::move(opened).value();
   }
   AgentNode(const AgentNode&) = delete;
   AgentNode& operator=(const AgentNode&) = delete;
@@ -169,12 +147,49 @@ struct AgentNode {
     return pod;
   }
 
+  // A burstable pod whose process holds `bytes`, once kubepods' working set shows them (≤ 5 s).
+  Result<Pod> addHolder(const std::string& ns, const std::string& name, std::int64_t priority,
+                        const std::string& request, std::int64_t bytes) {
+    auto pod = addPod(ns, name, priority, "burstable", {{"memory", request}});
+    if (!pod) return pod;
+    auto child = sandbox.spawn(
+        pod->relative, [bytes, self = ::getpid()] { return holdMemory(std::size_t(bytes), self); });
+    if (!child) {
+      removePod(*pod);
+      return child.error();
+    }
+    for (int i = 0; i < 250; ++i) {
+      auto memory = readMemory();
+      if (memory && std::int64_t(memory->workingSet) >= bytes) break;
+      sleepMillis(20);
+    }
+    return pod;
+  }
+
   // Its cgroup (processes killed first), then its manifest.
   void removePod(const Pod& pod) {
     if (!pod.relative.empty()) (void)sandbox.removeCgroup(pod.relative);
     sandbox.reap();
     std::error_code ignored;
     std::filesystem::remove(pod.manifest, ignored);
+  }
+
+  Result<cgroups::MemoryReading> readMemory() { return cgroups::readMemory(kubepods, buffer); }
+
+  // Kernel OOM kills in kubepods; on cgroup v1 they count on the victim's own cgroup (`pod`) too.
+  std::uint64_t oomKills(const std::string& pod = "") {
+    const cgroups::Hierarchy& h = sandbox.hierarchy();
+    auto kills = [&](const cgroups::CgroupDir& cgroup) {
+      auto n = cgroups::readOomKills(cgroup, buffer);
+      return n ? *n : 0;
+    };
+    std::uint64_t total = kills(kubepods);
+    if (h.memoryVersion == cgroups::Version::V1 && !pod.empty()) {
+      if (auto victim = cgroups::CgroupDir::open(h.memory + "/" + pod, h.memoryVersion)) {
+        total += kills(*victim);
+      }
+    }
+    return total;
   }
 
   // Starts `nodewarden agent` over the manifests and the sandbox's kubepods and reads its log
@@ -222,6 +237,8 @@ struct AgentNode {
   cgroups::Sandbox& sandbox;
   const std::filesystem::path dir;  // its files: manifests/, policy.json, agent.log
   const std::filesystem::path manifests;
+  cgroups::CgroupDir kubepods;  // its memory cgroup
+  std::string buffer;
   std::function<void(const Json&)> publish;
   std::filesystem::path log;
   pid_t pid = -1;
