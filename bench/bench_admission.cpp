@@ -19,16 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <map>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "bench/support/generator.h"
 #include "bench/support/report.h"
@@ -75,77 +66,74 @@ std::string keysOf(const std::vector<const policy::Pod*>& pods) {
   return pods.size() > 6 ? out + ", ... (" + std::to_string(pods.size()) + ")" : out;
 }
 
-// Compares two selections; prints what differs after `where` and records the mismatch.
+// "fits, N PDB violation(s), victims [a, b, ...]"
+std::string describe(const policy::VictimSelection& s) {
+  return std::string(s.fits ? "fits" : "does not fit") + ", " + std::to_string(s.numPDBViolations) +
+         " PDB violation(s), victims [" + keysOf(s.victims) + "]";
+}
+
+// Compares two selections; prints both after `where` when they differ and records the mismatch.
 void crossCheck(const policy::VictimSelection& fast, const policy::VictimSelection& naive,
                 const std::string& where) {
-  std::string diff;
-  if (fast.fits != naive.fits) {
-    diff = std::string("fits: incremental ") + (fast.fits ? "true" : "false") + ", naive " +
-           (naive.fits ? "true" : "false");
-  } else if (fast.numPDBViolations != naive.numPDBViolations) {
-    diff = "numPDBViolations: incremental " + std::to_string(fast.numPDBViolations) + ", naive " +
-           std::to_string(naive.numPDBViolations);
-  } else if (fast.victims != naive.victims) {
-    diff = "victims: incremental [" + keysOf(fast.victims) + "], naive [" + keysOf(naive.victims) +
-           "]";
+  if (fast.fits == naive.fits && fast.numPDBViolations == naive.numPDBViolations &&
+      fast.victims == naive.victims) {
+    return;
   }
-  if (!diff.empty()) std::printf("  MISMATCH on %s: %s\n", where.c_str(), diff.c_str());
-  gMismatch = gMismatch || !diff.empty();
+  std::printf("  MISMATCH on %s: incremental %s; naive %s\n", where.c_str(), describe(fast).c_str(),
+              describe(naive).c_str());
+  gMismatch = true;
+}
+
+// selectVictimsOnNode on `node`, cross-checked against selectVictimsOnNodeNaive.
+policy::VictimSelection checkedSelection(const Case& c, const policy::NodeInfo& node,
+                                         const policy::Policy& rules, const std::string& where) {
+  const auto& pdbs = c.snapshot.podDisruptionBudgets;
+  auto fast = policy::selectVictimsOnNode(c.incoming, node, pdbs, rules);
+  crossCheck(fast, policy::selectVictimsOnNodeNaive(c.incoming, node, pdbs, rules), where);
+  return fast;
 }
 
 struct NaiveRun {
   bool finished = false;
   double nanos = 0;
-  policy::VictimSelection selection;  // pointers into the parent's snapshot
-  std::string note;                   // why it did not finish
+  std::string note;  // why it did not finish
 };
 
-// selectVictimsOnNodeNaive once in a forked child, killed by SIGALRM after `capSeconds`. The
-// child writes its time and victims (as indices into the snapshot's pods, the same in both
-// address spaces) into a shared mapping: [nanos, fits, violations, count, index...].
+// selectVictimsOnNodeNaive once in a forked child, killed by SIGALRM after `capSeconds`, which
+// cross-checks it against `fast` itself (a mismatch: exit status 3) and writes its time into a
+// shared mapping.
 NaiveRun runNaiveCapped(const Case& c, const policy::NodeInfo& node, const policy::Policy& rules,
-                        double capSeconds) {
-  NaiveRun out;
-  const std::size_t words = 4 + node.pods.size();
+                        const policy::VictimSelection& fast, double capSeconds) {
   void* shared =
-      ::mmap(nullptr, words * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (shared == MAP_FAILED) return {false, 0, {}, "mmap failed"};
-  auto* msg = static_cast<std::uint64_t*>(shared);
+      ::mmap(nullptr, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) return {false, 0, "mmap failed"};
+  auto* nanos = static_cast<double*>(shared);
   std::fflush(stdout);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::alarm(unsigned(capSeconds));
     const SteadyTime t0 = steadyNow();
-    policy::VictimSelection s =
+    const policy::VictimSelection naive =
         policy::selectVictimsOnNodeNaive(c.incoming, node, c.snapshot.podDisruptionBudgets, rules);
-    const double ns = nanosSince(t0);
-    std::memcpy(&msg[0], &ns, sizeof ns);
-    msg[1] = s.fits ? 1 : 0;
-    msg[2] = std::uint64_t(s.numPDBViolations);
-    msg[3] = std::min(s.victims.size(), words - 4);
-    for (std::size_t i = 0; i < msg[3]; ++i)
-      msg[4 + i] = std::uint64_t(s.victims[i] - c.snapshot.pods.data());
-    ::_exit(s.victims.size() <= words - 4 ? 0 : 1);
+    *nanos = nanosSince(t0);
+    crossCheck(fast, naive, "the timed case");
+    std::fflush(stdout);
+    ::_exit(gMismatch ? 3 : 0);
   }
   int status = 0;
   while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  NaiveRun out{pid > 0 && (exit == 0 || exit == 3), *nanos, ""};
   if (pid < 0) {
     out.note = "fork failed";
   } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
     out.note = "> " + std::to_string(int(capSeconds)) + " s";
-  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  } else if (!out.finished) {
     out.note = "child failed";
-  } else {
-    out.finished = true;
-    std::memcpy(&out.nanos, &msg[0], sizeof out.nanos);
-    out.selection.fits = msg[1] != 0;
-    out.selection.numPDBViolations = int(msg[2]);
-    for (std::size_t i = 0; i < msg[3]; ++i) {
-      out.selection.victims.push_back(&c.snapshot.pods[std::size_t(msg[4 + i])]);
-    }
   }
-  ::munmap(shared, words * 8);
+  gMismatch = gMismatch || exit == 3;
+  ::munmap(shared, sizeof(double));
   return out;
 }
 
@@ -168,13 +156,12 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& b, const policy::
   int critical = 0, higher = 0, terminating = 0, unstarted = 0;
   std::vector<const policy::Pod*> potential, violating, nonViolating;
   for (const policy::Pod* p : node.pods) {
-    terminating += p->terminating ? 1 : 0;
-    unstarted += p->startTime ? 0 : 1;
-    critical += p->critical ? 1 : 0;
-    higher += !p->critical && p->priority >= c->incoming.priority ? 1 : 0;
-    if (!p->terminating && !p->critical && p->priority < c->incoming.priority) {
-      potential.push_back(p);
-    }
+    const bool above = p->priority >= c->incoming.priority;
+    terminating += p->terminating;
+    unstarted += !p->startTime;
+    critical += p->critical;
+    higher += !p->critical && above;
+    if (!p->terminating && !p->critical && !above) potential.push_back(p);
   }
   policy::filterPodsWithPdbViolation(potential, pdbs, violating, nonViolating);
   std::printf(
@@ -206,11 +193,9 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& b, const policy::
   }
 
   // The first naive call, capped; it also cross-checks the timed case.
-  r.first = runNaiveCapped(*c, node, rules, b.naiveCap);
-  if (r.first.finished) {
-    ++r.checked;
-    crossCheck(fast, r.first.selection, "the timed case");
-  } else {
+  r.first = runNaiveCapped(*c, node, rules, fast, b.naiveCap);
+  r.checked += r.first.finished;
+  if (!r.first.finished) {
     std::printf("  naive selection stopped (%s): the timed case is not cross-checked\n",
                 r.first.note.c_str());
   }
@@ -239,13 +224,11 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& b, const policy::
     auto vc =
         clusterCase(kSeed + std::uint64_t(podCount) * 7919 + std::uint64_t(v), mix, 1, podCount);
     const policy::NodeInfo& vn = vc->index.nodes[0];
-    const auto& vp = vc->snapshot.podDisruptionBudgets;
-    const auto a = policy::selectVictimsOnNode(vc->incoming, vn, vp, rules);
+    const auto a = checkedSelection(*vc, vn, rules, "variant " + std::to_string(v));
     ++r.checked;
-    crossCheck(a, policy::selectVictimsOnNodeNaive(vc->incoming, vn, vp, rules),
-               "variant " + std::to_string(v));
+    const auto& vp = vc->snapshot.podDisruptionBudgets;
     ++verdicts[policy::verdictName(policy::admitPod(vc->incoming, vn, vp, rules).verdict)];
-    withViolations += a.numPDBViolations > 0 ? 1 : 0;
+    withViolations += a.numPDBViolations > 0;
   }
   std::printf(
       "  cross-check naive == incremental (fits, victims in order, PDB violations): %d "
@@ -288,9 +271,9 @@ std::optional<ClusterResult> runCluster(int nodes, int podsPerNode, const Budget
   r.podsPerNode = podsPerNode;
   std::printf("== cluster, %s nodes x %s pods ==\n", withCommas(std::uint64_t(nodes)).c_str(),
               withCommas(std::uint64_t(podsPerNode)).c_str());
-  const SteadyTime genStart = steadyNow();
   Mix mix = kMixes[0];
   mix.taintedNodes = 0.05;  // tainted GPU nodes the incoming pod tolerates
+  const SteadyTime genStart = steadyNow();
   auto c = clusterCase(kSeed ^ (std::uint64_t(nodes) << 20 | std::uint64_t(podsPerNode)), mix,
                        nodes, podsPerNode);
   const double genMillis = nanosSince(genStart) * 1e-6;
@@ -299,7 +282,7 @@ std::optional<ClusterResult> runCluster(int nodes, int podsPerNode, const Budget
   for (const auto& n : c->index.nodes) {
     bound += n.pods.size();
     nominated += n.nominated.size();
-    tainted += n.node->taints.empty() ? 0 : 1;
+    tainted += !n.node->taints.empty();
   }
   std::printf(
       "  generated in %.0f ms: %s pods in the snapshot (%s bound and active, %zu "
@@ -325,12 +308,10 @@ std::optional<ClusterResult> runCluster(int nodes, int podsPerNode, const Budget
   std::size_t victims = 0;
   int nodesWithViolations = 0;
   for (const auto& n : c->index.nodes) {
-    const auto a = policy::selectVictimsOnNode(c->incoming, n, pdbs, rules);
-    crossCheck(a, policy::selectVictimsOnNodeNaive(c->incoming, n, pdbs, rules),
-               "node " + n.node->name);
+    const auto a = checkedSelection(*c, n, rules, "node " + n.node->name);
     ++r.checked;
     victims += a.victims.size();
-    nodesWithViolations += a.numPDBViolations > 0 ? 1 : 0;
+    nodesWithViolations += a.numPDBViolations > 0;
     if (n.node == d.node && a.victims != d.victims) {
       std::printf("  MISMATCH preemptCluster's victims differ from selectVictimsOnNode's\n");
       gMismatch = true;
@@ -419,16 +400,12 @@ constexpr const char* kUsage =
 int run(int argc, char** argv) {
   std::vector<int> sizes = {110, 1000, 5000};
   std::vector<std::pair<int, int>> clusters = {{100, 110}, {1000, 50}};
-  std::optional<double> naiveCap;
+  int naiveCap = 0;  // seconds, 0: the budget's
   bool quick = false;
   Args args(kUsage);
   args.flag("--quick", quick)
-      .value("--sizes", "numbers from 20 to 100000 separated by commas",
-             [&](std::string_view v) {
-               auto parsed = parseBoundedList(v, 20, 100'000);
-               if (parsed) sizes = *parsed;
-               return parsed.has_value();
-             })
+      .numbers("--sizes", sizes, 20, 100'000)
+      .number("--naive-cap", naiveCap, 1, 3600)
       .value("--clusters",
              "NODESxPODS items (pods >= 20, at most 2,000,000 pods in all) separated by commas",
              [&](std::string_view v) {
@@ -441,19 +418,14 @@ int run(int argc, char** argv) {
                  if (n && p && std::int64_t(*n) * *p <= 2'000'000) clusters.push_back({*n, *p});
                  return n && p && std::int64_t(*n) * *p <= 2'000'000;
                });
-             })
-      .value("--naive-cap", "whole seconds from 1 to 3600", [&](std::string_view v) {
-        auto parsed = parseBounded(v, 1, 3600);
-        if (parsed) naiveCap = double(*parsed);
-        return parsed.has_value();
-      });
+             });
   if (auto status = args.parse(argc, argv)) return *status;
 
   const SteadyTime start = steadyNow();
   printEnvironment("nodewarden admission benchmark",
                    "; this binary only (policy/ is compiled with the same flags)", true, false);
   Budgets b = quick ? kQuick : kFull;
-  b.naiveCap = naiveCap.value_or(b.naiveCap);
+  if (naiveCap > 0) b.naiveCap = naiveCap;
   std::printf(
       "  mode: %s; single threaded, not pinned; times from steady_clock; policy: "
       "Policy::defaults(); naive cap %.0f s\n\n",

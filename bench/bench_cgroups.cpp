@@ -1,23 +1,21 @@
 // bench_cgroups: what reading and watching pod cgroups costs on this machine's real kernel.
 //
 // In a sandbox of kubelet-shaped pod cgroups ("nodewarden-bench-<pid>" below each hierarchy
-// root; 2 guaranteed, 5 burstable, 3 besteffort in every 10) it times: readMemoryUsage, and
-// readMemory + readCpuNanos + readProcessCount, on 100 pods (10 holding 8 MiB), each read alone
-// on descriptors already open (the agent's steady state), then the same through libcgroup; a v1
-// memory threshold armed 64 MiB above a pod's usage while a child touches 128 MiB page by page,
-// from the touch of the crossing page to poll() returning, beside a baseline where the child
-// writes a pipe at that page; and at 100, 1,000 and 5,000 pod cgroups (or as many as
-// RLIMIT_NOFILE allows) scanNode, discovery + a fresh index, and a refresh finding nothing.
-// A missed target never changes the exit status: 0 after a run, 77 when the machine cannot run
-// it, 1 when a read fails, 130 after SIGINT/SIGTERM. The sandbox goes on every path out (or with
-// the next run after a kill). Single threaded, not pinned; times from steady_clock.
+// root, qosMix) it times: readMemoryUsage, and readMemory + readCpuNanos + readProcessCount, on
+// 100 pods (10 holding 8 MiB), each read alone on descriptors already open, then the same
+// through libcgroup; a v1 memory threshold armed 64 MiB above a pod's usage while a child
+// touches 128 MiB page by page, from the touch of the crossing page to poll() returning, beside
+// a baseline where the child writes a pipe at that page; and at 100, 1,000 and 5,000 pod
+// cgroups (as many as RLIMIT_NOFILE allows) scanNode, discovery + a fresh index, and a refresh
+// finding nothing. Exit 0 after a run (a missed target only prints MISSES), 77 when the machine
+// cannot run it, 1 when a read fails, 130 after SIGINT/SIGTERM. The sandbox goes on every path
+// out (or with the next run after a kill). Single threaded, not pinned; times from steady_clock.
 
 #include <libcgroup.h>
 #include <sys/resource.h>
 
 #include <atomic>
 #include <memory>
-#include <variant>
 
 #include "bench/support/process.h"
 #include "bench/support/report.h"
@@ -39,8 +37,7 @@ using cgroups::Sandbox;
 
 constexpr std::uint64_t kSeed = 0x6367726f75707321ULL;  // "cgroups!"
 constexpr std::uint64_t kMi = 1024 * 1024;
-constexpr std::size_t kReadPods = 100;  // the per-pod read set; the first 10 hold 8 MiB each
-constexpr std::size_t kBusyPods = 10;
+constexpr std::size_t kReadPods = 100, kBusyPods = 10;  // the read set; its first 10 hold 8 MiB
 constexpr std::size_t kBusyBytes = 8 * kMi;
 constexpr std::uint64_t kThresholdMargin = 64 * kMi;  // threshold = usage + 64 MiB
 constexpr std::size_t kTouchBytes = 128 * kMi;        // what the notification child touches
@@ -67,9 +64,8 @@ constexpr const char* kUsage =
     "full scan of 1000 pods, notification p99 <= 5 ms. A missed target prints MISSES but\n"
     "does not change the exit status. Exit 77: the machine cannot run it.\n";
 
-// Passes over the read set (each read timed alone), the same through cgroup_read_value_*, and
-// through cgroup_get_cgroup (slow: fewer); scans; discoveries; refreshes finding nothing; the
-// notification trials and the wall time they may take together.
+// Passes over the read set; the same through cgroup_read_value_* and cgroup_get_cgroup; scans;
+// discoveries; refreshes finding nothing; the notification trials and their wall time.
 struct Budgets {
   Budget reads, readValue, valueApi, scan, discovery, noopRefresh;
   int trials;
@@ -95,12 +91,8 @@ bool kept(const Result<T>& result, std::string& error, bool sink = false) {
   return bool(result);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Per-pod reads.
-
 struct BenchPod {
-  std::string uid;
-  std::string relative;  // below each hierarchy root (for libcgroup)
+  std::string uid, relative;  // relative: below each hierarchy root (for libcgroup)
 };
 
 // Adds pod cgroups until there are `target`; the error when one cannot be made (e.g. the
@@ -125,9 +117,8 @@ bool readFull(const PodCgroup& pod, std::string& buffer, std::string& error) {
   return kept(cgroups::readProcessCount(pod, buffer), error, true);
 }
 
-// Passes over `pods` reads within `budget`, each read timed alone (so p99 is the tail of single
-// reads; `nanos` in read order), and the median of a whole pass per pod (timer included). The
-// first failed read ends the reading.
+// Passes over `pods` reads within `budget`, each read timed alone (`nanos` in read order), and
+// the median of a whole pass per pod (timer included). The first failed read ends the reading.
 struct EachRead {
   std::vector<double> nanos;
   double passPerPod = 0;
@@ -141,9 +132,8 @@ EachRead timeEachRead(const Budget& budget, std::size_t pods, F&& readOne) {
     const auto passStart = steadyNow();
     for (std::size_t i = 0; i < pods && !r.failed && !stopped(); ++i) {
       const auto t0 = steadyNow();
-      const bool ok = readOne(i);
+      r.failed = !readOne(i);
       r.nanos.push_back(nanosSince(t0));
-      r.failed = r.failed || !ok;
     }
     return nanosSince(passStart) / double(pods);
   });
@@ -152,8 +142,7 @@ EachRead timeEachRead(const Budget& budget, std::size_t pods, F&& readOne) {
 }
 
 struct OurReads {
-  Samples usage;  // readMemoryUsage
-  Samples full;   // readMemory + readCpuNanos + readProcessCount
+  Samples usage, full;  // readMemoryUsage; readMemory + readCpuNanos + readProcessCount
 };
 
 // nodewarden's readers on kept-open descriptors, printed; nullopt when a read failed.
@@ -162,10 +151,7 @@ std::optional<OurReads> measureOurReads(const std::vector<const PodCgroup*>& pod
   std::string buffer, error;
   bool failed = false;
   for (const PodCgroup* pod : pods) failed = failed || !readFull(*pod, buffer, error);  // opens
-  const Samples timer = measure({1000, 100000, 0.05}, [] {
-    const auto t0 = steadyNow();
-    return nanosSince(t0);
-  });
+  const Samples timer = measure({1000, 100000, 0.05}, [] { return nanosSince(steadyNow()); });
   std::printf("    (each read timed alone; timer overhead %.0f ns per timed read is included)\n",
               timer.median());
   std::vector<double> inOrder;  // the last kind of read's times, in read order
@@ -211,22 +197,23 @@ std::optional<OurReads> measureOurReads(const std::vector<const PodCgroup*>& pod
   return std::nullopt;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The same reads through libcgroup.
+// "memory" of "memory.usage_in_bytes".
+std::string controllerOf(std::string_view file) {
+  return std::string(file.substr(0, file.find('.')));
+}
 
 // cgroup_read_value_begin + end: the first line of one control file.
-Result<std::uint64_t> readValue(const std::string& relative, const char* controller,
-                                const char* file) {
-  char name[64];
+Result<std::uint64_t> readValue(const std::string& relative, const char* file) {
+  char name[64], buffer[128];
   std::snprintf(name, sizeof name, "%s", file);  // the API takes a mutable name
-  char buffer[128];
+  const std::string controller = controllerOf(file);
   void* handle = nullptr;
-  const int rc =
-      cgroup_read_value_begin(controller, relative.c_str(), name, &handle, buffer, sizeof buffer);
+  const int rc = cgroup_read_value_begin(controller.c_str(), relative.c_str(), name, &handle,
+                                         buffer, sizeof buffer);
   if (handle != nullptr) cgroup_read_value_end(&handle);
   if (rc == 0) return cgroups::parseUint(buffer);
-  return Error{std::string("cgroup_read_value_begin(") + controller + ", " + relative + ", " +
-               file + "): " + cgroup_strerror(rc)};
+  return Error{"cgroup_read_value_begin(" + controller + ", " + relative + ", " + file +
+               "): " + cgroup_strerror(rc)};
 }
 
 // cgroup_read_stats_begin/next/end over memory.stat: the hierarchical inactive_file.
@@ -248,9 +235,8 @@ Result<std::uint64_t> readInactiveFile(const std::string& relative) {
 // when one is added, the documented way to limit what is loaded; else every hierarchy's), then
 // values come from the copy. `full`: also the limit, CPU, processes, and memory.stat.
 struct ValueApi {
-  int rc = 0;         // cgroup_get_cgroup's
-  int lastErrno = 0;  // with ECGOTHER
-  int valueRc = 0;    // the first failed cgroup_get_value_uint64's
+  int rc = 0, lastErrno = 0;  // cgroup_get_cgroup's; errno with ECGOTHER
+  int valueRc = 0;            // the first failed cgroup_get_value_uint64's
   std::uint64_t usage = 0;
 };
 
@@ -261,24 +247,21 @@ ValueApi valueApi(const std::string& relative, const char* controller, bool full
   if (controller != nullptr) cgroup_add_controller(group, controller);
   out.rc = cgroup_get_cgroup(group);
   if (out.rc == ECGOTHER) out.lastErrno = cgroup_get_last_errno();
-  auto get = [&](const char* from, const char* name) {
+  auto get = [&](const char* name) {
     u_int64_t value = 0;
-    cgroup_controller* c = cgroup_get_controller(group, from);
+    cgroup_controller* c = cgroup_get_controller(group, controllerOf(name).c_str());
     const int rc = c == nullptr ? ECGROUPVALUENOTEXIST : cgroup_get_value_uint64(c, name, &value);
     if (out.valueRc == 0) out.valueRc = rc;
     gSink = gSink + value;
     return value;
   };
-  if (out.rc == 0) out.usage = get("memory", "memory.usage_in_bytes");
+  if (out.rc == 0) out.usage = get("memory.usage_in_bytes");
   if (out.rc == 0 && full) {
-    get("memory", "memory.limit_in_bytes");
-    get("cpuacct", "cpuacct.usage");
-    get("pids", "pids.current");
-  }
-  cgroup_free(&group);
-  if (full && out.rc == 0) {  // memory.stat is a "stats" file: the value API does not carry it
+    for (const char* file : {"memory.limit_in_bytes", "cpuacct.usage", "pids.current"}) get(file);
+    // memory.stat is a "stats" file: the value API does not carry it.
     if (auto inactive = readInactiveFile(relative)) gSink = gSink + *inactive;
   }
+  cgroup_free(&group);
   return out;
 }
 
@@ -300,12 +283,13 @@ std::optional<const char*> probeValueApi(const std::string& pod) {
       "    cgroup_get_cgroup on the same pod by controller added first:",
       pod.c_str(), memory.rc, cgroup_strerror(memory.rc), memory.lastErrno != 0 ? "; errno: " : "",
       memory.lastErrno != 0 ? std::strerror(memory.lastErrno) : "");
+  ValueApi all;  // with no controller added
   for (const char* controller : {"", "memory", "cpuacct", "pids", "freezer"}) {
-    const int rc = valueApi(pod, *controller != '\0' ? controller : nullptr, false).rc;
+    const ValueApi r = valueApi(pod, *controller != '\0' ? controller : nullptr, false);
+    if (*controller == '\0') all = r;
     std::printf(" %s=%s", *controller != '\0' ? controller : "(none)",
-                rc == 0 ? "ok" : std::to_string(rc).c_str());
+                r.rc == 0 ? "ok" : std::to_string(r.rc).c_str());
   }
-  const ValueApi all = valueApi(pod, nullptr, false);
   if (all.rc != 0) {
     std::printf("\n    so the value API cannot be timed here\n");
     return std::nullopt;
@@ -343,22 +327,20 @@ void measureLibcgroup(const std::vector<BenchPod>& pods, const cgroups::Hierarch
   std::string error;
   const bool cpu = !h.cpuacct.empty() && h.cpuVersion == cgroups::Version::V1;
   const bool pids = !h.pids.empty() && h.pidsVersion == cgroups::Version::V1;
-  const auto pod0Usage = readValue(pods[0].relative, "memory", "memory.usage_in_bytes");
+  const auto pod0Usage = readValue(pods[0].relative, "memory.usage_in_bytes");
   if (kept(pod0Usage, error)) {
     readUsage = perPod(budgets.readValue, [&](std::size_t i) {
-      return kept(readValue(pods[i].relative, "memory", "memory.usage_in_bytes"), error, true);
+      return kept(readValue(pods[i].relative, "memory.usage_in_bytes"), error, true);
     });
     readFull = perPod(budgets.readValue, [&](std::size_t i) {
       const std::string& pod = pods[i].relative;
-      auto usage = readValue(pod, "memory", "memory.usage_in_bytes");
-      if (!kept(usage, error)) return false;
-      auto inactive = readInactiveFile(pod);
-      if (!kept(inactive, error)) return false;
-      auto limit = readValue(pod, "memory", "memory.limit_in_bytes");
+      auto usage = readValue(pod, "memory.usage_in_bytes");
+      auto inactive = kept(usage, error) ? readInactiveFile(pod) : usage;
+      auto limit = kept(inactive, error) ? readValue(pod, "memory.limit_in_bytes") : inactive;
       if (!kept(limit, error)) return false;
       gSink = gSink + cgroups::workingSet(*usage, *inactive) + *limit;
-      return (!cpu || kept(readValue(pod, "cpuacct", "cpuacct.usage"), error, true)) &&
-             (!pids || kept(readValue(pod, "pids", "pids.current"), error, true));
+      return (!cpu || kept(readValue(pod, "cpuacct.usage"), error, true)) &&
+             (!pids || kept(readValue(pod, "pids.current"), error, true));
     });
   }
   if (!error.empty()) {
@@ -391,9 +373,6 @@ void measureLibcgroup(const std::vector<BenchPod>& pods, const cgroups::Hierarch
     }
   }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Notification latency.
 
 const std::size_t gPageSize = std::size_t(::sysconf(_SC_PAGESIZE));
 
@@ -598,9 +577,6 @@ std::optional<double> measureNotification(Sandbox& sandbox, const cgroups::Hiera
   return p99Ms;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Scan and discovery.
-
 // Closes every pod's control files (keeping the directories), as after a fresh refresh.
 void closeControlFiles(const PodCgroups& index) {
   for (const auto& [uid, pod] : index.pods()) {
@@ -688,13 +664,24 @@ std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Sandbox& 
   return scan.median();
 }
 
-// ---------------------------------------------------------------------------------------------
+// What the measurements share: the sandbox (run() owns and destroys it), the pod cgroups made
+// in it so far and their index.
+struct Bench {
+  Bench(Sandbox& s, const cgroups::Hierarchy& hierarchy, const Budgets& b)
+      : sandbox(s), h(hierarchy), budgets(b) {}
+  Sandbox& sandbox;
+  const cgroups::Hierarchy& h;
+  const Budgets& budgets;
+  PodCgroups index{h, sandbox.kubepods()};
+  std::vector<BenchPod> pods;
+  Random rng{kSeed};
+  double createSeconds = 0;  // making all of them
+};
 
-// The read set's index entries once its busy pods' 8 MiB is charged (`createSeconds`: making
-// its cgroups); the exit status when it cannot be had.
-std::variant<std::vector<const PodCgroup*>, int> setUpReadSet(Sandbox& sandbox, PodCgroups& index,
-                                                              std::vector<BenchPod>& pods,
-                                                              Random& rng, double& createSeconds) {
+// Fills `set` with the read set's index entries once its busy pods' 8 MiB is charged; 0, or the
+// exit status when it cannot be had.
+int setUpReadSet(Bench& b, std::vector<const PodCgroup*>& set) {
+  auto& [sandbox, h, budgets, index, pods, rng, createSeconds] = b;
   const auto start = steadyNow();
   if (auto failed = growTo(sandbox, pods, kReadPods, rng)) {
     std::printf("cannot create pod cgroups: %s\n", failed->message.c_str());
@@ -710,7 +697,6 @@ std::variant<std::vector<const PodCgroup*>, int> setUpReadSet(Sandbox& sandbox, 
     }
   }
   auto refreshed = index.refresh();
-  std::vector<const PodCgroup*> set;
   for (const BenchPod& pod : pods) set.push_back(index.find(pod.uid));
   if (!refreshed || index.size() != pods.size() || std::count(set.begin(), set.end(), nullptr)) {
     std::fprintf(stderr, "the pod index found %zu pods, expected %zu%s%s\n", index.size(),
@@ -728,17 +714,13 @@ std::variant<std::vector<const PodCgroup*>, int> setUpReadSet(Sandbox& sandbox, 
     if (charged == kBusyPods) break;
     sleepMillis(10);
   }
-  return set;
+  return 0;
 }
 
-// The scan and discovery at each size, on the same growing tree: the scan's median at
-// kScanTargetPods when measured there, or the exit status.
-std::variant<std::optional<double>, int> measureSizes(Sandbox& sandbox, PodCgroups& index,
-                                                      std::vector<BenchPod>& pods, Random& rng,
-                                                      double& createSeconds,
-                                                      const std::vector<std::size_t>& sizes,
-                                                      const Budgets& budgets) {
-  std::optional<double> scanMs;
+// The scan and discovery at each size, on the same growing tree, with the scan's median at
+// kScanTargetPods in `scanMs` when measured there; 0 or the exit status.
+int measureSizes(Bench& b, const std::vector<std::size_t>& sizes, std::optional<double>& scanMs) {
+  auto& [sandbox, h, budgets, index, pods, rng, createSeconds] = b;
   for (std::size_t size : sizes) {
     std::printf("  -- %s pod cgroups (each in memory, cpuacct, pids, freezer, unified) --\n",
                 withCommas(size).c_str());
@@ -772,57 +754,54 @@ std::variant<std::optional<double>, int> measureSizes(Sandbox& sandbox, PodCgrou
     if (!scanNs) return stopped() ? 130 : 1;
     if (size == kScanTargetPods) scanMs = *scanNs * 1e-6;
   }
-  return scanMs;
+  return 0;
 }
 
 // The measurements, on a sandbox that run() owns and destroys whatever this returns.
 int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
                     const std::vector<std::size_t>& sizes, const Budgets& budgets) {
-  Random rng(kSeed);
-  std::vector<BenchPod> pods;
-  PodCgroups index(h, sandbox.kubepods());
+  Bench b(sandbox, h, budgets);
   std::printf("== set-up: %zu pod cgroups, %zu of them running a process holding %llu MiB ==\n",
               kReadPods, kBusyPods, static_cast<unsigned long long>(kBusyBytes / kMi));
-  double createSeconds = 0;
-  const auto set = setUpReadSet(sandbox, index, pods, rng, createSeconds);
-  if (const int* status = std::get_if<int>(&set)) return *status;
+  std::vector<const PodCgroup*> set;
+  if (const int status = setUpReadSet(b, set)) return status;
   std::string buffer;
   std::uint64_t usage[2] = {0, 0};  // of the busy pods, of the empty pods
   for (std::size_t i = 0; i < kReadPods; ++i) {
-    auto read = cgroups::readMemoryUsage(std::get<0>(set)[i]->memory, buffer);
+    auto read = cgroups::readMemoryUsage(set[i]->memory, buffer);
     usage[i < kBusyPods ? 0 : 1] += read ? *read : 0;
   }
   std::printf(
       "  created in %.2f s; busy pods' memory.usage_in_bytes: %.1f MiB on average; empty pods': "
       "%s bytes on average\n\n",
-      createSeconds, double(usage[0]) / double(kBusyPods) / double(kMi),
+      b.createSeconds, double(usage[0]) / double(kBusyPods) / double(kMi),
       withCommas(usage[1] / (kReadPods - kBusyPods)).c_str());
   std::fflush(stdout);
   if (stopped()) return 130;
 
   std::printf("== per-pod reads, nodewarden readers on kept-open descriptors (%zu pods) ==\n",
               kReadPods);
-  const auto ours = measureOurReads(std::get<0>(set), budgets);
+  const auto ours = measureOurReads(set, budgets);
   if (stopped() || !ours) return stopped() ? 130 : 1;
   std::printf("\n== the same reads through libcgroup ==\n");
-  measureLibcgroup(pods, h, budgets, *ours);
+  measureLibcgroup(b.pods, h, budgets, *ours);
   std::printf("\n");
   std::fflush(stdout);
   if (stopped()) return 130;
   const double usageUs = ours->usage.median() * 1e-3, fullUs = ours->full.median() * 1e-3;
-  const auto notifyP99Ms = measureNotification(sandbox, h, budgets, rng, usageUs);
+  const auto notifyP99Ms = measureNotification(sandbox, h, budgets, b.rng, usageUs);
   std::printf("\n");
   if (stopped()) return 130;
   std::printf(
       "== full scan (scanNode) and discovery (discoverHierarchy + PodCgroups::refresh) ==\n");
-  const auto scanMs = measureSizes(sandbox, index, pods, rng, createSeconds, sizes, budgets);
-  if (const int* status = std::get_if<int>(&scanMs)) return *status;
+  std::optional<double> scanMs;
+  if (const int status = measureSizes(b, sizes, scanMs)) return status;
 
   std::printf("\ntargets (verdicts on the median, notification on p99):\n");
   const std::tuple<const char*, std::optional<double>, const char*, double, const char*> rows[] = {
       {"usage-only read per pod", usageUs, "us", kUsageTargetMicros, ""},
       {"full read per pod", fullUs, "us", kFullTargetMicros, ""},
-      {"full scan of 1,000 pods", std::get<0>(scanMs), "ms", kScanTargetMillis,
+      {"full scan of 1,000 pods", scanMs, "ms", kScanTargetMillis,
        "not measured (1000 not in --sizes)"},
       {"notification p99", notifyP99Ms, "ms", kNotifyP99TargetMillis, "not measured"}};
   for (const auto& [label, value, unit, limit, absent] : rows) {
@@ -885,25 +864,22 @@ std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes)
 }
 
 int run(int argc, char** argv) {
-  std::vector<std::size_t> sizes = {100, 1000, 5000};
-  bool sizesGiven = false, quick = false;
+  std::vector<std::size_t> sizes;  // none given: 100,1000,5000 (--quick 100,1000)
+  bool quick = false;
   int trials = 0;
   Args args(kUsage);
   // At least the per-pod read set (part of every size); at most 20,000 so that 5 hierarchies
-  // stay well below the kernel's 65,535 memory cgroup IDs. Sorted, no repeats.
+  // stay well below the kernel's 65,535 memory cgroup IDs.
   args.flag("--quick", quick)
-      .value("--sizes", "numbers from 100 to 20000 separated by commas",
-             [&](std::string_view text) {
-               auto parsed = parseBoundedList<std::size_t>(text, kReadPods, 20'000);
-               if (!parsed) return false;
-               sizes = *parsed;
-               std::sort(sizes.begin(), sizes.end());
-               sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-               return sizesGiven = true;
-             })
+      .numbers("--sizes", sizes, kReadPods, std::size_t(20'000))
       .number("--trials", trials, 1, 10000);
   if (auto status = args.parse(argc, argv)) return *status;
-  if (quick && !sizesGiven) sizes = {100, 1000};
+  if (sizes.empty()) {
+    sizes = {100, 1000};
+    if (!quick) sizes.push_back(5000);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   Budgets budgets = quick ? kQuickBudgets : kFullBudgets;
   if (trials > 0) budgets.trials = trials;
 

@@ -13,15 +13,8 @@
 // is non-zero only when the snapshot does not parse or yields no plan. Single threaded, not
 // pinned; times from std::chrono::steady_clock.
 
-#include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "bench/support/generator.h"
 #include "bench/support/report.h"
@@ -79,11 +72,7 @@ struct SizeResult {
 };
 
 // One labelled figure of a size's detail.
-struct Row {
-  const char* label;
-  Samples samples;
-  bool ofParse;  // printed with its share of the kubectl-text parse
-};
+using Row = std::pair<const char*, Samples>;
 
 std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::string& writeDir) {
   SizeResult r;
@@ -174,11 +163,10 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::str
   });
   const policy::Json document = policy::Json::parse(text);
   policy::Snapshot copy = *snapshot;
-  std::vector<Row> rows = {
-      {"1 nlohmann::json::parse(text)", Samples::from(steps[0]), true},
-      {"2 parseSnapshot(json) [model+resolve]", Samples::from(steps[1]), true}};
+  std::vector<Row> rows = {{"1 nlohmann::json::parse(text)", Samples::from(steps[0])},
+                           {"2 parseSnapshot(json) [model+resolve]", Samples::from(steps[1])}};
   auto part = [&](const char* label, auto call) {
-    rows.push_back({label, measure(b.parsePart, timed(call)), true});
+    rows.push_back({label, measure(b.parsePart, timed(call))});
   };
   part("    parsePod x all pods (alone)", [&] {
     policy::Diagnostics d;
@@ -196,18 +184,15 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::str
     policy::resolvePods(copy.pods, copy.priorityClasses);
     return copy.pods.size();
   });
-  rows.push_back({"3 JSON document destruction", Samples::from(steps[2]), true});
-  rows.push_back({"1+2+3 in one iteration", whole, true});
-  rows.push_back({"(not in parse) Snapshot destruction",
-                  measure(b.parsePart,
-                          [&] {
-                            auto s = std::make_unique<policy::Snapshot>(*snapshot);
-                            doNotOptimize(*s);
-                            const SteadyTime t0 = steadyNow();
-                            s.reset();
-                            return nanosSince(t0);
-                          }),
-                  false});
+  rows.push_back({"3 JSON document destruction", Samples::from(steps[2])});
+  rows.push_back({"1+2+3 in one iteration", whole});
+  rows.push_back({"(not in parse) Snapshot destruction", measure(b.parsePart, [&] {
+                    auto s = std::make_unique<policy::Snapshot>(*snapshot);
+                    doNotOptimize(*s);
+                    const SteadyTime t0 = steadyNow();
+                    s.reset();
+                    return nanosSince(t0);
+                  })});
 
   // rank+plan: the agent's path builds only the rankings the plan needs; explain builds all.
   auto rankPlan = [&](const policy::Policy& p, const policy::EvictionState& st,
@@ -233,16 +218,16 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::str
               }));
   r.defaults = measure(b.planExtra, rankPlan(defaults, noState));
   const Row planRows[] = {
-      {"makeNodeView + evaluateEviction", r.rankPlan, false},
-      {"evaluateEviction (view prebuilt)", r.evalOnly, false},
+      {"makeNodeView + evaluateEviction", r.rankPlan},
+      {"evaluateEviction (view prebuilt)", r.evalOnly},
       {"makeNodeView alone",
-       measure(b.planExtra, timed([&] { return policy::makeNodeView(*snapshot, node); })), false},
-      {"rank+plan, Policy::defaults()", r.defaults, false},
-      {"rank+plan, ranking: kubelet", measure(b.planExtra, rankPlan(kubelet, state)), false},
+       measure(b.planExtra, timed([&] { return policy::makeNodeView(*snapshot, node); }))},
+      {"rank+plan, Policy::defaults()", r.defaults},
+      {"rank+plan, ranking: kubelet", measure(b.planExtra, rankPlan(kubelet, state))},
       {"rank+plan, every ranking (explain)",
-       measure(b.planExtra, rankPlan(policy, state, policy::Rankings::All)), false},
+       measure(b.planExtra, rankPlan(policy, state, policy::Rankings::All))},
       {"rank+plan, freeing view and result too",
-       measure(b.planExtra, rankPlan(policy, state, policy::Rankings::Needed, true)), false}};
+       measure(b.planExtra, rankPlan(policy, state, policy::Rankings::Needed, true))}};
 
   const double parseNs = r.parse.median();
   for (const auto& [label, s, bytes] :
@@ -256,16 +241,17 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::str
       "   split of the kubectl-text parse (%% of the kubectl-text median above; 1, 2 and 3 "
       "are\n   timed back to back in each iteration, the indented parts alone on a "
       "prebuilt DOM):\n");
-  for (const Row& row : rows) {
-    if (row.label[0] == '(') {
+  for (const auto& [label, samples] : rows) {
+    const bool inParse = label[0] != '(';  // printed with its share of the kubectl-text parse
+    if (!inParse) {
       std::printf("    json::parse alone: %.1f MB/s; model build from the DOM: %.1f us/pod\n",
-                  mbPerSecond(r.bytes, rows[0].samples.median()),
-                  rows[1].samples.median() * 1e-3 / double(podCount));
+                  mbPerSecond(r.bytes, rows[0].second.median()),
+                  rows[1].second.median() * 1e-3 / double(podCount));
     }
-    printSamplesLine(38, row.label, row.samples, 1e6, "ms", row.ofParse ? parseNs : 0);
+    printSamplesLine(38, label, samples, 1e6, "ms", inParse ? parseNs : 0);
   }
   std::printf("  rank+plan and parts (per call; results are freed outside the timed part):\n");
-  for (const Row& row : planRows) printSamplesLine(38, row.label, row.samples, 1e3, "us");
+  for (const auto& [label, samples] : planRows) printSamplesLine(38, label, samples, 1e3, "us");
   std::printf("\n");
   std::fflush(stdout);
   return r;
@@ -288,13 +274,9 @@ int run(int argc, char** argv) {
   std::string writeDir;
   Args args(kUsage);
   args.flag("--quick", quick)
+      .numbers("--sizes", sizes, 10, 200'000)
       .value("--write-snapshot", "a directory",
-             [&](std::string_view v) { return !(writeDir = std::string(v)).empty(); })
-      .value("--sizes", "numbers from 10 to 200000 separated by commas", [&](std::string_view v) {
-        auto parsed = parseBoundedList(v, 10, 200'000);
-        if (parsed) sizes = *parsed;
-        return parsed.has_value();
-      });
+             [&](std::string_view v) { return !(writeDir = std::string(v)).empty(); });
   if (auto status = args.parse(argc, argv)) return *status;
 
   const SteadyTime start = steadyNow();

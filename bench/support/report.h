@@ -160,6 +160,19 @@ class Args {
                  });
   }
 
+  // "110,1000,5000": at least one number, each in [lo, hi].
+  template <typename T>
+  Args& numbers(const char* name, std::vector<T>& out, T lo, T hi) {
+    return value(
+        name,
+        "numbers from " + std::to_string(lo) + " to " + std::to_string(hi) + " separated by commas",
+        [&out, lo, hi](std::string_view text) {
+          auto v = parseBoundedList<T>(text, lo, hi);
+          if (v) out = *v;
+          return v.has_value();
+        });
+  }
+
   std::optional<int> parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string_view arg = argv[i];
