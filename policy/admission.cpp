@@ -326,7 +326,7 @@ struct NameKey {
   }
 };
 
-NameKey nameKey(std::string_view name) {
+[[gnu::always_inline]] inline NameKey nameKey(std::string_view name) {
   NameKey k;
   if (name.size() >= 8) {
     std::memcpy(&k.head, name.data(), 8);
