@@ -13,6 +13,12 @@ namespace {
 // exabytes), and a wrapped sum would read as room on a full node.
 std::string toDecimal(Int128 value) {
   if (value == 0) return "0";
+  // Most sums fit in 64 bits, where std::to_string gives the same digits without a 128-bit
+  // division per digit.
+  if (value >= std::numeric_limits<std::int64_t>::min() &&
+      value <= std::numeric_limits<std::int64_t>::max()) {
+    return std::to_string(std::int64_t(value));
+  }
   const bool negative = value < 0;
   std::string digits;
   for (Int128 v = negative ? -value : value; v > 0; v /= 10) digits += char('0' + int(v % 10));
@@ -27,6 +33,12 @@ std::string toDecimal(Int128 value) {
 // fixed places, so counting a pod is four additions without a lookup.
 constexpr int kCore = 4;
 constexpr const char* kCoreNames[kCore] = {"pods", "cpu", "memory", "ephemeral-storage"};
+// The same names as strings, for the maps' lookups (which would build each one per call).
+const std::string& coreName(int i) {
+  static const std::string names[kCore] = {kCoreNames[0], kCoreNames[1], kCoreNames[2],
+                                           kCoreNames[3]};
+  return names[i];
+}
 // The bound of a resource that is not checked (not requested, or the node states no pod
 // limit): sums of 64-bit requests never reach it.
 constexpr Int128 kUnbounded = Int128(1) << 120;
@@ -57,15 +69,15 @@ Fit demandOf(const Pod& pod, RequestConsumer consumer) {
   Fit f;
   f.consumer = consumer;
   for (int i = 1; i < kCore; ++i) {
-    auto it = pod.requests.find(kCoreNames[i]);
+    auto it = pod.requests.find(coreName(i));
     if (it != pod.requests.end() && it->second > 0) {
       f.checked[i] = true;
       f.request[i] = it->second;
     }
   }
   for (const auto& [name, amount] : pod.requests) {
-    if (amount <= 0 || name == "cpu" || name == "memory" || name == "ephemeral-storage" ||
-        name == "pods") {
+    const std::string_view n = name;  // compared by length first, in place
+    if (amount <= 0 || n == "cpu" || n == "memory" || n == "ephemeral-storage" || n == "pods") {
       continue;
     }
     f.extended.push_back({&name, amount, 0, 0});
@@ -75,12 +87,12 @@ Fit demandOf(const Pod& pod, RequestConsumer consumer) {
 
 // The demand `f` on `node`: the node's allocatable as capacities, and the bounds.
 Fit place(Fit f, const Node& node) {
-  auto pods = node.allocatable.find("pods");
+  auto pods = node.allocatable.find(coreName(0));
   f.checked[0] = pods != node.allocatable.end();
   f.request[0] = 1;
   f.capacity[0] = f.checked[0] ? pods->second.value() : 0;
   for (int i = 1; i < kCore; ++i) {
-    if (f.checked[i]) f.capacity[i] = amountOf(node.allocatable, kCoreNames[i]);
+    if (f.checked[i]) f.capacity[i] = amountOf(node.allocatable, coreName(i));
   }
   for (int i = 0; i < kCore; ++i) {
     f.bound[i] = f.checked[i] ? Int128(f.capacity[i]) - f.request[i] : kUnbounded;
@@ -112,8 +124,8 @@ void countExtended(const Fit& f, const Pod& p, Held& h, int sign) {
 
 // Counts (sign +1) or uncounts (−1) pod `p` holding `request` (its cpu, memory and
 // ephemeral-storage as f.consumer counts them) and, when `extended`, its other requests.
-void count(const Fit& f, const Pod& p, const std::int64_t* request, bool extended, Held& h,
-           int sign) {
+[[gnu::always_inline]] inline void count(const Fit& f, const Pod& p, const std::int64_t* request,
+                                         bool extended, Held& h, int sign) {
   if (sign > 0) {
     h.core[0] += 1;
     h.core[1] += request[0];
@@ -128,7 +140,7 @@ void count(const Fit& f, const Pod& p, const std::int64_t* request, bool extende
   if (extended && !f.extended.empty()) countExtended(f, p, h, sign);
 }
 
-void hold(const Fit& f, const Pod& p, Held& h) {
+[[gnu::always_inline]] inline void hold(const Fit& f, const Pod& p, Held& h) {
   count(f, p, p.fitRequests[int(f.consumer)], p.extendedRequests, h, +1);
 }
 
@@ -160,21 +172,43 @@ std::string resourceName(const Fit& f, int i) {
 std::string insufficientMessage(const Fit& f, const Held& h, int i) {
   const bool core = i < kCore;
   const auto e = std::size_t(core ? 0 : i - kCore);
-  return "Node didn't have enough resource: " + resourceName(f, i) +
-         ", requested: " + std::to_string(core ? f.request[i] : f.extended[e].request) +
-         ", used: " + toDecimal(core ? h.core[i] : h.extended[e]) +
-         ", capacity: " + std::to_string(core ? f.capacity[i] : f.extended[e].capacity);
+  // Appended in one buffer, with room for what admitPod adds after it.
+  std::string out;
+  out.reserve(160);
+  out += "Node didn't have enough resource: ";
+  out += core ? std::string_view(kCoreNames[i]) : std::string_view(*f.extended[e].name);
+  out += ", requested: ";
+  out += std::to_string(core ? f.request[i] : f.extended[e].request);
+  out += ", used: ";
+  out += toDecimal(core ? h.core[i] : h.extended[e]);
+  out += ", capacity: ";
+  out += std::to_string(core ? f.capacity[i] : f.extended[e].capacity);
+  return out;
 }
 
-// The n bytes at a and b are equal: eight at a time in place, as the texts compared here
-// (label keys and values, namespace names) are short and a memcmp call costs more. Kept out
-// of line so that sameText(), which settles most calls before it, inlines.
+// The n bytes at a and b are equal: eight at a time in place (fewer than eight as two
+// overlapping loads of four or two), as the texts compared here (label keys and values, such
+// as `app`, namespace names) are short and a memcmp call costs more. Kept out of line so that
+// sameText(), which settles most calls before it, inlines.
 [[gnu::noinline]] bool sameBytes(const char* a, const char* b, std::size_t n) {
   if (n < 8) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (a[i] != b[i]) return false;
+    if (n >= 4) {  // the first and the last four bytes, overlapping
+      std::uint32_t x, y, z, w;
+      std::memcpy(&x, a, 4);
+      std::memcpy(&y, b, 4);
+      std::memcpy(&z, a + n - 4, 4);
+      std::memcpy(&w, b + n - 4, 4);
+      return ((x ^ y) | (z ^ w)) == 0;
     }
-    return true;
+    if (n >= 2) {  // the first and the last two bytes, overlapping
+      std::uint16_t x, y, z, w;
+      std::memcpy(&x, a, 2);
+      std::memcpy(&y, b, 2);
+      std::memcpy(&z, a + n - 2, 2);
+      std::memcpy(&w, b + n - 2, 2);
+      return ((x ^ y) | (z ^ w)) == 0;
+    }
+    return n == 0 || a[0] == b[0];
   }
   std::uint64_t u, v;
   for (std::size_t i = 0; i + 8 < n; i += 8) {
@@ -194,7 +228,7 @@ std::string insufficientMessage(const Fit& f, const Held& h, int i) {
          (a.empty() || (a[0] == b[0] && sameBytes(a.data(), b.data(), a.size())));
 }
 
-bool samePod(const Pod& a, const Pod& b) {
+[[gnu::always_inline]] inline bool samePod(const Pod& a, const Pod& b) {
   if (&a == &b) return true;
   if (!a.uid.empty() && !b.uid.empty()) return sameText(a.uid, b.uid);
   return sameText(a.key, b.key);
@@ -292,7 +326,7 @@ struct NameKey {
   }
 };
 
-NameKey nameKey(std::string_view name) {
+[[gnu::always_inline]] inline NameKey nameKey(std::string_view name) {
   NameKey k;
   if (name.size() >= 8) {
     std::memcpy(&k.head, name.data(), 8);
@@ -310,9 +344,9 @@ NameKey nameKey(std::string_view name) {
 }
 
 // The budget run of namespace `ns` in the index, or null.
-const PdbIndex::Namespace* findNamespace(const PdbIndex& index, std::string_view ns) {
+const PdbIndex::Namespace* findNamespace(const PdbIndex& index, std::string_view ns,
+                                         const NameKey& key) {
   if (index.namespaces.empty()) return nullptr;
-  const NameKey key = nameKey(ns);
   const std::uint64_t hash = key.hash();
   const std::size_t mask = index.namespaces.size() - 1;
   for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
@@ -353,10 +387,35 @@ bool matchLabelsHold(const std::map<std::string, std::string>& required,
   auto it = labels.begin();
   const auto end = labels.end();
   for (const auto& [key, value] : required) {
-    while (it != end && textLess(it->first, key)) ++it;
-    if (it == end || !sameText(it->first, key) || !sameText(it->second, value)) return false;
+    // Past the labels before `key` (the one found is most often the first looked at).
+    while (it != end && !sameText(it->first, key)) {
+      if (!textLess(it->first, key)) return false;  // after it: the pod has no such label
+      ++it;
+    }
+    if (it == end || !sameText(it->second, value)) return false;
   }
   return true;
+}
+
+// A requirement's operator, told apart by its length and compared in place: the same answers
+// as comparing with each name (a std::string == "literal" costs a strlen and a memcmp call).
+enum class Op { In, NotIn, Exists, DoesNotExist, Other };
+Op opOf(std::string_view op) {
+  auto is = [&](std::string_view name) {
+    return std::memcmp(op.data(), name.data(), name.size()) == 0;
+  };
+  switch (op.size()) {
+    case 2:
+      return is("In") ? Op::In : Op::Other;
+    case 5:
+      return is("NotIn") ? Op::NotIn : Op::Other;
+    case 6:
+      return is("Exists") ? Op::Exists : Op::Other;
+    case 12:
+      return is("DoesNotExist") ? Op::DoesNotExist : Op::Other;
+    default:
+      return Op::Other;
+  }
 }
 
 // LabelSelector::matches' test of matchExpressions, its matchLabels being checked apart
@@ -368,16 +427,17 @@ bool expressionsHold(const std::vector<LabelSelectorRequirement>& requirements,
     auto it = labels.begin();
     while (it != labels.end() && !sameText(it->first, req.key)) ++it;
     const bool has = it != labels.end();
-    if (req.op == "Exists") {
+    const Op op = opOf(req.op);
+    if (op == Op::Exists) {
       if (!has) return false;
       continue;
     }
-    if (req.op == "DoesNotExist") {
+    if (op == Op::DoesNotExist) {
       if (has) return false;
       continue;
     }
-    const bool in = req.op == "In";
-    if (!in && req.op != "NotIn") continue;  // matches() ignores any other operator
+    const bool in = op == Op::In;
+    if (!in && op != Op::NotIn) continue;  // matches() ignores any other operator
     bool inValues = false;
     for (std::size_t i = 0; has && !inValues && i < req.values.size(); ++i) {
       inValues = sameText(req.values[i], it->second);
@@ -410,13 +470,14 @@ bool budgetCounts(const PdbIndex& index, std::size_t k, const Pod& pod) {
   return pdb.disruptedPods.empty() || pdb.disruptedPods.count(pod.name) == 0;
 }
 
-// Requests within ±kSmallRequest let the reprieve count in 64 bits (Rooms).
+// Requests in [−kSmallRequest, kSmallRequest) let the reprieve count in 64 bits (Rooms).
 constexpr std::int64_t kSmallRequest = std::int64_t(1) << 40;
 
 // A potential victim as the victim selection reads it, copied from the Pod once: what it
 // holds (as the scheduler counts) and the budgets it counts against, so that sorting,
 // charging budgets and reprieving never go back to the Pod.
 struct Candidate {
+  Candidate() {}  // add() sets every field: not zeroed first
   const Pod* pod;
   std::string_view key;
   std::int64_t request[3];                 // cpu, memory, ephemeral-storage
@@ -428,6 +489,7 @@ struct Candidate {
 // moreImportant()'s keys of a candidate: priority and start here, then the key.
 // rankedBefore() answers every pair as moreImportant answers for the same pods.
 struct Rank {
+  Rank() {}                // add() sets every field: not zeroed first
   std::uint64_t start;     // the start (not started: the latest) as an unsigned order
   std::uint32_t priority;  // INT32_MAX − priority: smaller is more important
   std::uint32_t candidate;
@@ -442,7 +504,15 @@ struct Workspace {
   std::vector<std::int64_t> left;        // per PdbIndex::budgets entry: disruptions still allowed
   std::vector<std::uint32_t> leftEpoch;  // `left` holds this selection's count when == epoch
   std::uint32_t epoch = 0;
-  bool smallRequests = true;  // every candidate's requests within ±kSmallRequest
+  // The bits of every candidate's requests, each offset by kSmallRequest: below 2 kSmallRequest
+  // (smallRequests()) when every request is in [−kSmallRequest, kSmallRequest).
+  std::uint64_t requestBits = 0;
+  bool smallRequests() const { return requestBits < 2 * std::uint64_t(kSmallRequest); }
+  // The namespace of the last pod add() looked up, its key and its run (null: none).
+  bool lastNsValid = false;
+  NameKey lastNsKey;
+  std::string_view lastNs;
+  const PdbIndex::Namespace* lastNsRun = nullptr;
 
   void start(const PdbIndex& index, std::size_t pods) {
     candidates.clear();
@@ -450,7 +520,8 @@ struct Workspace {
     budgets.clear();
     candidates.reserve(pods);
     order.reserve(pods);
-    smallRequests = true;
+    requestBits = 0;
+    lastNsValid = false;
     if (leftEpoch.size() != index.budgets.size()) {
       left.assign(index.budgets.size(), 0);
       leftEpoch.assign(index.budgets.size(), 0);
@@ -476,17 +547,30 @@ struct Workspace {
     c.request[0] = fit[0];
     c.request[1] = fit[1];
     c.request[2] = fit[2];
-    // amount + kSmallRequest within [0, 2 kSmallRequest], as unsigned: one compare each.
-    constexpr std::uint64_t kSpan = 2 * std::uint64_t(kSmallRequest);
-    smallRequests &= (std::uint64_t(c.request[0]) + std::uint64_t(kSmallRequest) <= kSpan) &
-                     (std::uint64_t(c.request[1]) + std::uint64_t(kSmallRequest) <= kSpan) &
-                     (std::uint64_t(c.request[2]) + std::uint64_t(kSmallRequest) <= kSpan);
+    // amount + kSmallRequest in [0, 2 kSmallRequest) as unsigned, a power of two: the union of
+    // the offset amounts' bits stays below it exactly when each does.
+    constexpr std::uint64_t kOffset = std::uint64_t(kSmallRequest);
+    requestBits |= (std::uint64_t(c.request[0]) + kOffset) |
+                   (std::uint64_t(c.request[1]) + kOffset) |
+                   (std::uint64_t(c.request[2]) + kOffset);
     c.extended = p.extendedRequests;
     c.violating = false;
     c.firstBudget = std::uint32_t(budgets.size());
     if (!p.labels.empty()) {  // a pod without labels matches no budget
-      if (const PdbIndex::Namespace* ns = findNamespace(index, p.ns)) {
-        for (std::uint32_t k = ns->first; k < ns->first + ns->count; ++k) {
+      // A node's pods come in runs of one namespace (the API lists them by namespace and
+      // name): the run of the previous pod's namespace is kept and looked up again only when
+      // the name differs (its key being the whole name up to 16 bytes, as in findNamespace).
+      const NameKey key = nameKey(p.ns);
+      if (!lastNsValid || key.head != lastNsKey.head || key.tail != lastNsKey.tail ||
+          p.ns.size() != lastNs.size() || (p.ns.size() > 16 && !sameText(p.ns, lastNs))) {
+        lastNsRun = findNamespace(index, p.ns, key);
+        lastNsKey = key;
+        lastNs = p.ns;
+        lastNsValid = true;
+      }
+      if (const PdbIndex::Namespace* ns = lastNsRun) {
+        // (The bounds in locals: a push_back could alias them, which would reload them.)
+        for (std::uint32_t k = ns->first, end = ns->first + ns->count; k < end; ++k) {
           if (budgetCounts(index, k, p)) budgets.push_back(k);
         }
       }
@@ -559,9 +643,12 @@ struct Workspace {
   bool sortByImportance(Before before) {
     std::sort(order.begin(), order.end(), before);
     bool unique = true;
-    for (auto run = order.begin(); run != order.end() && unique;) {
-      const auto end =
-          std::find_if(run + 1, order.end(), [&](const Rank& r) { return before(*run, r); });
+    const auto last = order.end();
+    for (auto run = order.begin(); run != last && unique;) {
+      // The ranks equal to *run (sorted: those that follow it until one ranks after it); a
+      // plain loop, as most runs are one long.
+      auto end = run + 1;
+      while (end != last && !before(*run, *end)) ++end;
       if (end - run > 1) {
         std::sort(run, end,
                   [this](const Rank& a, const Rank& b) { return textLess(keyOf(a), keyOf(b)); });
@@ -579,16 +666,24 @@ struct Workspace {
   // filterPodsWithPDBViolation over `order`: charges every budget each candidate counts
   // against, in order, and marks it violating when one of them goes below zero.
   void chargeBudgets(const PdbIndex& index) {
+    // The buffers and the epoch in locals: the stores below could alias the members, which
+    // would be reloaded on every step.
+    const std::uint32_t current = epoch;
+    const std::uint32_t* entries = budgets.data();
+    std::int64_t* counts = left.data();
+    std::uint32_t* epochs = leftEpoch.data();
     for (const Rank& r : order) {
       Candidate& c = candidates[r.candidate];
-      for (std::uint32_t i = c.firstBudget; i < c.firstBudget + c.budgetCount; ++i) {
-        const std::uint32_t k = budgets[i];
-        if (leftEpoch[k] != epoch) {
-          leftEpoch[k] = epoch;
-          left[k] = (*index.pdbs)[index.budgets[k].pdb].disruptionsAllowed;
+      bool violating = false;
+      for (std::uint32_t i = c.firstBudget, end = c.firstBudget + c.budgetCount; i < end; ++i) {
+        const std::uint32_t k = entries[i];
+        if (epochs[k] != current) {
+          epochs[k] = current;
+          counts[k] = (*index.pdbs)[index.budgets[k].pdb].disruptionsAllowed;
         }
-        if (--left[k] < 0) c.violating = true;
+        violating |= --counts[k] < 0;
       }
+      if (violating) c.violating = true;
     }
   }
 };
@@ -611,7 +706,7 @@ struct Rooms {
   static constexpr std::size_t kCandidateLimit = std::size_t(1) << 20;
 
   static std::optional<Rooms> exact(const Fit& f, const Held& held, const Workspace& w) {
-    if (!f.extended.empty() || w.candidates.size() > kCandidateLimit || !w.smallRequests) {
+    if (!f.extended.empty() || w.candidates.size() > kCandidateLimit || !w.smallRequests()) {
       return std::nullopt;
     }
     Rooms r;
@@ -653,8 +748,9 @@ struct AllSums {
 template <typename Sums>
 void reprieve(Sums sums, Workspace& w, VictimSelection& result) {
   w.victims.clear();
+  const auto candidates = std::uint32_t(w.order.size());
   for (const bool violating : {true, false}) {
-    for (std::uint32_t at = 0; at < w.order.size(); ++at) {
+    for (std::uint32_t at = 0; at < candidates; ++at) {
       const Candidate& c = w.candidates[w.order[at].candidate];
       if (c.violating != violating || sums.tryTake(c)) continue;
       w.victims.push_back(at);
@@ -836,19 +932,33 @@ const char* verdictName(Verdict verdict) {
   return "reject";
 }
 
-PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs) {
-  PdbIndex index;
-  index.pdbs = &pdbs;
-  // The budgets that can select anything, by namespace, each namespace's in their order.
+namespace {
+
+// indexPdbs()'s working lists, kept by threadPdbIndex() from one decision to the next.
+struct PdbScratch {
   std::vector<std::size_t> members;
+  std::vector<std::pair<NameKey, std::size_t>> keyed;
+};
+
+// indexPdbs() into `index`, whose buffers keep their capacity (it is cleared first).
+void fillPdbIndex(const std::vector<PodDisruptionBudget>& pdbs, PdbIndex& index,
+                  PdbScratch& scratch) {
+  index.pdbs = &pdbs;
+  index.budgets.clear();
+  index.groups.clear();
+  index.anyOf.clear();
+  index.namespaces.clear();
+  // The budgets that can select anything, by namespace, each namespace's in their order.
+  std::vector<std::size_t>& members = scratch.members;
+  members.clear();
   for (std::size_t i = 0; i < pdbs.size(); ++i) {
     const auto& pdb = pdbs[i];
     if (pdb.selector && !selectorIsEmpty(*pdb.selector)) members.push_back(i);
   }
   // Grouped by namespace (the runs' own order does not matter: they are found by hash),
   // comparing the names' keys first and their text only when the keys are equal.
-  std::vector<std::pair<NameKey, std::size_t>> keyed;
-  keyed.reserve(members.size());
+  std::vector<std::pair<NameKey, std::size_t>>& keyed = scratch.keyed;
+  keyed.clear();
   for (const std::size_t i : members) keyed.emplace_back(nameKey(pdbs[i].ns), i);
   std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
     if (a.first.head != b.first.head) return a.first.head < b.first.head;
@@ -880,7 +990,7 @@ PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs) {
       PdbIndex::Budget budget{members[k], selector.matchLabelsBloom,
                               std::uint32_t(index.groups.size()), 0};
       for (const auto& req : selector.matchExpressions) {
-        if (req.op != "In") continue;
+        if (opOf(req.op) != Op::In) continue;
         const auto first = std::uint32_t(index.anyOf.size());
         for (const auto& value : req.values) {
           index.anyOf.push_back(labelPairBloom(req.key, value));
@@ -891,6 +1001,24 @@ PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs) {
       index.budgets.push_back(budget);
     }
   }
+}
+
+// indexPdbs(pdbs) for a decision made on this thread: the index and its working lists are
+// the thread's, refilled on each call (no decision holds it past its return), so that a
+// decision allocates none of them again.
+const PdbIndex& threadPdbIndex(const std::vector<PodDisruptionBudget>& pdbs) {
+  thread_local PdbIndex index;
+  thread_local PdbScratch scratch;
+  fillPdbIndex(pdbs, index, scratch);
+  return index;
+}
+
+}  // namespace
+
+PdbIndex indexPdbs(const std::vector<PodDisruptionBudget>& pdbs) {
+  PdbIndex index;
+  PdbScratch scratch;
+  fillPdbIndex(pdbs, index, scratch);
   return index;
 }
 
@@ -908,13 +1036,13 @@ void filterPodsWithPdbViolation(const std::vector<const Pod*>& pods,
                                 const std::vector<PodDisruptionBudget>& pdbs,
                                 std::vector<const Pod*>& violating,
                                 std::vector<const Pod*>& nonViolating) {
-  filterPodsWithPdbViolation(pods, indexPdbs(pdbs), violating, nonViolating);
+  filterPodsWithPdbViolation(pods, threadPdbIndex(pdbs), violating, nonViolating);
 }
 
 VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node,
                                     const std::vector<PodDisruptionBudget>& pdbs,
                                     const Policy& policy) {
-  return selectVictimsOnNode(pod, node, indexPdbs(pdbs), policy);
+  return selectVictimsOnNode(pod, node, threadPdbIndex(pdbs), policy);
 }
 
 VictimSelection selectVictimsOnNode(const Pod& pod, const NodeInfo& node, const PdbIndex& pdbs,
@@ -1032,10 +1160,12 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
     out.nominatedPodsToClear = lowerPriorityNominated(pod, node);
     return out;
   }
-  const std::string reason = "OutOf" + resourceName(f, misfit);
-  const std::string message = insufficientMessage(f, used, misfit);
+  std::string reason = "OutOf" + resourceName(f, misfit);
+  std::string message = insufficientMessage(f, used, misfit);
   // 5. A pod that may not preempt is turned away.
-  if (pod.preemptionPolicy == PreemptionPolicy::Never) return reject(reason, message);
+  if (pod.preemptionPolicy == PreemptionPolicy::Never) {
+    return reject(std::move(reason), std::move(message));
+  }
   // 6. Room that terminating pods are about to free.
   Held staying = used;
   for (int i = 0; i < kCore; ++i) staying.core[i] -= leaving.core[i];
@@ -1044,8 +1174,8 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
   }
   if (fits(f, staying)) {
     out.verdict = Verdict::Wait;
-    out.reason = reason;
-    out.message = message + "; it fits once the terminating pods on the node are gone";
+    out.reason = std::move(reason);
+    out.message = std::move(message) + "; it fits once the terminating pods on the node are gone";
     out.nominatedPodsToClear = lowerPriorityNominated(pod, node);
     return out;
   }
@@ -1053,16 +1183,20 @@ AdmissionDecision admitPod(const Pod& pod, const NodeInfo& node,
   //    counted as the scheduler counts them.
   Fit scheduler = f;
   scheduler.consumer = RequestConsumer::Scheduler;
-  VictimSelection selection = selectVictims(pod, node, indexPdbs(pdbs), policy, scheduler,
+  VictimSelection selection = selectVictims(pod, node, threadPdbIndex(pdbs), policy, scheduler,
                                             self == nullptr, threadWorkspace());
   if (!selection.fits) {
-    return reject(reason, message + "; preempting every lower-priority pod would not free enough");
+    return reject(
+        std::move(reason),
+        std::move(message) + "; preempting every lower-priority pod would not free enough");
   }
   out.verdict = Verdict::Preempt;
-  out.reason = reason;
-  out.message = message + "; preempting " + std::to_string(selection.victims.size()) +
-                " lower-priority pod(s)";
-  out.victims = sortedByKey(selection.victims);
+  out.reason = std::move(reason);
+  out.message = std::move(message);
+  out.message += "; preempting ";
+  out.message += std::to_string(selection.victims.size());
+  out.message += " lower-priority pod(s)";
+  out.victims = sortedByKey(std::move(selection.victims));
   out.numPDBViolations = selection.numPDBViolations;
   out.nominatedPodsToClear = lowerPriorityNominated(pod, node);
   return out;
@@ -1122,7 +1256,7 @@ PreemptionDecision preemptCluster(const Pod& pod, const ClusterIndex& cluster,
   PreemptionDecision out;
   out.pod = pod.key;
   const Fit demand = demandOf(pod, RequestConsumer::Scheduler);
-  const PdbIndex pdbIndex = indexPdbs(pdbs);
+  const PdbIndex& pdbIndex = threadPdbIndex(pdbs);
   Workspace& workspace = threadWorkspace();
   // 1. A node where the pod fits as it is wins at once: its nominated node if it fits there
   //    (the scheduler tries that first), else the first by name.
