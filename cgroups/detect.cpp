@@ -31,14 +31,18 @@ void MemoryLinePoller::setLines(std::vector<std::uint64_t> lines) {
 Result<MemoryLinePoller::Sample> MemoryLinePoller::poll(SteadyTime now) {
   auto usage = read_();
   if (!usage) return usage.error();
+  return observe(*usage, now);
+}
+
+MemoryLinePoller::Sample MemoryLinePoller::observe(std::uint64_t usage, SteadyTime now) {
   Sample sample;
-  sample.usage = *usage;
+  sample.usage = usage;
 
   // Growth: fast attack (a burst counts at once), slow decay (one quiet poll does not make
   // the next period long).
   if (lastUsage_ && now > lastAt_) {
     const double seconds = std::chrono::duration<double>(now - lastAt_).count();
-    const double instant = std::max(0.0, (double(*usage) - double(*lastUsage_)) / seconds);
+    const double instant = std::max(0.0, (double(usage) - double(*lastUsage_)) / seconds);
     growth_ = instant > growth_ ? instant : 0.8 * growth_ + 0.2 * instant;
   }
   sample.growthBytesPerSecond = growth_;
@@ -46,7 +50,7 @@ Result<MemoryLinePoller::Sample> MemoryLinePoller::poll(SteadyTime now) {
   const bool sinceStart = fresh_ || !lastUsage_;
   const std::uint64_t before = sinceStart ? 0 : *lastUsage_;
   for (std::uint64_t line : lines_) {
-    const bool pastNow = *usage >= line;
+    const bool pastNow = usage >= line;
     const bool pastBefore = !sinceStart && before >= line;
     if (pastNow && !pastBefore) {
       sample.crossed = true;
@@ -57,16 +61,16 @@ Result<MemoryLinePoller::Sample> MemoryLinePoller::poll(SteadyTime now) {
 
   // The next line above today's usage sets the pace; past every line the agent is acting
   // on it already, and a poll every few floors notices a fall and a new rise.
-  auto next = std::upper_bound(lines_.begin(), lines_.end(), *usage);
+  auto next = std::upper_bound(lines_.begin(), lines_.end(), usage);
   if (lines_.empty()) {
     sample.next = tuning_.ceiling;
   } else if (next == lines_.end()) {
     sample.next = std::min(std::max(tuning_.ceiling, tuning_.floor), 10 * tuning_.floor);
   } else {
-    sample.next = pollDelay(std::int64_t(*next - *usage), growth_, tuning_);
+    sample.next = pollDelay(std::int64_t(*next - usage), growth_, tuning_);
   }
 
-  lastUsage_ = *usage;
+  lastUsage_ = usage;
   lastAt_ = now;
   fresh_ = false;
   return sample;

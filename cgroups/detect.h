@@ -63,6 +63,9 @@ class MemoryLinePoller {
     double growthBytesPerSecond = 0;
   };
   Result<Sample> poll(SteadyTime now);
+  // A poll of `usage`, read elsewhere at `now` (the agent's cycle reads the same file): the
+  // growth counts it and the next poll is timed from it, as after poll().
+  Sample observe(std::uint64_t usage, SteadyTime now);
 
  private:
   ReadUsage read_;

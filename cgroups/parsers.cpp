@@ -107,6 +107,16 @@ std::optional<Error> forEachFlatEntry(std::string_view text, std::string_view wh
     if (line.empty()) continue;
     // Made only for a message: a memory.stat of 40 lines is read for every pod.
     const Where where{what, lineNumber};
+    // The kernel's own shape, "KEY VALUE" with one space and no tab, split by memchr; any other
+    // line goes the token by token way below, which accepts and refuses the same lines.
+    if (const std::size_t space = line.find(' '); space != 0 && space != std::string_view::npos &&
+                                                  line.find('\t') == std::string_view::npos) {
+      std::uint64_t value = 0;
+      if (toInt(line.substr(space + 1), value)) {
+        if (auto error = each(line.substr(0, space), value, where)) return error;
+        continue;
+      }
+    }
     std::string_view tokens = line;
     const std::string_view name = nextToken(tokens);
     const std::string_view number = nextToken(tokens);

@@ -617,6 +617,9 @@ Agent::Decided Agent::decide(const cgroups::NodeReading& node, SteadyTime now) {
     FigureReader reader(*this, now);
     VictimsFirstOptions options;
     options.busy = tracker_.busySignals();
+    // The last decision's ranking, over the same pods unless the view changed since (then it
+    // was cleared): its order is where this one's sort starts.
+    options.lastRanking = &lastDecision_.memory;
     VictimsFirstDecision decided =
         decideVictimsFirst(view, usageOfView(node), policy_, state_, now, reader, options);
     forgetVanished(decided.vanished);

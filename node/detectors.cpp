@@ -151,9 +151,15 @@ void Detectors::follow(const policy::EvictionDecision& decision, const cgroups::
     }
     if (!eventfds) continue;
     auto armed = armedThresholds_.find(status.key);
-    // Re-arm only when the point moved by more than 1 MiB (inactive_file drifts all the time).
+    // Re-arm only when the point moved by more than 1 MiB (inactive_file drifts all the time),
+    // or, far below it, by more than 1/64 of the way from the usage to it: a host's page cache
+    // moves the root's point by megabytes a second, and each arming costs the loop an RCU
+    // grace period in the kernel (~15 ms blocked). Near the point it stays within 1 MiB; the
+    // poller places its lines exactly every cycle.
+    const std::int64_t slack =
+        std::max<std::int64_t>(1 << 20, (usageLine - std::int64_t(memory->usage)) / 64);
     if (armed != armedThresholds_.end() &&
-        std::llabs(std::int64_t(armed->second) - usageLine) < (1 << 20)) {
+        std::llabs(std::int64_t(armed->second) - usageLine) < slack) {
       continue;
     }
     auto notifier = cgroups::MemoryThresholdNotifier::arm(*dir, std::uint64_t(usageLine));
@@ -182,8 +188,10 @@ void Detectors::follow(const policy::EvictionDecision& decision, const cgroups::
       pods_.kubepodsMemory().version() == cgroups::Version::V2) {
     setMemoryHigh(highLine);
   }
-  setPollLines(true, std::move(nodeLines), pollCeiling);
-  setPollLines(false, std::move(kubepodsLines), pollCeiling);
+  setPollLines(true, std::move(nodeLines), pollCeiling,
+               node.root ? std::optional(node.root->usage) : std::nullopt);
+  setPollLines(false, std::move(kubepodsLines), pollCeiling,
+               node.kubepods ? std::optional(node.kubepods->usage) : std::nullopt);
 }
 
 void Detectors::setMemoryHigh(std::uint64_t line) {
@@ -218,7 +226,8 @@ void Detectors::setMemoryHigh(std::uint64_t line) {
 }
 
 void Detectors::setPollLines(bool node, std::vector<std::uint64_t> lines,
-                             std::chrono::milliseconds ceiling) {
+                             std::chrono::milliseconds ceiling,
+                             std::optional<std::uint64_t> usage) {
   auto found = std::find_if(pollers_.begin(), pollers_.end(),
                             [&](const auto& poller) { return poller->node == node; });
   if (lines.empty()) {
@@ -255,6 +264,18 @@ void Detectors::setPollLines(bool node, std::vector<std::uint64_t> lines,
   tuning.ceiling = ceiling;
   poller->poller->setTuning(tuning);
   poller->poller->setLines(std::move(lines));
+  // The cycle just read the file, below every line (so no crossing to report: the cycle saw
+  // that usage itself): that was the poll. Past a line the polls go on as they were.
+  const std::vector<std::uint64_t>& placed = poller->poller->lines();
+  if (usage && !placed.empty() && *usage < placed.front()) {
+    const cgroups::MemoryLinePoller::Sample sample = poller->poller->observe(*usage, clock_.now());
+    // At the ceiling the next cycle, due within one, reads it before a poll would: the poll
+    // waits half an interval more, and only runs if no cycle came.
+    const std::chrono::nanoseconds delay =
+        sample.next < ceiling ? std::chrono::nanoseconds(sample.next) : ceiling + ceiling / 2;
+    schedulePoll(poller, delay);
+    return;
+  }
   if (!poller->scheduled) schedulePoll(poller, std::chrono::nanoseconds(0));
 }
 

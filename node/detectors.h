@@ -66,6 +66,9 @@ class Detectors {
   // kubelet's memory threshold notifier computes it), with the usage and inactive_file the
   // cycle read (`node`: the root's for memory.available, kubepods' for the allocatable one).
   // `pollCeiling`: the longest the poller waits between two reads (the housekeeping interval).
+  // The cycle's own reading of a usage below every line counts as the poller's read: the next
+  // poll is timed from it, and where that is at the ceiling the next cycle reads first — a
+  // quiet node is read once an interval, by the cycle, and not woken again to poll.
   void follow(const policy::EvictionDecision& decision, const cgroups::NodeReading& node,
               std::chrono::milliseconds pollCeiling);
   // The policy changed: v1 thresholds are re-armed at the next follow().
@@ -83,7 +86,9 @@ class Detectors {
   void watch(const std::shared_ptr<Notifier>& notifier);
   // memoryHighEdge: kubepods' memory.high at `line` (0: back to the value found).
   void setMemoryHigh(std::uint64_t line);
-  void setPollLines(bool node, std::vector<std::uint64_t> lines, std::chrono::milliseconds ceiling);
+  // `usage`: what the cycle read of the poller's file (nullopt: nothing).
+  void setPollLines(bool node, std::vector<std::uint64_t> lines, std::chrono::milliseconds ceiling,
+                    std::optional<std::uint64_t> usage);
   void schedulePoll(const std::shared_ptr<LinePoller>& poller, std::chrono::nanoseconds delay);
   // Logs a problem once per text (bounded).
   void reportOnce(const std::string& what, const std::string& error, const char* fallback);

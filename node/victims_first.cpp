@@ -46,8 +46,8 @@ class Decider {
         options_(options) {}
 
   VictimsFirstDecision run() {
-    policy::EvictionResult result =
-        policy::evaluateEviction(view_, policy_, state_, now_, policy::Rankings::Needed);
+    policy::EvictionResult result = policy::evaluateEviction(
+        view_, policy_, state_, now_, policy::Rankings::Needed, options_.lastRanking);
     // The node's figures, hence the signals and what acts, stay through the rounds.
     if (auto reason = mustScan(result.decision); reason != FullScanReason::None) {
       return fullScan(reason);

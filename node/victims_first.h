@@ -19,9 +19,10 @@
 //                 the last victim has its usage read (one read); one that its usage cannot
 //                 keep behind is read whole and goes back to step 2.
 //
-// The pods are ranked once a notification, at step 1. A pod read is re-placed in that ranking
-// (policy::rerankMemoryPressure: only the entries between its old and new places move) and
-// the plan is made again over it (policy::planEvictions); step 3 compares each unread pod,
+// The pods are ranked once a notification, at step 1 (from the order of the last decision's
+// ranking when given: VictimsFirstOptions::lastRanking). A pod read is re-placed in that
+// ranking (policy::rerankMemoryPressure: only the entries between its old and new places move)
+// and the plan is made again over it (policy::planEvictions); step 3 compares each unread pod,
 // given its bound, with the last victim by the ranking's own comparator
 // (policy::memoryRankedBefore) — no copy of the view, no second sort.
 //
@@ -93,6 +94,10 @@ struct VictimsFirstOptions {
   // chooses no second one). A decision with no other eviction is left as the figures last
   // read give it, nothing read nor certified: its evictions are not acted on.
   std::set<policy::Signal> busy;
+  // The previous decision's memory ranking, taken as the sort's starting order
+  // (policy::rankMemoryPressure's `reuse`): on a quiet node the pods keep their places, and a
+  // pass over them replaces a sort of them every cycle. The decision is the same without it.
+  policy::Ranking* lastRanking = nullptr;
 };
 
 struct VictimsFirstDecision {

@@ -181,8 +181,41 @@ std::string notEvictableReason(const Pod& pod, const Policy& policy) {
 // Eviction counts the allocated requests, the pod level alone where it is set, overhead
 // only on a non-zero value (docs/reference.md §3; the kubelet's GetResourceRequestQuantity).
 std::int64_t requestOf(const Pod& pod, const std::string& resource) {
-  auto it = pod.rankingRequests.find(resource);
-  return it == pod.rankingRequests.end() ? 0 : it->second;
+  // A walk over a pod's few resources, lengths compared first: a ranking looks up every pod's
+  // request every cycle, and a tree search compared the strings' bytes at every node.
+  for (const auto& [name, amount] : pod.rankingRequests) {
+    if (name == resource) return amount;
+  }
+  return 0;
+}
+
+// The ranking's whole order: evictable pods first, then rankedBefore (what sorting by
+// rankedBefore and then moving the pods that may not be evicted last gives: the order is total).
+bool rankedBeforeEvictableFirst(const SortRecord& a, const SortRecord& b, Style style) {
+  if (a.evictable != b.evictable) return a.evictable;
+  return rankedBefore(a, b, style);
+}
+
+// Sorts `records`, nearly in order already, by insertion: a pass when nothing moved, a few
+// shifts for the pods whose figures moved them. False (`records` a permutation still, not
+// sorted) once more shifts than `budget` would be needed: a sort is then cheaper.
+bool repairOrder(std::vector<SortRecord>& records, Style style, std::size_t budget) {
+  std::size_t shifts = 0;
+  for (std::size_t i = 1; i < records.size(); ++i) {
+    if (!rankedBeforeEvictableFirst(records[i], records[i - 1], style)) continue;
+    const SortRecord moving = records[i];
+    std::size_t j = i;
+    while (j > 0 && rankedBeforeEvictableFirst(moving, records[j - 1], style)) {
+      records[j] = records[j - 1];
+      --j;
+      if (++shifts > budget) {
+        records[j] = moving;
+        return false;
+      }
+    }
+    records[j] = moving;
+  }
+  return true;
 }
 
 // Ranks the view's pods. A pod in the summary has usage data (the figure it lacks counts 0,
@@ -190,15 +223,17 @@ std::int64_t requestOf(const Pod& pod, const std::string& resource) {
 // summary has none. `requestResource` names the request subtracted from the usage (none:
 // 0); the "exceeds its request" test compares with it too unless `exceedsZero` (inodes,
 // which no pod requests: the kubelet's exceedDiskRequests compares with 0).
+//
+// `reuse`: an earlier ranking of the same resource (taken: its entries are written over).
+// When it ranks exactly the view's pods, the records are made in its order and put in order
+// by insertion — a pass when no pod moved, a few shifts for the pods whose figures moved them
+// — instead of sorted. The result is the same either way, the order being total.
 template <typename Usage>
 Ranking buildRanking(const NodeView& view, const Policy& policy, std::string resource,
                      const std::string& requestResource, bool exceedsZero, Style style,
-                     Usage usageOf) {
-  std::vector<SortRecord> records;
-  records.reserve(view.pods.size());
-  for (std::size_t i = 0; i < view.pods.size(); ++i) {
+                     Usage usageOf, Ranking* reuse = nullptr) {
+  auto recordOf = [&](std::size_t i) {
     const Pod& pod = *view.pods[i];
-    if (pod.terminating) continue;  // already on its way out
     SortRecord r{};
     r.priority = pod.priority;
     r.keyOrder = view.keyOrder[i];
@@ -210,15 +245,61 @@ Ranking buildRanking(const NodeView& view, const Policy& policy, std::string res
     }
     if (!requestResource.empty()) r.request = requestOf(pod, requestResource);
     r.exceedRequest = exceedsZero ? 0 : r.request;
-    records.push_back(r);
+    return r;
+  };
+  std::vector<SortRecord> records;
+  records.reserve(view.pods.size());
+  // The earlier ranking's pods found in the view by their key positions (a linear pass): each
+  // once, every pod of the view that is ranked among them.
+  auto inEarlierOrder = [&]() {
+    const std::size_t n = view.pods.size();
+    if (reuse == nullptr || reuse->pods.empty() || reuse->pods.size() > n) return false;
+    std::uint32_t maxOrder = 0;
+    std::size_t ranked = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      maxOrder = std::max(maxOrder, view.keyOrder[i]);
+      if (!view.pods[i]->terminating) ++ranked;
+    }
+    // A snapshot's key positions when the view is one node's among many: too sparse to index.
+    if (ranked != reuse->pods.size() || std::size_t(maxOrder) > 4 * n + 1024) return false;
+    constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+    std::vector<std::uint32_t> byKey(std::size_t(maxOrder) + 1, kNone);
+    for (std::size_t i = 0; i < n; ++i) byKey[view.keyOrder[i]] = std::uint32_t(i);
+    for (const RankedPod& entry : reuse->pods) {
+      const std::uint32_t i = entry.keyOrder <= maxOrder ? byKey[entry.keyOrder] : kNone;
+      if (i == kNone || view.pods[i] != entry.pod || entry.pod->terminating) {
+        records.clear();
+        return false;
+      }
+      byKey[entry.keyOrder] = kNone;  // each pod once
+      records.push_back(recordOf(i));
+    }
+    return true;
+  };
+  const bool earlierOrder = inEarlierOrder();
+  if (!earlierOrder) {
+    for (std::size_t i = 0; i < view.pods.size(); ++i) {
+      if (view.pods[i]->terminating) continue;  // already on its way out
+      records.push_back(recordOf(i));
+    }
   }
-  std::sort(records.begin(), records.end(), [style](const SortRecord& a, const SortRecord& b) {
-    return rankedBefore(a, b, style);
-  });
-  // Pods that may not be evicted go last, keeping their order.
-  std::stable_partition(records.begin(), records.end(),
-                        [](const SortRecord& r) { return r.evictable; });
+  if (earlierOrder) {
+    if (!repairOrder(records, style, 4 * records.size() + 64)) {
+      std::sort(records.begin(), records.end(), [style](const SortRecord& a, const SortRecord& b) {
+        return rankedBeforeEvictableFirst(a, b, style);
+      });
+    }
+  } else {
+    std::sort(records.begin(), records.end(), [style](const SortRecord& a, const SortRecord& b) {
+      return rankedBefore(a, b, style);
+    });
+    // Pods that may not be evicted go last, keeping their order.
+    std::stable_partition(records.begin(), records.end(),
+                          [](const SortRecord& r) { return r.evictable; });
+  }
   Ranking ranking;
+  // The earlier entries' storage (their reasons' strings too) is written over.
+  if (reuse != nullptr) ranking.pods = std::move(reuse->pods);
   ranking.resource = std::move(resource);
   ranking.pods.resize(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -231,7 +312,11 @@ Ranking buildRanking(const NodeView& view, const Policy& policy, std::string res
     out.request = r.request;
     out.evictable = r.evictable;
     out.keyOrder = r.keyOrder;
-    if (!r.evictable) out.notEvictableReason = notEvictableReason(*out.pod, policy);
+    if (!r.evictable) {
+      out.notEvictableReason = notEvictableReason(*out.pod, policy);
+    } else {
+      out.notEvictableReason.clear();
+    }
   }
   return ranking;
 }
@@ -549,12 +634,14 @@ SortRecord memoryRecord(const RankedPod& r) {
 
 }  // namespace
 
-Ranking rankMemoryPressure(const NodeView& view, const Policy& policy) {
+Ranking rankMemoryPressure(const NodeView& view, const Policy& policy, Ranking* reuse) {
   const bool withSwap = policy.memoryRankingCountsSwap;
-  return buildRanking(view, policy, "memory", "memory", false, memoryStyle(policy),
-                      [withSwap](const Pod&, const PodStats& s) -> std::int64_t {
-                        return memoryRankingUsage(s, withSwap);
-                      });
+  return buildRanking(
+      view, policy, "memory", "memory", false, memoryStyle(policy),
+      [withSwap](const Pod&, const PodStats& s) -> std::int64_t {
+        return memoryRankingUsage(s, withSwap);
+      },
+      reuse);
 }
 
 bool memoryRankedBefore(const RankedPod& a, const RankedPod& b, const Policy& policy) {
@@ -675,14 +762,8 @@ std::vector<std::string> nodeConditions(const std::vector<SignalStatus>& statuse
 // Step 3: the rankings the decision shows — memory always; PIDs and ephemeral storage when a
 // threshold needs them (or, with Rankings::All, whenever the node has that usage).
 void rankPods(const NodeView& view, const Policy& policy, Rankings rankings,
-              EvictionDecision& decision) {
-  decision.memory = rankMemoryPressure(view, policy);
-  bool anyProcesses = false, anyDisk = false;
-  for (const auto* ps : view.podStats) {
-    if (ps == nullptr) continue;
-    anyProcesses |= ps->processCount.has_value();
-    anyDisk |= hasDiskUsage(*ps);
-  }
+              EvictionDecision& decision, Ranking* memoryReuse) {
+  decision.memory = rankMemoryPressure(view, policy, memoryReuse);
   bool needPids = false, needDisk = false;
   // The disk ranking shown measures for the first disk (bytes) threshold that acts, else for
   // nodefs.available: with a dedicated image filesystem the two measure different figures.
@@ -696,6 +777,16 @@ void rankPods(const NodeView& view, const Policy& policy, Rankings rankings,
     }
   }
   const bool all = rankings == Rankings::All;
+  // Whether any pod has that usage: looked at only where the ranking may be wanted (not in a
+  // quiet cycle's Needed).
+  bool anyProcesses = false, anyDisk = false;
+  if (all || needPids || needDisk) {
+    for (const auto* ps : view.podStats) {
+      if (ps == nullptr) continue;
+      anyProcesses |= ps->processCount.has_value();
+      anyDisk |= hasDiskUsage(*ps);
+    }
+  }
   if (anyProcesses && (all || needPids)) decision.pids = rankPidPressure(view, policy);
   if (anyDisk && (all || needDisk)) {
     decision.ephemeralStorageSignal = diskSignal.value_or(Signal::NodeFsAvailable);
@@ -794,14 +885,15 @@ const Ranking& shownRanking(const EvictionDecision& decision, Signal signal) {
 }
 
 EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
-                                const EvictionState& state, SteadyTime now, Rankings rankings) {
+                                const EvictionState& state, SteadyTime now, Rankings rankings,
+                                Ranking* memoryReuse) {
   EvictionResult result;
   EvictionDecision& decision = result.decision;
   decision.node = view.name;
   const std::vector<Observation> observations = observeSignals(view);
   decision.signals = thresholdStatuses(observations, policy, state, now, result.next);
   decision.conditions = nodeConditions(decision.signals, policy, state, now, result.next);
-  rankPods(view, policy, rankings, decision);
+  rankPods(view, policy, rankings, decision, memoryReuse);
   decision.evict = planEvictions(view, policy, decision);
   return result;
 }

@@ -137,10 +137,11 @@ struct EvictionResult {
 enum class Rankings { Needed, All };
 
 // The whole eviction decision for one node at `now`. Pure: the same inputs give the same
-// decision, and `state` is only read.
+// decision, and `state` is only read. `memoryReuse`: as rankMemoryPressure's `reuse` (an
+// earlier decision's memory ranking, taken), which changes the cost, not the decision.
 EvictionResult evaluateEviction(const NodeView& view, const Policy& policy,
                                 const EvictionState& state, SteadyTime now,
-                                Rankings rankings = Rankings::All);
+                                Rankings rankings = Rankings::All, Ranking* memoryReuse = nullptr);
 
 // evaluateEviction's last step alone: the evictions `decision`'s thresholds call for over its
 // rankings (one it lacks is built from `view`). A caller that changed a ranking (re-placed a
@@ -153,7 +154,12 @@ std::vector<Eviction> planEvictions(const NodeView& view, const Policy& policy,
 const Ranking& shownRanking(const EvictionDecision& decision, Signal signal);
 
 // The rankings on their own (docs/reference.md §4 "Ranking"), for any resource of the node.
-Ranking rankMemoryPressure(const NodeView& view, const Policy& policy);
+// `reuse`, for the memory ranking: an earlier memory ranking under the same policy (taken:
+// its entries are written over). When it ranks exactly the view's pods, its order is where
+// the sort starts — repaired by insertion, so that a ranking whose pods did not move costs a
+// pass instead of a sort (the agent's quiet cycles, every second). The ranking is the same
+// with or without it: the order is total.
+Ranking rankMemoryPressure(const NodeView& view, const Policy& policy, Ranking* reuse = nullptr);
 Ranking rankPidPressure(const NodeView& view, const Policy& policy);
 // The memory ranking's order, the one rankMemoryPressure sorts by: whether `a` is evicted
 // before `b` with the figures of their entries (evictable pods first, then the policy's

@@ -134,3 +134,35 @@ TEST_CASE("MemoryLinePoller: a failed read is an error and keeps the last figure
   CHECK(crossed->crossed);
   CHECK(crossed->crossedAfter == t0);
 }
+
+TEST_CASE("MemoryLinePoller: a usage read elsewhere counts as a poll of it") {
+  // Two pollers, one polling and one told what the agent's cycle read at the same times: the
+  // same samples, and the next poll of each is timed the same.
+  FakeUsage fake{100 * kMiB};
+  MemoryLinePoller polled(fake.reader(), PollTuning{});
+  FakeUsage never{0, true};  // observe() never reads
+  MemoryLinePoller told(never.reader(), PollTuning{});
+  polled.setLines({400 * kMiB});
+  told.setLines({400 * kMiB});
+  const SteadyTime t0{};
+  const std::uint64_t usages[] = {100 * kMiB, 300 * kMiB, 350 * kMiB, 390 * kMiB, 380 * kMiB};
+  for (int i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    fake.usage = usages[i];
+    const SteadyTime at = t0 + i * 100ms;
+    auto a = polled.poll(at);
+    REQUIRE(a);
+    const MemoryLinePoller::Sample b = told.observe(usages[i], at);
+    CHECK(b.usage == a->usage);
+    CHECK(b.crossed == a->crossed);
+    CHECK(b.next == a->next);
+    CHECK(b.growthBytesPerSecond == a->growthBytesPerSecond);
+  }
+  // And a poll after it carries on from what it was told: the crossing is reported.
+  never.fail = false;
+  never.usage = 400 * kMiB;
+  auto crossed = told.poll(t0 + 500ms);
+  REQUIRE(crossed);
+  CHECK(crossed->crossed);
+  CHECK(crossed->crossedAfter == t0 + 400ms);
+}

@@ -112,6 +112,86 @@ TEST_CASE("the poller's usage line comes from the cycle's reading, and a crossin
   detectors.stop();
 }
 
+TEST_CASE("the cycle's reading far below the line stands for a poll until the next cycle") {
+  server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
+  Node node;
+  boost::asio::io_context io;
+  std::vector<Wake> wakes;
+  DetectorOptions options;
+  options.procRoot = node.tree.path("proc").string();
+  options.kernelWakeups = false;
+  Detectors detectors(io, node.pods, steadyClock(), options,
+                      [&](Trigger trigger, std::optional<SteadyTime> at) {
+                        wakes.push_back({trigger, at});
+                      });
+  // The cycle read 10 MiB: 914 MiB below the line (924 MiB), 223 ms at the assumed growth,
+  // past the 100 ms ceiling — the next cycle, due within 100 ms, reads before a poll would.
+  // The file says the line is crossed: a poll would wake the loop at once.
+  node.tree.write("cg/kubepods/memory.current", std::to_string(974 * kMiB) + "\n");
+  cgroups::NodeReading reading;
+  reading.kubepods = cgroups::MemoryReading{10 * kMiB, 0, 10 * kMiB, 1024 * kMiB};
+  const auto followed = std::chrono::steady_clock::now();
+  detectors.follow(decisionWith(1014 * kMiB), reading, 100ms);
+  REQUIRE(detectors.armed().size() == 1);
+  io.run_for(120ms);
+  CHECK(wakes.empty());  // no poll while a cycle was due
+  // No cycle came: the poll runs half an interval after the next cycle was due.
+  runUntil(io, [&] { return !wakes.empty(); });
+  REQUIRE(wakes.size() == 1);
+  CHECK(toString(wakes[0].trigger) == "memory-poll");
+  CHECK(std::chrono::steady_clock::now() - followed >= 150ms);
+  detectors.stop();
+}
+
+TEST_CASE("a v1 threshold is re-armed when its point moved: by 1 MiB near it, 1/64 far off") {
+  server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
+  // A v1 memory hierarchy: cgroup.event_control is a plain file here, so arming "succeeds"
+  // and what is armed shows in armed().
+  CgroupTree tree{
+      {dir("cg", {dir("memory", {dir("kubepods", {file("memory.usage_in_bytes", "0\n"),
+                                                  file("memory.limit_in_bytes", "1073741824\n"),
+                                                  file("cgroup.event_control", "")})})}),
+       dir("proc")}};
+  cgroups::DiscoverOptions discover;
+  discover.root = tree.path("cg").string();
+  discover.useLibcgroup = false;
+  auto h = cgroups::discoverHierarchy(discover);
+  REQUIRE(h);
+  cgroups::PodCgroups pods(*h, "kubepods");
+  REQUIRE(pods.refresh());
+  boost::asio::io_context io;
+  DetectorOptions options;
+  options.procRoot = tree.path("proc").string();
+  Detectors detectors(io, pods, steadyClock(), options, [](Trigger, std::optional<SteadyTime>) {});
+  // The point armed: capacity − threshold + inactive_file, in bytes.
+  auto armedAt = [&] {
+    for (const std::string& name : detectors.armed()) {
+      if (name.rfind("memory threshold", 0) != 0) continue;
+      const std::size_t at = name.find(" at ");
+      return std::stoll(name.substr(at + 4, name.find(' ', at + 4) - at - 4));
+    }
+    return -1LL;
+  };
+  auto follow = [&](std::int64_t usage, std::int64_t inactive) {
+    cgroups::NodeReading reading;
+    reading.kubepods = cgroups::MemoryReading{std::uint64_t(usage), std::uint64_t(inactive),
+                                              std::uint64_t(usage - inactive), 1024 * kMiB};
+    detectors.follow(decisionWith(1024 * kMiB - (usage - inactive)), reading, 1000ms);
+  };
+  follow(10 * kMiB, 0);
+  CHECK(armedAt() == 924 * kMiB);
+  // 914 MiB below it: a drift of 5 MiB (under 1/64 of that) leaves it.
+  follow(10 * kMiB, 5 * kMiB);
+  CHECK(armedAt() == 924 * kMiB);
+  // 29 MiB below it: the same drift re-arms it where it now is.
+  follow(900 * kMiB, 5 * kMiB);
+  CHECK(armedAt() == 929 * kMiB);
+  // Under 1 MiB: left.
+  follow(900 * kMiB, 5 * kMiB + kMiB / 2);
+  CHECK(armedAt() == 929 * kMiB);
+  detectors.stop();
+}
+
 TEST_CASE("no reading of kubepods, no line; a threshold of another signal places none") {
   server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
   Node node;

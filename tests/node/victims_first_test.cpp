@@ -134,6 +134,16 @@ std::string describe(const policy::Ranking& ranking) {
   return out.str();
 }
 
+// The same without where the figures are stored (two readers store them apart).
+std::string describeFigures(const policy::Ranking& ranking) {
+  std::ostringstream out;
+  for (const policy::RankedPod& r : ranking.pods) {
+    out << r.pod->key << " " << (r.hasUsage ? std::to_string(r.usage) : "-") << " " << r.request
+        << (r.evictable ? "" : " not evictable") << (r.stats == nullptr ? " no stats" : "") << "\n";
+  }
+  return out.str();
+}
+
 // The ranking the decision kept, re-placing each pod it read, must be the one a ranking of the
 // whole view builds with the figures it read: the stale view, each pod read whole given its
 // fresh figures, the pods found gone left out.
@@ -201,6 +211,26 @@ void compare(const Node& node, const policy::Policy& policy, Tally& tally) {
   tally.podsRead += int(got.podsRead);
   checkRanking(stale, got, reader, policy);
   CHECK(describe(got.result->decision.evict) == describe(expected.decision.evict));
+  // The same with the ranking of the figures before the last read as the starting order (the
+  // agent gives its last decision's): only the cost changes.
+  {
+    std::map<std::string, std::int64_t> older = node.last;
+    for (auto& [uid, ws] : older) ws = ws / 2 + (ws % 7) * kMiB;
+    std::deque<policy::PodStats> olderStorage;
+    policy::Ranking last =
+        policy::rankMemoryPressure(viewOf(all, older, stats, olderStorage), policy);
+    Reader again(node);
+    VictimsFirstOptions options;
+    options.lastRanking = &last;
+    const VictimsFirstDecision reused = decideVictimsFirst(
+        stale, std::uint64_t(kubepodsUsage(node)), policy, state, at, again, options);
+    REQUIRE(reused.result.has_value());
+    CHECK(describe(reused.result->decision.evict) == describe(got.result->decision.evict));
+    CHECK(describeFigures(reused.result->decision.memory) ==
+          describeFigures(got.result->decision.memory));
+    CHECK(reused.podsRead == got.podsRead);
+    CHECK(reused.usagesRead == got.usagesRead);
+  }
   CHECK(got.result->decision.conditions == expected.decision.conditions);
   REQUIRE(got.result->decision.signals.size() == expected.decision.signals.size());
   for (std::size_t i = 0; i < expected.decision.signals.size(); ++i) {
@@ -513,6 +543,90 @@ TEST_CASE("a victim whose cgroup vanished leaves the ranking, and the next pod i
   CHECK(got.rounds == 2);
   CHECK(small.ranked(got) == std::vector<std::string>{"pod-1", "pod-2", "pod-3", "pod-4"});
   checkRanking(small.stale, got, reader, small.policy);
+}
+
+TEST_CASE("a ranking started from an earlier one's order is the one a sort builds") {
+  // policy::rankMemoryPressure with `reuse` (the agent passes its last decision's ranking):
+  // the same pods with a few figures changed, many changed, pods added or gone (the earlier
+  // order is then not used), the other style's order; both styles, pods that may not be
+  // evicted, pods without figures, ties, a terminating pod.
+  std::mt19937_64 rng(0x7265757365);  // "reuse"
+  auto pick = [&](std::int64_t low, std::int64_t high) {
+    return std::uniform_int_distribution<std::int64_t>(low, high)(rng);
+  };
+  std::vector<policy::Pod> pods;
+  const std::int32_t priorities[] = {0, 0, 1000, 100000, 2000001000};
+  for (int i = 0; i < 150; ++i) {
+    pods.push_back(makePod(i, priorities[pick(0, 4)], pick(0, 2) == 0 ? 0 : pick(1, 8) * kMiB));
+  }
+  pods[11].terminating = true;
+  policy::resolvePods(pods, {});
+  std::deque<policy::PodStats> storage;
+  policy::NodeStats stats;
+  auto figures = [&]() -> const policy::PodStats* {
+    if (pick(0, 9) == 0) return nullptr;
+    policy::PodStats& entry = storage.emplace_back();
+    if (pick(0, 9) != 0) entry.memoryWorkingSetBytes = std::uint64_t(pick(0, 6) * 4 * kMiB);
+    return &entry;
+  };
+  policy::NodeView view;
+  view.name = "n";
+  view.stats = &stats;
+  for (const policy::Pod& pod : pods) {
+    view.pods.push_back(&pod);
+    view.podStats.push_back(figures());
+  }
+  policy::assignKeyOrder(view);
+  const policy::Policy priority = makePolicy("priority", 5);
+  const policy::Policy kubelet = makePolicy("kubelet", 5);
+  policy::Ranking kept = policy::rankMemoryPressure(view, priority);
+  int repaired = 0;
+  for (int step = 0; step < 400; ++step) {
+    CAPTURE(step);
+    const policy::Policy& policy = step % 50 < 40 ? priority : kubelet;
+    policy::NodeView now = view;
+    switch (pick(0, 5)) {
+      case 0:  // nothing moved
+        break;
+      case 1:  // every figure anew
+        for (auto& entry : now.podStats) entry = figures();
+        break;
+      case 2: {  // a pod gone
+        const std::int64_t gone = pick(0, std::int64_t(now.pods.size()) - 1);
+        now.pods.erase(now.pods.begin() + gone);
+        now.podStats.erase(now.podStats.begin() + gone);
+        policy::assignKeyOrder(now);
+        break;
+      }
+      default:  // a few pods read again
+        for (int n = int(pick(1, 4)); n > 0; --n) {
+          now.podStats[std::size_t(pick(0, std::int64_t(now.pods.size()) - 1))] = figures();
+        }
+        break;
+    }
+    const std::string fresh = describe(policy::rankMemoryPressure(now, policy));
+    const bool samePods = kept.pods.size() + 1 == now.pods.size();  // pod 11 is never ranked
+    policy::Ranking reused = policy::rankMemoryPressure(now, policy, &kept);
+    REQUIRE(describe(reused) == fresh);
+    if (samePods) ++repaired;
+    if (now.pods.size() == view.pods.size()) {
+      view = now;
+      kept = std::move(reused);
+    } else {
+      kept = policy::rankMemoryPressure(view, policy);
+    }
+  }
+  CHECK(repaired > 200);  // the earlier order was used, not only refused
+  // A ranking of other pods is not used, and the result is still the sort's.
+  policy::NodeView half = view;
+  half.pods.resize(half.pods.size() / 2);
+  half.podStats.resize(half.pods.size());
+  policy::assignKeyOrder(half);
+  policy::Ranking other = policy::rankMemoryPressure(half, priority);
+  std::reverse(other.pods.begin(), other.pods.end());
+  other.pods.resize(kept.pods.size(), other.pods.front());
+  CHECK(describe(policy::rankMemoryPressure(view, priority, &other)) ==
+        describe(policy::rankMemoryPressure(view, priority)));
 }
 
 TEST_CASE("re-placing pods one by one keeps the ranking a full ranking builds") {
