@@ -148,6 +148,12 @@ const char* CgroupDir::fileName(File file, Version version) {
 }
 
 Result<CgroupDir> CgroupDir::open(const std::string& path, Version version) {
+  return open(std::make_shared<const std::string>(path), nullptr, version);
+}
+
+Result<CgroupDir> CgroupDir::open(std::shared_ptr<const std::string> root,
+                                  std::shared_ptr<const std::string> below, Version version) {
+  const std::string path = below ? *root + "/" + *below : *root;
   auto fd = openDirAt(AT_FDCWD, path);
   if (!fd) return fd.error();
   struct stat st {};
@@ -155,7 +161,8 @@ Result<CgroupDir> CgroupDir::open(const std::string& path, Version version) {
   CgroupDir dir;
   dir.dir_ = std::move(fd).value();
   dir.version_ = version;
-  dir.path_ = path;
+  dir.root_ = std::move(root);
+  dir.below_ = std::move(below);
   dir.inode_ = st.st_ino;
   return dir;
 }
@@ -166,7 +173,7 @@ Result<std::string_view> CgroupDir::read(File file, std::string& buffer) const {
   if (!cached.valid()) {
     auto opened = openFileAt(dir_.get(), name);
     if (!opened)
-      return Error{std::string(name) + " of " + path_ + ": " + opened.error().message,
+      return Error{std::string(name) + " of " + path() + ": " + opened.error().message,
                    opened.error().sysErrno};
     cached = std::move(opened).value();
   }
@@ -175,14 +182,15 @@ Result<std::string_view> CgroupDir::read(File file, std::string& buffer) const {
   if (buffer.size() < capacity) buffer.resize(capacity);
   auto n = preadWhole(cached.get(), buffer.data(), buffer.size());
   if (!n) {
-    return Error{std::string(name) + " of " + path_ + ": " + n.error().message, n.error().sysErrno};
+    return Error{std::string(name) + " of " + path() + ": " + n.error().message,
+                 n.error().sysErrno};
   }
   return std::string_view(buffer.data(), *n);
 }
 
 Result<std::string> CgroupDir::readOnce(const std::string& name) const {
   auto text = readFileAt(dir_.get(), name);
-  if (!text) return text.error().withContext(path_);
+  if (!text) return text.error().withContext(path());
   return text;
 }
 
@@ -192,6 +200,11 @@ void CgroupDir::closeFiles() const {
 
 PodCgroups::PodCgroups(Hierarchy hierarchy, std::string kubepods)
     : hierarchy_(std::move(hierarchy)),
+      memoryRoot_(std::make_shared<const std::string>(hierarchy_.memory)),
+      cpuacctRoot_(std::make_shared<const std::string>(hierarchy_.cpuacct)),
+      pidsRoot_(std::make_shared<const std::string>(hierarchy_.pids)),
+      unifiedRoot_(std::make_shared<const std::string>(hierarchy_.unified)),
+      freezerRoot_(std::make_shared<const std::string>(hierarchy_.freezer)),
       kubepods_(std::move(kubepods)),
       driver_(driverForKubepods(kubepods_)) {}
 
@@ -247,7 +260,8 @@ Result<std::unique_ptr<PodCgroup>> PodCgroups::openPod(const PodCgroupName& name
   pod->uid = name.uid;
   pod->qos = name.qos;
   pod->relativePath = relativePath;
-  auto memory = CgroupDir::open(hierarchy_.memory + "/" + relativePath, hierarchy_.memoryVersion);
+  auto memory = CgroupDir::open(memoryRoot_, std::make_shared<const std::string>(relativePath),
+                                hierarchy_.memoryVersion);
   if (!memory) return memory.error();
   pod->memory = std::move(memory).value();
   // The other hierarchies are optional: a pod missing there is read without those figures.
@@ -332,17 +346,17 @@ bool PodCgroups::mayHaveChanged() {
 // A hierarchy without the kubepods cgroup (the runtime does not use it) has no pod's either:
 // not looked in, so an idle node does not try two failing opens a pod every cycle.
 void PodCgroups::complete(PodCgroup& pod) const {
-  auto optionalDir = [&](const std::string& mount, unsigned bit, Version version,
-                         std::optional<CgroupDir>& out) {
-    if (mount.empty() || out || (withKubepods_ & bit) == 0) return;
-    if (auto dir = CgroupDir::open(mount + "/" + pod.relativePath, version)) {
-      out = std::move(dir).value();
-    }
+  std::shared_ptr<const std::string> below = pod.memory.below();
+  if (!below) below = std::make_shared<const std::string>(pod.relativePath);
+  auto optionalDir = [&](const std::shared_ptr<const std::string>& mount, unsigned bit,
+                         Version version, std::optional<CgroupDir>& out) {
+    if (mount->empty() || out || (withKubepods_ & bit) == 0) return;
+    if (auto dir = CgroupDir::open(mount, below, version)) out = std::move(dir).value();
   };
-  optionalDir(hierarchy_.cpuacct, kOptionalCpu, hierarchy_.cpuVersion, pod.cpu);
-  optionalDir(hierarchy_.pids, kOptionalPids, hierarchy_.pidsVersion, pod.pids);
-  optionalDir(hierarchy_.unified, kOptionalUnified, Version::V2, pod.unified);
-  optionalDir(hierarchy_.freezer, kOptionalFreezer, Version::V1, pod.freezer);
+  optionalDir(cpuacctRoot_, kOptionalCpu, hierarchy_.cpuVersion, pod.cpu);
+  optionalDir(pidsRoot_, kOptionalPids, hierarchy_.pidsVersion, pod.pids);
+  optionalDir(unifiedRoot_, kOptionalUnified, Version::V2, pod.unified);
+  optionalDir(freezerRoot_, kOptionalFreezer, Version::V1, pod.freezer);
 }
 
 namespace {
