@@ -149,23 +149,18 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& b, const policy::
   const policy::NodeInfo& node = c->index.nodes[0];
   const auto& pdbs = c->snapshot.podDisruptionBudgets;
 
-  int critical = 0, higher = 0, terminating = 0, unstarted = 0;
   std::vector<const policy::Pod*> potential, violating, nonViolating;
   for (const policy::Pod* p : node.pods) {
-    const bool above = p->priority >= c->incoming.priority;
-    terminating += p->terminating;
-    unstarted += !p->startTime;
-    critical += p->critical;
-    higher += !p->critical && above;
-    if (!p->terminating && !p->critical && !above) potential.push_back(p);
+    if (!p->terminating && !p->critical && p->priority < c->incoming.priority) {
+      potential.push_back(p);
+    }
   }
   policy::filterPodsWithPdbViolation(potential, pdbs, violating, nonViolating);
   std::printf(
-      "  generated in %.1f ms: %zu bound active pods (%d system-critical, %d of priority "
-      ">= the incoming %d, %zu potential victims, %d terminating, %d not started), %zu "
-      "nominated, %zu PDBs (%zu potential victims would violate one)\n",
-      genMillis, node.pods.size(), critical, higher, c->incoming.priority, potential.size(),
-      terminating, unstarted, node.nominated.size(), pdbs.size(), violating.size());
+      "  generated in %.1f ms: %zu bound active pods (%zu potential victims), %zu nominated, "
+      "%zu PDBs (%zu potential victims would violate one)\n",
+      genMillis, node.pods.size(), potential.size(), node.nominated.size(), pdbs.size(),
+      violating.size());
 
   // The decision, checked once.
   const auto d = policy::admitPod(c->incoming, node, pdbs, rules);

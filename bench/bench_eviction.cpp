@@ -118,13 +118,6 @@ std::optional<SizeResult> runSize(int podCount, const Budgets& b, const std::str
   r.parse = measure(b.parse, parse(text));
   r.parseCompact = measure(b.parseCompact, parse(gen.compact));
   gen.compact = std::string();  // keeps the footprint down at 10,000 pods
-  for (const auto& [label, s, bytes] :
-       {std::tuple{"kubectl", &r.parse, r.bytes}, {"compact", &r.parseCompact, r.compactBytes}}) {
-    std::printf(
-        "  parse (parseSnapshotText), %s text    median %9.2f ms  p99 %9.2f ms  n=%-3zu "
-        "%6.1f MB/s\n",
-        label, s->median() * 1e-6, s->p99() * 1e-6, s->count(), mbPerSecond(bytes, s->median()));
-  }
 
   // rank+plan: the agent's path builds only the rankings the plan needs; explain builds all.
   auto rankPlan = [&](policy::Rankings mode) {

@@ -1,17 +1,14 @@
 // bench/support: the synthetic cluster the decision benchmarks run on, drawn from a fixed seed
 // so that every run and every machine sees the same data (own draws from Random rather than
-// std::uniform_*_distribution, whose output differs between standard libraries).
+// std::uniform_*_distribution, whose output differs between standard libraries). The figures
+// of docs/performance.md were measured on this data: a change must keep it byte for byte.
 //
-// One plan, two renderings. A Planner draws the workloads of a cluster and the pods of each
-// node: policy::Pod objects as the API holds them (priority classes, requests and limits, start
-// times that tie within a rollout, pods not started, terminating, finished or only nominated)
-// with the usage only the kubelet's stats show. From the plans
-//   clusterCase()      builds a policy::Snapshot of full nodes directly, resolved as parsing
-//                      would, with PodDisruptionBudgets and a pod to admit (bench_admission);
+// A Planner draws the workloads of a cluster and the pods of each node: policy::Pod objects as
+// the API holds them, with the usage only the kubelet's stats show. From these plans
+//   clusterCase()      builds a policy::Snapshot of full nodes and a pod to admit, resolved as
+//                      parsing would (bench_admission);
 //   kubectlSnapshot()  renders one node under memory pressure as kubectl and the kubelet print
-//                      it (Pods, the NodeList, PriorityClasses, the kubelet Summary) as JSON
-//                      text, each quantity in one of its spellings, "0.5" or "500m", "1Gi" or
-//                      "1024Mi" (bench_eviction).
+//                      it, each quantity in one of its spellings (bench_eviction).
 #pragma once
 
 #include <algorithm>
@@ -62,9 +59,6 @@ inline policy::Quantity quantity(std::string_view resource, std::int64_t v) {
   return resource == "cpu" ? policy::Quantity::fromMilli(v, policy::QuantityFormat::DecimalSI)
                            : policy::Quantity::fromValue(v, policy::QuantityFormat::BinarySI);
 }
-
-// ---------------------------------------------------------------------------------------------
-// The plan.
 
 // The pod to admit is "urgent": it may preempt every class below it; the node agents and
 // "critical-apps" are never its victims.
@@ -268,24 +262,15 @@ class Planner {
       }
       sel.matchLabelsBloom = policy::labelBloom(sel.matchLabels);  // as the parser sets it
       const double a = rng_.unit();
-      budget(out, w.app + "-pdb", w.ns, std::move(sel), a < mix.pdbNone ? 0 : a < 0.8 ? 1 : 2);
+      const std::int64_t allowed = a < mix.pdbNone ? 0 : a < 0.8 ? 1 : 2;
+      out.push_back({w.app + "-pdb", w.ns, std::move(sel), allowed, {}});
     }
-    budget(out, "legacy-pdb", "web", std::nullopt, 0);
-    budget(out, "everything-pdb", "reporting", policy::LabelSelector{}, 0);
+    out.push_back({"legacy-pdb", "web", std::nullopt, 0, {}});
+    out.push_back({"everything-pdb", "reporting", policy::LabelSelector{}, 0, {}});
     return out;
   }
 
  private:
-  static void budget(std::vector<policy::PodDisruptionBudget>& out, std::string name,
-                     std::string ns, std::optional<policy::LabelSelector> selector,
-                     std::int64_t allowed) {
-    policy::PodDisruptionBudget& b = out.emplace_back();
-    b.name = std::move(name);
-    b.ns = std::move(ns);
-    b.selector = std::move(selector);
-    b.disruptionsAllowed = allowed;
-  }
-
   // A service skewed towards the first workloads, so that some have many replicas and most
   // few; a Job uniformly (a service if none turns up).
   Workload& some(bool job) {
@@ -390,8 +375,7 @@ inline void sortByKey(std::vector<PodPlan>& pods) {
   });
 }
 
-// ---------------------------------------------------------------------------------------------
-// (a) Policy objects: a cluster of full nodes and a pod to admit.
+// Policy objects: a cluster of full nodes and a pod to admit.
 
 // What one generated case holds. The index points into the snapshot: the case is never moved
 // after clusterCase() returns it (it lives behind a unique_ptr).
@@ -486,8 +470,7 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, const Mix& mix, int
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------
-// (b) One node as kubectl and the kubelet print it.
+// One node as kubectl and the kubelet print it.
 
 // Below the 100Mi hard threshold of bench_eviction's policy, so that every run makes a plan.
 constexpr std::uint64_t kNodeMemoryAvailable = 80 * kMi;
