@@ -31,9 +31,9 @@ namespace {
 
 constexpr std::uint64_t kSeed = 0x61646d6974706f64ULL;  // "admitpod"
 
-// About 45 s in all: per node size 1 s on admitPod, 0.6 s alone, up to 2 s on the naive
+// About 40 s in all: per node size 1 s on admitPod, 0.6 s alone, up to 2 s on the naive
 // selection after its capped first call (about 20 s at 5,000 pods), up to 2 s of variants;
-// 4-6 s per cluster shape with its generation and cross-check.
+// 3-5 s per cluster shape with its generation and cross-check.
 struct Budgets {
   Budget admit, select, naive, index, cluster;
   double naiveCap;        // seconds for one naive call before it is stopped
@@ -386,9 +386,8 @@ int run(int argc, char** argv) {
   std::printf(
       "\nVerdicts use the median. On a shared VM the medians of the same binary can move "
       "by\nhalf between runs: run it twice before trusting a PASS/MISS near its target.\n");
-  std::printf("\ntotal wall time %.1f s; load average at the end %s (sink %llu)\n",
-              nanosSince(start) * 1e-9, loadAverage().c_str(),
-              static_cast<unsigned long long>(gSink));
+  std::printf("\ntotal wall time %.1f s; load average at the end %s\n", nanosSince(start) * 1e-9,
+              loadAverage().c_str());
   return gMismatch ? 3 : 0;
 }
 
