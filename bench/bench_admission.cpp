@@ -121,12 +121,10 @@ NaiveRun runNaiveCapped(const Case& c, const policy::NodeInfo& node, const polic
   }
   const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   NaiveRun out{pid > 0 && (exit == 0 || exit == 3), *nanos, ""};
-  if (pid < 0) {
-    out.note = "fork failed";
-  } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+  if (pid > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
     out.note = "> " + std::to_string(int(capSeconds)) + " s";
   } else if (!out.finished) {
-    out.note = "child failed";
+    out.note = pid < 0 ? "fork failed" : "child failed";
   }
   gMismatch = gMismatch || exit == 3;
   ::munmap(shared, sizeof(double));
