@@ -5,10 +5,8 @@
 //   churned  several priorities and requests, 0–40 MiB, a tenth grown, a tenth shrunk, a few
 //            gone, a few new: several victims, certified by usage reads;
 //   quiet    the hog's node far from the threshold: nothing to act on.
-// Exits 1 when the victims differ from the full evaluation's. Run: BUILD/bench/bench_victims_first
-// [--pods 1000] [--quick] [--once hog|churned|quiet]; instructions (load-independent), as
-// docs/performance.md: valgrind --tool=callgrind --toggle-collect='nodewarden::node::
-// decideVictimsFirst*' BUILD/bench/bench_victims_first --once hog; callgrind_annotate.
+// --once NAME makes one decision untimed, for callgrind (docs/performance.md). Exits 1 when the
+// victims differ from the full evaluation's, 2 on bad arguments.
 #include <deque>
 #include <memory>
 #include <optional>

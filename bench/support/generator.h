@@ -1,17 +1,14 @@
 // bench/support: the synthetic cluster the decision benchmarks run on, drawn from a fixed seed
 // so that every run and every machine sees the same data (own draws from Random rather than
-// std::uniform_*_distribution, whose output differs between standard libraries).
+// std::uniform_*_distribution, whose output differs between standard libraries). The figures
+// of docs/performance.md were measured on this data: a change must keep it byte for byte.
 //
-// One plan, two renderings. A Planner draws the workloads of a cluster and the pods of each
-// node: policy::Pod objects as the API holds them (priority classes, requests and limits, start
-// times that tie within a rollout, pods not started, terminating, finished or only nominated)
-// with the usage only the kubelet's stats show. From the plans
-//   clusterCase()      builds a policy::Snapshot of full nodes directly, resolved as parsing
-//                      would, with PodDisruptionBudgets and a pod to admit (bench_admission);
+// A Planner draws the workloads of a cluster and the pods of each node: policy::Pod objects as
+// the API holds them, with the usage only the kubelet's stats show. From these plans
+//   clusterCase()      builds a policy::Snapshot of full nodes and a pod to admit, resolved as
+//                      parsing would (bench_admission);
 //   kubectlSnapshot()  renders one node under memory pressure as kubectl and the kubelet print
-//                      it (Pods, the NodeList, PriorityClasses, the kubelet Summary) as JSON
-//                      text, each quantity in one of its spellings, "0.5" or "500m", "1Gi" or
-//                      "1024Mi" (bench_eviction).
+//                      it, each quantity in one of its spellings (bench_eviction).
 #pragma once
 
 #include <algorithm>
@@ -63,27 +60,19 @@ inline policy::Quantity quantity(std::string_view resource, std::int64_t v) {
                            : policy::Quantity::fromValue(v, policy::QuantityFormat::BinarySI);
 }
 
-// ---------------------------------------------------------------------------------------------
-// The plan.
-
-struct ClassSpec {
-  const char* name;
-  std::int32_t value;
-  bool globalDefault;
-  bool never;  // preemptionPolicy: Never
-};
-
 // The pod to admit is "urgent": it may preempt every class below it; the node agents and
 // "critical-apps" are never its victims.
-constexpr ClassSpec kClasses[] = {{"system-node-critical", 2'000'001'000, false, false},
-                                  {"critical-apps", 1'000'000, false, false},
-                                  {"platform-daemon", 900'000, false, false},
-                                  {"urgent", 500'000, false, false},
-                                  {"high", 100'000, false, false},
-                                  {"business", 10'000, false, false},
-                                  {"standard", 1'000, false, false},
-                                  {"default-priority", 0, true, false},
-                                  {"preemptible-batch", -100, false, true}};
+inline std::vector<policy::PriorityClass> priorityClasses() {
+  return {{"system-node-critical", 2'000'001'000, false, {}},
+          {"critical-apps", 1'000'000, false, {}},
+          {"platform-daemon", 900'000, false, {}},
+          {"urgent", 500'000, false, {}},
+          {"high", 100'000, false, {}},
+          {"business", 10'000, false, {}},
+          {"standard", 1'000, false, {}},
+          {"default-priority", 0, true, {}},
+          {"preemptible-batch", -100, false, policy::PreemptionPolicy::Never}};
+}
 
 constexpr std::int64_t kCpuChoices[] = {50,  100, 100, 100, 200,  250,  250,  250, 300,
                                         500, 500, 500, 750, 1000, 1000, 1500, 2000};
@@ -174,7 +163,6 @@ class Planner {
       names.push_back(std::string(kNamespaces[std::size_t(i) % std::size(kNamespaces)]) + "-" +
                       std::to_string(2 + i / int(std::size(kNamespaces))));
     }
-    namespaces_ = names.size();
     while (int(workloads_.size()) < workloadCount) {
       Workload w;
       w.ns = names[std::size_t(rng_.between(0, std::int64_t(names.size()) - 1))];
@@ -213,8 +201,6 @@ class Planner {
   }
 
   Random& rng() { return rng_; }
-  std::size_t namespaces() const { return namespaces_; }
-  std::size_t workloads() const { return workloads_.size(); }
 
   std::string nodeName() {
     for (;;) {
@@ -264,9 +250,8 @@ class Planner {
   }
 
   // Budgets on a share of the Deployments and StatefulSets, and two that select nothing.
-  std::vector<policy::PodDisruptionBudget> pdbs(const Mix& mix, int& allowingNone) {
+  std::vector<policy::PodDisruptionBudget> pdbs(const Mix& mix) {
     std::vector<policy::PodDisruptionBudget> out;
-    allowingNone = 0;
     for (const Workload& w : workloads_) {
       if (w.kind == Kind::Job || !rng_.chance(mix.pdbCoverage)) continue;
       policy::LabelSelector sel;
@@ -277,25 +262,15 @@ class Planner {
       }
       sel.matchLabelsBloom = policy::labelBloom(sel.matchLabels);  // as the parser sets it
       const double a = rng_.unit();
-      budget(out, w.app + "-pdb", w.ns, std::move(sel), a < mix.pdbNone ? 0 : a < 0.8 ? 1 : 2);
-      allowingNone += out.back().disruptionsAllowed == 0 ? 1 : 0;
+      const std::int64_t allowed = a < mix.pdbNone ? 0 : a < 0.8 ? 1 : 2;
+      out.push_back({w.app + "-pdb", w.ns, std::move(sel), allowed, {}});
     }
-    budget(out, "legacy-pdb", "web", std::nullopt, 0);
-    budget(out, "everything-pdb", "reporting", policy::LabelSelector{}, 0);
+    out.push_back({"legacy-pdb", "web", std::nullopt, 0, {}});
+    out.push_back({"everything-pdb", "reporting", policy::LabelSelector{}, 0, {}});
     return out;
   }
 
  private:
-  static void budget(std::vector<policy::PodDisruptionBudget>& out, std::string name,
-                     std::string ns, std::optional<policy::LabelSelector> selector,
-                     std::int64_t allowed) {
-    policy::PodDisruptionBudget& b = out.emplace_back();
-    b.name = std::move(name);
-    b.ns = std::move(ns);
-    b.selector = std::move(selector);
-    b.disruptionsAllowed = allowed;
-  }
-
   // A service skewed towards the first workloads, so that some have many replicas and most
   // few; a Job uniformly (a service if none turns up).
   Workload& some(bool job) {
@@ -390,8 +365,7 @@ class Planner {
   Random rng_;
   std::vector<Workload> daemons_, workloads_;
   std::unordered_set<std::string> usedNames_;  // workloads', pods' (ns/name) and nodes' names
-  std::size_t namespaces_ = 0;
-  bool firstNode_ = true;  // gets nominated pods, as a few others do
+  bool firstNode_ = true;                      // gets nominated pods, as a few others do
 };
 
 // kubectl get pods -A lists by namespace, then name.
@@ -401,17 +375,7 @@ inline void sortByKey(std::vector<PodPlan>& pods) {
   });
 }
 
-inline std::vector<policy::PriorityClass> priorityClasses() {
-  std::vector<policy::PriorityClass> out;
-  for (const ClassSpec& c : kClasses) {
-    out.push_back({c.name, c.value, c.globalDefault,
-                   c.never ? std::optional(policy::PreemptionPolicy::Never) : std::nullopt});
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// (a) Policy objects: a cluster of full nodes and a pod to admit.
+// Policy objects: a cluster of full nodes and a pod to admit.
 
 // What one generated case holds. The index points into the snapshot: the case is never moved
 // after clusterCase() returns it (it lives behind a unique_ptr).
@@ -419,9 +383,6 @@ struct Case {
   policy::Snapshot snapshot;
   policy::Pod incoming;
   policy::ClusterIndex index;
-  int pdbsAllowingNone = 0;
-  std::size_t namespaces = 0;
-  std::size_t workloads = 0;
 };
 
 // Allocatable = what the counted pods request plus a little slack, less than the incoming
@@ -469,9 +430,7 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, const Mix& mix, int
   policy::Snapshot& s = out->snapshot;
   s.priorityClasses = priorityClasses();
   Planner plan(seed, std::max(12, nodeCount * podsPerNode / 6));
-  out->namespaces = plan.namespaces();
-  out->workloads = plan.workloads();
-  s.podDisruptionBudgets = plan.pdbs(mix, out->pdbsAllowingNone);
+  s.podDisruptionBudgets = plan.pdbs(mix);
 
   policy::Pod& in = out->incoming;
   in.ns = "checkout";
@@ -511,8 +470,7 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, const Mix& mix, int
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------
-// (b) One node as kubectl and the kubelet print it.
+// One node as kubectl and the kubelet print it.
 
 // Below the 100Mi hard threshold of bench_eviction's policy, so that every run makes a plan.
 constexpr std::uint64_t kNodeMemoryAvailable = 80 * kMi;
@@ -644,10 +602,6 @@ struct KubectlSnapshot {
   std::string nodeName;
   std::string text;     // as kubectl prints it: four-space indent
   std::string compact;  // the same document without whitespace, as the API server sends it
-  std::size_t podsCompactBytes = 0;   // the "pods" member alone, compact
-  std::size_t statsCompactBytes = 0;  // the "stats" member alone, compact
-  int podsTotal = 0;
-  std::map<std::string, int> qosCounts;  // "(computed)": left out, for the parser to compute
 };
 
 // Renders plans as text, drawing what only the text shows (spellings, IDs) from its own Random.
@@ -730,9 +684,9 @@ class KubectlText {
 
   std::string priorityClassList() {
     std::string items;
-    for (const ClassSpec& c : kClasses) {
+    for (const policy::PriorityClass& c : priorityClasses()) {
       items += fill(kPriorityClassJson, sep(items), c.name, rng_.uuid(), c.value, c.globalDefault,
-                    c.never ? "Never" : "PreemptLowerPriority");
+                    c.preemptionPolicy ? "Never" : "PreemptLowerPriority");
     }
     return fill(kListJson, items);
   }
@@ -812,16 +766,12 @@ inline KubectlSnapshot kubectlSnapshot(std::uint64_t seed, int podCount) {
   for (PodPlan& p : plans) {
     policy::resolvePod(p.pod, classes);  // for the priority and QoS classes printed
     pods += (pods.empty() ? "" : ", ") + render.pod(p);
-    ++out.qosCounts[p.admitted ? policy::qosClassName(p.pod.qos) : "(computed)"];
   }
   const auto doc = nlohmann::ordered_json::parse(fill(
       R"({"nodes": @, "pods": @, "priorityClasses": @, "stats": {"@": @}})", render.nodeList(plans),
       fill(kListJson, pods), render.priorityClassList(), out.nodeName, render.summary(plans)));
   out.text = doc.dump(4);  // kubectl indents with four spaces
   out.compact = doc.dump();
-  out.podsCompactBytes = doc["pods"].dump().size();
-  out.statsCompactBytes = doc["stats"].dump().size();
-  out.podsTotal = int(plans.size());
   return out;
 }
 
