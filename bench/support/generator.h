@@ -2,6 +2,9 @@
 // so that every run and every machine sees the same data (own draws from Random rather than
 // std::uniform_*_distribution, whose output differs between standard libraries). The figures
 // of docs/performance.md were measured on this data: a change must keep it byte for byte.
+// At most one draw per expression: C++ leaves the order of a call's arguments (and of `+`'s
+// operands) open, so two draws in one expression may differ between compilers. Where there
+// were two, they are now separate statements in the order GCC 12 evaluated them (right to left).
 //
 // A Planner draws the workloads of a cluster and the pods of each node: policy::Pod objects as
 // the API holds them, with the usage only the kubelet's stats show. From these plans
@@ -166,7 +169,8 @@ class Planner {
     while (int(workloads_.size()) < workloadCount) {
       Workload w;
       w.ns = names[std::size_t(rng_.between(0, std::int64_t(names.size()) - 1))];
-      w.app = std::string(rng_.pick(kAppStems)) + "-" + rng_.pick(kAppSuffixes);
+      const char* suffix = rng_.pick(kAppSuffixes);
+      w.app = std::string(rng_.pick(kAppStems)) + "-" + suffix;
       if (!usedNames_.insert(w.ns + "/" + w.app).second) {
         w.app += "-" + std::to_string(rng_.between(2, 999));
         if (!usedNames_.insert(w.ns + "/" + w.app).second) continue;
@@ -194,8 +198,8 @@ class Planner {
       w.hash = rng_.fromAlphabet(kNameAlphabet, 10);
       w.team = rng_.pick(kTeams);
       w.tier = rng_.chance(0.5) ? "backend" : "frontend";
-      w.version =
-          "v1." + std::to_string(rng_.between(0, 60)) + "." + std::to_string(rng_.between(0, 9));
+      const std::int64_t patch = rng_.between(0, 9);
+      w.version = "v1." + std::to_string(rng_.between(0, 60)) + "." + std::to_string(patch);
       workloads_.push_back(std::move(w));
     }
   }
@@ -204,9 +208,9 @@ class Planner {
 
   std::string nodeName() {
     for (;;) {
-      std::string n = "ip-10-" + std::to_string(rng_.between(0, 255)) + "-" +
-                      std::to_string(rng_.between(0, 255)) + "-" +
-                      std::to_string(rng_.between(1, 254)) + ".eu-west-1.compute.internal";
+      const std::int64_t d = rng_.between(1, 254), c = rng_.between(0, 255);
+      std::string n = "ip-10-" + std::to_string(rng_.between(0, 255)) + "-" + std::to_string(c) +
+                      "-" + std::to_string(d) + ".eu-west-1.compute.internal";
       if (usedNames_.insert(n).second) return n;
     }
   }
@@ -633,7 +637,8 @@ class KubectlText {
     }
     if (p.admitted) status += fill(R"(, "qosClass": "@")", policy::qosClassName(o.qos));
     const char* owner[] = {"ReplicaSet", "StatefulSet", "Job", "DaemonSet"};
-    const std::string ip = fill("10.244.@.@", rng_.between(0, 63), rng_.between(2, 254));
+    const std::int64_t host = rng_.between(2, 254);
+    const std::string ip = fill("10.244.@.@", rng_.between(0, 63), host);
     const char* ready = o.phase == "Running" ? "True" : "False";
     return fill(kPodJson, o.name, o.ns, o.uid, rng_.between(1'000'000, 99'999'999),
                 rfc3339(created), meta, nlohmann::json(o.labels).dump(),
@@ -655,21 +660,24 @@ class KubectlText {
       const std::string start = rfc3339(*p.pod.startTime / kMicros);
       std::string containers;
       for (const auto& [name, u] : p.usage) {
+        const std::string memoryStats = memory(now, u.workingSet);
         containers +=
             sep(containers) + fill(kContainerStatsJson, name, start, cpu(now, p.nanoCores / 2),
-                                   memory(now, u.workingSet), now, u.rootfs, now, u.logs);
+                                   memoryStats, now, u.rootfs, now, u.logs);
       }
+      const std::string memoryStats = memory(now, workingSet(p));
       pods += sep(pods) + fill(kPodStatsJson, p.pod.name, p.pod.ns, p.pod.uid, start, containers,
-                               cpu(now, p.nanoCores), memory(now, workingSet(p)),
+                               cpu(now, p.nanoCores), memoryStats,
                                fs(now, p.ephemeralUsed, p.inodesUsed), p.processes);
       podsWorkingSet += workingSet(p);
       processes += p.processes;
     }
-    return fill(kSummaryJson, node_, rfc3339(kClusterBirth), cpu(now, 9'000'000'000),
-                memory(now, podsWorkingSet, 1536 * kMi), cpu(now, 9'400'000'000),
-                memory(now, podsWorkingSet + 3 * kGi, kNodeMemoryAvailable),
-                fs(now, 307'234'797'158, 1'250'000), fs(now, 61'000'000'000, 1'250'000), now,
-                processes + 412, pods);
+    const std::string nodeMemory = memory(now, podsWorkingSet + 3 * kGi, kNodeMemoryAvailable);
+    const std::string nodeCpu = cpu(now, 9'400'000'000);
+    const std::string podsMemory = memory(now, podsWorkingSet, 1536 * kMi);
+    return fill(kSummaryJson, node_, rfc3339(kClusterBirth), cpu(now, 9'000'000'000), podsMemory,
+                nodeCpu, nodeMemory, fs(now, 307'234'797'158, 1'250'000),
+                fs(now, 61'000'000'000, 1'250'000), now, processes + 412, pods);
   }
 
   // The NodeList: memory for every working set, the system's 3 GiB and what is still free.
@@ -727,8 +735,9 @@ class KubectlText {
                               : running ? fill(R"("running": {"startedAt": "@"})", started)
                                         : fill(kTerminatedJson, started, rfc3339(created + 600));
     const std::string digest = "registry.example.com/" + c.name + "@sha256:" + rng_.hex(64);
-    return fill(kContainerStatusJson, rng_.hex(64), image(p, c), digest, c.name, running,
-                running && rng_.chance(0.1) ? rng_.between(1, 7) : 0, running, state);
+    const std::int64_t restarts = running && rng_.chance(0.1) ? rng_.between(1, 7) : 0;
+    return fill(kContainerStatusJson, rng_.hex(64), image(p, c), digest, c.name, running, restarts,
+                running, state);
   }
 
   static std::string image(const PodPlan& p, const policy::Container& c) {
@@ -740,9 +749,10 @@ class KubectlText {
   }
   std::string memory(const std::string& now, std::uint64_t workingSet,
                      std::uint64_t available = 0) {
+    const std::int64_t majorFaults = rng_.between(0, 4000), faults = rng_.between(1000, 90'000'000);
     return fill(kMemoryJson, now, available ? fill(R"("availableBytes": @, )", available) : "",
                 workingSet + std::uint64_t(rng_.between(0, 64 * kMi)), workingSet,
-                workingSet - workingSet / 8, rng_.between(1000, 90'000'000), rng_.between(0, 4000));
+                workingSet - workingSet / 8, faults, majorFaults);
   }
   std::string cpu(const std::string& now, std::uint64_t nanoCores) {
     return fill(R"({"time": "@", "usageNanoCores": @, "usageCoreNanoSeconds": @})", now, nanoCores,
@@ -767,9 +777,10 @@ inline KubectlSnapshot kubectlSnapshot(std::uint64_t seed, int podCount) {
     policy::resolvePod(p.pod, classes);  // for the priority and QoS classes printed
     pods += (pods.empty() ? "" : ", ") + render.pod(p);
   }
-  const auto doc = nlohmann::ordered_json::parse(fill(
-      R"({"nodes": @, "pods": @, "priorityClasses": @, "stats": {"@": @}})", render.nodeList(plans),
-      fill(kListJson, pods), render.priorityClassList(), out.nodeName, render.summary(plans)));
+  const std::string stats = render.summary(plans), classList = render.priorityClassList();
+  const auto doc = nlohmann::ordered_json::parse(
+      fill(R"({"nodes": @, "pods": @, "priorityClasses": @, "stats": {"@": @}})",
+           render.nodeList(plans), fill(kListJson, pods), classList, out.nodeName, stats));
   out.text = doc.dump(4);  // kubectl indents with four spaces
   out.compact = doc.dump();
   return out;
