@@ -73,14 +73,14 @@ struct TouchLog {
   std::int64_t* slots = nullptr;
   std::size_t pages = 0;
   std::size_t bytes() const { return (pages + 4) * sizeof(std::int64_t); }
-  // Non-zero once the hog has touched its first pages and waits for "go".
-  std::atomic_ref<std::int64_t> ready() const { return std::atomic_ref(slots[3]); }
   // Pages to touch in all after "go".
   std::atomic_ref<std::int64_t> target() const { return std::atomic_ref(slots[0]); }
   // The kubepods usage above which the threshold is met.
   std::int64_t& usageThreshold() const { return slots[1]; }
   // The first page after which the hog read a usage above it (−1: none yet).
   std::atomic_ref<std::int64_t> crossing() const { return std::atomic_ref(slots[2]); }
+  // Non-zero once the hog has touched its first pages and waits for "go".
+  std::atomic_ref<std::int64_t> ready() const { return std::atomic_ref(slots[3]); }
   std::int64_t& touchedAt(std::size_t page) const { return slots[4 + page]; }
 };
 
@@ -719,10 +719,7 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
 void printUsage(std::FILE* out) {
   std::fprintf(
       out,
-      "usage: bench_agent [--quick] [--trials N] [--skip-demo] [--skip-idle] [--skip-rates]\n"
-      "                   [--rates LIST] [--rate-trials N] [--only-rates] [--skip-fire]\n"
-      "                   [--only-fire] [--pods N] [--variants LIST] [--help]\n"
-      "\n"
+      "usage: bench_agent [OPTION]...\n"
       "Measures the agent end to end on real cgroups it creates (\"%s-<pid>\" below\n"
       "each hierarchy root) and removes again. Needs root.\n"
       "  1. threshold crossing → processes signalled: (a) kernel notifications + 1 s timer,\n"
