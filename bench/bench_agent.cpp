@@ -11,8 +11,8 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <span>
@@ -41,7 +41,6 @@ namespace {
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using cgroups::CgroupDir;
 
 constexpr std::uint64_t kSeed = 0x6167656e74212121ULL;  // "agent!!!"
 constexpr std::int64_t kMi = 1024 * 1024;
@@ -69,41 +68,34 @@ std::string policyWith(const std::string& hard) {
 // Parts 1 and 5: crossing → signalled with the agent in this process.
 
 // Shared by a hog and the parent (MAP_SHARED, zeroed by the parent each trial so its pages are
-// charged to the parent's cgroup, not to the pod measured): pages touched so far, pages to touch
-// in all after "go", the kubepods usage above which the threshold is met, the first page after
-// which the hog read a usage above it (−1: none yet), and when each page was touched.
+// charged to the parent's cgroup, not to the pod measured).
 struct TouchLog {
   std::int64_t* slots = nullptr;
   std::size_t pages = 0;
   std::size_t bytes() const { return (pages + 4) * sizeof(std::int64_t); }
-  std::atomic_ref<std::int64_t> progress() const { return std::atomic_ref(slots[0]); }
-  std::atomic_ref<std::int64_t> target() const { return std::atomic_ref(slots[1]); }
-  std::int64_t& usageThreshold() const { return slots[2]; }
-  std::atomic_ref<std::int64_t> crossing() const { return std::atomic_ref(slots[3]); }
+  // Pages to touch in all after "go".
+  std::atomic_ref<std::int64_t> target() const { return std::atomic_ref(slots[0]); }
+  // The kubepods usage above which the threshold is met.
+  std::int64_t& usageThreshold() const { return slots[1]; }
+  // The first page after which the hog read a usage above it (−1: none yet).
+  std::atomic_ref<std::int64_t> crossing() const { return std::atomic_ref(slots[2]); }
+  // Non-zero once the hog has touched its first pages and waits for "go".
+  std::atomic_ref<std::int64_t> ready() const { return std::atomic_ref(slots[3]); }
   std::int64_t& touchedAt(std::size_t page) const { return slots[4 + page]; }
 };
-
-// memory.usage_in_bytes (v1) / memory.current (v2) through an open descriptor; −1 on error.
-std::int64_t readUsage(int fd) {
-  char text[32];
-  const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
-  if (n <= 0) return -1;
-  text[n] = '\0';
-  return std::int64_t(std::strtoull(text, nullptr, 10));
-}
 
 // The niceness and scheduling policy this process started with: the hogs run at that niceness
 // whatever the agent's loop has, and the loop gets both back after a variant.
 const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
 const int kStartPolicy = ::sched_getscheduler(0);
 
-// The hog: touches the first `prePages`, says 'r' on `channel`; on 'g' touches page by page up
-// to the log's target, stamping each page, and after each page reads kubepods' usage (`usageFd`)
-// until it is above the log's threshold (capacity − threshold + total_inactive_file): that page
-// is the crossing (the kernel charges in batches, so a page count is off by up to ~64 pages).
-// Then holds its memory until killed, EOF on `channel`, or 2 minutes.
-int hog(int channel, int usageFd, const TouchLog& log, std::size_t prePages, std::size_t pageSize,
-        pid_t parent) {
+// The hog: touches the first `prePages`, says it is ready; on 'g' from `go` touches page by page
+// up to the log's target, stamping each page, and after each page reads kubepods' usage until
+// it is above the log's threshold (capacity − threshold + inactive_file): that page is the
+// crossing (the kernel charges in batches, so a page count is off by up to ~64 pages). Then
+// holds its memory until killed, EOF on `go`, or 2 minutes.
+int hog(int go, const cgroups::CgroupDir& kubepods, const TouchLog& log, std::size_t prePages,
+        std::size_t pageSize, pid_t parent) {
   if (!dieWithParent(parent)) return 0;
   (void)::setpriority(PRIO_PROCESS, 0, kStartNice);  // not the agent loop's niceness
   volatile char* bytes = mapSmallPages(log.pages * pageSize);
@@ -112,24 +104,21 @@ int hog(int channel, int usageFd, const TouchLog& log, std::size_t prePages, std
     bytes[i * pageSize] = 1;
     log.touchedAt(i) = monotonicNanos();
   };
-  for (std::size_t i = 0; i < prePages && i < log.pages && !stopped(); ++i) {
-    touch(i);
-    log.progress().store(std::int64_t(i + 1), std::memory_order_release);
-  }
-  char byte = 'r';
-  if (::write(channel, &byte, 1) != 1 || ::read(channel, &byte, 1) != 1 || byte != 'g') return 3;
+  for (std::size_t i = 0; i < prePages && i < log.pages && !stopped(); ++i) touch(i);
+  std::string buffer(512, '\0');  // no allocation while timed
+  log.ready().store(1, std::memory_order_release);
+  if (readByte(go, 120'000) != 'g') return 3;
   const std::size_t target =
       std::min(log.pages, std::size_t(log.target().load(std::memory_order_acquire)));
   bool crossed = false;
   for (std::size_t i = prePages; i < target && !stopped(); ++i) {
     touch(i);
-    if (!crossed && readUsage(usageFd) > log.usageThreshold()) {
-      crossed = true;
-      log.crossing().store(std::int64_t(i), std::memory_order_release);
-    }
-    log.progress().store(std::int64_t(i + 1), std::memory_order_release);
+    if (crossed) continue;
+    auto usage = cgroups::readMemoryUsage(kubepods, buffer);
+    crossed = usage && std::int64_t(*usage) > log.usageThreshold();
+    if (crossed) log.crossing().store(std::int64_t(i), std::memory_order_release);
   }
-  (void)waitReadable(channel, 120'000);  // EOF: the parent is done with us
+  (void)waitReadable(go, 120'000);  // EOF: the parent is done with us
   return 0;
 }
 
@@ -151,17 +140,11 @@ struct Variant {
 };
 
 struct Figures {
-  std::vector<double> latencyMs;           // the hog's crossing → signalledAt
-  std::vector<double> agentMs;             // the agent's own figure (EvictionRecord::latencyMs)
-  std::vector<double> crossErrMs;          // the agent's crossedAt − the hog's crossing
-  std::vector<double> estimateDeltaPages;  // the hog's crossing − the 4 KiB-a-page estimate
-  int attempted = 0, failed = 0, early = 0, noEviction = 0, wrongVictims = 0, kernelOomKills = 0;
+  std::vector<double> latencyMs;  // the hog's crossing → signalledAt
+  std::vector<double> agentMs;    // the agent's own figure (EvictionRecord::latencyMs)
+  int attempted = 0, failed = 0, wrongVictims = 0, kernelOomKills = 0;
   std::string firstError;
 };
-
-std::int64_t nanosOf(SteadyTime t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
 
 // Pumps the agent's loop in 2 ms slices until `done` or the timeout; false on timeout or a stop.
 // (The agent always has its timer armed; should the loop run out of work it sleeps instead.)
@@ -195,333 +178,264 @@ struct LatencyBench {
     node_.publish = nullptr;
     for (const Pod& pod : pods_) node_.removePod(pod);
     if (log_.slots != nullptr) ::munmap(log_.slots, log_.bytes());
-    if (usageFd_ >= 0) ::close(usageFd_);
   }
-  std::string setUp(int idlePods);
-  // The variant's trials; prints what they amounted to, but for the first problem.
-  Figures run(const Variant& v);
-  void trial(asio::io_context& io, node::Agent& agent, const Variant& v, int index, Figures& f);
+
+  std::string setUp(int idlePods) {
+    if (node_.sandbox.hierarchy().memoryVersion == cgroups::Version::V1) {  // no swap escape
+      (void)node_.sandbox.writeMemoryFile(node_.sandbox.kubepods(), "memory.memsw.limit_in_bytes",
+                                          std::to_string(kNodeMemory));
+    }
+    log_.pages = std::size_t(kNodeMemory) / pageSize_;
+    void* shared =
+        ::mmap(nullptr, log_.bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) return std::string("mmap of the touch log: ") + std::strerror(errno);
+    log_.slots = static_cast<std::int64_t*>(std::memset(shared, 0, log_.bytes()));
+    auto steady = node_.addHolder("prod", "steady", 100000, "128Mi", kSteadyBytes);
+    if (!steady) return steady.error().message;
+    pods_.push_back(*steady);
+    // --pods N: idle pods beside it, priority 0 and no requests: they rank with the hog, by usage.
+    for (int i = 0; i < idlePods; ++i) {
+      auto idle = node_.addPod("idle", "idle-" + std::to_string(i), 0,
+                               i % 2 == 0 ? "besteffort" : "burstable", Json::object());
+      if (!idle) return idle.error().message;
+      pods_.push_back(*idle);
+    }
+    return {};
+  }
+
+  // The variant's trials, with its disturbance around them.
+  Figures run(const Variant& v) {
+    Figures f;
+    const auto start = steadyNow();
+    asio::io_context io;
+    // Source::Api: the agent's real wiring (node/run.cpp's ApiWiring), against a fake API
+    // server that also holds the node's other pods, listed and watched on every relist.
+    api_.reset();
+    std::unique_ptr<kube::Client> client;
+    std::unique_ptr<kube::ApiWriter> writer;
+    std::unique_ptr<node::PodSource> source =
+        std::make_unique<node::StaticPodSource>(node_.manifests.string(), kNodeName);
+    node::KubernetesPodSource* kubeSource = nullptr;
+    node::ActuatorFactory makeActuator = node::cgroupActuator();
+    if (v.source == Source::Api) {
+      testing::FakeApiServerOptions serverOptions;
+      serverOptions.bookmarkEvery = 5s;
+      api_.emplace(serverOptions);
+      api_->upsertNode({{"metadata", {{"name", kNodeName}}},
+                        {"status", {{"allocatable", {{"memory", "512Mi"}, {"cpu", "2"}}}}}});
+      for (int i = 0; i < 100; ++i) {
+        api_->upsertPod(bound(podManifest("filler", "filler-" + std::to_string(i), node_.rng.uuid(),
+                                          100000, "burstable", {{"memory", "1Mi"}})));
+      }
+      api_->upsertPod(bound(pods_.front().object));
+      kube::ClusterConfig cluster;
+      cluster.host = "127.0.0.1";
+      cluster.port = std::to_string(api_->port());
+      cluster.tls = false;
+      cluster.token = "test-token";
+      cluster.description = "fake API server " + api_->url();
+      client = std::make_unique<kube::Client>(io, std::move(cluster));
+      kube::WriterOptions writerOptions;
+      writerOptions.nodeName = kNodeName;
+      writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
+      node::KubernetesSourceOptions sourceOptions;
+      sourceOptions.staticPodPath = "";
+      auto kube =
+          std::make_unique<node::KubernetesPodSource>(io, *client, kNodeName, sourceOptions);
+      kubeSource = kube.get();
+      source = std::move(kube);
+      makeActuator = [w = writer.get()](asio::io_context& context, cgroups::PodCgroups& cgroups,
+                                        const Clock& clock) {
+        return std::make_unique<node::ApiRecordingActuator>(
+            node::cgroupActuator()(context, cgroups, clock), *w);
+      };
+    }
+    node::AgentOptions options;
+    options.nodeName = kNodeName;
+    options.scan.nodeFsPath = "";  // memory only
+    options.notifications = v.notifications;
+    options.kernelWakeups = v.kernelWakeups;
+    options.intervalOverride = v.interval;
+    options.systemdNotify = false;
+    options.loopNice = v.loopNice;
+    options.loopRealtime = v.loopRealtime;
+    policy::Diagnostics diagnostics;
+    auto policy = policy::parsePolicyText(policyWith(R"("allocatableMemory.available": "100Mi")"),
+                                          diagnostics);
+    if (!policy) {
+      f.firstError = "the built-in policy does not parse: " + diagnostics.joined();
+      return f;
+    }
+    auto agent = std::make_unique<node::Agent>(
+        io, options, std::move(policy).value(),
+        cgroups::PodCgroups(node_.sandbox.hierarchy(), node_.sandbox.kubepods()), std::move(source),
+        makeActuator);
+    if (kubeSource != nullptr) kubeSource->start();
+    if (kubeSource != nullptr && !pumpUntil(io, 10, [&] { return kubeSource->synced(); })) {
+      f.firstError = "the agent's API source did not sync with the fake API server in 10 s";
+      return f;
+    }
+    std::unique_ptr<server::HttpServer> http;
+    if (v.source == Source::Wrk) {
+      server::HttpServerOptions httpOptions;
+      httpOptions.port = 0;
+      http = node::agentServer(io, httpOptions, *agent, {});
+      if (auto listening = http->start(); !listening) f.firstError = listening.error().message;
+    }
+    if (auto started = agent->start(); !started) f.firstError = started.error().message;
+    if (!f.firstError.empty()) return f;
+
+    // Bounded in time as well as count: every trial waits at most 2 intervals + 10 s.
+    const double budget = double(v.trials) * (2.0 * double(v.interval.count()) / 1000.0 + 10.0);
+    // The disturbance, from now until the trials end.
+    if (api_) api_->setFaults(v.faults);
+    if (v.faults.goneLoop) {
+      api_->expireWatches();
+    } else if (v.faults.delay.count() > 0 || v.faults.failWith != 0 || v.faults.resetConnections) {
+      api_->dropWatches();
+    }
+    std::atomic<bool> disturbing{true};
+    std::thread cutter([&] {
+      for (int i = 0; i < 100000 && v.cutWatches && disturbing.load(); ++i) {
+        std::this_thread::sleep_for(250ms);
+        api_->cutWatchesMidObject();
+      }
+    });
+    std::vector<std::pair<pid_t, fs::path>> wrks;
+    for (const char* path : {"/metrics", "/v1/state"}) {
+      if (v.source != Source::Wrk) break;
+      const fs::path log = node_.dir / format("wrk-%zu.log", wrks.size());
+      const std::string url = format("http://127.0.0.1:%u%s", unsigned(http->port()), path);
+      wrks.emplace_back(
+          startProcess({"/usr/bin/wrk", "-t1", "-c8", format("-d%ds", int(budget) + 5), url}, log),
+          log);
+    }
+    if (!wrks.empty()) pumpUntil(io, 1, [] { return false; });  // let them reach full rate
+
+    for (int i = 0; i < v.trials && !stopped() && nanosSince(start) * 1e-9 < budget; ++i) {
+      trial(io, *agent, v, i, f);
+      if (f.failed >= 3 && f.latencyMs.empty()) break;  // something is systematically wrong
+    }
+
+    disturbing = false;
+    cutter.join();
+    if (api_) api_->setFaults({});
+    for (const auto& [pid, log] : wrks) {
+      if (pid > 0) (void)stopProcess(pid, 5, SIGINT);  // wrk stops and prints its summary
+      const std::string text = readText(log);
+      if (const auto at = text.find("Requests/sec:"); at != std::string::npos) {
+        std::printf("    wrk: %.0f requests/s\n", std::strtod(&text[at + 13], nullptr));
+      }
+    }
+    agent->stop();
+    if (http) http->stop();
+    if (kubeSource != nullptr) kubeSource->stop();
+    pumpUntil(io, 3, [&] { return io.stopped(); });  // lets in-flight actuator timers finish
+    if (v.loopNice) (void)::setpriority(PRIO_PROCESS, ::gettid(), kStartNice);
+    const sched_param normal{};
+    if (v.loopRealtime) (void)::sched_setscheduler(0, kStartPolicy, &normal);
+    return f;
+  }
+
+  void trial(asio::io_context& io, node::Agent& agent, const Variant& v, int index, Figures& f) {
+    ++f.attempted;
+    pid_t pid = -1;
+    auto gone = [&] { return exited(pid).has_value(); };
+    auto stop = [&] {
+      if (pid > 0 && !gone()) ::kill(pid, SIGKILL);
+      if (pid > 0) pumpUntil(io, 5, gone);
+    };
+    auto fail = [&](const std::string& why) {
+      stop();
+      ++f.failed;
+      if (f.firstError.empty()) f.firstError = format("trial %d: %s", index, why.c_str());
+    };
+    // The pod object comes first, so the agent never sees the cgroup as a pod without an object
+    // (unless the API server it reads is failing: then it ranks as unknown, priority 0).
+    auto pod = node_.addPod("batch", "hog-" + std::to_string(index), 0, "besteffort");
+    if (!pod) return fail(pod.error().message);
+    struct Removal {
+      AgentNode& node;
+      const Pod& pod;
+      ~Removal() { node.removePod(pod); }
+    } removal{node_, *pod};
+    auto kills = [&] { return node_.oomKills(pod->relative); };
+
+    auto before = node_.readMemory();
+    if (!before || !before->limit) return fail("no memory reading of kubepods");
+    const std::int64_t crossingWs = std::int64_t(*before->limit) - kHardThreshold;  // met above
+    const std::int64_t pre =
+        (crossingWs - std::int64_t(before->workingSet) - kApproach) / std::int64_t(pageSize_);
+    if (pre <= 0) return fail("kubepods is already within 16 MiB of the threshold");
+    const std::size_t prePages = std::size_t(pre);
+    std::memset(log_.slots, 0, log_.bytes());
+    Pipe go;  // 'g' to the hog; its close tells the hog to let go
+    if (!go.ok) return fail(std::string("pipe2: ") + std::strerror(errno));
+    auto child = node_.sandbox.spawn(pod->relative, [&, self = ::getpid()] {
+      go.close(1);
+      return hog(go.fd[0], node_.kubepods, log_, prePages, pageSize_, self);
+    });
+    go.close(0);
+    if (!child) return fail(child.error().message);
+    pid = *child;
+    if (!pumpUntil(io, 20, [&] { return log_.ready().load() != 0 || gone(); }) || gone()) {
+      return fail("the hog did not get ready");
+    }
+    // The previous trial ended on a timer tick (or a notification): a random wait of up to one
+    // interval spreads the crossing over the agent's timer.
+    pumpUntil(io, double(node_.rng.between(0, v.interval.count())) / 1000.0, [] { return false; });
+    auto now = node_.readMemory();
+    if (stopped() || !now) return fail(stopped() ? "interrupted" : now.error().message);
+    if (std::int64_t(now->workingSet) >= crossingWs) return fail("crossed before the go signal");
+    // At 4 KiB a page the crossing is this many pages on; the hog touches kOvershoot beyond it.
+    const std::size_t estimate =
+        prePages +
+        std::size_t((crossingWs - std::int64_t(now->workingSet)) / std::int64_t(pageSize_));
+    log_.usageThreshold() = crossingWs + std::int64_t(now->inactiveFile);
+    log_.crossing().store(-1);
+    log_.target().store(
+        std::int64_t(std::min(log_.pages, estimate + std::size_t(kOvershoot) / pageSize_)));
+    const std::uint64_t oomBefore = kills();
+    const std::size_t seen = agent.evictions().size();
+    if (::write(go.fd[1], "g", 1) != 1) return fail("writing the go signal failed");
+    // Until the agent orders an eviction or the hog dies otherwise.
+    const double deadline = 2.0 * double(v.interval.count()) / 1000.0 + 3.0;
+    const bool ended =
+        pumpUntil(io, deadline, [&] { return agent.evictions().size() > seen || gone(); });
+    if (stopped()) return fail("interrupted");
+    if (agent.evictions().size() == seen) {  // killed by the kernel, or nothing happened in time
+      pumpUntil(io, 1, gone);
+      const std::uint64_t killed = kills() - oomBefore;
+      f.kernelOomKills += int(killed);
+      return fail(
+          ended ? format("the hog died without an eviction (kernel OOM kills: %d)", int(killed))
+                : format("no eviction within %d s", int(deadline)));
+    }
+    // Wait for the actuator to finish (the cgroup empty) and the hog to be gone.
+    pumpUntil(io, 5, [&] { return agent.evictions()[seen].outcome.has_value() && gone(); });
+    for (std::size_t k = seen; k < agent.evictions().size(); ++k) {
+      if (agent.evictions()[k].order.uid != pod->uid) ++f.wrongVictims;
+    }
+    f.kernelOomKills += int(kills() - oomBefore);
+    const node::EvictionRecord record = agent.evictions()[seen];
+    const std::int64_t crossing = log_.crossing().load();
+    stop();
+    if (record.order.uid != pod->uid) {
+      return fail("the agent evicted " + record.order.pod + ", not the hog");
+    }
+    if (crossing < 0) return fail("evicted before the hog read a usage above the threshold");
+    const auto signalledAt = std::chrono::nanoseconds(record.signalledAt.time_since_epoch());
+    f.latencyMs.push_back(double(signalledAt.count() - log_.touchedAt(std::size_t(crossing))) *
+                          1e-6);
+    f.agentMs.push_back(record.latencyMs);
+  }
 
   AgentNode& node_;
-  int usageFd_ = -1;
   std::size_t pageSize_ = std::size_t(::sysconf(_SC_PAGESIZE));
   TouchLog log_;
   std::vector<Pod> pods_;                      // the steady pod first
   std::optional<testing::FakeApiServer> api_;  // Source::Api
 };
-
-std::string LatencyBench::setUp(int idlePods) {
-  const cgroups::Hierarchy& h = node_.sandbox.hierarchy();
-  const std::string usage = h.memory + "/" + node_.sandbox.kubepods() + "/" +
-                            CgroupDir::fileName(CgroupDir::File::MemoryUsage, h.memoryVersion);
-  usageFd_ = ::open(usage.c_str(), O_RDONLY | O_CLOEXEC);
-  if (usageFd_ < 0) return usage + ": " + std::strerror(errno);
-  if (h.memoryVersion == cgroups::Version::V1) {  // no swap escape: the limit is the node's
-    (void)node_.sandbox.writeMemoryFile(node_.sandbox.kubepods(), "memory.memsw.limit_in_bytes",
-                                        std::to_string(kNodeMemory));
-  }
-  log_.pages = std::size_t(kNodeMemory) / pageSize_;
-  void* shared =
-      ::mmap(nullptr, log_.bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (shared == MAP_FAILED) return std::string("mmap of the touch log: ") + std::strerror(errno);
-  log_.slots = static_cast<std::int64_t*>(std::memset(shared, 0, log_.bytes()));
-  auto steady = node_.addHolder("prod", "steady", 100000, "128Mi", kSteadyBytes);
-  if (!steady) return steady.error().message;
-  pods_.push_back(*steady);
-  // --pods N: idle pods beside it, priority 0 and no requests: they rank with the hog, by usage.
-  for (int i = 0; i < idlePods; ++i) {
-    auto idle = node_.addPod("idle", "idle-" + std::to_string(i), 0,
-                             i % 2 == 0 ? "besteffort" : "burstable", Json::object());
-    if (!idle) return idle.error().message;
-    pods_.push_back(*idle);
-  }
-  return {};
-}
-
-Figures LatencyBench::run(const Variant& v) {
-  Figures f;
-  const double rssBefore = sampleProcess(::getpid()).rssMiB();
-  const auto start = steadyNow();
-  asio::io_context io;
-  // Source::Api: the agent's real wiring (node/run.cpp's ApiWiring), against a fake API server
-  // that also holds the node's other pods, listed and watched on every relist.
-  std::optional<testing::FakeApiServer>& api = api_;
-  api.reset();
-  std::unique_ptr<kube::Client> client;
-  std::unique_ptr<kube::ApiWriter> writer;
-  std::unique_ptr<node::PodSource> source =
-      std::make_unique<node::StaticPodSource>(node_.manifests.string(), kNodeName);
-  node::KubernetesPodSource* kubeSource = nullptr;
-  node::ActuatorFactory makeActuator = node::cgroupActuator();
-  if (v.source == Source::Api) {
-    testing::FakeApiServerOptions serverOptions;
-    serverOptions.bookmarkEvery = 5s;
-    api.emplace(serverOptions);
-    api->upsertNode({{"metadata", {{"name", kNodeName}}},
-                     {"status", {{"allocatable", {{"memory", "512Mi"}, {"cpu", "2"}}}}}});
-    for (int i = 0; i < 100; ++i) {
-      api->upsertPod(bound(podManifest("filler", "filler-" + std::to_string(i), node_.rng.uuid(),
-                                       100000, "burstable", {{"memory", "1Mi"}})));
-    }
-    api->upsertPod(bound(pods_.front().object));
-    kube::ClusterConfig cluster;
-    cluster.host = "127.0.0.1";
-    cluster.port = std::to_string(api->port());
-    cluster.tls = false;
-    cluster.token = "test-token";
-    cluster.description = "fake API server " + api->url();
-    client = std::make_unique<kube::Client>(io, std::move(cluster));
-    kube::WriterOptions writerOptions;
-    writerOptions.nodeName = kNodeName;
-    writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
-    node::KubernetesSourceOptions sourceOptions;
-    sourceOptions.staticPodPath = "";
-    auto kube = std::make_unique<node::KubernetesPodSource>(io, *client, kNodeName, sourceOptions);
-    kubeSource = kube.get();
-    source = std::move(kube);
-    makeActuator = [w = writer.get()](asio::io_context& context, cgroups::PodCgroups& cgroups,
-                                      const Clock& clock) {
-      return std::make_unique<node::ApiRecordingActuator>(
-          node::cgroupActuator()(context, cgroups, clock), *w);
-    };
-  }
-  node::AgentOptions options;
-  options.nodeName = kNodeName;
-  options.scan.nodeFsPath = "";  // memory only
-  options.notifications = v.notifications;
-  options.kernelWakeups = v.kernelWakeups;
-  options.intervalOverride = v.interval;
-  options.systemdNotify = false;
-  options.loopNice = v.loopNice;
-  options.loopRealtime = v.loopRealtime;
-  policy::Diagnostics diagnostics;
-  auto policy =
-      policy::parsePolicyText(policyWith(R"("allocatableMemory.available": "100Mi")"), diagnostics);
-  if (!policy) {
-    f.firstError = "the built-in policy does not parse: " + diagnostics.joined();
-    return f;
-  }
-  auto agent = std::make_unique<node::Agent>(
-      io, options, std::move(policy).value(),
-      cgroups::PodCgroups(node_.sandbox.hierarchy(), node_.sandbox.kubepods()), std::move(source),
-      makeActuator);
-  if (kubeSource != nullptr) kubeSource->start();
-  if (kubeSource != nullptr && !pumpUntil(io, 10, [&] { return kubeSource->synced(); })) {
-    f.firstError = "the agent's API source did not sync with the fake API server in 10 s";
-    return f;
-  }
-  std::unique_ptr<server::HttpServer> http;
-  if (v.source == Source::Wrk) {
-    server::HttpServerOptions httpOptions;
-    httpOptions.port = 0;
-    http = node::agentServer(io, httpOptions, *agent, {});
-    if (auto listening = http->start(); !listening) f.firstError = listening.error().message;
-  }
-  if (auto started = agent->start(); !started) f.firstError = started.error().message;
-  if (!f.firstError.empty()) return f;
-
-  // Bounded in time as well as count: every trial waits at most 2 intervals + 10 s.
-  const double budget = double(v.trials) * (2.0 * double(v.interval.count()) / 1000.0 + 10.0);
-  // The disturbance, from now until the trials end.
-  const std::size_t requestsBefore = api ? api->requests().size() : 0;
-  if (api) api->setFaults(v.faults);
-  if (v.faults.goneLoop) {
-    api->expireWatches();
-  } else if (v.faults.delay.count() > 0 || v.faults.failWith != 0 || v.faults.resetConnections) {
-    api->dropWatches();
-  }
-  std::atomic<bool> disturbing{true};
-  std::thread cutter([&] {
-    for (int i = 0; i < 100000 && v.cutWatches && disturbing.load(); ++i) {
-      std::this_thread::sleep_for(250ms);
-      api->cutWatchesMidObject();
-    }
-  });
-  std::vector<std::pair<pid_t, fs::path>> wrks;
-  for (const char* path : {"/metrics", "/v1/state"}) {
-    if (v.source != Source::Wrk) break;
-    const fs::path log = node_.dir / format("wrk-%zu.log", wrks.size());
-    const std::string url = format("http://127.0.0.1:%u%s", unsigned(http->port()), path);
-    wrks.emplace_back(
-        startProcess({"/usr/bin/wrk", "-t1", "-c8", format("-d%ds", int(budget) + 5), url}, log),
-        log);
-  }
-  if (!wrks.empty()) pumpUntil(io, 1, [] { return false; });  // let them reach full rate
-
-  for (int i = 0; i < v.trials && !stopped() && nanosSince(start) * 1e-9 < budget; ++i) {
-    trial(io, *agent, v, i, f);
-    if (f.failed >= 3 && f.latencyMs.empty()) break;  // something is systematically wrong
-  }
-
-  disturbing = false;
-  cutter.join();
-  std::string disturbance;
-  const auto requests = api ? api->requests() : std::vector<testing::RecordedRequest>();
-  if (requests.size() > requestsBefore) {
-    std::map<unsigned, std::size_t> statuses;
-    for (std::size_t i = requestsBefore; i < requests.size(); ++i) ++statuses[requests[i].status];
-    disturbance = format("    API requests during the trials: %zu (answers:",
-                         requests.size() - requestsBefore);
-    for (const auto& [status, n] : statuses) {
-      disturbance += status == 0 ? format(" none×%zu", n) : format(" %u×%zu", status, n);
-    }
-    disturbance += ")\n";
-  }
-  if (api) api->setFaults({});
-  for (const auto& [pid, log] : wrks) {
-    if (pid > 0) (void)stopProcess(pid, 5, SIGINT);  // wrk stops and prints its summary
-    const std::string text = readText(log);
-    if (const auto at = text.find("Requests/sec:"); at != std::string::npos) {
-      disturbance += format("    wrk: %.0f requests/s\n", std::strtod(&text[at + 13], nullptr));
-    }
-  }
-  const auto triggers = metricSums(agent->metricsText(), "nodewarden_cycles_total", "trigger");
-  const std::uint64_t cycles = agent->cycles();
-  const std::vector<std::string> armed = agent->armedNotifications();
-  const double rssAfter = sampleProcess(::getpid()).rssMiB();
-  agent->stop();
-  if (http) http->stop();
-  if (kubeSource != nullptr) kubeSource->stop();
-  pumpUntil(io, 3, [&] { return io.stopped(); });  // lets in-flight actuator timers finish
-  http.reset();
-  agent.reset();
-  if (v.loopNice) (void)::setpriority(PRIO_PROCESS, ::gettid(), kStartNice);
-  const sched_param normal{};
-  if (v.loopRealtime) (void)::sched_setscheduler(0, kStartPolicy, &normal);
-
-  const Samples latency = Samples::from(f.latencyMs), cross = Samples::from(f.crossErrMs),
-                delta = Samples::from(f.estimateDeltaPages);
-  std::printf(
-      "    %zu/%d trials measured in %.1f s; p50 %.1f ms, p99 %.1f ms, max %.1f ms\n"
-      "    agent's own crossedAt vs the hog's crossing: p50 %+.2f ms, p99 %+.2f ms"
-      " (positive: the agent dates it later)\n"
-      "    crossing page read by the hog vs 4 KiB-a-page estimate: median %+.0f pages, "
-      "min %+.0f, max %+.0f\n",
-      latency.count(), f.attempted, nanosSince(start) * 1e-9, latency.median(), latency.p99(),
-      latency.max(), cross.median(), cross.p99(), delta.median(), delta.min(), delta.max());
-  for (const std::string& line : armed) std::printf("    armed: %s\n", line.c_str());
-  if (armed.empty()) std::printf("    armed: no kernel notification\n");
-  std::printf("    cycles: %llu (", static_cast<unsigned long long>(cycles));
-  for (const auto& [trigger, n] : triggers) std::printf(" %s=%.0f", trigger.c_str(), n);
-  std::printf(" )\n");
-  if (f.failed > 0 || f.early > 0 || f.noEviction > 0) {
-    std::printf("    failed trials: %d (evicted before the crossing: %d, no eviction: %d)\n",
-                f.failed, f.early, f.noEviction);
-  }
-  std::printf("%s    this process's VmRSS %.1f -> %.1f MiB\n", disturbance.c_str(), rssBefore,
-              rssAfter);
-  return f;
-}
-
-void LatencyBench::trial(asio::io_context& io, node::Agent& agent, const Variant& v, int index,
-                         Figures& f) {
-  ++f.attempted;
-  pid_t pid = -1;
-  auto gone = [&] { return exited(pid).has_value(); };
-  auto stop = [&] {
-    if (pid > 0 && !gone()) ::kill(pid, SIGKILL);
-    if (pid > 0) pumpUntil(io, 5, gone);
-  };
-  auto fail = [&](const std::string& why) {
-    stop();
-    ++f.failed;
-    if (f.firstError.empty()) f.firstError = format("trial %d: %s", index, why.c_str());
-  };
-  // The pod object comes first, so the agent never sees the cgroup as a pod without an object
-  // (unless the API server it reads is failing: then it ranks as unknown, priority 0).
-  auto pod = node_.addPod("batch", "hog-" + std::to_string(index), 0, "besteffort");
-  if (!pod) return fail(pod.error().message);
-  struct Removal {
-    AgentNode& node;
-    const Pod& pod;
-    int channel = -1;  // the parent's end: its close tells the hog to let go
-    ~Removal() {
-      if (channel >= 0) ::close(channel);
-      node.removePod(pod);
-    }
-  } removal{node_, *pod};
-  auto kills = [&] { return node_.oomKills(pod->relative); };
-
-  auto before = node_.readMemory();
-  if (!before || !before->limit) return fail("no memory reading of kubepods");
-  const std::int64_t crossingWs = std::int64_t(*before->limit) - kHardThreshold;  // met above
-  const std::int64_t pre =
-      (crossingWs - std::int64_t(before->workingSet) - kApproach) / std::int64_t(pageSize_);
-  if (pre <= 0) return fail("kubepods is already within 16 MiB of the threshold");
-  const std::size_t prePages = std::size_t(pre);
-  std::memset(log_.slots, 0, log_.bytes());
-  int channel[2];  // 'r' from the hog; 'g' to it
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
-    return fail(std::string("socketpair: ") + std::strerror(errno));
-  }
-  removal.channel = channel[0];
-  auto child = node_.sandbox.spawn(pod->relative, [&, self = ::getpid()] {
-    ::close(channel[0]);
-    return hog(channel[1], usageFd_, log_, prePages, pageSize_, self);
-  });
-  ::close(channel[1]);
-  if (!child) return fail(child.error().message);
-  pid = *child;
-  char ready = 0;
-  if (!pumpUntil(io, 20, [&] { return waitReadable(channel[0], 0) > 0; }) ||
-      ::read(channel[0], &ready, 1) != 1 || ready != 'r') {
-    return fail("the hog did not get ready");
-  }
-  // The previous trial ended on a timer tick (or a notification): a random wait of up to one
-  // interval spreads the crossing over the agent's timer.
-  pumpUntil(io, double(node_.rng.between(0, v.interval.count())) / 1000.0, [] { return false; });
-  auto now = node_.readMemory();
-  if (stopped() || !now) return fail(stopped() ? "interrupted" : now.error().message);
-  if (std::int64_t(now->workingSet) >= crossingWs) return fail("crossed before the go signal");
-  // The hog finds the crossing page itself, from the kernel's counter; at 4 KiB a page, after
-  // page j (j ≥ prePages) the working set would be ws0 + (j − prePages + 1) pages.
-  const std::size_t estimate = prePages + std::size_t((crossingWs - std::int64_t(now->workingSet)) /
-                                                      std::int64_t(pageSize_));
-  log_.usageThreshold() = crossingWs + std::int64_t(now->inactiveFile);
-  log_.crossing().store(-1);
-  log_.target().store(
-      std::int64_t(std::min(log_.pages, estimate + std::size_t(kOvershoot) / pageSize_)));
-  const std::uint64_t oomBefore = kills();
-  const std::size_t seen = agent.evictions().size();
-  if (::write(channel[0], "g", 1) != 1) return fail("writing the go signal failed");
-  // Until the agent orders an eviction or the hog dies otherwise.
-  const double deadline = 2.0 * double(v.interval.count()) / 1000.0 + 3.0;
-  const bool ended =
-      pumpUntil(io, deadline, [&] { return agent.evictions().size() > seen || gone(); });
-  if (stopped()) return fail("interrupted");
-  if (agent.evictions().size() == seen) {  // killed by the kernel, or nothing happened in time
-    pumpUntil(io, 1, gone);
-    const std::uint64_t killed = kills() - oomBefore;
-    f.kernelOomKills += int(killed);
-    if (killed == 0) ++f.noEviction;
-    return fail(ended
-                    ? format("the hog died without an eviction (kernel OOM kills: %d)", int(killed))
-                    : format("no eviction within %d s", int(deadline)));
-  }
-  // Wait for the actuator to finish (the cgroup empty) and the hog to be gone.
-  pumpUntil(io, 5, [&] { return agent.evictions()[seen].outcome.has_value() && gone(); });
-  for (std::size_t k = seen; k < agent.evictions().size(); ++k) {
-    if (agent.evictions()[k].order.uid != pod->uid) ++f.wrongVictims;
-  }
-  f.kernelOomKills += int(kills() - oomBefore);
-  const node::EvictionRecord record = agent.evictions()[seen];
-  const std::int64_t crossing = log_.crossing().load();
-  stop();
-  if (record.order.uid != pod->uid)
-    return fail("the agent evicted " + record.order.pod + ", not the hog");
-  if (crossing < 0) {
-    ++f.early;
-    return fail(
-        format("evicted before the hog read a usage above the threshold (%d pages "
-               "touched after go; the 4 KiB-a-page estimate of the crossing: %d)",
-               int(log_.progress().load() - pre), int(estimate - prePages)));
-  }
-  f.estimateDeltaPages.push_back(double(crossing) - double(estimate));
-  const std::int64_t crossedAt = log_.touchedAt(std::size_t(crossing));
-  f.latencyMs.push_back(double(nanosOf(record.signalledAt) - crossedAt) * 1e-6);
-  f.agentMs.push_back(record.latencyMs);
-  f.crossErrMs.push_back(double(nanosOf(record.crossedAt) - crossedAt) * 1e-6);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Part 2: the demo, three ways.
@@ -534,16 +448,15 @@ constexpr std::pair<const char*, std::int64_t> kDemoPods[] = {
     {"batch/report-builder", 0},
     {"batch/log-shipper", 0}};
 
-// Whether a pod of strictly lower priority than `victim` is among [from, to).
-bool lowerAmong(const std::string& victim, auto from, auto to) {
+// Whether a pod of strictly lower priority than `victim` is among `pods`.
+bool lowerAmong(const std::string& victim, std::span<const std::string> pods) {
   auto priority = [](const std::string& pod) {
     for (const auto& [key, value] : kDemoPods) {
       if (pod == key) return value;
     }
     return std::int64_t(0);
   };
-  return std::any_of(from, to,
-                     [&](const std::string& p) { return priority(p) < priority(victim); });
+  return std::ranges::any_of(pods, [&](const auto& p) { return priority(p) < priority(victim); });
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -574,41 +487,33 @@ std::string runDemo(const std::string& mode, const std::string& flag, const fs::
     return head + format("%9s  not measured (%s)\n", "-", describeStatus(status).c_str());
   }
   kills = json.value("kernelOomKills", std::uint64_t(0));
-  // The JSON report has no threshold kind; the printed one does, one line per eviction:
-  // "  1. t=5.3s evicted batch/log-shipper (allocatableMemory.available, soft threshold, …".
-  const std::string printed = readText(log);
   std::vector<std::string> evicted, survivors, kernel, wrong;
-  std::string evictions;
+  std::string evictions;  // a soft threshold's eviction includes its grace period (graceMs)
   for (const Json& eviction : json.value("evictions", Json::array())) {
     evicted.push_back(eviction.value("pod", "?"));
-    const auto line = printed.find("evicted " + evicted.back() + " (");
-    const auto end = line == std::string::npos ? line : printed.find(')', line);
-    const std::string detail = end == std::string::npos ? "" : printed.substr(line, end - line);
-    const char* kind = detail.find("soft threshold") != std::string::npos   ? "soft, "
-                       : detail.find("hard threshold") != std::string::npos ? "hard, "
-                                                                            : "";
-    evictions += format("%s%s (%s%.1f ms)", evictions.empty() ? "" : ", ", evicted.back().c_str(),
-                        kind, eviction.value("latencyMs", 0.0));
+    evictions += format("%s%s (%s, %.1f ms)", evictions.empty() ? "" : ", ", evicted.back().c_str(),
+                        eviction.value("graceMs", 0.0) > 0 ? "soft" : "hard",
+                        eviction.value("latencyMs", 0.0));
   }
   for (const Json& survivor : json.value("survivors", Json::array())) {
     if (survivor.is_string()) survivors.push_back(survivor.get<std::string>());
   }
-  std::set<std::string> gone(evicted.begin(), evicted.end());
-  gone.insert(survivors.begin(), survivors.end());
+  std::set<std::string> removed(evicted.begin(), evicted.end());
+  removed.insert(survivors.begin(), survivors.end());
   for (const auto& [pod, priority] : kDemoPods) {
-    if (!gone.contains(pod)) kernel.push_back(pod);
+    if (!removed.contains(pod)) kernel.push_back(pod);
   }
   // A removed pod is a wrong victim when a pod of strictly lower priority was still there when
   // it went: one survived, or the agent evicted one after it. The kernel's kills carry no
   // order, so between two kernel victims nothing is concluded.
-  for (auto it = evicted.begin(); it != evicted.end(); ++it) {
-    if (lowerAmong(*it, survivors.begin(), survivors.end()) ||
-        lowerAmong(*it, it + 1, evicted.end())) {
-      wrong.push_back(*it + " (evicted)");
+  for (std::size_t i = 0; i < evicted.size(); ++i) {
+    if (lowerAmong(evicted[i], survivors) ||
+        lowerAmong(evicted[i], std::span(evicted).subspan(i + 1))) {
+      wrong.push_back(evicted[i] + " (evicted)");
     }
   }
   for (const std::string& pod : kernel) {
-    if (lowerAmong(pod, survivors.begin(), survivors.end())) wrong.push_back(pod + " (kernel)");
+    if (lowerAmong(pod, survivors)) wrong.push_back(pod + " (kernel)");
   }
   const std::string pad(33, ' ');
   return head +
@@ -634,10 +539,8 @@ std::optional<std::uint64_t> demoPart(const fs::path& dir) {
   }
   std::printf(
       "\n  %-13s %5s %9s  %s\n%s"
-      "  (wrong victim: removed while a pod of strictly lower priority was still running, i.e.\n"
-      "   that pod survived or was evicted later; kernel kills carry no order among themselves;\n"
-      "   \"killed by the kernel\" = neither evicted nor surviving; an eviction's latency is the\n"
-      "   agent's own figure from the report, and a soft one includes the grace period)\n\n",
+      "  (wrong victim: removed while a pod of strictly lower priority still ran; an eviction's\n"
+      "   latency is the agent's own figure, and a soft one includes the grace period)\n\n",
       "mode", "secs", "OOM kills", "outcome", table.c_str());
   return agentKills;
 }
@@ -645,28 +548,23 @@ std::optional<std::uint64_t> demoPart(const fs::path& dir) {
 // ---------------------------------------------------------------------------------------------
 // Part 3: the idle agent. Returns its CPU (% of one core, utime+stime) and largest RSS (MiB).
 
-std::optional<std::pair<double, double>> idlePart(cgroups::Sandbox& sandbox, const fs::path& dir,
-                                                  int seconds) {
+std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbox& sandbox,
+                                                                 const fs::path& dir, int seconds) {
   std::printf("== 3. the idle agent: nodewarden agent over %d empty pod cgroups, 1 s interval ==\n",
               kIdlePods);
   AgentNode node(sandbox, dir, kSeed ^ 0x1d1e);
-  const auto created = steadyNow();
   std::string error;
   for (int i = 0; i < kIdlePods && error.empty() && !stopped(); ++i) {
     auto pod =
         node.addPod("bench", format("pod-%04d", i), i % 3 == 0 ? 1000 : 0, qosMix(std::size_t(i)));
     if (!pod) error = pod.error().message;
   }
-  std::printf("  %d pod cgroups (x5 hierarchies) and manifests created in %.2f s\n", kIdlePods,
-              nanosSince(created) * 1e-9);
-  const auto start = steadyNow();
   if (error.empty()) {  // the kubelet's hard thresholds and the allocatable one
     error = node.start(policyWith(R"("memory.available": "100Mi", "nodefs.available": "10%",
         "allocatableMemory.available": "100Mi", "nodefs.inodesFree": "5%",
         "imagefs.available": "15%")"),
                        "127.0.0.1:0", "/nonexistent", "ready", 60);
   }
-  const double readySeconds = nanosSince(start) * 1e-9;
   sleepMillis(error.empty() ? 3000 : 0);  // warm-up: the first cycles open every control file
   const ProcSample first = sampleProcess(node.pid);
   ProcSample last = first;
@@ -684,31 +582,16 @@ std::optional<std::pair<double, double>> idlePart(cgroups::Sandbox& sandbox, con
   if (error.empty() && wall <= 0) error = "cannot sample /proc/" + std::to_string(node.pid);
   if (!error.empty() || stopped()) {
     std::printf("%s\n", stopped() ? "" : ("  not measured: " + error + "\n").c_str());
-    return std::nullopt;
+    return {};
   }
   const double cpu = last.cpuPercentSince(first);
   const Samples second = Samples::from(perSecond);
   std::printf(
-      "  ready after %.2f s: pods=%lld pod_cgroups=%lld, first scan %.1f ms\n"
       "  over %.1f s (after a 3 s warm-up): CPU %.3f %% of one core (utime+stime), "
-      "%.3f %% (schedstat);\n    per second: median %.3f %%, max %.3f %%; %zu threads\n"
-      "  VmRSS %.1f MiB at the end, %.1f MiB at most while sampled; VmHWM %.1f MiB\n",
-      readySeconds, node.ready.value("pods", -1LL), node.ready.value("pod_cgroups", -1LL),
-      node.ready.value("scan_ms", -1.0), wall, cpu, last.schedPercentSince(first), second.median(),
-      second.max(), last.threads, last.rssMiB(), rssMax, double(last.hwmKiB) / 1024.0);
-  const std::string metrics = node.port != 0 ? exchange(node.port, "/metrics", 5s).response : "";
-  auto sum = [&](const char* name) { return metricSums(metrics, name)[""]; };
-  if (metrics.find("nodewarden_cycles_total") != std::string::npos) {
-    const double scans = sum("nodewarden_scan_duration_seconds_count");
-    std::printf("  /metrics: %.0f cycles in all, nodewarden_pods %.0f",
-                sum("nodewarden_cycles_total"), sum("nodewarden_pods"));
-    if (scans > 0) {
-      std::printf(", mean scan %.2f ms over %.0f scans",
-                  sum("nodewarden_scan_duration_seconds_sum") / scans * 1e3, scans);
-    }
-    std::printf("\n");
-  }
-  std::printf("  stopped with SIGTERM: %s\n\n", node.stop().c_str());
+      "%.3f %% (schedstat);\n    per second: median %.3f %%, max %.3f %%\n"
+      "  VmRSS %.1f MiB at the end, %.1f MiB at most while sampled\n\n",
+      wall, cpu, last.schedPercentSince(first), second.median(), second.max(), last.rssMiB(),
+      rssMax);
   return std::pair{cpu, rssMax};
 }
 
@@ -787,8 +670,9 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
     row.growthMiBs.push_back(double(threeQuarters - quarter) / double(kMi) /
                              (double(*atThreeQuarters - *atQuarter) * 1e-9));
   }
-  if (crossedAt)
+  if (crossedAt) {
     row.stoppedMs.push_back(double(std::max<std::int64_t>(0, peakAt - *crossedAt)) * 1e-6);
+  }
   sleepMillis(300);  // the agent's log line for the eviction
   bool evicted = false;
   forEachLogLine(node.log, [&](const Json& entry) {
@@ -816,17 +700,15 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
         firstError = error;
       }
     }
-    std::vector<double>& growth = row.growthMiBs;
-    std::sort(growth.begin(), growth.end());
-    const Samples stop = Samples::from(row.stoppedMs);
+    const Samples growth = Samples::from(row.growthMiBs), stop = Samples::from(row.stoppedMs);
     std::printf(
         "  %-10s %6d %8d %12d %16s %26s\n", rate > 0 ? std::to_string(int(rate)).c_str() : "max",
         row.trials, row.evicted, int(row.kernelKills),
-        growth.empty() ? "-" : format("%d-%d", int(growth[0]), int(growth.back())).c_str(),
+        growth.count() == 0 ? "-" : format("%d-%d", int(growth.min()), int(growth.max())).c_str(),
         stop.count() == 0 ? "-" : format("%.0f / %.0f ms", stop.median(), stop.max()).c_str());
     if (!firstError.empty()) std::printf("    error: %s\n", firstError.c_str());
     killed = killed || row.trials == 0 || row.kernelKills > 0;
-    if (!killed) fastest = growth.empty() ? rate : growth.back();
+    if (!killed) fastest = growth.count() == 0 ? rate : growth.max();
   }
   std::printf("\n");
   return fastest;
@@ -837,10 +719,7 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
 void printUsage(std::FILE* out) {
   std::fprintf(
       out,
-      "usage: bench_agent [--quick] [--trials N] [--skip-demo] [--skip-idle] [--skip-rates]\n"
-      "                   [--rates LIST] [--rate-trials N] [--only-rates] [--skip-fire]\n"
-      "                   [--only-fire] [--pods N] [--variants LIST] [--help]\n"
-      "\n"
+      "usage: bench_agent [OPTION]...\n"
       "Measures the agent end to end on real cgroups it creates (\"%s-<pid>\" below\n"
       "each hierarchy root) and removes again. Needs root.\n"
       "  1. threshold crossing → processes signalled: (a) kernel notifications + 1 s timer,\n"
@@ -918,25 +797,15 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
   if (fire) {
     std::printf(
         "== 5. under fire: part 1 (a) while the API server misbehaves, or wrk hammers HTTP ==\n"
-        "  the agent in this process with its real API wiring (KubernetesPodSource, client,\n"
-        "  API writer recording each eviction) against tests/kube's fake API server on loopback,\n"
-        "  which also serves 100 other pods of this node; each fault starts after the first "
-        "sync.\n");
+        "  the agent's real API wiring against tests/kube's fake API server, which also serves\n"
+        "  100 other pods of this node; each fault starts after the first sync.\n");
   } else {
     std::printf(
         "== 1. threshold crossing -> pod's processes signalled ==\n"
-        "  node: %s/%s limited to %d MiB; hard threshold allocatableMemory.available < %d MiB;\n"
-        "  pods: prod/steady (priority 100000, request 128Mi) holding %d MiB, and per trial a\n"
-        "  fresh batch/hog-N (priority 0, no requests) that pre-touches to %d MiB below the\n"
-        "  crossing, waits U(0, interval), then touches page by page to %d MiB above it.\n"
-        "  latency = EvictionRecord.signalledAt - the hog's own timestamp of the crossing page.\n",
-        sandbox.hierarchy().memory.c_str(), sandbox.kubepods().c_str(), int(kNodeMemory / kMi),
-        int(kHardThreshold / kMi), int(kSteadyBytes / kMi), int(kApproach / kMi),
-        int(kOvershoot / kMi));
-  }
-  if (!fire && s.pods > 0) {
-    std::printf("  and %d idle pods (empty cgroups with manifests, priority 0, no requests)\n",
-                s.pods);
+        "  kubepods limited to %d MiB, allocatableMemory.available < %d MiB; prod/steady holds\n"
+        "  %d MiB; a fresh batch/hog-N a trial touches page by page across the line.\n",
+        int(kNodeMemory / kMi), int(kHardThreshold / kMi), int(kSteadyBytes / kMi));
+    if (s.pods > 0) std::printf("  and %d idle pods (priority 0, no requests)\n", s.pods);
   }
   const bool haveWrk = ::access("/usr/bin/wrk", X_OK) == 0;
   if (fire && !haveWrk) {
@@ -973,11 +842,9 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
     if (fire && p99) result = std::max(result.value_or(0), *p99);
     if (!fire && i == 0) result = p99;
   }
-  std::printf("  (p99 is nearest-rank: with fewer than 100 trials it is the maximum%s)\n\n",
-              fire ? ""
-                   : "; \"agent p50\" is\n   the agent's own latency figure, from its crossedAt "
-                     "estimate; wrong = evictions of a\n   pod other than the hog; OOM = kernel "
-                     "OOM kills in kubepods during the trials");
+  std::printf(
+      "  (p99 is nearest-rank: the maximum below 100 trials; agent p50: the agent's own figure;\n"
+      "   wrong: evictions of another pod than the hog; OOM: kernel OOM kills in kubepods)\n\n");
   return result;
 }
 
@@ -1015,21 +882,12 @@ int run(int argc, char** argv) {
   printEnvironment("nodewarden agent benchmark",
                    " (this binary; the nodewarden binary is built alongside)", false, true);
   printHierarchy(*h);
-  rlimit files{};
-  ::getrlimit(RLIMIT_NOFILE, &files);
-  std::printf(
-      "  nodewarden: %s; RLIMIT_NOFILE %llu/%llu; CAP_SYS_RESOURCE %s\n"
-      "  mode: %s; times from CLOCK_MONOTONIC (steady_clock)\n\n",
-      NODEWARDEN_EXE, static_cast<unsigned long long>(files.rlim_cur),
-      static_cast<unsigned long long>(files.rlim_max), cgroups::hasCapSysResource() ? "yes" : "no",
-      s.quick ? "--quick" : "full");
+  std::printf("  nodewarden: %s; mode: %s\n\n", NODEWARDEN_EXE, s.quick ? "--quick" : "full");
   installStopHandlers();
   // The in-process agent logs errors only (an eviction is a warning; they would drown the
   // figures); the subprocesses log to files.
   server::configureLogging(server::LogFormat::Text, server::LogLevel::Error);
   (void)cgroups::raiseOpenFileLimit(std::uint64_t(std::max(kIdlePods, s.pods)) * 10 + 512);
-  const bool haveBinary = ::access(NODEWARDEN_EXE, X_OK) == 0;
-  if (!haveBinary) std::printf("%s is not there: parts 2-4 are skipped\n", NODEWARDEN_EXE);
   auto sandbox = openSandbox(*h, "bench_agent", kSandboxPrefix, std::uint64_t(kNodeMemory));
   if (!sandbox) return 77;
   TempDir temp{fs::temp_directory_path() / sandbox->top()};
@@ -1043,55 +901,40 @@ int run(int argc, char** argv) {
               h->memory.c_str(), sandbox->kubepods().c_str(), temp.path.c_str());
   const auto start = steadyNow();
 
-  if (s.onlyFire) s.skipDemo = s.skipIdle = s.skipRates = true;
-  std::optional<double> p99, fireP99, fastest;
-  if (!s.onlyRates && !s.onlyFire) p99 = latencyPart(*sandbox, s, temp.path, false);
-  if (s.onlyRates) s.skipDemo = s.skipIdle = s.skipFire = true;
-  if (!s.skipFire && !stopped()) fireP99 = latencyPart(*sandbox, s, temp.path, true);
-  const bool demoRan = !s.skipDemo && haveBinary && !stopped();
-  std::optional<std::uint64_t> demoKills;
-  if (demoRan) demoKills = demoPart(temp.path);
-  std::optional<std::pair<double, double>> idle;
-  if (!s.skipIdle && haveBinary && !stopped()) {
-    idle = idlePart(*sandbox, temp.path / "idle", s.quick ? 10 : 30);
+  // Which parts run: --only-rates and --only-fire keep one, each --skip-* leaves one out.
+  const bool latency = !s.onlyRates && !s.onlyFire, fire = !s.onlyRates && !s.skipFire,
+             demo = latency && !s.skipDemo, idle = latency && !s.skipIdle,
+             rates = !s.onlyFire && !s.skipRates;
+  std::optional<double> p99, fireP99, demoKills, idleCpu, idleRss, fastest;
+  if (latency) p99 = latencyPart(*sandbox, s, temp.path, false);
+  if (fire && !stopped()) fireP99 = latencyPart(*sandbox, s, temp.path, true);
+  if (demo && !stopped()) demoKills = demoPart(temp.path);
+  if (idle && !stopped())
+    std::tie(idleCpu, idleRss) = idlePart(*sandbox, temp.path / "idle", s.quick ? 10 : 30);
+  if (rates && !stopped()) {
+    fastest = ratePart(*h, temp.path, s.rates, s.rateTrials > 0 ? s.rateTrials : s.quick ? 1 : 3);
   }
-  const bool ratesRan = !s.skipRates && haveBinary && !stopped();
-  const int rateTrials = s.rateTrials > 0 ? s.rateTrials : s.quick ? 1 : 3;
-  if (ratesRan) fastest = ratePart(*h, temp.path, s.rates, rateTrials);
+
   std::printf("== targets ==\n");
-  if (ratesRan && fastest) {
-    std::printf(
-        "  fastest allocation with 0 kernel OOM kills %8.0f MiB/s (every rate tried up to it)\n",
-        *fastest);
-  } else if (ratesRan) {
-    std::printf("  fastest allocation with 0 kernel OOM kills: none of the rates tried\n");
+  if (rates) {
+    std::printf("  fastest allocation with 0 kernel OOM kills%s\n",
+                fastest ? format(" %8.0f MiB/s (every rate tried up to it)", *fastest).c_str()
+                        : ": none of the rates tried");
   }
-  if (p99) {
-    std::printf("  eviction latency p99 with notifications %8.1f ms  <= %5.0f ms   %s\n", *p99,
-                kLatencyP99TargetMs, verdict(*p99 <= kLatencyP99TargetMs));
-  } else {
-    std::printf("  eviction latency p99 with notifications: not measured\n");
-  }
-  if (fireP99) {
-    std::printf("  eviction latency p99, worst disturbance %8.1f ms  <= %5.0f ms   %s\n", *fireP99,
-                kLatencyP99TargetMs, verdict(*fireP99 <= kLatencyP99TargetMs));
-  }
-  if (demoKills) {
-    std::printf("  kernel OOM kills in the demo, agent     %8d     == %5d      %s\n",
-                int(*demoKills), 0, verdict(*demoKills == 0));
-  } else {
-    std::printf("  kernel OOM kills in the demo, agent: %s\n",
-                demoRan ? "not measured" : "skipped");
-  }
+  auto target = [](const std::string& label, std::optional<double> value, const char* unit,
+                   double limit, int decimals) {
+    if (!value) return (void)std::printf("  %s: not measured\n", label.c_str());
+    std::printf("  %-39s %8.*f %-3s <= %5g %-3s  %s\n", label.c_str(), decimals, *value, unit,
+                limit, unit, verdict(*value <= limit));
+  };
+  if (latency) target("eviction latency p99 with notifications", p99, "ms", kLatencyP99TargetMs, 1);
+  if (fire)
+    target("eviction latency p99, worst disturbance", fireP99, "ms", kLatencyP99TargetMs, 1);
+  if (demo) target("kernel OOM kills in the demo, agent", demoKills, "", 0, 0);
   if (idle) {
-    std::printf(
-        "  idle CPU, %d pods, 1 s interval          %8.3f %%   <= %5.1f %%    %s\n"
-        "  idle RSS, %d pods                        %8.1f MiB <= %5.0f MiB  %s\n",
-        kIdlePods, idle->first, kIdleCpuTargetPercent,
-        verdict(idle->first <= kIdleCpuTargetPercent), kIdlePods, idle->second, kIdleRssTargetMiB,
-        verdict(idle->second <= kIdleRssTargetMiB));
-  } else {
-    std::printf("  idle CPU and RSS: %s\n", s.skipIdle ? "skipped" : "not measured");
+    target(format("idle CPU, %d pods, 1 s interval", kIdlePods), idleCpu, "%",
+           kIdleCpuTargetPercent, 3);
+    target(format("idle RSS, %d pods", kIdlePods), idleRss, "MiB", kIdleRssTargetMiB, 1);
   }
   const int status = stopped() ? 130 : 0;
   if (stopped()) std::printf("\ninterrupted: removing the sandbox\n");

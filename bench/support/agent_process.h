@@ -88,10 +88,8 @@ struct ProcSample {
   std::uint64_t ticks = 0;    // utime + stime, clock ticks
   std::uint64_t schedNs = 0;  // Σ over threads of schedstat's on-CPU time
   std::uint64_t rssKiB = 0;   // VmRSS
-  std::uint64_t hwmKiB = 0;   // VmHWM
-  std::size_t threads = 0;
-  std::size_t fds = 0;  // open descriptors, when asked
-  bool ok = false;
+  std::size_t fds = 0;        // open descriptors, when asked
+  bool ok = false;            // its threads were read
   double rssMiB() const { return double(rssKiB) / 1024; }
   // CPU time since `earlier` in % of one core: utime + stime, or schedstat's on-CPU time.
   double cpuPercentSince(const ProcSample& earlier) const {
@@ -119,18 +117,16 @@ inline ProcSample sampleProcess(pid_t pid, bool countFds = false) {
   std::istringstream status(readText(base + "/status"));
   for (std::string line; std::getline(status, line);) {
     if (line.starts_with("VmRSS:")) s.rssKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
-    if (line.starts_with("VmHWM:")) s.hwmKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
   }
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(base + "/task", ec)) {
     s.schedNs += std::strtoull(readText(task.path() / "schedstat").c_str(), nullptr, 10);
-    ++s.threads;
+    s.ok = true;
   }
   for (auto it = std::filesystem::directory_iterator(base + "/fd", ec);
        countFds && !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     ++s.fds;
   }
-  s.ok = s.threads > 0;
   return s;
 }
 
