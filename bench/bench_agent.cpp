@@ -469,7 +469,9 @@ std::string joined(const std::vector<std::string>& items) {
 std::string runDemo(const std::string& mode, const std::string& flag, const fs::path& dir,
                     std::optional<std::uint64_t>& kills) {
   const fs::path report = dir / ("demo-" + mode + ".json"), log = dir / ("demo-" + mode + ".log");
+  // Its flight recorder writes below the run's directory, not the node's /var/lib/nodewarden.
   std::vector<std::string> args = {NODEWARDEN_EXE, "demo", "--quiet", "--report", report.string()};
+  args.insert(args.end(), {"--state-dir", (dir / ("state-" + mode)).string()});
   if (!flag.empty()) args.push_back(flag);
   const auto start = steadyNow();
   const pid_t pid = startProcess(args, log);
