@@ -37,12 +37,11 @@ constexpr std::size_t kTouchBytes = 128 * kMi;        // what the notification c
 // opens a fresh index's 5 directories beside the old: 10 a pod at the peak either way.
 constexpr std::uint64_t kDescriptorsPerPod = 10;
 constexpr std::uint64_t kDescriptorSlack = 512;  // stdio, pipes, libcgroup, the node's files
-constexpr std::size_t kScanTargetPods = 1000;
 
 constexpr const char* kUsage =
     "usage: bench_cgroups [--sizes N[,N...]] [--quick] [--trials N] [--help]\n"
     "\n"
-    "Times nodewarden's cgroup readers (and libcgroup's), scan, discovery and v1 memory\n"
+    "Times nodewarden's cgroup readers (beside libcgroup's), scan, discovery and v1 memory\n"
     "threshold notifications on real cgroups it creates (\"nodewarden-bench-<pid>\" below each\n"
     "hierarchy root) and removes again. Needs root.\n"
     "  --sizes 100,1000   pod cgroups for the scan and discovery (default 100,1000,5000;\n"
@@ -150,14 +149,11 @@ int setUpReadSet(Bench& b) {
   }
   if (!b.refreshed()) return 1;
   std::string buffer;
-  for (int wait = 0; wait < 1000 && !stopped(); ++wait) {  // bounded: 10 s
-    std::size_t charged = 0;
-    for (std::size_t i = 0; i < kBusyPods; ++i) {
-      auto usage = cgroups::readMemoryUsage(b.index.find(b.uids[i])->memory, buffer);
-      charged += usage && *usage >= kBusyBytes;
-    }
-    if (charged == kBusyPods) break;
-    sleepMillis(10);
+  for (std::size_t i = 0, wait = 0; i < kBusyPods && wait < 1000 && !stopped(); ++wait) {
+    auto usage = cgroups::readMemoryUsage(b.index.find(b.uids[i])->memory, buffer);
+    const bool charged = usage && *usage >= kBusyBytes;
+    i += charged;
+    if (!charged) sleepMillis(10);  // bounded: 10 s in all
   }
   return stopped() ? 130 : 0;
 }
@@ -206,23 +202,17 @@ std::optional<OurReads> measureOurReads(const Bench& b) {
   return std::nullopt;
 }
 
-// "memory" of "memory.usage_in_bytes".
-std::string controllerOf(std::string_view file) {
-  return std::string(file.substr(0, file.find('.')));
-}
-
-// cgroup_read_value_begin + end: the first line of one control file.
+// cgroup_read_value_begin + end: the first line of one control file ("memory.usage_in_bytes").
 Result<std::uint64_t> readValue(const std::string& relative, const char* file) {
   char name[64], buffer[128];
   std::snprintf(name, sizeof name, "%s", file);  // the API takes a mutable name
-  const std::string controller = controllerOf(file);
+  const std::string controller(file, std::strchr(file, '.'));
   void* handle = nullptr;
   const int rc = cgroup_read_value_begin(controller.c_str(), relative.c_str(), name, &handle,
                                          buffer, sizeof buffer);
   if (handle != nullptr) cgroup_read_value_end(&handle);
   if (rc == 0) return cgroups::parseUint(buffer);
-  return Error{"cgroup_read_value_begin(" + controller + ", " + relative + ", " + file +
-               "): " + cgroup_strerror(rc)};
+  return Error{"cgroup_read_value_begin, " + relative + "/" + file + ": " + cgroup_strerror(rc)};
 }
 
 // cgroup_read_stats_begin/next/end over memory.stat: the hierarchical inactive_file.
@@ -237,7 +227,7 @@ Result<std::uint64_t> readInactiveFile(const std::string& relative) {
   }
   if (handle != nullptr) cgroup_read_stats_end(&handle);
   if (rc == ECGEOF) return inactive;
-  return Error{"cgroup_read_stats_begin(memory, " + relative + "): " + cgroup_strerror(rc)};
+  return Error{"cgroup_read_stats_begin, " + relative + ": " + cgroup_strerror(rc)};
 }
 
 // The value API's usage: cgroup_get_cgroup loads the cgroup from the kernel (only
@@ -265,7 +255,7 @@ void measureLibcgroup(const Bench& b, const OurReads& ours) {
     return;
   }
   const std::vector<std::string>& pods = b.relatives;
-  // cgroup_get_cgroup fails on some hosts once a controller was added: then it is timed with
+  // cgroup_get_cgroup fails on some hosts once a controller was added: it is then timed with
   // none added, loading every hierarchy's files.
   const char* controller = "memory";
   if (const int rc = valueApiUsage(pods[0], controller); rc != 0) {
@@ -276,7 +266,7 @@ void measureLibcgroup(const Bench& b, const OurReads& ours) {
     controller = nullptr;
     std::printf("; with none: %d\n", valueApiUsage(pods[0], controller));
   }
-  Samples valueUsage = timeEachRead(
+  const Samples valueUsage = timeEachRead(
       b.budgets.valueApi, [&](std::size_t i) { return valueApiUsage(pods[i], controller) == 0; });
   std::string error;
   const bool cpu = !b.h.cpuacct.empty() && b.h.cpuVersion == cgroups::Version::V1;
@@ -294,26 +284,20 @@ void measureLibcgroup(const Bench& b, const OurReads& ours) {
            (!pids || kept(readValue(pods[i], "pids.current"), error));
   });
   if (!error.empty()) std::printf("  cgroup_read_value path failed: %s\n", error.c_str());
-  const std::pair<const char*, const Samples*> rows[] = {
-      {"usage  nodewarden readMemoryUsage", &ours.usage},
-      {controller == nullptr ? "usage  libcgroup get_cgroup(all)+get_value"
-                             : "usage  libcgroup get_cgroup+get_value",
-       &valueUsage},
-      {"usage  libcgroup read_value_begin/end", &readUsage},
-      {"full   nodewarden (5 files)", &ours.full},
-      {"full   libcgroup read_value x4 + stats", &readFull}};
   std::printf(
       "  per pod (each read timed alone)                median us     p99 us  vs nodewarden\n");
-  for (std::size_t k = 0; k < std::size(rows); ++k) {
-    const auto& [label, s] = rows[k];
-    const double reference = std::max(1.0, (k < 3 ? ours.usage : ours.full).median());
-    if (s->count() == 0) {
-      std::printf("    %-44s %10s %10s\n", label, "failed", "-");
-    } else {
-      std::printf("    %-44s %10.2f %10.2f   %6.1fx\n", label, s->median() * 1e-3, s->p99() * 1e-3,
-                  s->median() / reference);
-    }
-  }
+  auto row = [](const char* label, const Samples& s, const Samples& nodewarden) {
+    if (s.count() == 0) return (void)std::printf("    %-44s %10s %10s\n", label, "failed", "-");
+    std::printf("    %-44s %10.2f %10.2f   %6.1fx\n", label, s.median() * 1e-3, s.p99() * 1e-3,
+                s.median() / std::max(1.0, nodewarden.median()));
+  };
+  row("usage  nodewarden readMemoryUsage", ours.usage, ours.usage);
+  row(controller != nullptr ? "usage  libcgroup get_cgroup+get_value"
+                            : "usage  libcgroup get_cgroup(all)+get_value",
+      valueUsage, ours.usage);
+  row("usage  libcgroup read_value_begin/end", readUsage, ours.usage);
+  row("full   nodewarden (5 files)", ours.full, ours.full);
+  row("full   libcgroup read_value x4 + stats", readFull, ours.full);
 }
 
 const std::size_t gPageSize = std::size_t(::sysconf(_SC_PAGESIZE));
@@ -346,21 +330,21 @@ int touchOnSignal(int readyFd, int goFd, TouchLog& log, pid_t parent) {
 // The threshold trials, or the baseline trials.
 struct Trials {
   const char* title;
-  int attempted = 0, timedOut = 0;  // timed out: no wake within 5 s of the go signal
+  int attempted = 0;
   std::vector<double> latencyNs{};  // wake − touch of the crossing page (may be negative)
   std::string firstError{};         // the first failed trial's reason
 };
 
-// A trial once its child runs: nullopt when measured, else why not ("" on a stop). In a baseline
-// trial no threshold is armed: the child writes its ready pipe right after touching the
-// crossing page. Same child, same loop, same wake-up through the scheduler: what the threshold
-// adds is the kernel's own delay in noticing the crossing.
-std::optional<std::string> measureTrial(const CgroupDir& dir, TouchLog& log, bool baseline,
-                                        int readyFd, int goFd, Trials& t) {
+// A trial once its child runs: the latency, or why not ("" on a stop). In a baseline trial no
+// threshold is armed: the child writes its ready pipe right after touching the crossing page.
+// Same child, same loop, same wake-up through the scheduler: what the threshold adds is the
+// kernel's own delay in noticing the crossing.
+Result<double> measureTrial(const CgroupDir& dir, TouchLog& log, bool baseline, int readyFd,
+                            int goFd) {
   std::string buffer;
-  if (readByte(readyFd, 5000) != 'r') return "the child did not get ready";
+  if (readByte(readyFd, 5000) != 'r') return Error{"the child did not get ready"};
   auto before = cgroups::readMemoryUsage(dir, buffer);
-  if (!before) return before.error().message;
+  if (!before) return before.error();
   // The first page whose touch takes the usage above the threshold, at one page a touch. An
   // estimate: v1 looks at thresholds once every 128 page charge events per CPU, charges up to
   // 64 pages ahead (per-CPU stock), and charges page tables too.
@@ -369,24 +353,22 @@ std::optional<std::string> measureTrial(const CgroupDir& dir, TouchLog& log, boo
   std::optional<cgroups::MemoryThresholdNotifier> notifier;  // v1: replaced, never moved
   if (!baseline) {
     auto armed = cgroups::MemoryThresholdNotifier::arm(dir, *before + kThresholdMargin);
-    if (!armed) return armed.error().message;
+    if (!armed) return armed.error();
     notifier.emplace(std::move(armed).value());
   }
   static constexpr char kGo = 'g';
-  if (::write(goFd, &kGo, 1) != 1) return "writing the go signal failed";
+  if (::write(goFd, &kGo, 1) != 1) return Error{"writing the go signal failed"};
   const int n = waitReadable(baseline ? readyFd : notifier->fd(), 5000);
   const std::int64_t wokeAt = monotonicNanos();
-  if (stopped()) return "";
-  t.timedOut += n <= 0;
-  if (n <= 0) return baseline ? "no ping within 5 s" : "no threshold event within 5 s";
-  if (baseline && readByte(readyFd, 1000) != 'p') return "the child's ping was not 'p'";
-  if (readByte(readyFd, 10000) != 'd') return "the child did not finish touching its memory";
-  t.latencyNs.push_back(double(wokeAt - log.touchedAt[crossing]));
-  return std::nullopt;
+  if (stopped()) return Error{""};
+  if (n <= 0) return Error{baseline ? "no ping within 5 s" : "no threshold event within 5 s"};
+  if (baseline && readByte(readyFd, 1000) != 'p') return Error{"the child's ping was not 'p'"};
+  if (readByte(readyFd, 10000) != 'd') return Error{"the child did not finish touching its memory"};
+  return double(wokeAt - log.touchedAt[crossing]);
 }
 
 // Threshold and baseline trials alternately in the pod cgroup `relative`, so that both see the
-// same machine, each child fresh.
+// same machine, each with a fresh child.
 void runTrials(Bench& b, const std::string& relative, const CgroupDir& dir, TouchLog& log,
                Trials (&trials)[2]) {
   const auto start = steadyNow();
@@ -407,10 +389,11 @@ void runTrials(Bench& b, const std::string& relative, const CgroupDir& dir, Touc
     }
     ready.close(1);
     go.close(0);
-    const auto why = child ? measureTrial(dir, log, trial % 2 == 1, ready.fd[0], go.fd[1], t)
-                           : std::optional(child.error().message);
-    if (why && !why->empty() && t.firstError.empty()) {
-      t.firstError = "trial " + std::to_string(trial) + ": " + *why;
+    const Result<double> latency =
+        child ? measureTrial(dir, log, trial % 2 == 1, ready.fd[0], go.fd[1]) : child.error();
+    if (latency) t.latencyNs.push_back(*latency);
+    if (!latency && !latency.error().message.empty() && t.firstError.empty()) {
+      t.firstError = "trial " + std::to_string(trial) + ": " + latency.error().message;
     }
     if (!child) break;
     // Kills the child if it still runs and waits (bounded) without reaping, then lets the
@@ -425,67 +408,53 @@ void runTrials(Bench& b, const std::string& relative, const CgroupDir& dir, Touc
 std::optional<double> measureNotification(Bench& b) {
   std::printf(
       "\n== v1 memory threshold notification (MemoryThresholdNotifier) ==\n"
-      "  per trial: a fresh child in a fresh-armed pod cgroup; threshold = usage + 64 MiB;\n"
-      "  the child touches 128 MiB page by page (MADV_NOHUGEPAGE), logging each touch;\n"
-      "  latency = parent's wake from poll(eventfd) - touch of the first page that takes\n"
-      "  the usage (+4 KiB per page) above the threshold\n");
+      "  per trial: a fresh child touches 128 MiB page by page (small pages) in a pod cgroup\n"
+      "  armed at usage + 64 MiB; latency = wake from poll() - touch of the crossing page\n");
   std::fflush(stdout);
+  if (b.h.memoryVersion != cgroups::Version::V1) {
+    std::printf("  skipped: the memory controller is on cgroup v2 (no cgroup.event_control)\n");
+    return std::nullopt;
+  }
   auto relative = b.sandbox.addPod(b.rng.uuid(), "burstable");
   auto dir = relative ? CgroupDir::open(b.h.memory + "/" + *relative, cgroups::Version::V1)
                       : Result<CgroupDir>(relative.error());
-  // Left mapped until the process exits.
-  void* log =
+  void* log =  // left mapped until the process exits
       ::mmap(nullptr, sizeof(TouchLog), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  Trials trials[2] = {{"threshold (eventfd from cgroup.event_control):"},
-                      {"baseline (no threshold: the child writes a pipe right after touching "
-                       "that page):"}};
-  if (b.h.memoryVersion != cgroups::Version::V1) {
-    std::printf("  skipped: the memory controller is on cgroup v2 (no cgroup.event_control)\n");
-  } else if (!dir || log == MAP_FAILED) {
-    std::printf("  skipped: %s\n", dir ? "mmap failed" : dir.error().message.c_str());
-  } else {
-    runTrials(b, *relative, *dir, *static_cast<TouchLog*>(log), trials);
-  }
+  Trials trials[2] = {
+      {"threshold (eventfd from cgroup.event_control):"},
+      {"baseline (no threshold: the child writes a pipe right after touching that page):"}};
+  if (dir && log != MAP_FAILED) runTrials(b, *relative, *dir, *static_cast<TouchLog*>(log), trials);
   if (relative) (void)b.sandbox.removeCgroup(*relative);
+  if (!dir || log == MAP_FAILED) {
+    std::printf("  skipped: %s\n", dir ? "mmap failed" : dir.error().message.c_str());
+    return std::nullopt;
+  }
   Samples latency[2];
-  for (int k = 0; k < 2 && trials[0].attempted > 0; ++k) {
+  for (int k = 0; k < 2; ++k) {
     const Trials& t = trials[k];
-    latency[k] = Samples::from(t.latencyNs);
-    std::printf("  %s\n    trials: %d attempted, %zu measured, %d timed out (5 s)\n", t.title,
-                t.attempted, latency[k].count(), t.timedOut);
+    const Samples& s = latency[k] = Samples::from(t.latencyNs);
+    std::printf("  %s\n    trials: %d attempted, %zu measured\n", t.title, t.attempted, s.count());
     if (!t.firstError.empty()) std::printf("    first failure: %s\n", t.firstError.c_str());
-    if (latency[k].count() == 0) continue;
+    if (s.count() == 0) continue;
     std::printf("    latency            p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms  min %8.3f ms\n",
-                latency[k].median() * 1e-6, latency[k].p99() * 1e-6, latency[k].max() * 1e-6,
-                latency[k].min() * 1e-6);
+                s.median() * 1e-6, s.p99() * 1e-6, s.max() * 1e-6, s.min() * 1e-6);
   }
   const auto& [threshold, baseline] = latency;
-  if (threshold.count() > 0 && baseline.count() > 0) {
+  if (threshold.count() == 0) return std::nullopt;
+  if (baseline.count() > 0) {
     std::printf(
         "    threshold - baseline: p50 %+.3f ms, p99 %+.3f ms (the kernel's own delay in "
         "noticing)\n",
         (threshold.median() - baseline.median()) * 1e-6, (threshold.p99() - baseline.p99()) * 1e-6);
   }
-  if (threshold.count() == 0) return std::nullopt;
   return threshold.p99() * 1e-6;
-}
-
-// Closes every pod's control files (keeping the directories), as after a fresh refresh.
-void closeControlFiles(const PodCgroups& index) {
-  for (const auto& [uid, pod] : index.pods()) {
-    pod->memory.closeFiles();
-    for (const auto* dir : {&pod->cpu, &pod->pids, &pod->unified, &pod->freezer}) {
-      if (*dir) (*dir)->closeFiles();
-    }
-  }
 }
 
 // Times and prints the scans, discoveries and refreshes finding nothing at one size: the scan's
 // median, or nullopt when a discovery or a refresh failed.
 std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Budgets& budgets) {
   std::string failed;
-  closeControlFiles(index);  // so that the first scan (untimed) opens every file at every size
-  const Samples scan = measure(budgets.scan, 1, [&] {
+  const Samples scan = measure(budgets.scan, 1, [&] {  // the untimed first opens new pods' files
     const auto t0 = steadyNow();
     cgroups::ScanResult result = cgroups::scanNode(index, {}, steadyNow());
     const double ns = nanosSince(t0);
@@ -496,47 +465,50 @@ std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Budgets& 
   printLine("scanNode", scan, true);
   if (!failed.empty()) std::printf("      a scan failed to read: %s\n", failed.c_str());
   failed.clear();
-  closeControlFiles(index);      // keeps the peak at 10 descriptors a pod (kDescriptorsPerPod)
-  std::vector<double> parts[2];  // discoverHierarchy, the refresh
-  auto ns = [](SteadyTime from, SteadyTime to) {
-    return std::chrono::duration<double, std::nano>(to - from).count();
-  };
+  // Closes every pod's control files, keeping the peak at kDescriptorsPerPod during discovery.
+  for (const auto& [uid, pod] : index.pods()) {
+    pod->memory.closeFiles();
+    for (const auto* dir : {&pod->cpu, &pod->pids, &pod->unified, &pod->freezer}) {
+      if (*dir) (*dir)->closeFiles();
+    }
+  }
+  std::vector<double> mounts, refreshes;  // the parts of a discovery
   const Samples discover = measure(budgets.discovery, [&] {
     if (!failed.empty()) return 0.0;
     const auto t0 = steadyNow();
     auto hierarchy = cgroups::discoverHierarchy({});
-    const auto t1 = steadyNow();
+    const double discovered = nanosSince(t0);
     if (!hierarchy) {
       failed = "discoverHierarchy failed: " + hierarchy.error().message;
       return 0.0;
     }
     PodCgroups fresh(std::move(hierarchy).value(), index.kubepods());
     auto refreshed = fresh.refresh();
-    const auto t2 = steadyNow();
+    const double ns = nanosSince(t0);  // closing the fresh index is not timed
+    mounts.push_back(discovered);
+    refreshes.push_back(ns - discovered);
     if (!refreshed || fresh.size() != index.size()) {
       failed = "a fresh refresh found " + std::to_string(fresh.size()) + " pods, expected " +
                std::to_string(index.size()) + (refreshed ? "" : ": " + refreshed.error().message);
     }
-    parts[0].push_back(ns(t0, t1));
-    parts[1].push_back(ns(t1, t2));
-    return ns(t0, t2);  // closing the fresh index is not timed
+    return ns;
   });
   const Samples noop = measure(failed.empty() ? budgets.noopRefresh : Budget{0, 0, 0}, [&] {
     const auto t0 = steadyNow();
     auto refreshed = index.refresh();
-    const double took = nanosSince(t0);
+    const double ns = nanosSince(t0);
     if (!refreshed || !refreshed->added.empty() || !refreshed->removed.empty()) {
       failed = "a refresh with nothing changed reported changes or failed";
     }
-    return took;
+    return ns;
   });
   if (!failed.empty()) {
     std::fprintf(stderr, "%s\n", failed.c_str());
     return std::nullopt;
   }
   printLine("discoverHierarchy + fresh refresh", discover, true);
-  printLine("  discoverHierarchy", Samples::from(std::move(parts[0])), true);
-  printLine("  refresh of a new PodCgroups", Samples::from(std::move(parts[1])), true);
+  printLine("  discoverHierarchy", Samples::from(std::move(mounts)), true);
+  printLine("  refresh of a new PodCgroups", Samples::from(std::move(refreshes)), true);
   printLine("refresh, nothing changed", noop, true);
   return scan.median();
 }
@@ -547,8 +519,7 @@ int runMeasurements(Bench& b, const std::vector<std::size_t>& sizes) {
   const auto ours = measureOurReads(b);
   if (stopped() || !ours) return stopped() ? 130 : 1;
   measureLibcgroup(b, *ours);
-  if (stopped()) return 130;
-  const auto notifyP99Ms = measureNotification(b);
+  const auto notifyP99Ms = stopped() ? std::nullopt : measureNotification(b);
   if (stopped()) return 130;
   std::printf(
       "\n== full scan (scanNode) and discovery (discoverHierarchy + PodCgroups::refresh) ==\n");
@@ -566,23 +537,19 @@ int runMeasurements(Bench& b, const std::vector<std::size_t>& sizes) {
     }
     const auto scanNs = b.refreshed() ? measureScanAndDiscovery(b.index, b.budgets) : std::nullopt;
     if (!scanNs) return stopped() ? 130 : 1;
-    if (size == kScanTargetPods) scanMs = *scanNs * 1e-6;
+    if (size == 1000) scanMs = *scanNs * 1e-6;
   }
-
   std::printf("\ntargets (verdicts on the median, notification on p99):\n");
-  const std::tuple<const char*, std::optional<double>, const char*, double, const char*> rows[] = {
-      {"usage-only read per pod", ours->usage.median() * 1e-3, "us", 2, ""},
-      {"full read per pod", ours->full.median() * 1e-3, "us", 20, ""},
-      {"full scan of 1,000 pods", scanMs, "ms", 25, "not measured (1000 not in --sizes)"},
-      {"notification p99", notifyP99Ms, "ms", 5, "not measured"}};
-  for (const auto& [label, value, unit, limit, absent] : rows) {
-    if (!value) {
-      std::printf("  %-25s %s\n", label, absent);
-    } else {
-      std::printf("  %-25s %8.2f %s  <= %5.0f %s  %s\n", label, *value, unit, limit, unit,
-                  verdict(*value <= limit));
-    }
-  }
+  auto target = [](const char* label, std::optional<double> value, const char* unit, double limit,
+                   const char* absent = "not measured") {
+    if (!value) return (void)std::printf("  %-25s %s\n", label, absent);
+    std::printf("  %-25s %8.2f %s  <= %5.0f %s  %s\n", label, *value, unit, limit, unit,
+                verdict(*value <= limit));
+  };
+  target("usage-only read per pod", ours->usage.median() * 1e-3, "us", 2);
+  target("full read per pod", ours->full.median() * 1e-3, "us", 20);
+  target("full scan of 1,000 pods", scanMs, "ms", 25, "not measured (1000 not in --sizes)");
+  target("notification p99", notifyP99Ms, "ms", 5);
   return 0;
 }
 
@@ -590,16 +557,17 @@ int runMeasurements(Bench& b, const std::vector<std::size_t>& sizes) {
 // multiple of 100 that does (the figures say which size was measured). Empty: skip (exit 77).
 std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes) {
   auto descriptors = [](std::size_t pods) { return pods * kDescriptorsPerPod + kDescriptorSlack; };
-  auto limit = cgroups::raiseOpenFileLimit(descriptors(sizes.back()));
+  const std::uint64_t wanted = descriptors(sizes.back());
+  auto limit = cgroups::raiseOpenFileLimit(wanted);
   if (!limit) {
     std::printf("bench_cgroups: skipped: %s\n", limit.error().message.c_str());
     return {};
   }
   std::printf("open file limit (RLIMIT_NOFILE soft): %s; wanted %s (%llu per pod + %llu)\n",
-              withCommas(*limit).c_str(), withCommas(descriptors(sizes.back())).c_str(),
+              withCommas(*limit).c_str(), withCommas(wanted).c_str(),
               static_cast<unsigned long long>(kDescriptorsPerPod),
               static_cast<unsigned long long>(kDescriptorSlack));
-  if (*limit >= descriptors(sizes.back())) return sizes;
+  if (*limit >= wanted) return sizes;
   const std::size_t fit =
       (*limit - std::min(*limit, kDescriptorSlack)) / kDescriptorsPerPod / 100 * 100;
   std::vector<std::size_t> kept;
@@ -630,15 +598,17 @@ int run(int argc, char** argv) {
   std::vector<std::size_t> sizes;  // none given: 100,1000,5000 (--quick 100,1000)
   bool quick = false;
   int trials = 0;
-  Args args(kUsage);
   // At least the per-pod read set (part of every size); at most 20,000 so that 5 hierarchies
   // stay well below the kernel's 65,535 memory cgroup IDs.
+  Args args(kUsage);
   args.flag("--quick", quick)
       .numbers("--sizes", sizes, kReadPods, std::size_t(20'000))
       .number("--trials", trials, 1, 10000);
   if (auto status = args.parse(argc, argv)) return *status;
-  if (sizes.empty())
-    sizes = quick ? std::vector<std::size_t>{100, 1000} : std::vector<std::size_t>{100, 1000, 5000};
+  if (sizes.empty()) {
+    sizes = {100, 1000};
+    if (!quick) sizes.push_back(5000);
+  }
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   Budgets budgets = quick ? kQuickBudgets : kFullBudgets;
@@ -654,8 +624,8 @@ int run(int argc, char** argv) {
   std::fflush(stdout);
   installStopHandlers();
   sizes = fitOpenFileLimit(sizes);
-  if (sizes.empty()) return 77;
-  auto sandbox = openSandbox(*h, "bench_cgroups", "nodewarden-bench");
+  auto sandbox =
+      sizes.empty() ? std::nullopt : openSandbox(*h, "bench_cgroups", "nodewarden-bench");
   if (!sandbox) return 77;
   std::printf("\n");
   Bench b{*sandbox, *h, budgets};
