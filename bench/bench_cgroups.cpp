@@ -557,17 +557,15 @@ int runMeasurements(Bench& b, const std::vector<std::size_t>& sizes) {
 // multiple of 100 that does (the figures say which size was measured). Empty: skip (exit 77).
 std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes) {
   auto descriptors = [](std::size_t pods) { return pods * kDescriptorsPerPod + kDescriptorSlack; };
-  const std::uint64_t wanted = descriptors(sizes.back());
-  auto limit = cgroups::raiseOpenFileLimit(wanted);
+  auto limit = cgroups::raiseOpenFileLimit(descriptors(sizes.back()));
   if (!limit) {
     std::printf("bench_cgroups: skipped: %s\n", limit.error().message.c_str());
     return {};
   }
   std::printf("open file limit (RLIMIT_NOFILE soft): %s; wanted %s (%llu per pod + %llu)\n",
-              withCommas(*limit).c_str(), withCommas(wanted).c_str(),
+              withCommas(*limit).c_str(), withCommas(descriptors(sizes.back())).c_str(),
               static_cast<unsigned long long>(kDescriptorsPerPod),
               static_cast<unsigned long long>(kDescriptorSlack));
-  if (*limit >= wanted) return sizes;
   const std::size_t fit =
       (*limit - std::min(*limit, kDescriptorSlack)) / kDescriptorsPerPod / 100 * 100;
   std::vector<std::size_t> kept;
@@ -583,14 +581,13 @@ std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes)
   }
   rlimit hard{};
   ::getrlimit(RLIMIT_NOFILE, &hard);
-  std::printf(
-      "  (the hard limit is %s; raising it needs CAP_SYS_RESOURCE, which this process %s)\n",
-      withCommas(std::uint64_t(hard.rlim_max)).c_str(),
-      cgroups::hasCapSysResource() ? "has" : "lacks");
-  if (kept.empty()) {
-    std::printf("bench_cgroups: skipped: the open file limit is too low even for %zu pods\n",
-                kReadPods);
+  if (kept != sizes) {
+    std::printf(
+        "  (the hard limit is %s; raising it needs CAP_SYS_RESOURCE, which this process %s)\n",
+        withCommas(std::uint64_t(hard.rlim_max)).c_str(),
+        cgroups::hasCapSysResource() ? "has" : "lacks");
   }
+  if (kept.empty()) std::printf("bench_cgroups: skipped: the open file limit is too low\n");
   return kept;
 }
 
