@@ -111,9 +111,10 @@ struct Bench {
   // kernel's 65,535 memory cgroup IDs are used up).
   std::optional<Error> growTo(std::size_t target) {
     while (uids.size() < target && !stopped()) {
-      uids.push_back(rng.uuid());
-      auto relative = sandbox.addPod(uids.back(), qosMix(relatives.size()));
+      std::string uid = rng.uuid();
+      auto relative = sandbox.addPod(uid, qosMix(uids.size()));
       if (!relative) return relative.error();
+      uids.push_back(std::move(uid));
       relatives.push_back(*relative);
     }
     return std::nullopt;
