@@ -14,18 +14,11 @@
 #include <libcgroup.h>
 #include <sys/resource.h>
 
-#include <atomic>
-#include <memory>
-
 #include "bench/support/process.h"
 #include "bench/support/report.h"
 #include "bench/support/sandbox.h"
-#include "cgroups/hierarchy.h"
 #include "cgroups/notify.h"
-#include "cgroups/parsers.h"
-#include "cgroups/pods.h"
 #include "cgroups/readers.h"
-#include "cgroups/sandbox.h"
 
 namespace nodewarden::bench {
 namespace {
@@ -33,7 +26,6 @@ namespace {
 using cgroups::CgroupDir;
 using cgroups::PodCgroup;
 using cgroups::PodCgroups;
-using cgroups::Sandbox;
 
 constexpr std::uint64_t kSeed = 0x6367726f75707321ULL;  // "cgroups!"
 constexpr std::uint64_t kMi = 1024 * 1024;
@@ -45,16 +37,13 @@ constexpr std::size_t kTouchBytes = 128 * kMi;        // what the notification c
 // opens a fresh index's 5 directories beside the old: 10 a pod at the peak either way.
 constexpr std::uint64_t kDescriptorsPerPod = 10;
 constexpr std::uint64_t kDescriptorSlack = 512;  // stdio, pipes, libcgroup, the node's files
-constexpr double kUsageTargetMicros = 2, kFullTargetMicros = 20;
-constexpr std::size_t kScanTargetPods = 1000;
-constexpr double kScanTargetMillis = 25, kNotifyP99TargetMillis = 5;
 
 constexpr const char* kUsage =
     "usage: bench_cgroups [--sizes N[,N...]] [--quick] [--trials N] [--help]\n"
     "\n"
-    "Times nodewarden's cgroup readers, scan, discovery and v1 memory threshold\n"
-    "notifications on real cgroups it creates (\"nodewarden-bench-<pid>\" below each hierarchy\n"
-    "root) and removes again. Needs root.\n"
+    "Times nodewarden's cgroup readers (beside libcgroup's), scan, discovery and v1 memory\n"
+    "threshold notifications on real cgroups it creates (\"nodewarden-bench-<pid>\" below each\n"
+    "hierarchy root) and removes again. Needs root.\n"
     "  --sizes 100,1000   pod cgroups for the scan and discovery (default 100,1000,5000;\n"
     "                     with --quick 100,1000); each from 100 to 20000\n"
     "  --quick            fewer repetitions and 10 notification trials (a smoke run)\n"
@@ -81,31 +70,93 @@ void printLine(const char* label, const Samples& s, bool millis = false) {
   printSamplesLine(44, label, s, millis ? 1e6 : 1e3, millis ? "ms" : "us");
 }
 
-// Whether `result` holds a value (added to gSink when `sink`); if not, `error` keeps the first.
+// Whether `result` holds a value (a number goes to gSink); if not, `error` keeps the first.
 template <typename T>
-bool kept(const Result<T>& result, std::string& error, bool sink = false) {
+bool kept(const Result<T>& result, std::string& error) {
   if (!result && error.empty()) error = result.error().message;
   if constexpr (std::is_arithmetic_v<T>) {
-    if (result && sink) gSink = gSink + std::uint64_t(*result);
+    if (result) gSink = gSink + std::uint64_t(*result);
   }
   return bool(result);
 }
 
-struct BenchPod {
-  std::string uid, relative;  // relative: below each hierarchy root (for libcgroup)
+// Passes over the read set within `budget`, each read timed alone (the timer included); no
+// samples once a read failed.
+template <typename F>
+Samples timeEachRead(const Budget& budget, F&& readOne) {
+  std::vector<double> nanos;
+  bool failed = false;
+  measure(budget, [&] {
+    for (std::size_t i = 0; i < kReadPods && !failed && !stopped(); ++i) {
+      const auto t0 = steadyNow();
+      failed = !readOne(i);
+      nanos.push_back(nanosSince(t0));
+    }
+    return 0.0;
+  });
+  return failed ? Samples{} : Samples::from(std::move(nanos));
+}
+
+// One run: the sandbox (run() owns and destroys it), the pod cgroups made in it so far (UIDs,
+// paths below each hierarchy root) and their index.
+struct Bench {
+  cgroups::Sandbox& sandbox;
+  const cgroups::Hierarchy& h;
+  const Budgets& budgets;
+  PodCgroups index{h, sandbox.kubepods()};
+  std::vector<std::string> uids{}, relatives{};
+  Random rng{kSeed};
+
+  // Adds pod cgroups until there are `target`; the error when one cannot be made (e.g. the
+  // kernel's 65,535 memory cgroup IDs are used up).
+  std::optional<Error> growTo(std::size_t target) {
+    while (uids.size() < target && !stopped()) {
+      std::string uid = rng.uuid();
+      auto relative = sandbox.addPod(uid, qosMix(uids.size()));
+      if (!relative) return relative.error();
+      uids.push_back(std::move(uid));
+      relatives.push_back(*relative);
+    }
+    return std::nullopt;
+  }
+  // Whether a refresh of the index finds every pod made; says why not.
+  bool refreshed() {
+    auto result = index.refresh();
+    const auto found = [&](const std::string& uid) { return index.find(uid) != nullptr; };
+    if (result && index.size() == uids.size() && std::all_of(uids.begin(), uids.end(), found)) {
+      return true;
+    }
+    std::fprintf(stderr, "the pod index found %zu pods, expected %zu%s%s\n", index.size(),
+                 uids.size(), result ? "" : ": ", result ? "" : result.error().message.c_str());
+    return false;
+  }
 };
 
-// Adds pod cgroups until there are `target`; the error when one cannot be made (e.g. the
-// kernel's 65,535 memory cgroup IDs are used up).
-std::optional<Error> growTo(Sandbox& sandbox, std::vector<BenchPod>& pods, std::size_t target,
-                            Random& rng) {
-  while (pods.size() < target && !stopped()) {
-    std::string uid = rng.uuid();
-    auto relative = sandbox.addPod(uid, qosMix(pods.size()));
-    if (!relative) return relative.error();
-    pods.push_back({std::move(uid), *relative});
+// The read set, its busy pods' 8 MiB charged; 0, or the exit status when it cannot be had.
+int setUpReadSet(Bench& b) {
+  std::printf("== set-up: %zu pod cgroups, %zu of them running a process holding %llu MiB ==\n\n",
+              kReadPods, kBusyPods, static_cast<unsigned long long>(kBusyBytes / kMi));
+  if (auto failed = b.growTo(kReadPods)) {
+    std::printf("cannot create pod cgroups: %s\n", failed->message.c_str());
+    return 77;
   }
-  return std::nullopt;
+  for (std::size_t i = 0; i < kBusyPods && !stopped(); ++i) {
+    auto child = b.sandbox.spawn(b.relatives[i],
+                                 [self = ::getpid()] { return holdMemory(kBusyBytes, self); });
+    if (!child) {
+      std::printf("cannot start a process in a pod cgroup: %s\n", child.error().message.c_str());
+      return 77;
+    }
+  }
+  if (!b.refreshed()) return 1;
+  std::string buffer;
+  for (std::size_t i = 0, wait = 0; i < kBusyPods && wait < 1000 && !stopped(); ++wait) {
+    auto usage = cgroups::readMemoryUsage(b.index.find(b.uids[i])->memory, buffer);
+    const bool charged = usage && *usage >= kBusyBytes;
+    i += charged;
+    if (!charged) sleepMillis(10);  // bounded: 10 s in all
+  }
+  return stopped() ? 130 : 0;
 }
 
 // Reads one pod fully, as scanNode does.
@@ -113,32 +164,8 @@ bool readFull(const PodCgroup& pod, std::string& buffer, std::string& error) {
   auto memory = cgroups::readMemory(pod.memory, buffer);
   if (!kept(memory, error)) return false;
   gSink = gSink + memory->workingSet;
-  if (pod.cpu && !kept(cgroups::readCpuNanos(*pod.cpu, buffer), error, true)) return false;
-  return kept(cgroups::readProcessCount(pod, buffer), error, true);
-}
-
-// Passes over `pods` reads within `budget`, each read timed alone (`nanos` in read order), and
-// the median of a whole pass per pod (timer included). The first failed read ends the reading.
-struct EachRead {
-  std::vector<double> nanos;
-  double passPerPod = 0;
-  bool failed = false;
-};
-
-template <typename F>
-EachRead timeEachRead(const Budget& budget, std::size_t pods, F&& readOne) {
-  EachRead r;
-  const Samples passes = measure(budget, [&] {
-    const auto passStart = steadyNow();
-    for (std::size_t i = 0; i < pods && !r.failed && !stopped(); ++i) {
-      const auto t0 = steadyNow();
-      r.failed = !readOne(i);
-      r.nanos.push_back(nanosSince(t0));
-    }
-    return nanosSince(passStart) / double(pods);
-  });
-  r.passPerPod = passes.median();
-  return r;
+  return (!pod.cpu || kept(cgroups::readCpuNanos(*pod.cpu, buffer), error)) &&
+         kept(cgroups::readProcessCount(pod, buffer), error);
 }
 
 struct OurReads {
@@ -146,74 +173,47 @@ struct OurReads {
 };
 
 // nodewarden's readers on kept-open descriptors, printed; nullopt when a read failed.
-std::optional<OurReads> measureOurReads(const std::vector<const PodCgroup*>& pods,
-                                        const Budgets& budgets) {
+std::optional<OurReads> measureOurReads(const Bench& b) {
+  std::printf("== per-pod reads, nodewarden readers on kept-open descriptors (%zu pods) ==\n",
+              kReadPods);
+  std::vector<const PodCgroup*> pods;
   std::string buffer, error;
-  bool failed = false;
-  for (const PodCgroup* pod : pods) failed = failed || !readFull(*pod, buffer, error);  // opens
-  const Samples timer = measure({1000, 100000, 0.05}, [] { return nanosSince(steadyNow()); });
-  std::printf("    (each read timed alone; timer overhead %.0f ns per timed read is included)\n",
-              timer.median());
-  std::vector<double> inOrder;  // the last kind of read's times, in read order
-  // Times one kind of read and prints it, with its target when it has one.
-  auto each = [&](const char* label, double targetUs, auto&& readOne) {
-    EachRead e = failed ? EachRead{} : timeEachRead(budgets.reads, pods.size(), readOne);
-    failed = failed || e.failed;
-    const Samples s = Samples::from(e.nanos);
-    inOrder = std::move(e.nanos);
-    if (!failed) printLine(label, s);
-    if (!failed && targetUs > 0) {
-      std::printf("      target <= %.0f us (median): %s;  a whole pass: %.2f us per pod\n",
-                  targetUs, verdict(s.median() * 1e-3 <= targetUs), e.passPerPod * 1e-3);
-    }
+  for (const std::string& uid : b.uids) pods.push_back(b.index.find(uid));
+  for (const PodCgroup* pod : pods) readFull(*pod, buffer, error);  // opens every file
+  auto each = [&](const char* label, auto&& readOne) {
+    if (!error.empty()) return Samples{};
+    const Samples s =
+        timeEachRead(b.budgets.reads, [&](std::size_t i) { return readOne(*pods[i]); });
+    if (error.empty()) printLine(label, s);
     return s;
   };
   OurReads r;
-  r.usage = each("usage only: readMemoryUsage", kUsageTargetMicros, [&](std::size_t i) {
-    return kept(cgroups::readMemoryUsage(pods[i]->memory, buffer), error, true);
+  r.usage = each("usage only: readMemoryUsage", [&](const PodCgroup& pod) {
+    return kept(cgroups::readMemoryUsage(pod.memory, buffer), error);
   });
-  r.full = each("full: readMemory+readCpuNanos+readProcessCount", kFullTargetMicros,
-                [&](std::size_t i) { return readFull(*pods[i], buffer, error); });
-  std::vector<double> byPod[2];  // the full reads of the busy pods, of the empty pods
-  for (std::size_t k = 0; k < inOrder.size(); ++k) {
-    byPod[k % pods.size() < kBusyPods ? 0 : 1].push_back(inOrder[k]);
-  }
-  if (!failed) {
-    printLine("  full, the 10 pods with a process", Samples::from(std::move(byPod[0])));
-    printLine("  full, the 90 empty pods", Samples::from(std::move(byPod[1])));
-  }
-  each("  readMemory (usage + memory.stat + limit)", 0,
-       [&](std::size_t i) { return kept(cgroups::readMemory(pods[i]->memory, buffer), error); });
-  each("    memory.stat pread alone (not parsed)", 0, [&](std::size_t i) {
-    return kept(pods[i]->memory.read(CgroupDir::File::MemoryStat, buffer), error);
+  r.full = each("full: readMemory+readCpuNanos+readProcessCount",
+                [&](const PodCgroup& pod) { return readFull(pod, buffer, error); });
+  each("  readMemory (usage + memory.stat + limit)",
+       [&](const PodCgroup& pod) { return kept(cgroups::readMemory(pod.memory, buffer), error); });
+  each("    memory.stat pread alone (not parsed)", [&](const PodCgroup& pod) {
+    return kept(pod.memory.read(CgroupDir::File::MemoryStat, buffer), error);
   });
-  each("  readCpuNanos (cpuacct.usage)", 0, [&](std::size_t i) {
-    return !pods[i]->cpu || kept(cgroups::readCpuNanos(*pods[i]->cpu, buffer), error);
-  });
-  each("  readProcessCount (pids.current)", 0,
-       [&](std::size_t i) { return kept(cgroups::readProcessCount(*pods[i], buffer), error); });
-  if (!failed) return r;
+  if (error.empty()) return r;
   std::fprintf(stderr, "reading a pod cgroup failed: %s\n", error.c_str());
   return std::nullopt;
 }
 
-// "memory" of "memory.usage_in_bytes".
-std::string controllerOf(std::string_view file) {
-  return std::string(file.substr(0, file.find('.')));
-}
-
-// cgroup_read_value_begin + end: the first line of one control file.
+// cgroup_read_value_begin + end: the first line of one control file ("memory.usage_in_bytes").
 Result<std::uint64_t> readValue(const std::string& relative, const char* file) {
   char name[64], buffer[128];
   std::snprintf(name, sizeof name, "%s", file);  // the API takes a mutable name
-  const std::string controller = controllerOf(file);
+  const std::string controller(file, std::strchr(file, '.'));
   void* handle = nullptr;
   const int rc = cgroup_read_value_begin(controller.c_str(), relative.c_str(), name, &handle,
                                          buffer, sizeof buffer);
   if (handle != nullptr) cgroup_read_value_end(&handle);
   if (rc == 0) return cgroups::parseUint(buffer);
-  return Error{"cgroup_read_value_begin(" + controller + ", " + relative + ", " + file +
-               "): " + cgroup_strerror(rc)};
+  return Error{"cgroup_read_value_begin, " + relative + "/" + file + ": " + cgroup_strerror(rc)};
 }
 
 // cgroup_read_stats_begin/next/end over memory.stat: the hierarchical inactive_file.
@@ -228,150 +228,77 @@ Result<std::uint64_t> readInactiveFile(const std::string& relative) {
   }
   if (handle != nullptr) cgroup_read_stats_end(&handle);
   if (rc == ECGEOF) return inactive;
-  return Error{"cgroup_read_stats_begin(memory, " + relative + "): " + cgroup_strerror(rc)};
+  return Error{"cgroup_read_stats_begin, " + relative + ": " + cgroup_strerror(rc)};
 }
 
-// The value API: cgroup_get_cgroup loads the cgroup from the kernel (only `controller`'s files
-// when one is added, the documented way to limit what is loaded; else every hierarchy's), then
-// values come from the copy. `full`: also the limit, CPU, processes, and memory.stat.
-struct ValueApi {
-  int rc = 0, lastErrno = 0;  // cgroup_get_cgroup's; errno with ECGOTHER
-  int valueRc = 0;            // the first failed cgroup_get_value_uint64's
-  std::uint64_t usage = 0;
-};
-
-ValueApi valueApi(const std::string& relative, const char* controller, bool full) {
-  ValueApi out;
+// The value API's usage: cgroup_get_cgroup loads the cgroup from the kernel (only
+// `controller`'s files when one is added, the documented way to limit what is loaded; else
+// every hierarchy's), then the value comes from the copy. cgroup_get_cgroup's return code.
+int valueApiUsage(const std::string& relative, const char* controller) {
   cgroup* group = cgroup_new_cgroup(relative.c_str());
-  if (group == nullptr) return {ECGFAIL};
+  if (group == nullptr) return ECGFAIL;
   if (controller != nullptr) cgroup_add_controller(group, controller);
-  out.rc = cgroup_get_cgroup(group);
-  if (out.rc == ECGOTHER) out.lastErrno = cgroup_get_last_errno();
-  auto get = [&](const char* name) {
-    u_int64_t value = 0;
-    cgroup_controller* c = cgroup_get_controller(group, controllerOf(name).c_str());
-    const int rc = c == nullptr ? ECGROUPVALUENOTEXIST : cgroup_get_value_uint64(c, name, &value);
-    if (out.valueRc == 0) out.valueRc = rc;
-    gSink = gSink + value;
-    return value;
-  };
-  if (out.rc == 0) out.usage = get("memory.usage_in_bytes");
-  if (out.rc == 0 && full) {
-    for (const char* file : {"memory.limit_in_bytes", "cpuacct.usage", "pids.current"}) get(file);
-    // memory.stat is a "stats" file: the value API does not carry it.
-    if (auto inactive = readInactiveFile(relative)) gSink = gSink + *inactive;
-  }
+  const int rc = cgroup_get_cgroup(group);
+  cgroup_controller* memory = rc == 0 ? cgroup_get_controller(group, "memory") : nullptr;
+  u_int64_t value = 0;
+  if (memory != nullptr) cgroup_get_value_uint64(memory, "memory.usage_in_bytes", &value);
+  gSink = gSink + value;
   cgroup_free(&group);
-  return out;
+  return rc;
 }
 
-// Probes the value API on `pod` and prints what works: the controller to add for the timed runs
-// (nullptr: none, so every hierarchy), or nullopt when it cannot be timed here.
-std::optional<const char*> probeValueApi(const std::string& pod) {
-  auto note = [](const ValueApi& r) {
-    return r.valueRc == 0 ? "usage " + withCommas(r.usage) + " bytes"
-                          : std::string("cgroup_get_value_uint64: ") + cgroup_strerror(r.valueRc);
-  };
-  const ValueApi memory = valueApi(pod, "memory", false);
-  if (memory.rc == 0) {
-    std::printf("  value API: new_cgroup + add_controller(memory) + get_cgroup works here; %s\n",
-                note(memory).c_str());
-    return "memory";
-  }
-  std::printf(
-      "  value API: cgroup_get_cgroup(\"%s\") after add_controller(memory) failed: %d (%s)%s%s\n"
-      "    cgroup_get_cgroup on the same pod by controller added first:",
-      pod.c_str(), memory.rc, cgroup_strerror(memory.rc), memory.lastErrno != 0 ? "; errno: " : "",
-      memory.lastErrno != 0 ? std::strerror(memory.lastErrno) : "");
-  ValueApi all;  // with no controller added
-  for (const char* controller : {"", "memory", "cpuacct", "pids", "freezer"}) {
-    const ValueApi r = valueApi(pod, *controller != '\0' ? controller : nullptr, false);
-    if (*controller == '\0') all = r;
-    std::printf(" %s=%s", *controller != '\0' ? controller : "(none)",
-                r.rc == 0 ? "ok" : std::to_string(r.rc).c_str());
-  }
-  if (all.rc != 0) {
-    std::printf("\n    so the value API cannot be timed here\n");
-    return std::nullopt;
-  }
-  std::printf(
-      "\n    with no controller added it works (it then loads every hierarchy's files): that\n"
-      "    variant is timed below as the value API; %s\n",
-      note(all).c_str());
-  return nullptr;
-}
-
-void measureLibcgroup(const std::vector<BenchPod>& pods, const cgroups::Hierarchy& h,
-                      const Budgets& budgets, const OurReads& ours) {
+// The same reads through libcgroup, in a table beside nodewarden's.
+void measureLibcgroup(const Bench& b, const OurReads& ours) {
+  std::printf("\n== the same reads through libcgroup ==\n");
   // discoverHierarchy already ran cgroup_init once; again only re-reads the mount table.
-  const int initRc = cgroup_init();
-  std::printf("  cgroup_init(): %d%s%s\n", initRc, initRc == 0 ? " (ok)" : ": ",
-              initRc == 0 ? "" : cgroup_strerror(initRc));
-  if (initRc != 0) return;
-  auto perPod = [&](const Budget& budget, auto&& readOne) {
-    return Samples::from(timeEachRead(budget, kReadPods, readOne).nanos);
-  };
-  const std::optional<const char*> controller = probeValueApi(pods[0].relative);
-  Samples valueUsage, valueFull, readUsage, readFull;
-  // With only memory added, cpuacct.usage and pids.current are not loaded: the full figure then
-  // lacks them (its label says so).
-  for (bool full : {false, true}) {
-    if (!controller) break;
-    (full ? valueFull : valueUsage) = perPod(budgets.valueApi, [&](std::size_t i) {
-      return valueApi(pods[i].relative, *controller, full).rc == 0;
-    });
+  if (const int rc = cgroup_init(); rc != 0) {
+    std::printf("  cgroup_init() failed: %d (%s)\n", rc, cgroup_strerror(rc));
+    return;
   }
-  std::printf(
-      "  also timed: cgroup_read_value_begin/end per file, cgroup_read_stats_begin/next/end for "
-      "memory.stat\n");
+  const std::vector<std::string>& pods = b.relatives;
+  // cgroup_get_cgroup fails on some hosts once a controller was added: it is then timed with
+  // none added, loading every hierarchy's files.
+  const char* controller = "memory";
+  if (const int rc = valueApiUsage(pods[0], controller); rc != 0) {
+    std::printf("  cgroup_get_cgroup after add_controller: memory=%d (%s)", rc,
+                cgroup_strerror(rc));
+    for (const char* other : {"cpuacct", "pids", "freezer"})
+      std::printf(" %s=%d", other, valueApiUsage(pods[0], other));
+    controller = nullptr;
+    std::printf("; with none: %d\n", valueApiUsage(pods[0], controller));
+  }
+  const Samples valueUsage = timeEachRead(
+      b.budgets.valueApi, [&](std::size_t i) { return valueApiUsage(pods[i], controller) == 0; });
   std::string error;
-  const bool cpu = !h.cpuacct.empty() && h.cpuVersion == cgroups::Version::V1;
-  const bool pids = !h.pids.empty() && h.pidsVersion == cgroups::Version::V1;
-  const auto pod0Usage = readValue(pods[0].relative, "memory.usage_in_bytes");
-  if (kept(pod0Usage, error)) {
-    readUsage = perPod(budgets.readValue, [&](std::size_t i) {
-      return kept(readValue(pods[i].relative, "memory.usage_in_bytes"), error, true);
-    });
-    readFull = perPod(budgets.readValue, [&](std::size_t i) {
-      const std::string& pod = pods[i].relative;
-      auto usage = readValue(pod, "memory.usage_in_bytes");
-      auto inactive = kept(usage, error) ? readInactiveFile(pod) : usage;
-      auto limit = kept(inactive, error) ? readValue(pod, "memory.limit_in_bytes") : inactive;
-      if (!kept(limit, error)) return false;
-      gSink = gSink + cgroups::workingSet(*usage, *inactive) + *limit;
-      return (!cpu || kept(readValue(pod, "cpuacct.usage"), error, true)) &&
-             (!pids || kept(readValue(pod, "pids.current"), error, true));
-    });
-  }
-  if (!error.empty()) {
-    std::printf("  cgroup_read_value path failed: %s\n", error.c_str());
-  } else {
-    std::printf("  sanity: busy pod 0 usage via libcgroup %s bytes\n",
-                withCommas(*pod0Usage).c_str());
-  }
-  const bool all = controller && *controller == nullptr;
-  const std::pair<const char*, const Samples*> rows[] = {
-      {"usage  nodewarden readMemoryUsage", &ours.usage},
-      {all ? "usage  libcgroup get_cgroup(all)+get_value" : "usage  libcgroup get_cgroup+get_value",
-       &valueUsage},
-      {"usage  libcgroup read_value_begin/end", &readUsage},
-      {"full   nodewarden (5 files)", &ours.full},
-      {all ? "full   libcgroup get_cgroup(all)+4 values+stats"
-           : "full   libcgroup get_cgroup+2 values+stats",
-       &valueFull},
-      {"full   libcgroup read_value x4 + stats", &readFull}};
+  const bool cpu = !b.h.cpuacct.empty() && b.h.cpuVersion == cgroups::Version::V1;
+  const bool pids = !b.h.pids.empty() && b.h.pidsVersion == cgroups::Version::V1;
+  const Samples readUsage = timeEachRead(b.budgets.readValue, [&](std::size_t i) {
+    return kept(readValue(pods[i], "memory.usage_in_bytes"), error);
+  });
+  const Samples readFull = timeEachRead(b.budgets.readValue, [&](std::size_t i) {
+    auto usage = readValue(pods[i], "memory.usage_in_bytes");
+    auto inactive = readInactiveFile(pods[i]);
+    if (!kept(usage, error) || !kept(inactive, error)) return false;
+    gSink = gSink + cgroups::workingSet(*usage, *inactive);
+    return kept(readValue(pods[i], "memory.limit_in_bytes"), error) &&
+           (!cpu || kept(readValue(pods[i], "cpuacct.usage"), error)) &&
+           (!pids || kept(readValue(pods[i], "pids.current"), error));
+  });
+  if (!error.empty()) std::printf("  cgroup_read_value path failed: %s\n", error.c_str());
   std::printf(
       "  per pod (each read timed alone)                median us     p99 us  vs nodewarden\n");
-  for (std::size_t k = 0; k < std::size(rows); ++k) {
-    const auto& [label, s] = rows[k];
-    const double reference = std::max(1.0, (k < 3 ? ours.usage : ours.full).median());
-    if (s->count() == 0) {
-      std::printf("    %-44s %10s %10s\n", label, "failed", "-");
-    } else {
-      std::printf("    %-44s %10.2f %10.2f   %6.1fx\n", label, s->median() * 1e-3, s->p99() * 1e-3,
-                  s->median() / reference);
-    }
-  }
+  auto row = [](const char* label, const Samples& s, const Samples& nodewarden) {
+    if (s.count() == 0) return (void)std::printf("    %-44s %10s %10s\n", label, "failed", "-");
+    std::printf("    %-44s %10.2f %10.2f   %6.1fx\n", label, s.median() * 1e-3, s.p99() * 1e-3,
+                s.median() / std::max(1.0, nodewarden.median()));
+  };
+  row("usage  nodewarden readMemoryUsage", ours.usage, ours.usage);
+  row(controller != nullptr ? "usage  libcgroup get_cgroup+get_value"
+                            : "usage  libcgroup get_cgroup(all)+get_value",
+      valueUsage, ours.usage);
+  row("usage  libcgroup read_value_begin/end", readUsage, ours.usage);
+  row("full   nodewarden (5 files)", ours.full, ours.full);
+  row("full   libcgroup read_value x4 + stats", readFull, ours.full);
 }
 
 const std::size_t gPageSize = std::size_t(::sysconf(_SC_PAGESIZE));
@@ -379,7 +306,6 @@ const std::size_t gPageSize = std::size_t(::sysconf(_SC_PAGESIZE));
 // Shared by the notification child and the parent (MAP_SHARED; the parent zeroes it before each
 // trial, so its pages are charged to the parent's cgroup, not the pod's).
 struct TouchLog {
-  std::int64_t progress;  // pages touched so far (atomic_ref)
   std::int64_t pingPage;  // the child writes 'p' on its ready pipe after touching it (-1: never)
   std::int64_t touchedAt[kTouchBytes / 4096];  // when page i was about to be touched
 };
@@ -388,90 +314,75 @@ struct TouchLog {
 // page, logging each touch (and saying 'p' after the ping page); then says 'd' and exits.
 int touchOnSignal(int readyFd, int goFd, TouchLog& log, pid_t parent) {
   static constexpr char kReady = 'r', kPing = 'p', kDone = 'd';
-  const std::size_t pages = kTouchBytes / gPageSize;
   if (!dieWithParent(parent)) return 0;
   volatile char* bytes = mapSmallPages(kTouchBytes);
   char go = 0;
   if (bytes == nullptr || ::write(readyFd, &kReady, 1) != 1) return 2;
   if (::read(goFd, &go, 1) != 1 || go != 'g') return 4;
   const std::int64_t ping = log.pingPage;
-  for (std::size_t i = 0; i < pages && !stopped(); ++i) {
+  for (std::size_t i = 0; i < kTouchBytes / gPageSize && !stopped(); ++i) {
     log.touchedAt[i] = monotonicNanos();
     bytes[i * gPageSize] = 1;
-    std::atomic_ref(log.progress).store(std::int64_t(i + 1), std::memory_order_release);
     if (std::int64_t(i) == ping && ::write(readyFd, &kPing, 1) != 1) return 6;
   }
   return ::write(readyFd, &kDone, 1) == 1 ? 0 : 5;
 }
 
-struct NotifyFigures {
-  std::string firstError;  // the first failed trial's reason
+// The threshold trials, or the baseline trials.
+struct Trials {
+  const char* title;
   int attempted = 0;
-  int timedOut = 0;                   // no event within 5 s of the go signal
-  int early = 0;                      // woke before the estimated crossing page was touched
-  std::vector<double> latencyNs;      // wake − touch of the crossing page (may be negative)
-  std::vector<double> pagesLate;      // pages touched at wake − the crossing page index
-  std::vector<double> pageTouchNs;    // the child's average time per page touch
-  std::vector<double> wakeUsageOver;  // usage read right after waking − threshold, bytes
+  std::vector<double> latencyNs{};  // wake − touch of the crossing page (may be negative)
+  std::string firstError{};         // the first failed trial's reason
 };
 
-// A trial once its child runs: nullopt when measured, else why not ("" on a stop). In a baseline
-// trial no threshold is armed: the child writes its ready pipe right after touching the
-// crossing page. Same child, same loop, same wake-up through the scheduler: what the threshold
-// adds is the kernel's own delay in noticing the crossing.
-std::optional<std::string> measureTrial(const CgroupDir& dir, TouchLog& log, bool baseline,
-                                        int readyFd, int goFd, NotifyFigures& f) {
+// A trial once its child runs: the latency, or why not ("" on a stop). In a baseline trial no
+// threshold is armed: the child writes its ready pipe right after touching the crossing page.
+// Same child, same loop, same wake-up through the scheduler: what the threshold adds is the
+// kernel's own delay in noticing the crossing.
+Result<double> measureTrial(const CgroupDir& dir, TouchLog& log, bool baseline, int readyFd,
+                            int goFd) {
   std::string buffer;
-  if (readByte(readyFd, 5000) != 'r') return "the child did not get ready";
+  if (readByte(readyFd, 5000) != 'r') return Error{"the child did not get ready"};
   auto before = cgroups::readMemoryUsage(dir, buffer);
-  if (!before) return before.error().message;
-  const std::uint64_t threshold = *before + kThresholdMargin;
-  // The first page whose touch takes the usage above it, at one page a touch from `before`.
+  if (!before) return before.error();
+  // The first page whose touch takes the usage above the threshold, at one page a touch. An
+  // estimate: v1 looks at thresholds once every 128 page charge events per CPU, charges up to
+  // 64 pages ahead (per-CPU stock), and charges page tables too.
   const std::size_t crossing = std::size_t(kThresholdMargin / gPageSize);
   log.pingPage = baseline ? std::int64_t(crossing) : -1;
   std::optional<cgroups::MemoryThresholdNotifier> notifier;  // v1: replaced, never moved
   if (!baseline) {
-    auto armed = cgroups::MemoryThresholdNotifier::arm(dir, threshold);
-    if (!armed) return armed.error().message;
+    auto armed = cgroups::MemoryThresholdNotifier::arm(dir, *before + kThresholdMargin);
+    if (!armed) return armed.error();
     notifier.emplace(std::move(armed).value());
   }
   static constexpr char kGo = 'g';
-  if (::write(goFd, &kGo, 1) != 1) return "writing the go signal failed";
+  if (::write(goFd, &kGo, 1) != 1) return Error{"writing the go signal failed"};
   const int n = waitReadable(baseline ? readyFd : notifier->fd(), 5000);
   const std::int64_t wokeAt = monotonicNanos();
-  const std::int64_t progressAtWake = std::atomic_ref(log.progress).load(std::memory_order_acquire);
-  if (stopped()) return "";
-  f.timedOut += n <= 0;
-  if (n <= 0) return baseline ? "no ping within 5 s" : "no threshold event within 5 s";
-  auto usageAtWake = cgroups::readMemoryUsage(dir, buffer);
-  if (baseline && readByte(readyFd, 1000) != 'p') return "the child's ping was not 'p'";
-  if (readByte(readyFd, 10000) != 'd') return "the child did not finish touching its memory";
-  const std::size_t last = kTouchBytes / gPageSize - 1;
-  f.latencyNs.push_back(double(wokeAt - log.touchedAt[crossing]));
-  f.early += wokeAt < log.touchedAt[crossing];
-  f.pagesLate.push_back(double(progressAtWake) - double(crossing));
-  f.pageTouchNs.push_back(double(log.touchedAt[last] - log.touchedAt[0]) / double(last));
-  if (usageAtWake) f.wakeUsageOver.push_back(double(*usageAtWake) - double(threshold));
-  return std::nullopt;
+  if (stopped()) return Error{""};
+  if (n <= 0) return Error{baseline ? "no ping within 5 s" : "no threshold event within 5 s"};
+  if (baseline && readByte(readyFd, 1000) != 'p') return Error{"the child's ping was not 'p'"};
+  if (readByte(readyFd, 10000) != 'd') return Error{"the child did not finish touching its memory"};
+  return double(wokeAt - log.touchedAt[crossing]);
 }
 
-// `trials` threshold trials and as many baseline trials in the pod cgroup `relative`,
-// alternating so that both see the same machine, within `seconds`: {threshold, baseline}.
-std::array<NotifyFigures, 2> runTrials(Sandbox& sandbox, const std::string& relative,
-                                       const CgroupDir& dir, TouchLog& log,
-                                       const Budgets& budgets) {
-  std::array<NotifyFigures, 2> figures;
+// Threshold and baseline trials alternately in the pod cgroup `relative`, so that both see the
+// same machine, each with a fresh child.
+void runTrials(Bench& b, const std::string& relative, const CgroupDir& dir, TouchLog& log,
+               Trials (&trials)[2]) {
   const auto start = steadyNow();
-  for (int trial = 0;
-       trial < 2 * budgets.trials && !stopped() && nanosSince(start) * 1e-9 < budgets.trialSeconds;
+  for (int trial = 0; trial < 2 * b.budgets.trials && !stopped() &&
+                      nanosSince(start) * 1e-9 < b.budgets.trialSeconds;
        ++trial) {
-    NotifyFigures& f = figures[trial % 2];
-    ++f.attempted;
+    Trials& t = trials[trial % 2];
+    ++t.attempted;
     std::memset(&log, 0, sizeof log);
     Pipe ready, go;
     Result<pid_t> child = Error{std::string("pipe: ") + std::strerror(errno)};
     if (ready.ok && go.ok) {
-      child = sandbox.spawn(relative, [&, self = ::getpid()] {
+      child = b.sandbox.spawn(relative, [&, self = ::getpid()] {
         ::close(ready.fd[0]);
         ::close(go.fd[1]);
         return touchOnSignal(ready.fd[1], go.fd[0], log, self);
@@ -479,387 +390,205 @@ std::array<NotifyFigures, 2> runTrials(Sandbox& sandbox, const std::string& rela
     }
     ready.close(1);
     go.close(0);
-    const auto why = child ? measureTrial(dir, log, trial % 2 == 1, ready.fd[0], go.fd[1], f)
-                           : std::optional(child.error().message);
-    if (why && !why->empty() && f.firstError.empty()) {
-      f.firstError = "trial " + std::to_string(trial) + ": " + *why;
+    const Result<double> latency =
+        child ? measureTrial(dir, log, trial % 2 == 1, ready.fd[0], go.fd[1]) : child.error();
+    if (latency) t.latencyNs.push_back(*latency);
+    if (!latency && !latency.error().message.empty() && t.firstError.empty()) {
+      t.firstError = "trial " + std::to_string(trial) + ": " + latency.error().message;
     }
     if (!child) break;
     // Kills the child if it still runs and waits (bounded) without reaping, then lets the
     // sandbox reap: it kills the children it recorded at the end, so it must forget them.
     ::kill(*child, SIGKILL);
     for (int i = 0; i < 5000 && !exited(*child); ++i) sleepMillis(1);
-    sandbox.reap();
+    b.sandbox.reap();
   }
-  return figures;
-}
-
-// Prints one kind of trial; its latencies when any were measured.
-std::optional<Samples> printTrials(const char* title, const NotifyFigures& nf) {
-  const Samples lat = Samples::from(nf.latencyNs);
-  std::printf(
-      "  %s\n    trials: %d attempted, %zu measured, %d timed out (5 s), %d woke before the "
-      "estimated crossing\n",
-      title, nf.attempted, lat.count(), nf.timedOut, nf.early);
-  if (!nf.firstError.empty()) std::printf("    first failure: %s\n", nf.firstError.c_str());
-  if (lat.count() == 0) return std::nullopt;
-  const Samples late = Samples::from(nf.pagesLate);
-  const double over = Samples::from(nf.wakeUsageOver).median();
-  std::printf(
-      "    latency            p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms  min %8.3f ms\n"
-      "    pages touched past the crossing page at wake: p50 %.0f  p99 %.0f  max %.0f\n"
-      "    usage at wake - threshold: p50 %s%s bytes;  child's time per page touch: p50 %.2f us\n",
-      lat.median() * 1e-6, lat.p99() * 1e-6, lat.nanos.back() * 1e-6, lat.min() * 1e-6,
-      late.median(), late.p99(), late.nanos.back(), over < 0 ? "-" : "",
-      withCommas(std::uint64_t(std::abs(over))).c_str(),
-      Samples::from(nf.pageTouchNs).median() * 1e-3);
-  return lat;
 }
 
 // Measures and prints the notification; the threshold trials' p99 in ms when measured.
-std::optional<double> measureNotification(Sandbox& sandbox, const cgroups::Hierarchy& h,
-                                          const Budgets& budgets, Random& rng, double usageUs) {
+std::optional<double> measureNotification(Bench& b) {
   std::printf(
-      "== v1 memory threshold notification (MemoryThresholdNotifier) ==\n"
-      "  per trial: a fresh child in a fresh-armed pod cgroup; threshold = usage + 64 MiB;\n"
-      "  the child touches 128 MiB page by page (MADV_NOHUGEPAGE), logging each touch;\n"
-      "  latency = parent's wake from poll(eventfd) - touch of the first page that takes\n"
-      "  the usage (+4 KiB per page) above the threshold\n");
+      "\n== v1 memory threshold notification (MemoryThresholdNotifier) ==\n"
+      "  per trial: a fresh child touches 128 MiB page by page (small pages) in a pod cgroup\n"
+      "  armed at usage + 64 MiB; latency = wake from poll() - touch of the crossing page\n");
   std::fflush(stdout);
-  auto relative = sandbox.addPod(rng.uuid(), "burstable");
-  auto dir = relative ? CgroupDir::open(h.memory + "/" + *relative, cgroups::Version::V1)
-                      : Result<CgroupDir>(relative.error());
-  void* log =
-      ::mmap(nullptr, sizeof(TouchLog), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  std::string skipped = log == MAP_FAILED ? "mmap of the touch log failed" : "";
-  if (h.memoryVersion != cgroups::Version::V1) {
-    skipped = "the memory controller is on cgroup v2 (no cgroup.event_control thresholds)";
-  } else if (!dir) {
-    skipped = "cannot make the pod cgroup: " + dir.error().message;
-  }
-  std::array<NotifyFigures, 2> nf;
-  if (skipped.empty())
-    nf = runTrials(sandbox, *relative, *dir, *static_cast<TouchLog*>(log), budgets);
-  if (log != MAP_FAILED) ::munmap(log, sizeof(TouchLog));
-  if (relative) (void)sandbox.removeCgroup(*relative);
-  if (!skipped.empty()) {
-    std::printf("  skipped: %s\n", skipped.c_str());
+  if (b.h.memoryVersion != cgroups::Version::V1) {
+    std::printf("  skipped: the memory controller is on cgroup v2 (no cgroup.event_control)\n");
     return std::nullopt;
   }
-  std::optional<double> p99Ms;
-  auto threshold = printTrials("threshold (eventfd from cgroup.event_control):", nf[0]);
-  if (threshold) {
-    p99Ms = threshold->p99() * 1e-6;
-    std::printf("      target p99 <= %.0f ms: %s\n", kNotifyP99TargetMillis,
-                verdict(*p99Ms <= kNotifyP99TargetMillis));
+  auto relative = b.sandbox.addPod(b.rng.uuid(), "burstable");
+  auto dir = relative ? CgroupDir::open(b.h.memory + "/" + *relative, cgroups::Version::V1)
+                      : Result<CgroupDir>(relative.error());
+  void* log =  // left mapped until the process exits
+      ::mmap(nullptr, sizeof(TouchLog), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  Trials trials[2] = {
+      {"threshold (eventfd from cgroup.event_control):"},
+      {"baseline (no threshold: the child writes a pipe right after touching that page):"}};
+  if (dir && log != MAP_FAILED) runTrials(b, *relative, *dir, *static_cast<TouchLog*>(log), trials);
+  if (relative) (void)b.sandbox.removeCgroup(*relative);
+  if (!dir || log == MAP_FAILED) {
+    std::printf("  skipped: %s\n", dir ? "mmap failed" : dir.error().message.c_str());
+    return std::nullopt;
   }
-  auto baseline = printTrials(
-      "baseline (no threshold: the child writes a pipe right after touching that page):", nf[1]);
-  if (threshold && baseline) {
+  Samples latency[2];
+  for (int k = 0; k < 2; ++k) {
+    const Trials& t = trials[k];
+    const Samples& s = latency[k] = Samples::from(t.latencyNs);
+    std::printf("  %s\n    trials: %d attempted, %zu measured\n", t.title, t.attempted, s.count());
+    if (!t.firstError.empty()) std::printf("    first failure: %s\n", t.firstError.c_str());
+    if (s.count() == 0) continue;
+    std::printf("    latency            p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms  min %8.3f ms\n",
+                s.median() * 1e-6, s.p99() * 1e-6, s.max() * 1e-6, s.min() * 1e-6);
+  }
+  const auto& [threshold, baseline] = latency;
+  if (threshold.count() == 0) return std::nullopt;
+  if (baseline.count() > 0) {
     std::printf(
         "    threshold - baseline: p50 %+.3f ms, p99 %+.3f ms (the kernel's own delay in "
         "noticing)\n",
-        (threshold->median() - baseline->median()) * 1e-6,
-        (threshold->p99() - baseline->p99()) * 1e-6);
+        (threshold.median() - baseline.median()) * 1e-6, (threshold.p99() - baseline.p99()) * 1e-6);
   }
-  const double touchUs = Samples::from(nf[0].pageTouchNs).median() * 1e-3;
-  std::printf(
-      "  why the crossing time is an estimate: v1 looks at thresholds once every 128 page charge\n"
-      "  events per CPU, charges memory.usage_in_bytes up to 64 pages ahead (per-CPU stock),\n"
-      "  and page tables are charged too: at %.2f us per page that is about +-%.2f ms\n"
-      "  polling memory.usage_in_bytes instead (computed, not measured: a crossing lands at a\n"
-      "  uniformly random point of the interval; one read costs %.2f us a pod, above):\n",
-      touchUs, 128 * touchUs * 1e-3, usageUs);
-  for (double interval : {1.0, 10.0}) {
-    std::printf("    every %4.0f s: detection delay mean %6.0f ms, p99 %6.0f ms, max %6.0f ms\n",
-                interval, interval * 500, interval * 990, interval * 1000);
-  }
-  return p99Ms;
+  return threshold.p99() * 1e-6;
 }
 
-// Closes every pod's control files (keeping the directories), as after a fresh refresh.
-void closeControlFiles(const PodCgroups& index) {
+// Times and prints the scans, discoveries and refreshes finding nothing at one size: the scan's
+// median, or nullopt when a discovery or a refresh failed.
+std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Budgets& budgets) {
+  std::string failed;
+  const Samples scan = measure(budgets.scan, 1, [&] {  // the untimed first opens new pods' files
+    const auto t0 = steadyNow();
+    cgroups::ScanResult result = cgroups::scanNode(index, {}, steadyNow());
+    const double ns = nanosSince(t0);
+    if (!result.errors.empty() && failed.empty()) failed = result.errors[0].message;
+    doNotOptimize(result);
+    return ns;
+  });
+  printLine("scanNode", scan, true);
+  if (!failed.empty()) std::printf("      a scan failed to read: %s\n", failed.c_str());
+  failed.clear();
+  // Closes every pod's control files, keeping the peak at kDescriptorsPerPod during discovery.
   for (const auto& [uid, pod] : index.pods()) {
     pod->memory.closeFiles();
     for (const auto* dir : {&pod->cpu, &pod->pids, &pod->unified, &pod->freezer}) {
       if (*dir) (*dir)->closeFiles();
     }
   }
-}
-
-// Times and prints the scans, discoveries and refreshes finding nothing at one size: the scan's
-// median, or nullopt when one of them failed.
-std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Sandbox& sandbox,
-                                              const Budgets& budgets) {
-  std::size_t scanned = 0, errors = 0;  // by the last scan
-  std::string firstError;
-  auto scanOnce = [&] {
-    const auto t0 = steadyNow();
-    cgroups::ScanResult result = cgroups::scanNode(index, {}, steadyNow());
-    const double ns = nanosSince(t0);
-    scanned = result.summary.pods.size();
-    errors = result.errors.size();
-    if (errors > 0 && firstError.empty()) firstError = ", first: " + result.errors[0].message;
-    doNotOptimize(result);
-    return ns;
-  };
-  closeControlFiles(index);  // so the first scan opens every file at every size
-  std::printf("    first scan (opens every control file)      %8.2f ms\n", scanOnce() * 1e-6);
-  const Samples scan = measure(budgets.scan, scanOnce);
-  printLine("scanNode", scan, true);
-  std::printf("      %.2f us per pod (median); %zu pods in the summary; %zu read errors%s\n",
-              scan.median() * 1e-3 / double(index.size()), scanned, errors, firstError.c_str());
-  if (index.size() == kScanTargetPods) {
-    std::printf("      target <= %.0f ms (median): %s\n", kScanTargetMillis,
-                verdict(scan.median() * 1e-6 <= kScanTargetMillis));
-  }
-  closeControlFiles(index);      // keeps the peak at 10 descriptors a pod (kDescriptorsPerPod)
-  std::vector<double> parts[3];  // discoverHierarchy, the refresh, closing (untimed)
-  std::string failed;
-  auto ns = [](SteadyTime from, SteadyTime to) {
-    return std::chrono::duration<double, std::nano>(to - from).count();
-  };
+  std::vector<double> mounts, refreshes;  // the parts of a discovery
   const Samples discover = measure(budgets.discovery, [&] {
+    if (!failed.empty()) return 0.0;
     const auto t0 = steadyNow();
     auto hierarchy = cgroups::discoverHierarchy({});
-    const auto t1 = steadyNow();
+    const double discovered = nanosSince(t0);
     if (!hierarchy) {
       failed = "discoverHierarchy failed: " + hierarchy.error().message;
-      requestStop();
       return 0.0;
     }
-    auto fresh = std::make_unique<PodCgroups>(std::move(hierarchy).value(), sandbox.kubepods());
-    auto refreshed = fresh->refresh();
-    const auto t2 = steadyNow();
-    if (!refreshed || fresh->size() != index.size()) {
-      failed = "a fresh refresh found " + std::to_string(fresh->size()) + " pods, expected " +
+    PodCgroups fresh(std::move(hierarchy).value(), index.kubepods());
+    auto refreshed = fresh.refresh();
+    const double ns = nanosSince(t0);  // closing the fresh index is not timed
+    mounts.push_back(discovered);
+    refreshes.push_back(ns - discovered);
+    if (!refreshed || fresh.size() != index.size()) {
+      failed = "a fresh refresh found " + std::to_string(fresh.size()) + " pods, expected " +
                std::to_string(index.size()) + (refreshed ? "" : ": " + refreshed.error().message);
-      requestStop();
     }
-    const auto t3 = steadyNow();
-    fresh.reset();
-    parts[2].push_back(nanosSince(t3));
-    parts[0].push_back(ns(t0, t1));
-    parts[1].push_back(ns(t1, t2));
-    return ns(t0, t2);
+    return ns;
   });
   const Samples noop = measure(failed.empty() ? budgets.noopRefresh : Budget{0, 0, 0}, [&] {
     const auto t0 = steadyNow();
     auto refreshed = index.refresh();
-    const double took = nanosSince(t0);
+    const double ns = nanosSince(t0);
     if (!refreshed || !refreshed->added.empty() || !refreshed->removed.empty()) {
       failed = "a refresh with nothing changed reported changes or failed";
     }
-    return took;
+    return ns;
   });
   if (!failed.empty()) {
     std::fprintf(stderr, "%s\n", failed.c_str());
     return std::nullopt;
   }
   printLine("discoverHierarchy + fresh refresh", discover, true);
-  printLine("  discoverHierarchy", Samples::from(std::move(parts[0])), true);
-  printLine("  refresh of a new PodCgroups", Samples::from(std::move(parts[1])), true);
-  printLine("  (untimed) destroying it: closing dirs", Samples::from(std::move(parts[2])), true);
+  printLine("  discoverHierarchy", Samples::from(std::move(mounts)), true);
+  printLine("  refresh of a new PodCgroups", Samples::from(std::move(refreshes)), true);
   printLine("refresh, nothing changed", noop, true);
   return scan.median();
 }
 
-// What the measurements share: the sandbox (run() owns and destroys it), the pod cgroups made
-// in it so far and their index.
-struct Bench {
-  Bench(Sandbox& s, const cgroups::Hierarchy& hierarchy, const Budgets& b)
-      : sandbox(s), h(hierarchy), budgets(b) {}
-  Sandbox& sandbox;
-  const cgroups::Hierarchy& h;
-  const Budgets& budgets;
-  PodCgroups index{h, sandbox.kubepods()};
-  std::vector<BenchPod> pods;
-  Random rng{kSeed};
-  double createSeconds = 0;  // making all of them
-};
-
-// Fills `set` with the read set's index entries once its busy pods' 8 MiB is charged; 0, or the
-// exit status when it cannot be had.
-int setUpReadSet(Bench& b, std::vector<const PodCgroup*>& set) {
-  auto& [sandbox, h, budgets, index, pods, rng, createSeconds] = b;
-  const auto start = steadyNow();
-  if (auto failed = growTo(sandbox, pods, kReadPods, rng)) {
-    std::printf("cannot create pod cgroups: %s\n", failed->message.c_str());
-    return 77;
-  }
-  createSeconds = nanosSince(start) * 1e-9;
-  for (std::size_t i = 0; i < kBusyPods && !stopped(); ++i) {
-    auto child = sandbox.spawn(pods[i].relative,
-                               [self = ::getpid()] { return holdMemory(kBusyBytes, self); });
-    if (!child) {
-      std::printf("cannot start a process in a pod cgroup: %s\n", child.error().message.c_str());
-      return 77;
-    }
-  }
-  auto refreshed = index.refresh();
-  for (const BenchPod& pod : pods) set.push_back(index.find(pod.uid));
-  if (!refreshed || index.size() != pods.size() || std::count(set.begin(), set.end(), nullptr)) {
-    std::fprintf(stderr, "the pod index found %zu pods, expected %zu%s%s\n", index.size(),
-                 pods.size(), refreshed ? "" : ": ",
-                 refreshed ? "" : refreshed.error().message.c_str());
-    return 1;
-  }
-  std::string buffer;
-  for (int wait = 0; wait < 1000 && !stopped(); ++wait) {  // bounded: 10 s
-    std::size_t charged = 0;
-    for (std::size_t i = 0; i < kBusyPods; ++i) {
-      auto usage = cgroups::readMemoryUsage(set[i]->memory, buffer);
-      charged += usage && *usage >= kBusyBytes;
-    }
-    if (charged == kBusyPods) break;
-    sleepMillis(10);
-  }
-  return 0;
-}
-
-// The scan and discovery at each size, on the same growing tree, with the scan's median at
-// kScanTargetPods in `scanMs` when measured there; 0 or the exit status.
-int measureSizes(Bench& b, const std::vector<std::size_t>& sizes, std::optional<double>& scanMs) {
-  auto& [sandbox, h, budgets, index, pods, rng, createSeconds] = b;
+// The measurements, on a sandbox that run() owns and destroys whatever this returns.
+int runMeasurements(Bench& b, const std::vector<std::size_t>& sizes) {
+  if (const int status = setUpReadSet(b)) return status;
+  const auto ours = measureOurReads(b);
+  if (stopped() || !ours) return stopped() ? 130 : 1;
+  measureLibcgroup(b, *ours);
+  const auto notifyP99Ms = stopped() ? std::nullopt : measureNotification(b);
+  if (stopped()) return 130;
+  std::printf(
+      "\n== full scan (scanNode) and discovery (discoverHierarchy + PodCgroups::refresh) ==\n");
+  std::optional<double> scanMs;
   for (std::size_t size : sizes) {
     std::printf("  -- %s pod cgroups (each in memory, cpuacct, pids, freezer, unified) --\n",
                 withCommas(size).c_str());
     std::fflush(stdout);
-    const std::size_t before = pods.size();
-    auto start = steadyNow();
-    auto failed = growTo(sandbox, pods, size, rng);
-    const double seconds = nanosSince(start) * 1e-9;
-    createSeconds += seconds;
+    auto failed = b.growTo(size);
     if (stopped()) return 130;
     if (failed) {
       std::printf("  cannot create more pod cgroups at %s: %s; stopping here\n",
-                  withCommas(pods.size()).c_str(), failed->message.c_str());
+                  withCommas(b.uids.size()).c_str(), failed->message.c_str());
       break;
     }
-    start = steadyNow();
-    auto refreshed = index.refresh();
-    const double refreshNs = nanosSince(start);
-    if (!refreshed || index.size() != pods.size()) {
-      std::fprintf(stderr, "the pod index found %zu pods, expected %zu\n", index.size(), size);
-      return 1;
-    }
-    std::printf(
-        "    created %s more in %.2f s (%.2f ms per pod); all %s took %.2f s; the refresh that "
-        "found them: %.2f ms\n",
-        withCommas(size - before).c_str(), seconds,
-        size > before ? seconds * 1e3 / double(size - before) : 0.0, withCommas(size).c_str(),
-        createSeconds, refreshNs * 1e-6);
-    std::fflush(stdout);
-    const auto scanNs = measureScanAndDiscovery(index, sandbox, budgets);
+    const auto scanNs = b.refreshed() ? measureScanAndDiscovery(b.index, b.budgets) : std::nullopt;
     if (!scanNs) return stopped() ? 130 : 1;
-    if (size == kScanTargetPods) scanMs = *scanNs * 1e-6;
+    if (size == 1000) scanMs = *scanNs * 1e-6;
   }
-  return 0;
-}
-
-// The measurements, on a sandbox that run() owns and destroys whatever this returns.
-int runMeasurements(Sandbox& sandbox, const cgroups::Hierarchy& h,
-                    const std::vector<std::size_t>& sizes, const Budgets& budgets) {
-  Bench b(sandbox, h, budgets);
-  std::printf("== set-up: %zu pod cgroups, %zu of them running a process holding %llu MiB ==\n",
-              kReadPods, kBusyPods, static_cast<unsigned long long>(kBusyBytes / kMi));
-  std::vector<const PodCgroup*> set;
-  if (const int status = setUpReadSet(b, set)) return status;
-  std::string buffer;
-  std::uint64_t usage[2] = {0, 0};  // of the busy pods, of the empty pods
-  for (std::size_t i = 0; i < kReadPods; ++i) {
-    auto read = cgroups::readMemoryUsage(set[i]->memory, buffer);
-    usage[i < kBusyPods ? 0 : 1] += read ? *read : 0;
-  }
-  std::printf(
-      "  created in %.2f s; busy pods' memory.usage_in_bytes: %.1f MiB on average; empty pods': "
-      "%s bytes on average\n\n",
-      b.createSeconds, double(usage[0]) / double(kBusyPods) / double(kMi),
-      withCommas(usage[1] / (kReadPods - kBusyPods)).c_str());
-  std::fflush(stdout);
-  if (stopped()) return 130;
-
-  std::printf("== per-pod reads, nodewarden readers on kept-open descriptors (%zu pods) ==\n",
-              kReadPods);
-  const auto ours = measureOurReads(set, budgets);
-  if (stopped() || !ours) return stopped() ? 130 : 1;
-  std::printf("\n== the same reads through libcgroup ==\n");
-  measureLibcgroup(b.pods, h, budgets, *ours);
-  std::printf("\n");
-  std::fflush(stdout);
-  if (stopped()) return 130;
-  const double usageUs = ours->usage.median() * 1e-3, fullUs = ours->full.median() * 1e-3;
-  const auto notifyP99Ms = measureNotification(sandbox, h, budgets, b.rng, usageUs);
-  std::printf("\n");
-  if (stopped()) return 130;
-  std::printf(
-      "== full scan (scanNode) and discovery (discoverHierarchy + PodCgroups::refresh) ==\n");
-  std::optional<double> scanMs;
-  if (const int status = measureSizes(b, sizes, scanMs)) return status;
-
   std::printf("\ntargets (verdicts on the median, notification on p99):\n");
-  const std::tuple<const char*, std::optional<double>, const char*, double, const char*> rows[] = {
-      {"usage-only read per pod", usageUs, "us", kUsageTargetMicros, ""},
-      {"full read per pod", fullUs, "us", kFullTargetMicros, ""},
-      {"full scan of 1,000 pods", scanMs, "ms", kScanTargetMillis,
-       "not measured (1000 not in --sizes)"},
-      {"notification p99", notifyP99Ms, "ms", kNotifyP99TargetMillis, "not measured"}};
-  for (const auto& [label, value, unit, limit, absent] : rows) {
-    if (!value) {
-      std::printf("  %-25s %s\n", label, absent);
-    } else {
-      std::printf("  %-25s %8.2f %s  <= %5.0f %s  %s\n", label, *value, unit, limit, unit,
-                  verdict(*value <= limit));
-    }
-  }
-  std::printf(
-      "\nOn a shared VM medians move between runs: run it twice before trusting a verdict near "
-      "its target.\n");
+  auto target = [](const char* label, std::optional<double> value, const char* unit, double limit,
+                   const char* absent = "not measured") {
+    if (!value) return (void)std::printf("  %-25s %s\n", label, absent);
+    std::printf("  %-25s %8.2f %s  <= %5.0f %s  %s\n", label, *value, unit, limit, unit,
+                verdict(*value <= limit));
+  };
+  target("usage-only read per pod", ours->usage.median() * 1e-3, "us", 2);
+  target("full read per pod", ours->full.median() * 1e-3, "us", 20);
+  target("full scan of 1,000 pods", scanMs, "ms", 25, "not measured (1000 not in --sizes)");
+  target("notification p99", notifyP99Ms, "ms", 5);
   return 0;
-}
-
-std::uint64_t descriptorsFor(std::size_t pods) {
-  return std::uint64_t(pods) * kDescriptorsPerPod + kDescriptorSlack;
 }
 
 // Raises RLIMIT_NOFILE for the largest size; a size that still does not fit becomes the largest
 // multiple of 100 that does (the figures say which size was measured). Empty: skip (exit 77).
 std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes) {
-  const std::uint64_t wanted = descriptorsFor(sizes.back());
-  auto limit = cgroups::raiseOpenFileLimit(wanted);
+  auto descriptors = [](std::size_t pods) { return pods * kDescriptorsPerPod + kDescriptorSlack; };
+  auto limit = cgroups::raiseOpenFileLimit(descriptors(sizes.back()));
   if (!limit) {
     std::printf("bench_cgroups: skipped: %s\n", limit.error().message.c_str());
     return {};
   }
   std::printf("open file limit (RLIMIT_NOFILE soft): %s; wanted %s (%llu per pod + %llu)\n",
-              withCommas(*limit).c_str(), withCommas(wanted).c_str(),
+              withCommas(*limit).c_str(), withCommas(descriptors(sizes.back())).c_str(),
               static_cast<unsigned long long>(kDescriptorsPerPod),
               static_cast<unsigned long long>(kDescriptorSlack));
-  if (*limit >= wanted) return sizes;
   const std::size_t fit =
       (*limit - std::min(*limit, kDescriptorSlack)) / kDescriptorsPerPod / 100 * 100;
   std::vector<std::size_t> kept;
   for (std::size_t size : sizes) {
-    const bool fits = descriptorsFor(size) <= *limit;
-    const bool replace = !fits && fit >= kReadPods && (kept.empty() || kept.back() < fit);
-    if (!fits) {
-      std::printf(
-          "  %s pods would need %s descriptors: %s\n", withCommas(size).c_str(),
-          withCommas(descriptorsFor(size)).c_str(),
-          replace ? ("measuring " + withCommas(fit) + " pods instead").c_str() : "not measured");
-    }
-    if (fits || replace) kept.push_back(fits ? size : fit);
+    const bool fits = descriptors(size) <= *limit;
+    const bool instead = !fits && fit >= kReadPods && (kept.empty() || kept.back() < fit);
+    if (fits || instead) kept.push_back(fits ? size : fit);
+    if (fits) continue;
+    std::printf(
+        "  %s pods would need %s descriptors: %s\n", withCommas(size).c_str(),
+        withCommas(descriptors(size)).c_str(),
+        instead ? ("measuring " + withCommas(fit) + " pods instead").c_str() : "not measured");
   }
   rlimit hard{};
   ::getrlimit(RLIMIT_NOFILE, &hard);
-  std::printf(
-      "  (the hard limit is %s; raising it needs CAP_SYS_RESOURCE, which this process %s)\n",
-      withCommas(std::uint64_t(hard.rlim_max)).c_str(),
-      cgroups::hasCapSysResource() ? "has" : "lacks");
-  if (kept.empty()) {
-    std::printf("bench_cgroups: skipped: the open file limit is too low even for %zu pods\n",
-                kReadPods);
+  if (kept != sizes) {
+    std::printf(
+        "  (the hard limit is %s; raising it needs CAP_SYS_RESOURCE, which this process %s)\n",
+        withCommas(std::uint64_t(hard.rlim_max)).c_str(),
+        cgroups::hasCapSysResource() ? "has" : "lacks");
   }
+  if (kept.empty()) std::printf("bench_cgroups: skipped: the open file limit is too low\n");
   return kept;
 }
 
@@ -867,9 +596,9 @@ int run(int argc, char** argv) {
   std::vector<std::size_t> sizes;  // none given: 100,1000,5000 (--quick 100,1000)
   bool quick = false;
   int trials = 0;
-  Args args(kUsage);
   // At least the per-pod read set (part of every size); at most 20,000 so that 5 hierarchies
   // stay well below the kernel's 65,535 memory cgroup IDs.
+  Args args(kUsage);
   args.flag("--quick", quick)
       .numbers("--sizes", sizes, kReadPods, std::size_t(20'000))
       .number("--trials", trials, 1, 10000);
@@ -893,19 +622,14 @@ int run(int argc, char** argv) {
   std::fflush(stdout);
   installStopHandlers();
   sizes = fitOpenFileLimit(sizes);
-  if (sizes.empty()) return 77;
-  auto sandbox = openSandbox(*h, "bench_cgroups", "nodewarden-bench");
+  auto sandbox =
+      sizes.empty() ? std::nullopt : openSandbox(*h, "bench_cgroups", "nodewarden-bench");
   if (!sandbox) return 77;
-  std::printf("sandbox: %s/%s (and the same below the other hierarchy roots)\n\n",
-              h->memory.c_str(), sandbox->kubepods().c_str());
-  std::fflush(stdout);
-
-  const auto start = steadyNow();
-  int status = runMeasurements(*sandbox, *h, sizes, budgets);
+  std::printf("\n");
+  Bench b{*sandbox, *h, budgets};
+  const int status = runMeasurements(b, sizes);
   if (stopped()) std::printf("\ninterrupted: removing the sandbox\n");
   const bool removed = closeSandbox(*sandbox);
-  std::printf("total wall time %.1f s (sink %llu)\n", nanosSince(start) * 1e-9,
-              static_cast<unsigned long long>(gSink));
   return stopped() ? 130 : !removed && status == 0 ? 1 : status;
 }
 

@@ -18,8 +18,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "bench/support/measure.h"
@@ -55,9 +55,7 @@ inline bool writeText(const std::filesystem::path& path, const std::string& text
 
 inline std::string readText(const std::filesystem::path& path) {
   std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // Children (bodies forked by cgroups::Sandbox::spawn, already in their pod cgroup): dying with
@@ -101,15 +99,13 @@ inline std::optional<siginfo_t> exited(pid_t pid) {
 // a stop.
 inline int waitReadable(int fd, int millis) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(millis) * 1'000'000;
-  int n = -1;
-  while (!stopped()) {
-    const std::int64_t left = (deadline - monotonicNanos()) / 1'000'000;
-    if (left < 0) return 0;
+  for (std::int64_t left = millis; left >= 0; left = (deadline - monotonicNanos()) / 1'000'000) {
+    if (stopped()) return -1;
     pollfd p{fd, POLLIN, 0};
-    n = ::poll(&p, 1, int(left) + 1);
+    const int n = ::poll(&p, 1, int(left) + 1);
     if (n >= 0 || errno != EINTR) return n;
   }
-  return n;
+  return 0;
 }
 
 // Waits up to `millis` for one byte on `fd`; returns it, or 0 on timeout, EOF or a stop.
