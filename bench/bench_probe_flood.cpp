@@ -27,8 +27,7 @@ constexpr auto kInterval = 50ms;
 // The flood of `clients` against a fresh server, `probes` meanwhile; prints its row.
 void floodRow(int probes, int clients) {
   boost::asio::io_context context;
-  server::HttpServerOptions options;  // the agent's limits
-  options.address = "127.0.0.1";
+  server::HttpServerOptions options;  // the agent's limits, on 127.0.0.1
   options.port = 0;
   server::HttpServer server(context, options, [](const server::HttpRequest& request) {
     const bool known = request.target == "/healthz";

@@ -202,20 +202,20 @@ void printTargets(std::optional<double> probeP99) {
 void soak(AgentNode& node, IdlePods& idle, int minutes, std::optional<double> probeP99) {
   std::vector<Sample> samples;
   int episodes = 0, evicted = 0, wrongVictims = 0, hogsSurvived = 0;
-  std::vector<double> killMs;     // the agent's own crossing → signalled, per eviction
-  std::vector<double> hogLifeMs;  // hog start → its process gone (includes its growth)
+  std::vector<double> killMs;  // the agent's own crossing → signalled, per eviction
   std::size_t churned = 0;
   const std::uint64_t oomBefore = node.oomKills();
   std::size_t logOffset = readText(node.log).size();
   const std::int64_t start = monotonicNanos(), end = start + minutes * 60 * kSecond;
   ProcSample previous = sampleProcess(node.pid);
   std::int64_t nextSample = start, nextChurn = start, nextEpisode = start + 20 * kSecond;
-  std::optional<Pod> hog;
-  pid_t hogPid = -1;
-  std::int64_t hogStart = 0;
-  for (std::int64_t i = 0; i < minutes * 60'000 && !stopped(); ++i) {
-    const std::int64_t now = monotonicNanos();
-    if (now >= end) break;
+  struct Hog {
+    Pod pod;
+    pid_t pid;
+    std::int64_t start;
+  };
+  std::optional<Hog> hog;
+  for (std::int64_t now; !stopped() && (now = monotonicNanos()) < end;) {
     for (int k = 0; now >= nextChurn && k < kChurnPerSecond; ++k) {
       churned += idle.churnOne().empty();
     }
@@ -227,9 +227,7 @@ void soak(AgentNode& node, IdlePods& idle, int minutes, std::optional<double> pr
       auto child = pod ? node.sandbox.spawn(pod->relative, [p = ::getpid()] { return grow(p); })
                        : Result<pid_t>(pod.error());
       if (child) {
-        hog = *pod;
-        hogPid = *child;
-        hogStart = monotonicNanos();
+        hog = Hog{*pod, *child, monotonicNanos()};
       } else if (pod) {
         node.removePod(*pod);
       }
@@ -239,7 +237,7 @@ void soak(AgentNode& node, IdlePods& idle, int minutes, std::optional<double> pr
         node.log,
         [&](const Json& line) {
           if (line.value("event", "") != "evict") return;
-          if (hog && line.value("uid", "") == hog->uid) {
+          if (hog && line.value("uid", "") == hog->pod.uid) {
             ++evicted;
             killMs.push_back(line.value("latency_ms", -1.0));
           } else {
@@ -247,13 +245,9 @@ void soak(AgentNode& node, IdlePods& idle, int minutes, std::optional<double> pr
           }
         },
         &logOffset);
-    if (hog && (exited(hogPid) || now - hogStart > 30 * kSecond)) {
-      if (exited(hogPid)) {
-        hogLifeMs.push_back(double(monotonicNanos() - hogStart) * 1e-6);
-      } else {
-        ++hogsSurvived;
-      }
-      node.removePod(*hog);
+    if (hog && (exited(hog->pid) || now - hog->start > 30 * kSecond)) {
+      hogsSurvived += !exited(hog->pid);
+      node.removePod(hog->pod);
       hog.reset();
     }
     if (now >= nextSample) {
@@ -266,7 +260,7 @@ void soak(AgentNode& node, IdlePods& idle, int minutes, std::optional<double> pr
     }
     sleepMillis(10);
   }
-  if (hog) node.removePod(*hog);
+  if (hog) node.removePod(hog->pod);
   const int kernelOomKills = int(node.oomKills() - oomBefore);
   std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
   for (int m = 0; m < minutes; ++m) {
@@ -274,14 +268,13 @@ void soak(AgentNode& node, IdlePods& idle, int minutes, std::optional<double> pr
       std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
     }
   }
-  const Samples kill = Samples::from(killMs), life = Samples::from(hogLifeMs);
+  const Samples kill = Samples::from(killMs);
   std::printf(
       "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
       " victims, %d kernel OOM kills\n"
-      "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms; hog start ->"
-      " gone: p50 %.0f ms, max %.0f ms\n\n",
+      "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms\n\n",
       churned, episodes, evicted, hogsSurvived, wrongVictims, kernelOomKills, kill.median(),
-      kill.max(), life.median(), life.max());
+      kill.max());
   printTargets(probeP99);
   const double span = std::min(5.0, minutes / 2.0);
   auto first = meanOver(samples, 0, span), last = meanOver(samples, minutes - span, minutes + 1);
