@@ -229,9 +229,9 @@ struct AgentNode {
 
   // SIGTERM, then SIGKILL after `grace` seconds; how it ended.
   std::string stop(double grace = 10) {
-    if (pid > 0) exitStatus = describeStatus(stopProcess(pid, grace));
+    const std::string how = pid > 0 ? describeStatus(stopProcess(pid, grace)) : "not running";
     pid = -1;
-    return exitStatus;
+    return how;
   }
 
   cgroups::Sandbox& sandbox;
@@ -244,7 +244,6 @@ struct AgentNode {
   pid_t pid = -1;
   std::uint16_t port = 0;
   Json ready;
-  std::string exitStatus = "not started";
   Random rng;  // the pods' UIDs
 };
 
