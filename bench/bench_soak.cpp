@@ -41,7 +41,8 @@ constexpr const char* kUsage =
     "  2. soak: M minutes (default 30); 5 pods replaced every second; a pressure episode a\n"
     "     minute (a priority-0 hog at 256 MiB/s under a 1 GiB kubepods with\n"
     "     allocatableMemory.available < 200Mi); VmRSS, descriptors, CPU every 10 s\n"
-    "  --quick   2 minutes of soak, 10 s of slowloris\n"
+    "  --quick       2 minutes of soak, 10 s of slowloris\n"
+    "  --skip-soak   part 1 only\n"
     "Targets: /healthz p99 <= 1000 ms under slowloris; over the soak the last five minutes'\n"
     "RSS within 5 MiB and descriptors within 5 of the first five; every hog evicted, no\n"
     "other pod, no kernel OOM kill. Misses print MISSES; the exit status stays 0.\n";
