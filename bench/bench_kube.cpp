@@ -128,20 +128,17 @@ void cacheMemory(bool quick) {
   for (int count : quick ? std::vector<int>{1000} : std::vector<int>{1000, 10000}) {
     Random random(7);
     std::vector<std::string> texts;
-    std::size_t textBytes = 0;
     for (int i = 0; i < count; ++i) {
       texts.push_back(kubectlPod(random, "shop", "web-" + withDigits(i),
                                  "node-" + std::to_string(i % 30), i % 3 * 1000, 128, 100)
                           .dump());
-      textBytes += texts.back().size();
     }
     // What nodewarden keeps (a Store<Pod>), then a naive cache (each object's JSON DOM).
     std::size_t base = heapInUse(true);
     auto store = std::make_unique<kube::Store<policy::Pod>>("Pod", policy::parsePod);
     for (const auto& text : texts) apply(*store, "ADDED", text);
     const std::size_t storeBytes = heapInUse(true) - base;
-    if (store->objects().size() != std::size_t(count))
-      std::printf("warning: %zu of %d pods cached\n", store->objects().size(), count);
+    if (store->objects().size() != std::size_t(count)) std::printf("warning: pods missing\n");
     store.reset();
     base = heapInUse(true);
     auto doms = std::make_unique<std::vector<Json>>();
@@ -151,17 +148,10 @@ void cacheMemory(bool quick) {
     doms.reset();
     std::printf(
         "%6d pods: Store<Pod> %.2f MiB = %.2f MiB per 1,000 pods (%.0f bytes/pod); "
-        "full JSON DOM %.2f MiB per 1,000 pods; kubectl JSON text %.2f MiB per 1,000\n",
+        "full JSON DOM %.2f MiB per 1,000 pods\n",
         count, storeBytes / 1048576.0, storeBytes / 1048576.0 * 1000 / count,
-        double(storeBytes) / count, domBytes / 1048576.0 * 1000 / count,
-        textBytes / 1048576.0 * 1000 / count);
+        double(storeBytes) / count, domBytes / 1048576.0 * 1000 / count);
   }
-}
-
-// A dry-run review (the webhook decides, nothing acts) of binding pending/`pod.first` to the
-// node `pod.second`.
-std::string reviewBody(const std::string& uid, const std::pair<std::string, std::string>& pod) {
-  return testing::bindingReview(uid, "pending", pod.first, pod.second, "", true).dump();
 }
 
 void webhookLatency(bool quick) {
@@ -198,6 +188,11 @@ void webhookLatency(bool quick) {
     reviewed.emplace_back(pod["metadata"]["name"].get<std::string>(),
                           "node-" + std::to_string(random.between(0, nodes - 1)));
   }
+  // A dry-run review (the webhook decides, nothing acts) of the i-th pending pod's binding.
+  auto reviewBody = [&](const std::string& uid, int i) {
+    const auto& [pod, node] = reviewed[std::size_t(i) % reviewed.size()];
+    return testing::bindingReview(uid, "pending", pod, node, "", true).dump();
+  };
   webhook::StoreClusterCache cache(podStore, nodeStore, classStore, pdbStore);
   const auto buildStart = steadyNow();
   cache.refresh();
@@ -216,7 +211,7 @@ void webhookLatency(bool quick) {
     server::HttpRequest request;
     request.method = "POST";
     request.target = "/v1/admission-review";
-    request.body = reviewBody("r-" + std::to_string(i), reviewed[i % reviewed.size()]);
+    request.body = reviewBody("r-" + std::to_string(i), i);
     const auto start = steadyNow();
     const server::HttpResponse response = handle(request);
     decide.push_back(nanosSince(start));
@@ -234,8 +229,7 @@ void webhookLatency(bool quick) {
 
   // Over loopback: the HTTP server on its own loop thread, a keep-alive client here.
   boost::asio::io_context serverIo, clientIo;
-  server::HttpServerOptions httpOptions;
-  httpOptions.address = "127.0.0.1";
+  server::HttpServerOptions httpOptions;  // on 127.0.0.1
   httpOptions.port = 0;
   server::HttpServer httpServer(serverIo, httpOptions, handle);
   if (!httpServer.start()) {
@@ -250,7 +244,7 @@ void webhookLatency(bool quick) {
     http::request<http::string_body> request{http::verb::post, "/v1/admission-review", 11};
     request.set(http::field::host, "127.0.0.1");
     request.set(http::field::content_type, "application/json");
-    request.body() = reviewBody("h-" + std::to_string(i), reviewed[i % reviewed.size()]);
+    request.body() = reviewBody("h-" + std::to_string(i), i);
     request.prepare_payload();
     const auto start = steadyNow();
     http::write(stream, request);
@@ -300,10 +294,8 @@ void watchThroughput(bool quick) {
   config.token = "test-token";
   kube::Client client(io, config);
   kube::Store<policy::Pod> store("Pod", policy::parsePod);
-  kube::ReflectorOptions reflectorOptions;
-  reflectorOptions.listPath = "/api/v1/pods";
-  reflectorOptions.fieldSelector = "spec.nodeName=node-1";
-  kube::Reflector reflector(io, client, reflectorOptions, store);
+  kube::Reflector reflector(
+      io, client, {.listPath = "/api/v1/pods", .fieldSelector = "spec.nodeName=node-1"}, store);
   reflector.start();
   const auto syncDeadline = steadyNow() + 30s;
   while (!reflector.synced() && steadyNow() < syncDeadline) io.run_one_for(50ms);

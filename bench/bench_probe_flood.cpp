@@ -1,12 +1,10 @@
-// bench_probe_flood: a liveness probe (GET /healthz every --interval ms, 1 s timeout, as the
-// kubelet's) against server::HttpServer with the agent's limits, in this process on 127.0.0.1,
-// while two threads flood it with slow clients (a header never finished) that reconnect at full
-// speed, holding --clients at once. Prints, per flood size, the flood's connections a second,
-// the probes answered, refused (503), dropped or timed out, and the answered ones' latency.
-// Run: BUILD/bench/bench_probe_flood [--clients 128,1000,2000] [--probes N] [--interval MS]
-//        [--max-waiting N] [--quick]
-#include <sys/resource.h>
-
+// bench_probe_flood: a liveness probe (GET /healthz every 50 ms, 1 s timeout, as the kubelet's)
+// against server::HttpServer with the agent's limits, in this process on 127.0.0.1, while two
+// threads flood it with slow clients (a header never finished) that reconnect at full speed,
+// holding --clients at once. Prints, per flood size, the flood's connections a second, the
+// probes answered, refused (503), dropped or timed out, and the answered ones' latency.
+// Run: BUILD/bench/bench_probe_flood [--clients 128,1000,2000] [--quick]
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <thread>
@@ -15,6 +13,7 @@
 #include <boost/asio/post.hpp>
 
 #include "bench/support/agent_process.h"
+#include "cgroups/pods.h"
 #include "server/http_server.h"
 
 using namespace nodewarden;
@@ -23,19 +22,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Settings {
-  std::vector<int> clients{128, 1000, 2000};
-  int probes = 100, intervalMs = 50;
-  std::size_t maxWaiting = server::HttpServerOptions{}.maxWaiting;
-};
+constexpr auto kInterval = 50ms;
 
-// The flood of `clients` against a fresh server, the probes meanwhile; prints its row.
-void floodRow(const Settings& settings, int clients) {
+// The flood of `clients` against a fresh server, `probes` meanwhile; prints its row.
+void floodRow(int probes, int clients) {
   boost::asio::io_context context;
-  server::HttpServerOptions options;  // the agent's limits
-  options.address = "127.0.0.1";
+  server::HttpServerOptions options;  // the agent's limits, on 127.0.0.1
   options.port = 0;
-  options.maxWaiting = settings.maxWaiting;
   server::HttpServer server(context, options, [](const server::HttpRequest& request) {
     const bool known = request.target == "/healthz";
     return server::HttpResponse{known ? 200u : 404u, "text/plain", known ? "ok" : "not found"};
@@ -71,8 +64,8 @@ void floodRow(const Settings& settings, int clients) {
   std::vector<double> nanos;
   const long openedBefore = opened.load();
   const auto probing = steadyNow();
-  for (int i = 0; i < settings.probes; ++i) {
-    const auto next = steadyNow() + std::chrono::milliseconds(settings.intervalMs);
+  for (int i = 0; i < probes; ++i) {
+    const auto next = steadyNow() + kInterval;
     const Exchange e = exchange(port, "/healthz", 1000ms);  // a fresh connection each
     const bool ok = e.status == 200 && e.ended;
     if (ok) nanos.push_back(e.nanos);
@@ -87,46 +80,32 @@ void floodRow(const Settings& settings, int clients) {
   loop.join();
   const Samples latency = Samples::from(std::move(nanos));
   std::printf("  %-8d %11.0f %8d %6d %6d %8d %8d %8.2f %8.2f %8.2f\n", clients, floodPerSecond,
-              settings.probes, outcomes[0], outcomes[1], outcomes[2], outcomes[3],
-              latency.median() / 1e6, latency.p99() / 1e6, latency.max() / 1e6);
+              probes, outcomes[0], outcomes[1], outcomes[2], outcomes[3], latency.median() / 1e6,
+              latency.p99() / 1e6, latency.max() / 1e6);
   std::fflush(stdout);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Settings settings;
-  Args args(
-      "usage: bench_probe_flood [--clients 128,1000,2000] [--probes N] [--interval MS] "
-      "[--max-waiting N] [--quick]\n");
-  args.value("--clients", "numbers 1..20000 separated by commas, e.g. 128,1000",
-             [&](std::string_view text) {
-               auto list = parseBoundedList(text, 1, 20000);
-               if (list) settings.clients = *list;
-               return list.has_value();
-             })
-      .number("--probes", settings.probes, 1, 1'000'000)
-      .number("--interval", settings.intervalMs, 1, 1'000'000)
-      .number<std::size_t>("--max-waiting", settings.maxWaiting, 1, 1'000'000)
-      .flag("--quick", [&] { settings.probes = 30; });
+  std::vector<int> clients{128, 1000, 2000};
+  int probes = 100;
+  Args args("usage: bench_probe_flood [--clients 128,1000,2000] [--quick]\n");
+  args.numbers("--clients", clients, 1, 20000).flag("--quick", [&] { probes = 30; });
   if (auto status = args.parse(argc, argv)) return *status;
-  rlimit limit{};  // both ends of every flood connection are in this process: raise the limit
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
-    limit.rlim_cur = limit.rlim_max;
-    (void)::setrlimit(RLIMIT_NOFILE, &limit);
-  }
-  const int most = *std::max_element(settings.clients.begin(), settings.clients.end());
-  if (limit.rlim_cur < rlim_t(2 * most + 2 * settings.maxWaiting + 256)) {
-    std::fprintf(stderr, "bench_probe_flood: the open-file limit (%llu) may cut the flood short\n",
-                 static_cast<unsigned long long>(limit.rlim_cur));
+  // Both ends of every flood connection are in this process.
+  const std::size_t maxWaiting = server::HttpServerOptions{}.maxWaiting;
+  const std::uint64_t wanted = 2 * std::uint64_t(std::ranges::max(clients)) + 2 * maxWaiting + 256;
+  if (auto limit = cgroups::raiseOpenFileLimit(wanted); !limit || *limit < wanted) {
+    std::fprintf(stderr, "bench_probe_flood: the open-file limit may cut the flood short\n");
   }
   std::printf("build: %s; cpu: %s\n", buildFlavour().c_str(), cpuModel().c_str());
   std::printf(
       "== /healthz under a reconnecting flood of slow clients (%d probes, one every %d ms, "
       "1 s each; maxConnections 64, maxWaiting %zu) ==\n",
-      settings.probes, settings.intervalMs, settings.maxWaiting);
+      probes, int(kInterval.count()), maxWaiting);
   std::printf("  %-8s %11s %8s %6s %6s %8s %8s %8s %8s %8s\n", "flood", "flood conn/s", "probes",
               "200", "503", "dropped", "timeout", "p50 ms", "p99 ms", "max ms");
-  for (const int clients : settings.clients) floodRow(settings, clients);
+  for (const int n : clients) floodRow(probes, n);
   return 0;
 }

@@ -1,7 +1,7 @@
 // bench_soak: the real `nodewarden agent` kept busy for a long time and measured from outside:
 // under slowloris connections, then over a soak with churn and a pressure episode a minute (what
-// and the targets: printUsage). The soak samples the agent's VmRSS, descriptors and CPU time
-// every 10 s: per minute, and the first five minutes against the last five. Every cgroup is this
+// and the targets: kUsage). The soak samples the agent's VmRSS, descriptors and CPU time every
+// 10 s: per minute, and the first five minutes against the last five. Every cgroup is this
 // program's ("nodewarden-bench-soak-<pid>"), removed again also after SIGINT/SIGTERM. Exit
 // status: 0 after a run (a missed target prints MISSES), 77 when the machine cannot run it, 1
 // when the set-up fails, 130 after SIGINT/SIGTERM.
@@ -22,37 +22,40 @@
 namespace nodewarden::bench {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr std::uint64_t kSeed = 0x736f616b21212121ULL;  // "soak!!!!"
-constexpr std::int64_t kMi = 1024 * 1024;
-constexpr const char* kSandboxPrefix = "nodewarden-bench-soak";
-constexpr std::int64_t kNodeMemory = 1024 * kMi;  // kubepods memory limit
-constexpr std::int64_t kHogTarget = 900 * kMi;    // the hog stops growing here (below the limit)
-constexpr std::int64_t kHogRate = 256 * kMi;      // bytes a second
-constexpr const char* kPolicy =
-    R"({ "evictionHard": { "allocatableMemory.available": "200Mi" }, "housekeepingInterval": "1s" })";
-constexpr double kProbeTargetMs = 1000;    // /healthz under slowloris
-constexpr double kRssGrowthTargetMiB = 5;  // last five minutes against the first five
-constexpr double kFdGrowthTarget = 5;
+constexpr std::int64_t kMi = 1024 * 1024, kSecond = 1'000'000'000;
+constexpr int kPods = 1000, kChurnPerSecond = 5, kSlowClients = 1000;
+constexpr std::int64_t kHogTarget = 900 * kMi;  // below kubepods' 1 GiB limit
+constexpr std::int64_t kHogRate = 256 * kMi;    // bytes a second
+constexpr double kProbeTargetMs = 1000, kRssGrowthTargetMiB = 5, kFdGrowthTarget = 5;
 
-struct Settings {
-  int minutes = 30, pods = 1000, churnPerSecond = 5, slowClients = 1000, slowSeconds = 30;
-  bool skipSlowloris = false, skipSoak = false;
-};
+constexpr const char* kUsage =
+    "usage: bench_soak [--minutes M] [--skip-soak] [--quick] [--help]\n"
+    "\n"
+    "Runs the nodewarden binary as a node does, over 1,000 pod cgroups it creates below\n"
+    "\"nodewarden-bench-soak-<pid>\" and removes again. Needs root.\n"
+    "  1. slowloris: 1,000 connections sending a header a byte a second and reconnecting\n"
+    "     when closed, for 30 s; GET /healthz every 100 ms\n"
+    "  2. soak: M minutes (default 30); 5 pods replaced every second; a pressure episode a\n"
+    "     minute (a priority-0 hog at 256 MiB/s under a 1 GiB kubepods with\n"
+    "     allocatableMemory.available < 200Mi); VmRSS, descriptors, CPU every 10 s\n"
+    "  --quick       2 minutes of soak, 10 s of slowloris\n"
+    "  --skip-soak   part 1 only\n"
+    "Targets: /healthz p99 <= 1000 ms under slowloris; over the soak the last five minutes'\n"
+    "RSS within 5 MiB and descriptors within 5 of the first five; every hog evicted, no\n"
+    "other pod, no kernel OOM kill. Misses print MISSES; the exit status stays 0.\n";
 
 // The hog's one process: grows toward kHogTarget at kHogRate, then holds it (60 s at most).
 int grow(pid_t parent) {
   if (!dieWithParent(parent)) return 0;
-  const std::size_t step = std::size_t(kHogRate / 100);  // every 10 ms
-  void* memory = ::mmap(nullptr, std::size_t(kHogTarget), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const std::size_t step = std::size_t(kHogRate / 100), size = std::size_t(kHogTarget);
+  void* memory = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) return 2;
-  auto* bytes = static_cast<unsigned char*>(memory);
-  for (std::size_t done = 0; done < std::size_t(kHogTarget) && !stopped(); done += step) {
-    std::memset(bytes + done, 0x5a, std::min(step, std::size_t(kHogTarget) - done));
-    sleepMillis(10);
+  for (std::size_t done = 0; done < size && !stopped(); done += step) {
+    std::memset(static_cast<char*>(memory) + done, 0x5a, std::min(step, size - done));
+    sleepMillis(10);  // step bytes every 10 ms
   }
   for (int i = 0; i < 600 && !stopped(); ++i) sleepMillis(100);
   return 0;
@@ -64,9 +67,7 @@ struct IdlePods {
   std::deque<Pod> pods;
   int serial = 0;
   std::string add() {
-    static constexpr const char* kMix[] = {"guaranteed", "burstable", "besteffort", "burstable",
-                                           "burstable"};
-    auto pod = node.addPod("soak", format("pod-%06d", serial), 1000, kMix[serial % 5]);
+    auto pod = node.addPod("soak", format("pod-%06d", serial), 1000, qosMix(serial));
     ++serial;
     if (!pod) return pod.error().message;
     pods.push_back(std::move(pod).value());
@@ -80,10 +81,10 @@ struct IdlePods {
 };
 
 // Part 1; returns the probes' p99 when every probe was answered.
-std::optional<double> slowloris(const AgentNode& node, int clients, int seconds) {
+std::optional<double> slowloris(const AgentNode& node, int seconds) {
   const ProcSample before = sampleProcess(node.pid, true);
-  double rssMax = before.rssMiB();
-  std::size_t fdsMax = before.fds, connects = 0, closedByAgent = 0, heldAtEnd = 0;
+  ProcSample most = before;
+  std::size_t connects = 0, closedByAgent = 0, heldAtEnd = 0;
   std::vector<double> probeMs;
   int probeFailures = 0, probesNotOk = 0;
   std::map<int, int> statuses;
@@ -93,13 +94,13 @@ std::optional<double> slowloris(const AgentNode& node, int clients, int seconds)
     std::size_t sent = 0;
     std::int64_t nextByte = 0;
   };
-  std::vector<Slow> slow(static_cast<std::size_t>(clients));
+  std::vector<Slow> slow(kSlowClients);
   auto close = [&](Slow& s) {
     ::close(s.fd);
     s.fd = -1;
     ++closedByAgent;
   };
-  const std::int64_t end = monotonicNanos() + std::int64_t(seconds) * 1'000'000'000;
+  const std::int64_t end = monotonicNanos() + seconds * kSecond;
   std::int64_t nextProbe = monotonicNanos(), nextSample = nextProbe;
   Random rng(kSeed ^ 0x510);
   std::vector<pollfd> polls;
@@ -108,7 +109,7 @@ std::optional<double> slowloris(const AgentNode& node, int clients, int seconds)
     for (Slow& s : slow) {
       if (s.fd < 0) {
         s = {connectLoopback(node.port, false), 0, now + rng.between(0, 1000) * 1'000'000};
-        if (s.fd >= 0) ++connects;
+        connects += s.fd >= 0;
       } else if (now >= s.nextByte) {
         // One byte a second: the header first, then an endless header value.
         const char byte = s.sent < header.size() ? header[s.sent] : 'x';
@@ -118,7 +119,7 @@ std::optional<double> slowloris(const AgentNode& node, int clients, int seconds)
           close(s);
           continue;
         }
-        s.nextByte = now + 1'000'000'000;
+        s.nextByte = now + kSecond;
       }
     }
     // Connections the agent closed: readable with EOF (or an answer: a 408/400 then EOF).
@@ -139,17 +140,17 @@ std::optional<double> slowloris(const AgentNode& node, int clients, int seconds)
       if (probe.ended && !probe.failed && probe.status != 0) {
         probeMs.push_back(probe.nanos * 1e-6);
         ++statuses[probe.status];
-        if (probe.status != 200) ++probesNotOk;
+        probesNotOk += probe.status != 200;
       } else {
         ++probeFailures;
       }
-      nextProbe = monotonicNanos() + 100'000'000;
+      nextProbe = monotonicNanos() + kSecond / 10;
     }
     if (now >= nextSample) {
       const ProcSample s = sampleProcess(node.pid, true);
-      rssMax = std::max(rssMax, s.rssMiB());
-      fdsMax = std::max(fdsMax, s.fds);
-      nextSample = now + 500'000'000;
+      most.rssKiB = std::max(most.rssKiB, s.rssKiB);
+      most.fds = std::max(most.fds, s.fds);
+      nextSample = now + kSecond / 2;
     }
     sleepMillis(1);
   }
@@ -166,8 +167,8 @@ std::optional<double> slowloris(const AgentNode& node, int clients, int seconds)
       "\n  slow connections: %zu opened, %zu closed by the agent, %zu open at the end\n"
       "  agent VmRSS %.1f MiB before, %.1f at most, %.1f after; descriptors %zu,"
       " %zu at most, %zu after\n\n",
-      connects, closedByAgent, heldAtEnd, before.rssMiB(), rssMax, after.rssMiB(), before.fds,
-      fdsMax, after.fds);
+      connects, closedByAgent, heldAtEnd, before.rssMiB(), most.rssMiB(), after.rssMiB(),
+      before.fds, most.fds, after.fds);
   return ms.count() == 0 || probeFailures > 0 ? std::nullopt : std::optional(ms.p99());
 }
 
@@ -175,18 +176,6 @@ struct Sample {
   double minute = 0, rssMiB = 0;
   std::size_t fds = 0;
   double cpuPercent = 0;  // of one core since the previous sample
-};
-
-struct SoakFigures {
-  std::vector<Sample> samples;
-  int episodes = 0, evicted = 0, wrongVictims = 0, hogsSurvived = 0, kernelOomKills = 0;
-  std::vector<double> killMs;     // the agent's own crossing → signalled, per eviction
-  std::vector<double> hogLifeMs;  // hog start → its process gone (includes its growth)
-  std::size_t churned = 0;
-  std::string firstProblem;
-  void problem(const std::string& what) {
-    firstProblem = firstProblem.empty() ? what : firstProblem;
-  }
 };
 
 // Mean of the samples whose minute is in [from, to).
@@ -202,173 +191,114 @@ std::optional<Sample> meanOver(const std::vector<Sample>& samples, double from, 
   return Sample{0, sum.rssMiB / n, sum.fds / std::size_t(n), sum.cpuPercent / n};
 }
 
-SoakFigures soak(AgentNode& node, IdlePods& idle, int minutes, int churnPerSecond) {
-  SoakFigures f;
-  const std::uint64_t oomBefore = node.oomKills();
-  std::size_t logOffset = readText(node.log).size();
-  const std::int64_t start = monotonicNanos();
-  const std::int64_t end = start + std::int64_t(minutes) * 60'000'000'000;
-  ProcSample previous = sampleProcess(node.pid);
-  std::int64_t nextSample = start, nextChurn = start;
-  std::int64_t nextEpisode = start + 20'000'000'000;  // the first one after 20 s
-  std::optional<Pod> hog;
-  pid_t hogPid = -1;
-  std::int64_t hogStart = 0;
-  for (std::int64_t i = 0; i < std::int64_t(minutes) * 60'000 && !stopped(); ++i) {
-    const std::int64_t now = monotonicNanos();
-    if (now >= end) break;
-    for (int k = 0; now >= nextChurn && k < churnPerSecond; ++k) {
-      const std::string error = idle.churnOne();
-      f.churned += error.empty();
-      f.problem(error.empty() ? "" : "churn: " + error);
-    }
-    if (now >= nextChurn) nextChurn += 1'000'000'000;
-    if (now >= nextEpisode && !hog) {
-      // The manifest first, and a cycle (300 ms) for the agent to read it.
-      auto pod = node.addPod("batch", "hog-" + std::to_string(f.episodes++), 0, "besteffort",
-                             Json::object(), 300);
-      auto child = pod ? node.sandbox.spawn(pod->relative, [p = ::getpid()] { return grow(p); })
-                       : Result<pid_t>(pod.error());
-      if (child) {
-        hog = *pod;
-        hogPid = *child;
-        hogStart = monotonicNanos();
-      } else {
-        f.problem("hog: " + child.error().message);
-        if (pod) node.removePod(*pod);
-      }
-      nextEpisode += 60'000'000'000;
-    }
-    forEachLogLine(
-        node.log,
-        [&](const Json& line) {
-          if (line.value("event", "") != "evict") return;
-          if (hog && line.value("uid", "") == hog->uid) {
-            ++f.evicted;
-            f.killMs.push_back(line.value("latency_ms", -1.0));
-          } else {
-            ++f.wrongVictims;
-            f.problem((hog ? "wrong victim: " : "eviction outside an episode: ") + line.dump());
-          }
-        },
-        &logOffset);
-    if (hog && (exited(hogPid) || now - hogStart > 30'000'000'000)) {
-      if (exited(hogPid)) {
-        f.hogLifeMs.push_back(double(monotonicNanos() - hogStart) * 1e-6);
-      } else {
-        ++f.hogsSurvived;
-        f.problem("a hog lived 30 s: not evicted");
-      }
-      node.removePod(*hog);
-      hog.reset();
-    }
-    if (now >= nextSample) {
-      const ProcSample s = sampleProcess(node.pid, true);
-      if (!s.ok) {
-        f.firstProblem = "the agent is gone";
-        break;
-      }
-      f.samples.push_back(
-          {double(now - start) / 60e9, s.rssMiB(), s.fds, s.cpuPercentSince(previous)});
-      previous = s;
-      nextSample += 10'000'000'000;
-    }
-    sleepMillis(10);
-  }
-  if (hog) node.removePod(*hog);
-  f.kernelOomKills = int(node.oomKills() - oomBefore);
-  std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
-  for (int m = 0; m < minutes; ++m) {
-    if (auto row = meanOver(f.samples, m, m + 1)) {
-      std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
-    }
-  }
-  const Samples kill = Samples::from(f.killMs), life = Samples::from(f.hogLifeMs);
-  std::printf(
-      "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
-      " victims, %d kernel OOM kills\n"
-      "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms; hog start ->"
-      " gone: p50 %.0f ms, max %.0f ms\n",
-      f.churned, f.episodes, f.evicted, f.hogsSurvived, f.wrongVictims, f.kernelOomKills,
-      kill.median(), kill.max(), life.median(), life.max());
-  if (!f.firstProblem.empty()) std::printf("  first problem: %s\n", f.firstProblem.c_str());
-  std::printf("\n");
-  return f;
-}
-
-void printUsage(std::FILE* out) {
-  std::fprintf(
-      out,
-      "usage: bench_soak [--minutes M] [--pods P] [--churn C] [--slow-clients N]\n"
-      "                  [--slow-seconds S] [--skip-slowloris] [--skip-soak] [--quick] [--help]\n"
-      "\n"
-      "Runs the nodewarden binary (%s) as a node does, over P pod cgroups\n"
-      "(default 1,000) it creates below \"%s-<pid>\" and removes again. Needs root.\n"
-      "  1. slowloris: N connections (default 1,000) sending a header a byte a second and\n"
-      "     reconnecting when closed, for S seconds (default 30); GET /healthz every 100 ms\n"
-      "  2. soak: M minutes (default 30); C pods (default 5) replaced every second; a pressure\n"
-      "     episode a minute (a priority-0 hog at 256 MiB/s under a 1 GiB kubepods with\n"
-      "     allocatableMemory.available < 200Mi); VmRSS, descriptors, CPU every 10 s\n"
-      "  --quick   2 minutes of soak, 10 s of slowloris\n"
-      "Targets: /healthz p99 <= %.0f ms under slowloris; over the soak the last five minutes'\n"
-      "RSS within %.0f MiB and descriptors within %.0f of the first five; every hog evicted,\n"
-      "no other pod, no kernel OOM kill. Misses print MISSES; the exit status stays 0.\n",
-      NODEWARDEN_EXE, kSandboxPrefix, kProbeTargetMs, kRssGrowthTargetMiB, kFdGrowthTarget);
-}
-
-// Parts 1 and 2 and the targets, on a started node.
-void measureNode(const Settings& s, AgentNode& node, IdlePods& idle) {
-  std::optional<double> probeP99;
-  if (!s.skipSlowloris && !stopped()) {
-    std::printf("== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
-                s.slowClients, s.slowSeconds);
-    probeP99 = slowloris(node, s.slowClients, s.slowSeconds);
-  }
-  std::optional<SoakFigures> soaked;
-  if (!s.skipSoak && !stopped()) {
-    std::printf("== 2. soak: %d minutes, %d pods, %d replaced a second, an episode a minute ==\n",
-                s.minutes, s.pods, s.churnPerSecond);
-    soaked = soak(node, idle, s.minutes, s.churnPerSecond);
-  }
+void printTargets(std::optional<double> probeP99) {
   std::printf("== targets ==\n");
   if (probeP99) {
     std::printf("  /healthz p99 under slowloris          %8.1f ms  <= %5.0f ms   %s\n", *probeP99,
                 kProbeTargetMs, verdict(*probeP99 <= kProbeTargetMs));
   }
-  if (soaked) {
-    const double span = std::min(5.0, s.minutes / 2.0);
-    auto first = meanOver(soaked->samples, 0, span);
-    auto last = meanOver(soaked->samples, s.minutes - span, s.minutes + 1);
-    if (first && last) {
-      const double rss = last->rssMiB - first->rssMiB;
-      const double fds = double(last->fds) - double(first->fds);
-      std::printf("  RSS, last %.0f min - first %.0f min      %+8.1f MiB <= %5.0f MiB  %s\n", span,
-                  span, rss, kRssGrowthTargetMiB, verdict(rss <= kRssGrowthTargetMiB));
-      std::printf("  fds, last %.0f min - first %.0f min      %+8.0f     <= %5.0f      %s\n", span,
-                  span, fds, kFdGrowthTarget, verdict(fds <= kFdGrowthTarget));
-      std::printf("  CPU %%, first %.0f min %.2f, last %.0f min %.2f\n", span, first->cpuPercent,
-                  span, last->cpuPercent);
+}
+
+// Part 2, then the targets.
+void soak(AgentNode& node, IdlePods& idle, int minutes, std::optional<double> probeP99) {
+  std::vector<Sample> samples;
+  int episodes = 0, evicted = 0, wrongVictims = 0, hogsSurvived = 0;
+  std::vector<double> killMs;  // the agent's own crossing → signalled, per eviction
+  std::size_t churned = 0;
+  const std::uint64_t oomBefore = node.oomKills();
+  std::size_t logOffset = readText(node.log).size();
+  const std::int64_t start = monotonicNanos(), end = start + minutes * 60 * kSecond;
+  ProcSample previous = sampleProcess(node.pid);
+  std::int64_t nextSample = start, nextChurn = start, nextEpisode = start + 20 * kSecond;
+  struct Hog {
+    Pod pod;
+    pid_t pid;
+    std::int64_t start;
+  };
+  std::optional<Hog> hog;
+  for (std::int64_t now; !stopped() && (now = monotonicNanos()) < end;) {
+    for (int k = 0; now >= nextChurn && k < kChurnPerSecond; ++k) {
+      churned += idle.churnOne().empty();
     }
-    const bool clean = soaked->evicted == soaked->episodes && soaked->wrongVictims == 0 &&
-                       soaked->kernelOomKills == 0;
-    std::printf("  every hog evicted, nothing else, no OOM kill              %s\n", verdict(clean));
+    if (now >= nextChurn) nextChurn += kSecond;
+    if (now >= nextEpisode && !hog) {
+      // The manifest first, and a cycle (300 ms) for the agent to read it.
+      auto pod = node.addPod("batch", "hog-" + std::to_string(episodes++), 0, "besteffort",
+                             Json::object(), 300);
+      auto child = pod ? node.sandbox.spawn(pod->relative, [p = ::getpid()] { return grow(p); })
+                       : Result<pid_t>(pod.error());
+      if (child) {
+        hog = Hog{*pod, *child, monotonicNanos()};
+      } else if (pod) {
+        node.removePod(*pod);
+      }
+      nextEpisode += 60 * kSecond;
+    }
+    forEachLogLine(
+        node.log,
+        [&](const Json& line) {
+          if (line.value("event", "") != "evict") return;
+          if (hog && line.value("uid", "") == hog->pod.uid) {
+            ++evicted;
+            killMs.push_back(line.value("latency_ms", -1.0));
+          } else {
+            ++wrongVictims;
+          }
+        },
+        &logOffset);
+    if (hog && (exited(hog->pid) || now - hog->start > 30 * kSecond)) {
+      hogsSurvived += !exited(hog->pid);
+      node.removePod(hog->pod);
+      hog.reset();
+    }
+    if (now >= nextSample) {
+      const ProcSample s = sampleProcess(node.pid, true);
+      if (!s.ok) break;  // the agent is gone
+      samples.push_back(
+          {double(now - start) / 60e9, s.rssMiB(), s.fds, s.cpuPercentSince(previous)});
+      previous = s;
+      nextSample += 10 * kSecond;
+    }
+    sleepMillis(10);
   }
+  if (hog) node.removePod(hog->pod);
+  const int kernelOomKills = int(node.oomKills() - oomBefore);
+  std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
+  for (int m = 0; m < minutes; ++m) {
+    if (auto row = meanOver(samples, m, m + 1)) {
+      std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
+    }
+  }
+  const Samples kill = Samples::from(killMs);
+  std::printf(
+      "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
+      " victims, %d kernel OOM kills\n"
+      "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms\n\n",
+      churned, episodes, evicted, hogsSurvived, wrongVictims, kernelOomKills, kill.median(),
+      kill.max());
+  printTargets(probeP99);
+  const double span = std::min(5.0, minutes / 2.0);
+  auto first = meanOver(samples, 0, span), last = meanOver(samples, minutes - span, minutes + 1);
+  if (first && last) {
+    const double rss = last->rssMiB - first->rssMiB;
+    const double fds = double(last->fds) - double(first->fds);
+    std::printf("  RSS, last %.0f min - first %.0f min      %+8.1f MiB <= %5.0f MiB  %s\n", span,
+                span, rss, kRssGrowthTargetMiB, verdict(rss <= kRssGrowthTargetMiB));
+    std::printf("  fds, last %.0f min - first %.0f min      %+8.0f     <= %5.0f      %s\n", span,
+                span, fds, kFdGrowthTarget, verdict(fds <= kFdGrowthTarget));
+  }
+  const bool clean = evicted == episodes && wrongVictims == 0 && kernelOomKills == 0;
+  std::printf("  every hog evicted, nothing else, no OOM kill              %s\n", verdict(clean));
 }
 
 int run(int argc, char** argv) {
-  Settings s;
-  Args args(printUsage);
-  args.number("--minutes", s.minutes, 1, 600)
-      .number("--pods", s.pods, 0, 5000)
-      .number("--churn", s.churnPerSecond, 0, 1000)
-      .number("--slow-clients", s.slowClients, 1, 5000)
-      .number("--slow-seconds", s.slowSeconds, 1, 3600)
-      .flag("--skip-slowloris", s.skipSlowloris)
-      .flag("--skip-soak", s.skipSoak)
-      .flag("--quick", [&] {
-        s.minutes = 2;
-        s.slowSeconds = 10;
-      });
+  int minutes = 30, slowSeconds = 30;  // --quick: 2 and 10
+  bool skipSoak = false;
+  Args args(kUsage);
+  args.number("--minutes", minutes, 1, 600).flag("--skip-soak", skipSoak).flag("--quick", [&] {
+    minutes = 2;
+    slowSeconds = 10;
+  });
   if (auto status = args.parse(argc, argv)) return *status;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line, also in a pipe
   auto hierarchy = hierarchyForSandbox("bench_soak", "it creates cgroups");
@@ -378,27 +308,41 @@ int run(int argc, char** argv) {
     return 77;
   }
   installStopHandlers();
-  (void)cgroups::raiseOpenFileLimit(std::uint64_t(s.slowClients) * 2 + 1024);
+  (void)cgroups::raiseOpenFileLimit(kSlowClients * 2 + 1024);
   std::printf("bench_soak: %s; %ld cores; load %s", buildFlavour().c_str(),
               ::sysconf(_SC_NPROCESSORS_ONLN), readText("/proc/loadavg").c_str());
   std::printf("  memory hierarchy %s (cgroup %s)\n\n", hierarchy->memory.c_str(),
               hierarchy->memoryVersion == cgroups::Version::V1 ? "v1" : "v2");
-  auto sandbox = openSandbox(*hierarchy, "bench_soak", kSandboxPrefix, std::uint64_t(kNodeMemory));
+  auto sandbox = openSandbox(*hierarchy, "bench_soak", "nodewarden-bench-soak", 1024 * kMi);
   if (!sandbox) return 77;
   int status = 0;
   {
-    TempDir temp{fs::temp_directory_path() / sandbox->top()};
+    TempDir temp{std::filesystem::temp_directory_path() / sandbox->top()};
     AgentNode node(*sandbox, temp.path, kSeed);
     IdlePods idle{node, {}, 0};
     const auto started = steadyNow();
     std::string error;
-    for (int i = 0; i < s.pods && error.empty() && !stopped(); ++i) error = idle.add();
-    std::printf("  %d pod cgroups (and manifests) created in %.1f s\n", s.pods,
+    for (int i = 0; i < kPods && error.empty() && !stopped(); ++i) error = idle.add();
+    std::printf("  %d pod cgroups (and manifests) created in %.1f s\n", kPods,
                 nanosSince(started) * 1e-9);
-    if (error.empty()) error = node.start(kPolicy, "127.0.0.1:0", "/nonexistent", "ready", 60);
+    if (error.empty()) {
+      error = node.start(R"({ "evictionHard": { "allocatableMemory.available": "200Mi" },)"
+                         R"( "housekeepingInterval": "1s" })",
+                         "127.0.0.1:0", "/nonexistent", "ready", 60);
+    }
     if (error.empty()) {
       std::printf("  agent pid %d ready on 127.0.0.1:%u\n\n", int(node.pid), unsigned(node.port));
-      measureNode(s, node, idle);
+      std::printf("== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
+                  kSlowClients, slowSeconds);
+      const std::optional<double> probeP99 = slowloris(node, slowSeconds);
+      if (!skipSoak && !stopped()) {
+        std::printf(
+            "== 2. soak: %d minutes, %d pods, %d replaced a second, an episode a minute ==\n",
+            minutes, kPods, kChurnPerSecond);
+        soak(node, idle, minutes, probeP99);
+      } else {
+        printTargets(probeP99);
+      }
       std::printf("  agent stopped with SIGTERM: %s\n", node.stop(15).c_str());
     } else {
       std::printf("cannot start: %s\n", error.c_str());

@@ -1,14 +1,12 @@
 // bench/support: a sandbox node as bench_agent and bench_soak run it — pods given as a static
 // manifest (written first, so an agent never sees the cgroup of a pod without its object) and a
 // pod cgroup, the nodewarden binary guarding them as a node runs it (static pod source, JSON log
-// to a file), and what is read from it: kubepods' memory and OOM kills, log lines, Prometheus
-// text.
+// to a file), and what is read from it: kubepods' memory and OOM kills, log lines.
 #pragma once
 
 #include <deque>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -32,26 +30,6 @@ inline std::string tail(const std::filesystem::path& path, std::size_t lines) {
   std::string out;
   for (const std::string& line : last) out += line;
   return out;
-}
-
-// Sums of a metric family's samples in Prometheus text, by the value of `label` ("" for all
-// label sets together); empty when absent.
-inline std::map<std::string, double> metricSums(const std::string& text, const std::string& name,
-                                                const std::string& label = "") {
-  std::map<std::string, double> sums;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const char next = line.size() > name.size() ? line[name.size()] : '\0';
-    if (!line.starts_with(name) || (next != ' ' && next != '{')) continue;
-    std::string key;
-    const std::string open = label + "=\"";
-    if (const auto at = line.find(open); !label.empty() && at != std::string::npos) {
-      const auto from = at + open.size();
-      key = line.substr(from, line.find('"', from) - from);
-    }
-    sums[key] += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
-  }
-  return sums;
 }
 
 // Calls `each` with every complete JSON line of a log from byte `*from` on (all of it without
@@ -229,9 +207,9 @@ struct AgentNode {
 
   // SIGTERM, then SIGKILL after `grace` seconds; how it ended.
   std::string stop(double grace = 10) {
-    if (pid > 0) exitStatus = describeStatus(stopProcess(pid, grace));
+    const std::string how = pid > 0 ? describeStatus(stopProcess(pid, grace)) : "not running";
     pid = -1;
-    return exitStatus;
+    return how;
   }
 
   cgroups::Sandbox& sandbox;
@@ -244,7 +222,6 @@ struct AgentNode {
   pid_t pid = -1;
   std::uint16_t port = 0;
   Json ready;
-  std::string exitStatus = "not started";
   Random rng;  // the pods' UIDs
 };
 
