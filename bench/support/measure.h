@@ -49,9 +49,11 @@ class Random {
     return out;
   }
   std::string hex(std::size_t n) { return fromAlphabet("0123456789abcdef", n); }
+  // Drawn last part first, as GCC 12 evaluated the one expression this was (see generator.h).
   std::string uuid() {
-    return hex(8) + "-" + hex(4) + "-4" + hex(3) + "-" + fromAlphabet("89ab", 1) + hex(3) + "-" +
-           hex(12);
+    const std::string e = hex(12), d = hex(3), variant = fromAlphabet("89ab", 1), c = hex(3);
+    const std::string b = hex(4);
+    return hex(8) + "-" + b + "-4" + c + "-" + variant + d + "-" + e;
   }
 
  private:

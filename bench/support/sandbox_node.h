@@ -181,7 +181,8 @@ struct AgentNode {
     pid = startProcess(
         {NODEWARDEN_EXE, "agent", "--source", "static", "--manifests", manifests.string(),
          "--kubepods-cgroup", sandbox.kubepods(), "--policy", policyFile.string(), "--node",
-         "bench-node", "--listen", listen, "--nodefs", nodefs, "--log-format", "json"},
+         "bench-node", "--listen", listen, "--nodefs", nodefs, "--log-format", "json",
+         "--state-dir=" + (dir / "state").string()},  // the recorder's, not the node's /var/lib
         log);
     if (pid < 0) return std::string("cannot start the agent: ") + std::strerror(errno);
     for (int i = 0; i < seconds * 10 && !stopped(); ++i) {
@@ -213,7 +214,7 @@ struct AgentNode {
   }
 
   cgroups::Sandbox& sandbox;
-  const std::filesystem::path dir;  // its files: manifests/, policy.json, agent.log
+  const std::filesystem::path dir;  // its files: manifests/, policy.json, agent.log, state/
   const std::filesystem::path manifests;
   cgroups::CgroupDir kubepods;  // its memory cgroup
   std::string buffer;
