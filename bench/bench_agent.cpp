@@ -571,15 +571,27 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
   const ProcSample first = sampleProcess(node.pid);
   ProcSample last = first;
   double rssMax = first.rssMiB();
-  std::vector<double> perSecond;
+  std::vector<double> perSecond, touchMicros;
+  // The machine's own cost of reading memory after a sleep, as the agent does every second: on
+  // some VMs a page's first read after a pause costs microseconds, not a cache miss (see
+  // docs/performance.md, 2026-12-02), and the idle figure moves with it.
+  constexpr std::size_t kProbePages = 2000, kPage = 4096;
+  volatile char* probe = mapSmallPages(kProbePages * kPage);
+  for (std::size_t p = 0; probe != nullptr && p < kProbePages; ++p) probe[p * kPage] = 1;
   for (int i = 0; i < seconds && first.ok && error.empty() && !stopped(); ++i) {
     sleepMillis(1000);
+    const auto touchStart = steadyNow();
+    char sum = 0;  // each read is volatile: none is left out
+    for (std::size_t p = 0; probe != nullptr && p < kProbePages; ++p) sum ^= probe[p * kPage];
+    doNotOptimize(sum);
+    touchMicros.push_back(nanosSince(touchStart) * 1e-3 / double(kProbePages));
     const ProcSample s = sampleProcess(node.pid);
     if (!s.ok) break;
     perSecond.push_back(s.schedPercentSince(last));
     rssMax = std::max(rssMax, s.rssMiB());
     last = s;
   }
+  if (probe != nullptr) ::munmap(const_cast<char*>(probe), kProbePages * kPage);
   const double wall = double(last.wallNs - first.wallNs) * 1e-9;
   if (error.empty() && wall <= 0) error = "cannot sample /proc/" + std::to_string(node.pid);
   if (!error.empty() || stopped()) {
@@ -591,9 +603,12 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
   std::printf(
       "  over %.1f s (after a 3 s warm-up): CPU %.3f %% of one core (utime+stime), "
       "%.3f %% (schedstat);\n    per second: median %.3f %%, max %.3f %%\n"
-      "  VmRSS %.1f MiB at the end, %.1f MiB at most while sampled\n\n",
+      "  VmRSS %.1f MiB at the end, %.1f MiB at most while sampled\n"
+      "  this machine: a page's first read after a 1 s sleep %.3f us (median of %zu passes over "
+      "%zu pages;\n    a cache miss is < 0.1 us: above ~1 us, the figures above are the "
+      "host's)\n\n",
       wall, cpu, last.schedPercentSince(first), second.median(), second.max(), last.rssMiB(),
-      rssMax);
+      rssMax, Samples::from(touchMicros).median(), touchMicros.size(), kProbePages);
   return std::pair{cpu, rssMax};
 }
 
