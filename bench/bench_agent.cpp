@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <set>
 #include <span>
 #include <thread>
@@ -55,9 +56,12 @@ constexpr int kIdlePods = 1000;                       // part 3
 constexpr std::int64_t kRateNodeMemory = 1024 * kMi;  // part 4, a fresh node per trial
 constexpr std::int64_t kRateThreshold = 300 * kMi;
 constexpr std::int64_t kRateSteadyBytes = 200 * kMi;
-constexpr double kLatencyP99TargetMs = 50;
-constexpr double kIdleCpuTargetPercent = 0.5;
-constexpr double kIdleRssTargetMiB = 20;
+// The targets docs/performance.md holds the agent to (issue 23's); under API-server faults
+// (part 5) the older 50 ms, which reliability.md's table is read against.
+constexpr double kLatencyP99TargetMs = 5;
+constexpr double kFaultP99TargetMs = 50;
+constexpr double kIdleCpuTargetPercent = 0.25;
+constexpr double kIdleRssTargetMiB = 16;
 
 // A policy with these hard thresholds and a 1 s housekeeping interval.
 std::string policyWith(const std::string& hard) {
@@ -287,6 +291,10 @@ struct LatencyBench {
 
     // Bounded in time as well as count: every trial waits at most 2 intervals + 10 s.
     const double budget = double(v.trials) * (2.0 * double(v.interval.count()) / 1000.0 + 10.0);
+    // What reliability.md quotes of part 5: the API requests the trials caused (the 410 loop's
+    // relists) and this process's memory through them.
+    const std::size_t requestsBefore = api_ ? api_->requests().size() : 0;
+    const double rssBefore = sampleProcess(::getpid()).rssMiB();
     // The disturbance, from now until the trials end.
     if (api_) api_->setFaults(v.faults);
     if (v.faults.goneLoop) {
@@ -319,7 +327,20 @@ struct LatencyBench {
 
     disturbing = false;
     cutter.join();
-    if (api_) api_->setFaults({});
+    if (api_) {
+      const auto requests = api_->requests();
+      std::map<unsigned, std::size_t> answers;
+      for (std::size_t i = requestsBefore; i < requests.size(); ++i) ++answers[requests[i].status];
+      std::string counts;
+      for (const auto& [status, n] : answers) {
+        counts += status == 0 ? format(" none x%zu", n) : format(" %u x%zu", status, n);
+      }
+      std::printf("    API requests during the trials: %zu (answers:%s)\n",
+                  requests.size() - std::min(requestsBefore, requests.size()), counts.c_str());
+      api_->setFaults({});
+    }
+    std::printf("    this process's VmRSS %.1f -> %.1f MiB\n", rssBefore,
+                sampleProcess(::getpid()).rssMiB());
     for (const auto& [pid, log] : wrks) {
       if (pid > 0) (void)stopProcess(pid, 5, SIGINT);  // wrk stops and prints its summary
       const std::string text = readText(log);
@@ -547,6 +568,30 @@ std::optional<std::uint64_t> demoPart(const fs::path& dir) {
   return agentKills;
 }
 
+// This machine's cost of a page's first read after a 1 s sleep, as the idle agent reads memory
+// every second (µs a page, the median of `passes` passes over 2,000 pages of its own): on some
+// VMs that read costs microseconds, not a cache miss, and the idle figure moves with it (see
+// docs/performance.md, 2026-12-02). Taken after part 3's sampling, so it does not share the
+// agent's window.
+std::optional<double> firstTouchMicros(int passes) {
+  constexpr std::size_t kPages = 2000, kPage = 4096;
+  volatile char* pages = mapSmallPages(kPages * kPage);
+  if (pages == nullptr) return std::nullopt;
+  for (std::size_t p = 0; p < kPages; ++p) pages[p * kPage] = 1;
+  std::vector<double> micros;
+  for (int i = 0; i < passes && !stopped(); ++i) {
+    sleepMillis(1000);
+    const auto start = steadyNow();
+    char sum = 0;  // each read is volatile: none is left out
+    for (std::size_t p = 0; p < kPages; ++p) sum ^= pages[p * kPage];
+    doNotOptimize(sum);
+    micros.push_back(nanosSince(start) * 1e-3 / double(kPages));
+  }
+  ::munmap(const_cast<char*>(pages), kPages * kPage);
+  if (micros.empty()) return std::nullopt;
+  return Samples::from(micros).median();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Part 3: the idle agent. Returns its CPU (% of one core, utime+stime) and largest RSS (MiB).
 
@@ -571,27 +616,16 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
   const ProcSample first = sampleProcess(node.pid);
   ProcSample last = first;
   double rssMax = first.rssMiB();
-  std::vector<double> perSecond, touchMicros;
-  // The machine's own cost of reading memory after a sleep, as the agent does every second: on
-  // some VMs a page's first read after a pause costs microseconds, not a cache miss (see
-  // docs/performance.md, 2026-12-02), and the idle figure moves with it.
-  constexpr std::size_t kProbePages = 2000, kPage = 4096;
-  volatile char* probe = mapSmallPages(kProbePages * kPage);
-  for (std::size_t p = 0; probe != nullptr && p < kProbePages; ++p) probe[p * kPage] = 1;
+  std::vector<double> perSecond;
   for (int i = 0; i < seconds && first.ok && error.empty() && !stopped(); ++i) {
     sleepMillis(1000);
-    const auto touchStart = steadyNow();
-    char sum = 0;  // each read is volatile: none is left out
-    for (std::size_t p = 0; probe != nullptr && p < kProbePages; ++p) sum ^= probe[p * kPage];
-    doNotOptimize(sum);
-    touchMicros.push_back(nanosSince(touchStart) * 1e-3 / double(kProbePages));
     const ProcSample s = sampleProcess(node.pid);
     if (!s.ok) break;
     perSecond.push_back(s.schedPercentSince(last));
     rssMax = std::max(rssMax, s.rssMiB());
     last = s;
   }
-  if (probe != nullptr) ::munmap(const_cast<char*>(probe), kProbePages * kPage);
+  const std::optional<double> touchMicros = error.empty() ? firstTouchMicros(5) : std::nullopt;
   const double wall = double(last.wallNs - first.wallNs) * 1e-9;
   if (error.empty() && wall <= 0) error = "cannot sample /proc/" + std::to_string(node.pid);
   if (!error.empty() || stopped()) {
@@ -604,11 +638,11 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
       "  over %.1f s (after a 3 s warm-up): CPU %.3f %% of one core (utime+stime), "
       "%.3f %% (schedstat);\n    per second: median %.3f %%, max %.3f %%\n"
       "  VmRSS %.1f MiB at the end, %.1f MiB at most while sampled\n"
-      "  this machine: a page's first read after a 1 s sleep %.3f us (median of %zu passes over "
-      "%zu pages;\n    a cache miss is < 0.1 us: above ~1 us, the figures above are the "
-      "host's)\n\n",
+      "  this machine: a page's first read after a 1 s sleep %.3f us (median of 5 passes over "
+      "2,000 pages, after sampling;\n    a cache miss is < 0.1 us: above ~1 us, the figures "
+      "above are the host's)\n\n",
       wall, cpu, last.schedPercentSince(first), second.median(), second.max(), last.rssMiB(),
-      rssMax, Samples::from(touchMicros).median(), touchMicros.size(), kProbePages);
+      rssMax, touchMicros.value_or(-1));
   return std::pair{cpu, rssMax};
 }
 
@@ -757,12 +791,13 @@ void printUsage(std::FILE* out) {
       "  --rate-trials N  trials per rate (default 3; --quick 1)\n"
       "  --pods N     part 1 with N idle pods beside its two (empty cgroups with manifests)\n"
       "  --variants LIST  part 1's variants, comma-separated from a,an,ar,a2,b,c (default all)\n"
-      "Targets: p99 <= %.0f ms with notifications; no kernel OOM kill in the demo with the\n"
-      "agent; idle <= %.1f %% of a core and <= %.0f MiB RSS. A missed target prints MISSES\n"
-      "but does not change the exit status. Exit 77: the machine cannot run it.\n"
+      "Targets: p99 <= %.0f ms with notifications (%.0f ms under API faults); no kernel OOM\n"
+      "kill in the demo with the agent; idle <= %.2f %% of a core and <= %.0f MiB RSS. A missed\n"
+      "target prints MISSES but does not change the exit status. Exit 77: the machine cannot\n"
+      "run it.\n"
       "The nodewarden binary: %s\n",
-      kSandboxPrefix, kIdlePods, kLatencyP99TargetMs, kIdleCpuTargetPercent, kIdleRssTargetMiB,
-      NODEWARDEN_EXE);
+      kSandboxPrefix, kIdlePods, kLatencyP99TargetMs, kFaultP99TargetMs, kIdleCpuTargetPercent,
+      kIdleRssTargetMiB, NODEWARDEN_EXE);
 }
 
 struct Settings {
@@ -945,8 +980,7 @@ int run(int argc, char** argv) {
                 limit, unit, verdict(*value <= limit));
   };
   if (latency) target("eviction latency p99 with notifications", p99, "ms", kLatencyP99TargetMs, 1);
-  if (fire)
-    target("eviction latency p99, worst disturbance", fireP99, "ms", kLatencyP99TargetMs, 1);
+  if (fire) target("eviction latency p99, worst disturbance", fireP99, "ms", kFaultP99TargetMs, 1);
   if (demo) target("kernel OOM kills in the demo, agent", demoKills, "", 0, 0);
   if (idle) {
     target(format("idle CPU, %d pods, 1 s interval", kIdlePods), idleCpu, "%",

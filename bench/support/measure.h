@@ -88,9 +88,6 @@ struct Budget {
 
 // SIGINT/SIGTERM only set gStop (process.h): every loop checks stopped() and unwinds.
 inline volatile std::sig_atomic_t gStop = 0;
-inline void requestStop() {
-  gStop = 1;
-}
 inline bool stopped() {
   return gStop != 0;
 }

@@ -74,17 +74,11 @@ inline void printEnvironment(const char* title, const char* buildNote, bool load
   std::printf("  build: %s%s\n", buildFlavour().c_str(), buildNote);
 }
 
-// "    label   median … unit  p99 … unit  min …  n=…" in `unit` (nanoseconds / scale); with a
-// reference, the median's share of it as a last column.
+// "    label   median … unit  p99 … unit  min …  n=…" in `unit` (nanoseconds / scale).
 inline void printSamplesLine(int labelWidth, const char* label, const Samples& s, double scale,
-                             const char* unit, double reference = 0) {
-  std::printf("    %-*s median %10.3f %-2s  p99 %10.3f %-2s  min %10.3f  ", labelWidth, label,
-              s.median() / scale, unit, s.p99() / scale, unit, s.min() / scale);
-  if (reference > 0) {
-    std::printf("n=%-6zu  %5.1f%%\n", s.count(), 100.0 * s.median() / reference);
-  } else {
-    std::printf("n=%zu\n", s.count());
-  }
+                             const char* unit) {
+  std::printf("    %-*s median %10.3f %-2s  p99 %10.3f %-2s  min %10.3f  n=%zu\n", labelWidth,
+              label, s.median() / scale, unit, s.p99() / scale, unit, s.min() / scale, s.count());
 }
 
 // Heap bytes in use (mallinfo2) for a before/after difference, after malloc_trim if `trim`.

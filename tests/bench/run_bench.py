@@ -22,14 +22,20 @@ import sys
 
 
 def check(args: argparse.Namespace, command: list) -> int:
-    try:
-        run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             timeout=args.timeout, check=False)
-    except subprocess.TimeoutExpired as timeout:
-        sys.stdout.write((timeout.output or b"").decode(errors="replace"))
-        print(f"run_bench: {command[0]} did not end within {args.timeout:.0f} s")
-        return 1
-    output = run.stdout.decode(errors="replace")
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as run:
+        try:
+            output = run.communicate(timeout=args.timeout)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            # SIGTERM first: the benchmarks remove their cgroups and files when they get it.
+            run.terminate()
+            try:
+                output = run.communicate(timeout=30)[0].decode(errors="replace")
+            except subprocess.TimeoutExpired:
+                run.kill()
+                output = run.communicate()[0].decode(errors="replace")
+            sys.stdout.write(output)
+            print(f"run_bench: {command[0]} did not end within {args.timeout:.0f} s")
+            return 1
     sys.stdout.write(output)
     if run.returncode == 77:
         print(f"run_bench: {command[0]} cannot run on this machine (exit 77); skipped")
@@ -55,10 +61,14 @@ def self_test() -> int:
         ([], ["not measured"], program("  row 1: not measured (why)"), 1),
         (["^  row 1"], [], program("  row 1   3 ms", status=1), 1),
         (["^  row 1"], [], program("needs root", status=77), 77),
+        (["^  row 1"], [], [sys.executable, "-c", "import time; print('  row 1'); time.sleep(60)"],
+         1),
     ]
     failed = 0
     for expect, forbid, command, verdict in cases:
-        got = check(argparse.Namespace(expect=expect, forbid=forbid, timeout=60), command)
+        sleeper = "time.sleep" in command[-1]  # killed at its timeout; the others end at once
+        timeout = 2 if sleeper else 30
+        got = check(argparse.Namespace(expect=expect, forbid=forbid, timeout=timeout), command)
         if got != verdict:
             print(f"run_bench self-test: {command[-1]!r} with expect={expect} forbid={forbid}: "
                   f"{got}, wanted {verdict}")
