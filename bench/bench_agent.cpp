@@ -327,7 +327,7 @@ struct LatencyBench {
 
     disturbing = false;
     cutter.join();
-    if (api_) {
+    if (api_ && api_->requests().size() > requestsBefore) {
       const auto requests = api_->requests();
       std::map<unsigned, std::size_t> answers;
       for (std::size_t i = requestsBefore; i < requests.size(); ++i) ++answers[requests[i].status];
@@ -336,9 +336,9 @@ struct LatencyBench {
         counts += status == 0 ? format(" none x%zu", n) : format(" %u x%zu", status, n);
       }
       std::printf("    API requests during the trials: %zu (answers:%s)\n",
-                  requests.size() - std::min(requestsBefore, requests.size()), counts.c_str());
-      api_->setFaults({});
+                  requests.size() - requestsBefore, counts.c_str());
     }
+    if (api_) api_->setFaults({});
     std::printf("    this process's VmRSS %.1f -> %.1f MiB\n", rssBefore,
                 sampleProcess(::getpid()).rssMiB());
     for (const auto& [pid, log] : wrks) {
