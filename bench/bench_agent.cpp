@@ -327,8 +327,8 @@ struct LatencyBench {
 
     disturbing = false;
     cutter.join();
-    if (api_ && api_->requests().size() > requestsBefore) {
-      const auto requests = api_->requests();
+    const auto requests = api_ ? api_->requests() : std::vector<testing::RecordedRequest>();
+    if (requests.size() > requestsBefore) {
       std::map<unsigned, std::size_t> answers;
       for (std::size_t i = requestsBefore; i < requests.size(); ++i) ++answers[requests[i].status];
       std::string counts;

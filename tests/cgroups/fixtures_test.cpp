@@ -304,6 +304,12 @@ TEST_CASE("fixtures: refresh indexes the pods of cgroupfs v2 and v1 trees") {
     REQUIRE(burstable->cpu.has_value());
     CHECK(burstable->cpu->path() ==
           h.cpuacct + "/kubepods/burstable/pod3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7");
+    // The pod's directories keep one copy of its relative path between them, not a path each.
+    REQUIRE(burstable->memory.below() != nullptr);
+    CHECK(*burstable->memory.below() ==
+          "kubepods/burstable/pod3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7");
+    CHECK(burstable->cpu->below() == burstable->memory.below());
+    CHECK(burstable->freezer->below() == burstable->memory.below());
     CHECK(burstable->pids.has_value());
     CHECK(burstable->freezer.has_value());
     CHECK_FALSE(burstable->unified.has_value());
