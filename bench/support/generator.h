@@ -15,13 +15,13 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdio>
 #include <ctime>
 #include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -144,13 +144,9 @@ class Planner {
   Planner(std::uint64_t seed, int workloadCount) : rng_(seed) {
     for (const Daemon& d : kDaemons) {
       Workload& w = daemons_.emplace_back();
-      w.ns = d.ns;
-      w.app = d.app;
+      std::tie(w.ns, w.app, w.priorityClass, w.cpu, w.memory, w.kind) =
+          std::tuple(d.ns, d.app, d.priorityClass, d.cpu, d.memory, Kind::DaemonSet);
       w.uid = rng_.uuid();
-      w.kind = Kind::DaemonSet;
-      w.priorityClass = d.priorityClass;
-      w.cpu = d.cpu;
-      w.memory = d.memory;
       w.rollout = kClusterBirth + rng_.between(60, 3600);
     }
     std::vector<std::string> names(std::begin(kNamespaces), std::end(kNamespaces));
@@ -394,11 +390,9 @@ inline void fillNodes(Case& c, Random& rng) {
     auto& u = use[nominatedAbove ? p.nominatedNodeName : p.nodeName];
     const std::int64_t cpu = p.requests.count("cpu") ? p.requests.at("cpu") : 0;
     const std::int64_t memory = p.requests.count("memory") ? p.requests.at("memory") : 0;
-    u[0] += cpu;
-    u[1] += memory;
-    u[2] += 1;
-    u[3] += p.terminating ? cpu : 0;
-    u[4] += p.terminating ? memory : 0;
+    const std::int64_t add[] = {cpu, memory, 1, p.terminating ? cpu : 0,
+                                p.terminating ? memory : 0};
+    for (std::size_t i = 0; i < u.size(); ++i) u[i] += add[i];
   }
   for (policy::Node& n : c.snapshot.nodes) {
     const auto& u = use[n.name];
@@ -408,14 +402,14 @@ inline void fillNodes(Case& c, Random& rng) {
         u[1] + rng.between(0, std::max<std::int64_t>(0, kIncomingMemory - u[4] - 1) / 2);
     const std::int64_t disk = std::max<std::int64_t>(95 * kGi, u[2] * 4 * kGi);
     const auto pods = policy::Quantity::fromValue(u[2] + 2, policy::QuantityFormat::DecimalSI);
-    n.allocatable = {{"cpu", quantity("cpu", cpu)},
-                     {"memory", quantity("memory", memory)},
-                     {"ephemeral-storage", quantity("", disk)},
-                     {"pods", pods}};
-    n.capacity = {{"cpu", quantity("cpu", cpu + 500)},
-                  {"memory", quantity("memory", memory + 2 * kGi)},
-                  {"ephemeral-storage", quantity("", disk + 5 * kGi)},
-                  {"pods", pods}};
+    auto resources = [&](std::int64_t cpuMilli, std::int64_t bytes, std::int64_t diskBytes) {
+      return decltype(n.allocatable){{"cpu", quantity("cpu", cpuMilli)},
+                                     {"memory", quantity("memory", bytes)},
+                                     {"ephemeral-storage", quantity("", diskBytes)},
+                                     {"pods", pods}};
+    };
+    n.allocatable = resources(cpu, memory, disk);
+    n.capacity = resources(cpu + 500, memory + 2 * kGi, disk + 5 * kGi);
   }
 }
 
@@ -483,10 +477,8 @@ std::string fill(std::string_view tpl, const Args&... args) {
     using T = std::decay_t<decltype(arg)>;
     const std::size_t at = tpl.find('@', from);
     out.append(tpl, from, at - from);
-    if constexpr (std::is_same_v<T, bool>) {
-      out += arg ? "true" : "false";
-    } else if constexpr (std::is_arithmetic_v<T>) {
-      out += std::to_string(arg);
+    if constexpr (std::is_arithmetic_v<T>) {
+      out += nlohmann::json(arg).dump();
     } else {
       out += arg;
     }
