@@ -79,8 +79,10 @@ struct NodeResult {
   std::string naiveNote;  // why the naive selection was not timed
 };
 
-std::optional<NodeResult> runNode(int podCount, const Budgets& b, const policy::Policy& rules) {
-  NodeResult r;
+// False when the case does not have the intended shape.
+bool runNode(int podCount, const Budgets& b, const policy::Policy& rules,
+             std::vector<NodeResult>& out) {
+  NodeResult& r = out.emplace_back();
   r.pods = podCount;
   std::printf("== one node, %s pods ==\n", withCommas(std::uint64_t(podCount)).c_str());
   auto c = clusterCase(kSeed + std::uint64_t(podCount), 1, podCount);
@@ -98,7 +100,7 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& b, const policy::
       d.reason.c_str(), d.victims.size(), d.numPDBViolations, d.nominatedPodsToClear.size());
   if (d.verdict != policy::Verdict::Preempt || d.victims.size() < 3) {
     std::fprintf(stderr, "generated case does not need several victims: no figures\n");
-    return std::nullopt;
+    return false;
   }
   const double first = runCapped(naive, b.naiveCap, r.naiveNote);
   r.admit = measure(b.admit, b.warmups, timed(admit));
@@ -108,8 +110,7 @@ std::optional<NodeResult> runNode(int podCount, const Budgets& b, const policy::
   if (first > 0 && first * 1e-9 * b.naive.minIterations <= b.naive.seconds) {
     r.naive = measure(b.naive, timed(naive));
   }
-  std::fflush(stdout);
-  return r;
+  return true;
 }
 
 struct ClusterResult {
@@ -117,8 +118,8 @@ struct ClusterResult {
   Samples index, decide;
 };
 
-std::optional<ClusterResult> runCluster(int nodes, int podsPerNode, const Budgets& b,
-                                        const policy::Policy& rules) {
+bool runCluster(int nodes, int podsPerNode, const Budgets& b, const policy::Policy& rules,
+                std::vector<ClusterResult>& out) {
   std::printf("== cluster, %s nodes x %s pods ==\n", withCommas(std::uint64_t(nodes)).c_str(),
               withCommas(std::uint64_t(podsPerNode)).c_str());
   // 5 % of the nodes tainted for GPUs, which the incoming pod tolerates.
@@ -130,37 +131,30 @@ std::optional<ClusterResult> runCluster(int nodes, int podsPerNode, const Budget
   if (d.node == nullptr || d.candidates.size() + 1 != c->index.nodes.size()) {
     std::fprintf(stderr, "not every node is a candidate (%s): the cluster is not full\n",
                  d.reason.c_str());
-    return std::nullopt;
+    return false;
   }
   std::printf(
       "  %s pods, %zu PDBs; preemptCluster: node %s, %zu victims, %d PDB violation(s), %zu "
       "candidate nodes, %zu nomination(s) to clear\n\n",
       withCommas(c->snapshot.pods.size()).c_str(), pdbs.size(), d.node->name.c_str(),
       d.victims.size(), d.numPDBViolations, d.candidates.size() + 1, d.nominatedPodsToClear.size());
-  ClusterResult r{nodes, podsPerNode, {}, {}};
+  std::fflush(stdout);
+  ClusterResult& r = out.emplace_back(ClusterResult{nodes, podsPerNode, {}, {}});
   r.index = measure(b.index, 1, timed([&] { return policy::buildClusterIndex(c->snapshot); }));
   r.decide = measure(b.cluster, 1, timed(decide));
-  std::fflush(stdout);
-  return r;
+  return true;
 }
 
 constexpr const char* kUsage =
-    "usage: bench_admission [--sizes N[,N...]] [--clusters NxP[,NxP...]] [--naive-cap S]\n"
-    "                       [--quick] [--help]\n"
-    "\n"
+    "usage: bench_admission [--sizes N,...] [--clusters NxP,...] [--naive-cap S] [--quick]\n"
     "Times admission with preemption and cluster preemption on synthetic snapshots.\n"
-    "  --sizes 110,1000,5000     pods on the node for admitPod and victim selection\n"
-    "                            (default 110,1000,5000)\n"
-    "  --clusters 100x110,1000x50  nodes x pods per node for preemptCluster\n"
-    "                            (default 100x110,1000x50)\n"
-    "  --naive-cap S             stop one naive victim selection after S seconds\n"
-    "                            (default 25, 3 with --quick)\n"
-    "  --quick                   fewer iterations (smoke run; figures are noisier)\n"
-    "  --help                    this text\n"
+    "  --sizes      pods on the node for admitPod and victim selection (default 110,1000,5000)\n"
+    "  --clusters   nodes x pods per node for preemptCluster (default 100x110,1000x50)\n"
+    "  --naive-cap  stop one naive victim selection after S seconds (default 25, 3 with --quick)\n"
+    "  --quick      fewer iterations (smoke run; figures are noisier)\n"
     "Targets: admitPod <= 5 us (110 pods), <= 50 us (1,000 pods); preemptCluster <= 25 ms\n"
-    "(1,000 nodes x 50 pods). Missed targets print MISS but do not change the exit status.\n"
-    "Exit status: 0; 1 when a generated case does not have the intended shape; 2 on bad\n"
-    "arguments.\n";
+    "(1,000 nodes x 50 pods); a miss prints MISS and leaves the exit status 0. Exit status 1\n"
+    "when a generated case does not have the intended shape, 2 on bad arguments.\n";
 
 int run(int argc, char** argv) {
   std::vector<int> sizes = {110, 1000, 5000};
@@ -178,10 +172,10 @@ int run(int argc, char** argv) {
                return forEachItem(v, [&](std::string_view item) {
                  const auto x = item.find('x');
                  auto n = parseBounded(item.substr(0, x), 1, 20'000);
-                 auto p =
-                     x == item.npos ? std::nullopt : parseBounded(item.substr(x + 1), 20, 10'000);
-                 if (n && p && std::int64_t(*n) * *p <= 2'000'000) clusters.push_back({*n, *p});
-                 return n && p && std::int64_t(*n) * *p <= 2'000'000;
+                 auto p = parseBounded(x == item.npos ? "" : item.substr(x + 1), 20, 10'000);
+                 const bool ok = n && p && std::int64_t(*n) * *p <= 2'000'000;
+                 if (ok) clusters.push_back({*n, *p});
+                 return ok;
                });
              });
   if (auto status = args.parse(argc, argv)) return *status;
@@ -196,16 +190,12 @@ int run(int argc, char** argv) {
       quick ? "--quick" : "full", b.naiveCap);
   const policy::Policy rules = policy::Policy::defaults();
   std::vector<NodeResult> nodeResults;
-  for (int n : sizes) {
-    auto r = runNode(n, b, rules);
-    if (!r) return 1;
-    nodeResults.push_back(std::move(*r));
-  }
   std::vector<ClusterResult> clusterResults;
+  for (int n : sizes) {
+    if (!runNode(n, b, rules, nodeResults)) return 1;
+  }
   for (const auto& [nodes, pods] : clusters) {
-    auto r = runCluster(nodes, pods, b, rules);
-    if (!r) return 1;
-    clusterResults.push_back(std::move(*r));
+    if (!runCluster(nodes, pods, b, rules, clusterResults)) return 1;
   }
 
   std::printf("== summary (verdicts on the median; one core) ==\n");
