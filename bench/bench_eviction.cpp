@@ -1,11 +1,9 @@
 // bench_eviction: how fast the eviction decision core turns a snapshot into a plan. For each
 // node size it generates one node under memory pressure with a fixed seed (kubectlSnapshot,
-// bench/support/generator.h): its Pods, NodeList, PriorityClasses and kubelet Summary as JSON,
-// indented as kubectl prints it and compact as the API server sends it. It times
-// policy::parseSnapshotText on both texts, and makeNodeView + evaluateEviction ("rank+plan")
-// with a policy that has a soft threshold and evictionMaxPodsPerCycle 5, as the agent runs it
-// and building every ranking (as `explain` does). Options, targets and exit statuses: kUsage.
-// Single threaded, not pinned; times from std::chrono::steady_clock.
+// bench/support/generator.h), as JSON indented as kubectl prints it and compact as the API
+// server sends it, and times policy::parseSnapshotText on both and makeNodeView +
+// evaluateEviction ("rank+plan") with a policy that has a soft threshold, as the agent runs it
+// and building every ranking (as `explain` does). Options, targets, exit statuses: kUsage.
 
 #include <fstream>
 

@@ -5,8 +5,8 @@
 //      every cycle, the writer thread encoding and writing the file);
 //   2. memory at its bounds (the ring full at an episode's cadence, 6,000 decision records);
 //   3. episode size, every pod's figures moving at every sample; 4. that episode's replay.
-// No root needed (a pod index without cgroups). Figures print; nothing is asserted. Exits 1
-// when no episode was written, 2 on bad arguments.
+// No root needed (a pod index without cgroups). Exits 1 when no episode was written, 2 on bad
+// arguments.
 #include <ctime>
 #include <filesystem>
 #include <thread>
@@ -29,10 +29,12 @@ namespace {
 constexpr std::uint64_t kMi = 1024 * 1024;
 constexpr int kPods = 110;
 
+// The node the agent's loop sees, and the time of its last cycle.
 struct Node {
   policy::Snapshot snapshot;
   policy::Policy policy;
   policy::EvictionState state;
+  SteadyTime now;
   policy::Summary& summary() { return snapshot.stats["bench-node"]; }
 };
 
@@ -48,8 +50,9 @@ void setNodeFigures(policy::Summary& summary, bool met) {
 }
 
 // kPods running pods of priority 0, BestEffort, with working sets; the pods' cgroup of 8 GiB.
-Node makeNode(Random& random) {
+Node makeNode(Random& random, SteadyTime now) {
   Node node;
+  node.now = now;
   policy::Diagnostics diagnostics;
   node.policy = *policy::parsePolicyText(
       R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
@@ -80,19 +83,6 @@ Node makeNode(Random& random) {
   return node;
 }
 
-// A full scan: every pod's figures moved by a few pages, as two kernel readings do, the node's
-// following, in new storage as buildSnapshot gives.
-void rescan(Node& node, Random& random, bool met) {
-  Node fresh = node;
-  for (policy::PodStats& s : fresh.summary().pods) {
-    const std::int64_t pages = random.between(-16, 16);
-    s.memoryWorkingSetBytes = std::uint64_t(std::int64_t(*s.memoryWorkingSetBytes) + pages * 4096);
-    s.memoryUsageBytes = *s.memoryWorkingSetBytes + 4 * kMi;
-  }
-  setNodeFigures(fresh.summary(), met);
-  node = std::move(fresh);
-}
-
 // The CPU time `f()` takes on `clock`, in nanoseconds.
 template <typename F>
 double cpuTime(F&& f, clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
@@ -103,9 +93,10 @@ double cpuTime(F&& f, clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
   return double(z.tv_sec - a.tv_sec) * 1e9 + double(z.tv_nsec - a.tv_nsec);
 }
 
-// One agent cycle at `now`: the decision, then the recorder's call (none when null), whose
-// thread CPU time it returns.
-double cycle(node::Recorder* recorder, Node& node, SteadyTime now) {
+// One agent cycle `step` after the last: the decision, then the recorder's call (none when
+// null), whose thread CPU time it returns.
+double cycle(node::Recorder* recorder, Node& node, std::chrono::milliseconds step) {
+  const SteadyTime now = node.now += step;
   const policy::NodeView view = policy::makeNodeView(node.snapshot, "bench-node");
   auto result =
       policy::evaluateEviction(view, node.policy, node.state, now, policy::Rankings::Needed);
@@ -113,6 +104,27 @@ double cycle(node::Recorder* recorder, Node& node, SteadyTime now) {
   if (recorder == nullptr) return 0;
   return cpuTime(
       [&] { recorder->cycle(view, node.snapshot, node.state, result.decision, node.policy, now); });
+}
+
+// `count` cycles `step` apart, each after a full scan: every pod's figures moved by a few pages,
+// as two kernel readings do, the node's following, in new storage as buildSnapshot gives. The
+// recorder's CPU time of each.
+std::vector<double> scans(node::Recorder* recorder, Node& node, Random& random, int count,
+                          std::chrono::milliseconds step, bool met) {
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i) {
+    Node fresh = node;
+    for (policy::PodStats& s : fresh.summary().pods) {
+      const std::int64_t pages = random.between(-16, 16);
+      s.memoryWorkingSetBytes =
+          std::uint64_t(std::int64_t(*s.memoryWorkingSetBytes) + pages * 4096);
+      s.memoryUsageBytes = *s.memoryWorkingSetBytes + 4 * kMi;
+    }
+    setNodeFigures(fresh.summary(), met);
+    node = std::move(fresh);
+    out.push_back(cycle(recorder, node, step));
+  }
+  return out;
 }
 
 struct Bench {
@@ -123,6 +135,7 @@ struct Bench {
   cgroups::PodCgroups index{hierarchy, "kubepods"};
   ManualClock clock;
 
+  Node node() { return makeNode(random, clock.now()); }
   // The recorder as the agent opens it, its episodes under dir/`sub` ("": none on disk).
   std::unique_ptr<node::Recorder> open(const std::string& sub, bool longEpisodes = false,
                                        bool settleFast = false) {
@@ -140,37 +153,27 @@ struct Bench {
 void cpu(Bench& b, int iterations) {
   std::vector<double> idle, full;
   {
-    Node node = makeNode(b.random);
+    Node node = b.node();
     auto recorder = b.open("");  // no episode here: the plain cycle
-    SteadyTime now = b.clock.now();
-    for (int i = 0; i < 50; ++i) cycle(recorder.get(), node, now += 1s);  // warm up
+    for (int i = 0; i < 50; ++i) cycle(recorder.get(), node, 1s);  // warm up
     for (int i = 0; i < iterations; ++i) {  // idle: the node's figures only, the pods' unchanged
       node.summary().node.memoryAvailableBytes =
           *node.summary().node.memoryAvailableBytes + std::uint64_t(i % 3);
-      idle.push_back(cycle(recorder.get(), node, now += 1s));
+      idle.push_back(cycle(recorder.get(), node, 1s));
     }
-    for (int i = 0; i < iterations; ++i) {
-      rescan(node, b.random, false);
-      full.push_back(cycle(recorder.get(), node, now += 1s));
-    }
+    full = scans(recorder.get(), node, b.random, iterations, 1s, false);
     recorder->stop();
   }
   // Inside an episode (a threshold met at every cycle, the file written by the writer thread):
   // the process's CPU time (both threads) over the same loop with and without the recorder.
   auto episodeLoop = [&](bool record) {
-    Node node = makeNode(b.random);
+    Node node = b.node();
     auto recorder = b.open(record ? "cpu" : "none", true);
-    SteadyTime now = b.clock.now();
-    const double ns = cpuTime(
-        [&] {
-          for (int i = 0; i < iterations; ++i) {
-            rescan(node, b.random, true);
-            cycle(record ? recorder.get() : nullptr, node, now += 100ms);
-          }
-          recorder->stop(60s);
-        },
-        CLOCK_PROCESS_CPUTIME_ID);
-    return ns / iterations;
+    auto loop = [&] {
+      scans(record ? recorder.get() : nullptr, node, b.random, iterations, 100ms, true);
+      recorder->stop(60s);
+    };
+    return cpuTime(loop, CLOCK_PROCESS_CPUTIME_ID) / iterations;
   };
   const double without = episodeLoop(false), episodeNs = episodeLoop(true) - without;
   const double idleNs = Samples::from(idle).median(), fullNs = Samples::from(full).median();
@@ -187,16 +190,12 @@ void cpu(Bench& b, int iterations) {
 }
 
 void memory(Bench& b) {
-  Node node = makeNode(b.random);
+  Node node = b.node();
   const std::size_t heapBefore = heapInUse(false);
   auto recorder = b.open("memory");
-  SteadyTime now = b.clock.now();
   // The ring at an episode's cadence without an episode (nothing met): 10 full scans a second
   // over the pre-roll, until the ring's bound holds it.
-  for (int i = 0; i < (b.quick ? 400 : 1200); ++i) {
-    rescan(node, b.random, false);
-    cycle(recorder.get(), node, now += 100ms);
-  }
+  scans(recorder.get(), node, b.random, b.quick ? 400 : 1200, 100ms, false);
   record::DecisionRecord r;  // the decision records at their bound
   r.signal = "allocatableMemory.available";
   r.observed = 200 * kMi;
@@ -227,14 +226,9 @@ void memory(Bench& b) {
 
 // 3. The episode's size, every pod's figures moving at 10 samples a second; 4. its replay.
 bool episode(Bench& b) {
-  Node node = makeNode(b.random);
+  Node node = b.node();
   auto recorder = b.open("episode", true, true);
-  SteadyTime now = b.clock.now();
-  const int seconds = b.quick ? 30 : 60, perSecond = 10;
-  for (int i = 0; i < seconds * perSecond; ++i) {
-    rescan(node, b.random, true);
-    cycle(recorder.get(), node, now += std::chrono::milliseconds(1000 / perSecond));
-  }
+  scans(recorder.get(), node, b.random, (b.quick ? 30 : 60) * 10, 100ms, true);
   recorder->stop(30s);
   const auto files = recorder->episodeFiles();
   const auto bytes = readFile(files.empty() ? "" : files.front());
@@ -245,10 +239,9 @@ bool episode(Bench& b) {
   }
   const double span = double(episode->samples.back().t - episode->samples.front().t) / 1e9;
   std::printf(
-      "3. Episode: %zu samples over %.1f s at %d samples/s, %d pods: %zu bytes, %.1f "
-      "bytes per pod-second (%.2f per pod-sample; every pod's figures moving)\n\n",
-      episode->samples.size(), span, perSecond, kPods, bytes->size(),
-      double(bytes->size()) / (span * kPods),
+      "3. Episode: %zu samples over %.1f s at 10 samples/s, %d pods: %zu bytes, %.1f bytes per "
+      "pod-second (%.2f per pod-sample; every pod's figures moving)\n\n",
+      episode->samples.size(), span, kPods, bytes->size(), double(bytes->size()) / (span * kPods),
       double(bytes->size()) / (double(episode->samples.size()) * kPods));
   std::vector<double> decode, fidelity, counterfactual;
   record::ReplayOptions candidate;
