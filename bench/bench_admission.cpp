@@ -68,18 +68,26 @@ double runCapped(F call, double capSeconds, std::string& note) {
   return 0;
 }
 
-struct NodeResult {
-  int pods = 0;
-  Samples admit, select, naive;
-  std::string naiveNote;  // why the naive selection was not timed
+// The summary's lines, printed at the end: the timed rows, then victim selection's.
+struct Summary {
+  std::vector<std::string> rows, selections;
 };
 
+// "label | median p99 min | target verdict", in `unit` (nanoseconds / scale).
+std::string row(const std::string& label, const Samples& x, double scale, const char* unit,
+                double target) {
+  const std::string t = target > 0 ? std::to_string(int(target)) + " " + unit : "-";
+  char line[200];
+  std::snprintf(line, sizeof line, "%-34s | %9.2f %s %9.2f %s %9.2f %s | %10s %5s", label.c_str(),
+                x.median() / scale, unit, x.p99() / scale, unit, x.min() / scale, unit, t.c_str(),
+                target > 0 ? passOrMiss(x.median() / scale <= target) : "-");
+  return line;
+}
+
 // False when the case does not have the intended shape.
-bool runNode(int podCount, const Budgets& b, const policy::Policy& rules,
-             std::vector<NodeResult>& out) {
-  NodeResult& r = out.emplace_back();
-  r.pods = podCount;
-  std::printf("== one node, %s pods ==\n", withCommas(std::uint64_t(podCount)).c_str());
+bool runNode(int podCount, const Budgets& b, const policy::Policy& rules, Summary& out) {
+  const std::string pods = withCommas(std::uint64_t(podCount)) + " pods";
+  std::printf("== one node, %s ==\n", pods.c_str());
   auto c = clusterCase(kSeed + std::uint64_t(podCount), 1, podCount);
   const policy::NodeInfo& node = c->index.nodes[0];
   const auto& pdbs = c->snapshot.podDisruptionBudgets;
@@ -97,24 +105,35 @@ bool runNode(int podCount, const Budgets& b, const policy::Policy& rules,
     std::fprintf(stderr, "generated case does not need several victims: no figures\n");
     return false;
   }
-  const double first = runCapped(naive, b.naiveCap, r.naiveNote);
-  r.admit = measure(b.admit, b.warmups, timed(admit));
-  r.select = measure(b.select, b.warmups, timed(select));
+  std::string note;  // why the naive selection was not timed
+  const double first = runCapped(naive, b.naiveCap, note);
+  out.rows.push_back(row("admitPod, " + pods, measure(b.admit, b.warmups, timed(admit)), 1e3, "us",
+                         targetOf(1, podCount)));
+  const double fast = measure(b.select, b.warmups, timed(select)).median();
   // More naive calls only when a few fit in the budget; else the single call is the figure.
-  r.naive.nanos = {first};
+  double m = first;
   if (first > 0 && first * 1e-9 * b.naive.minIterations <= b.naive.seconds) {
-    r.naive = measure(b.naive, timed(naive));
+    m = measure(b.naive, timed(naive)).median();
   }
+  char slow[48], speedup[32], line[160];
+  if (!note.empty()) {
+    std::snprintf(slow, sizeof slow, "skipped, %s", note.c_str());
+    std::snprintf(speedup, sizeof speedup, "> %.0fx", b.naiveCap * 1e9 / fast);
+  } else {
+    std::snprintf(slow, sizeof slow, m >= 1e9 ? "%11.2f s" : "%10.1f us",
+                  m * (m >= 1e9 ? 1e-9 : 1e-3));
+    std::snprintf(speedup, sizeof speedup, "%8.1fx", m / fast);
+  }
+  std::snprintf(line, sizeof line, "%-34s | %9.2f us %16s %9s", pods.c_str(), fast * 1e-3, slow,
+                speedup);
+  out.selections.push_back(line);
   return true;
 }
 
-struct ClusterResult {
-  int nodes = 0, podsPerNode = 0;
-  Samples decide;
-};
-
 bool runCluster(int nodes, int podsPerNode, const Budgets& b, const policy::Policy& rules,
-                std::vector<ClusterResult>& out) {
+                Summary& out) {
+  const std::string shape =
+      withCommas(std::uint64_t(nodes)) + " x " + withCommas(std::uint64_t(podsPerNode));
   std::printf("== cluster, %s nodes x %s pods ==\n", withCommas(std::uint64_t(nodes)).c_str(),
               withCommas(std::uint64_t(podsPerNode)).c_str());
   // 5 % of the nodes tainted for GPUs, which the incoming pod tolerates.
@@ -134,7 +153,8 @@ bool runCluster(int nodes, int podsPerNode, const Budgets& b, const policy::Poli
       withCommas(c->snapshot.pods.size()).c_str(), pdbs.size(), d.node->name.c_str(),
       d.victims.size(), d.numPDBViolations, d.candidates.size() + 1, d.nominatedPodsToClear.size());
   std::fflush(stdout);
-  out.push_back({nodes, podsPerNode, measure(b.cluster, 1, timed(decide))});
+  out.rows.push_back(row("preemptCluster, " + shape, measure(b.cluster, 1, timed(decide)), 1e6,
+                         "ms", targetOf(nodes, podsPerNode)));
   return true;
 }
 
@@ -182,49 +202,19 @@ int run(int argc, char** argv) {
       "  mode: %s; single threaded, not pinned; policy: Policy::defaults(); naive cap %.0f s\n\n",
       quick ? "--quick" : "full", b.naiveCap);
   const policy::Policy rules = policy::Policy::defaults();
-  std::vector<NodeResult> nodeResults;
-  std::vector<ClusterResult> clusterResults;
+  Summary summary;
   for (int n : sizes) {
-    if (!runNode(n, b, rules, nodeResults)) return 1;
+    if (!runNode(n, b, rules, summary)) return 1;
   }
   for (const auto& [nodes, pods] : clusters) {
-    if (!runCluster(nodes, pods, b, rules, clusterResults)) return 1;
+    if (!runCluster(nodes, pods, b, rules, summary)) return 1;
   }
-
   std::printf("== summary (verdicts on the median; one core) ==\n");
   std::printf("%-34s | %12s %12s %12s | %10s %5s\n", "", "median", "p99", "min", "target", "");
-  auto row = [](const std::string& label, const Samples& x, double scale, const char* unit,
-                double target) {
-    const std::string t = target > 0 ? std::to_string(int(target)) + " " + unit : "-";
-    std::printf("%-34s | %9.2f %s %9.2f %s %9.2f %s | %10s %5s\n", label.c_str(),
-                x.median() / scale, unit, x.p99() / scale, unit, x.min() / scale, unit, t.c_str(),
-                target > 0 ? passOrMiss(x.median() / scale <= target) : "-");
-  };
-  for (const auto& r : nodeResults) {
-    row("admitPod, " + withCommas(std::uint64_t(r.pods)) + " pods", r.admit, 1e3, "us",
-        targetOf(1, r.pods));
-  }
-  for (const auto& r : clusterResults) {
-    const std::string shape =
-        withCommas(std::uint64_t(r.nodes)) + " x " + withCommas(std::uint64_t(r.podsPerNode));
-    row("preemptCluster, " + shape, r.decide, 1e6, "ms", targetOf(r.nodes, r.podsPerNode));
-  }
+  for (const std::string& line : summary.rows) std::printf("%s\n", line.c_str());
   std::printf("\n%-34s | %12s %16s %9s\n", "victim selection, medians", "incremental", "naive",
               "speedup");
-  for (const auto& r : nodeResults) {
-    char naive[48], speedup[32];
-    const double m = r.naive.median(), fast = r.select.median();
-    if (!r.naiveNote.empty()) {
-      std::snprintf(naive, sizeof naive, "skipped, %s", r.naiveNote.c_str());
-      std::snprintf(speedup, sizeof speedup, "> %.0fx", b.naiveCap * 1e9 / fast);
-    } else {
-      std::snprintf(naive, sizeof naive, m >= 1e9 ? "%11.2f s" : "%10.1f us",
-                    m * (m >= 1e9 ? 1e-9 : 1e-3));
-      std::snprintf(speedup, sizeof speedup, "%8.1fx", m / fast);
-    }
-    std::printf("%-34s | %9.2f us %16s %9s\n",
-                (withCommas(std::uint64_t(r.pods)) + " pods").c_str(), fast * 1e-3, naive, speedup);
-  }
+  for (const std::string& line : summary.selections) std::printf("%s\n", line.c_str());
   std::printf("\ntotal wall time %.1f s; load average at the end %s\n", nanosSince(start) * 1e-9,
               loadAverage().c_str());
   return 0;
