@@ -45,22 +45,13 @@ policy::Policy benchPolicy() {
                                   diagnostics);
 }
 
-struct SizeResult {
-  int pods = 0;
-  std::size_t bytes = 0, compactBytes = 0;
-  Samples parse, parseCompact, rankPlan;
-};
-
-// False when the snapshot does not parse or yields no plan.
+// Appends its summary row; false when the snapshot does not parse or yields no plan.
 bool runSize(int podCount, const Budgets& b, const std::string& writeDir,
-             std::vector<SizeResult>& results) {
-  SizeResult& r = results.emplace_back();
-  r.pods = podCount;
+             std::vector<std::string>& rows) {
   std::printf("== %s pods ==\n", withCommas(std::uint64_t(podCount)).c_str());
   KubectlSnapshot gen = kubectlSnapshot(kSeed ^ std::uint64_t(podCount), podCount);
   const std::string_view text = gen.text, node = gen.nodeName;
-  r.bytes = gen.text.size();
-  r.compactBytes = gen.compact.size();
+  const std::size_t bytes = gen.text.size(), compactBytes = gen.compact.size();
   if (!writeDir.empty()) {
     const std::string path = writeDir + "/snapshot-" + std::to_string(podCount) + ".json";
     std::ofstream out(path, std::ios::binary);
@@ -80,8 +71,8 @@ bool runSize(int podCount, const Budgets& b, const std::string& writeDir,
   const auto check =
       policy::evaluateEviction(policy::makeNodeView(*snapshot, node), policy, state, now);
   std::printf("  compact: %s bytes, %s bytes/pod; plan (bench policy): %zu evictions\n",
-              withCommas(r.compactBytes).c_str(),
-              withCommas(r.compactBytes / std::size_t(podCount)).c_str(),
+              withCommas(compactBytes).c_str(),
+              withCommas(compactBytes / std::size_t(podCount)).c_str(),
               check.decision.evict.size());
   if (check.decision.evict.empty()) {
     std::fprintf(stderr, "no eviction planned: the generated node is not under pressure\n");
@@ -94,8 +85,8 @@ bool runSize(int podCount, const Budgets& b, const std::string& writeDir,
       return policy::parseSnapshotText(t, d);
     });
   };
-  r.parse = measure(b.parse, parse(text));
-  r.parseCompact = measure(b.parseCompact, parse(gen.compact));
+  const double parseNs = measure(b.parse, parse(text)).median();
+  const double compactNs = measure(b.parseCompact, parse(gen.compact)).median();
   gen.compact = std::string();  // keeps the footprint down at 10,000 pods
 
   // rank+plan: the agent's path builds only the rankings the plan needs; explain builds all.
@@ -110,12 +101,25 @@ bool runSize(int podCount, const Budgets& b, const std::string& writeDir,
       return nanosSince(t0);  // the view and the result are freed outside the timed part
     };
   };
-  r.rankPlan = measure(b.plan, b.warmups, rankPlan(policy::Rankings::Needed));
-  printSamplesLine(38, "makeNodeView + evaluateEviction", r.rankPlan, 1e3, "us");
+  const Samples plan = measure(b.plan, b.warmups, rankPlan(policy::Rankings::Needed));
+  printSamplesLine(38, "makeNodeView + evaluateEviction", plan, 1e3, "us");
   printSamplesLine(38, "rank+plan, every ranking (explain)",
                    measure(b.planExtra, rankPlan(policy::Rankings::All)), 1e3, "us");
   std::printf("\n");
   std::fflush(stdout);
+  const double mbps = double(bytes) / parseNs * 1e3,
+               compactMbps = double(compactBytes) / compactNs * 1e3;
+  const double rp = plan.median() * 1e-3, target = targetMicros(podCount);
+  char row[256];
+  std::snprintf(row, sizeof row,
+                "%7s | %12s %7s %8.1f %7.1f %5s | %8.1f %7.1f %5s | %10.1f %10.1f %8s %5s",
+                withCommas(std::uint64_t(podCount)).c_str(), withCommas(bytes).c_str(),
+                withCommas(bytes / std::size_t(podCount)).c_str(), parseNs * 1e-6, mbps,
+                passOrMiss(mbps >= kParseTargetMBps), compactNs * 1e-6, compactMbps,
+                passOrMiss(compactMbps >= kParseTargetMBps), rp, plan.p99() * 1e-3,
+                target > 0 ? std::to_string(int(target)).c_str() : "-",
+                target > 0 ? passOrMiss(rp <= target) : "-");
+  rows.push_back(row);
   return true;
 }
 
@@ -150,9 +154,9 @@ int run(int argc, char** argv) {
       "  mode: %s; single threaded, not pinned; times from steady_clock; MB = 10^6 bytes"
       "\n\n",
       quick ? "--quick" : "full");
-  std::vector<SizeResult> results;
+  std::vector<std::string> rows;
   for (int n : sizes) {
-    if (!runSize(n, quick ? kQuick : kFull, writeDir, results)) return 1;
+    if (!runSize(n, quick ? kQuick : kFull, writeDir, rows)) return 1;
   }
 
   std::printf(
@@ -163,18 +167,7 @@ int run(int argc, char** argv) {
   std::printf(kHeader, "pods", "kubectl B", "B/pod", "parse ms", "MB/s", "", "compact", "MB/s", "",
               "rank+plan", "p99", "target", "");
   std::printf(kHeader, "", "", "", "", "", "", "parse ms", "", "", "median us", "us", "us", "");
-  for (const auto& r : results) {
-    const double mbps = double(r.bytes) / r.parse.median() * 1e3;
-    const double compactMbps = double(r.compactBytes) / r.parseCompact.median() * 1e3;
-    const double rp = r.rankPlan.median() * 1e-3, target = targetMicros(r.pods);
-    std::printf("%7s | %12s %7s %8.1f %7.1f %5s | %8.1f %7.1f %5s | %10.1f %10.1f %8s %5s\n",
-                withCommas(std::uint64_t(r.pods)).c_str(), withCommas(r.bytes).c_str(),
-                withCommas(r.bytes / std::size_t(r.pods)).c_str(), r.parse.median() * 1e-6, mbps,
-                passOrMiss(mbps >= kParseTargetMBps), r.parseCompact.median() * 1e-6, compactMbps,
-                passOrMiss(compactMbps >= kParseTargetMBps), rp, r.rankPlan.p99() * 1e-3,
-                target > 0 ? std::to_string(int(target)).c_str() : "-",
-                target > 0 ? passOrMiss(rp <= target) : "-");
-  }
+  for (const std::string& row : rows) std::printf("%s\n", row.c_str());
   std::printf("\ntotal wall time %.1f s (sink %llu)\n", nanosSince(start) * 1e-9,
               static_cast<unsigned long long>(gSink));
   return 0;
