@@ -145,14 +145,12 @@ int run(int argc, char** argv) {
   if (auto status = args.parse(argc, argv)) return *status;
 
   const SteadyTime start = steadyNow();
-  printEnvironment("nodewarden eviction benchmark",
-                   "; this binary only (policy/ is compiled with the same flags)", false, false,
-                   ", nlohmann_json " + std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
-                       std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
-                       std::to_string(NLOHMANN_JSON_VERSION_PATCH));
+  printEnvironment(
+      "nodewarden eviction benchmark",
+      "; this binary only (policy/ is compiled with the same flags)", false, false,
+      ", nlohmann_json " + nlohmann::json::meta()["version"]["string"].get<std::string>());
   std::printf(
-      "  mode: %s; single threaded, not pinned; times from steady_clock; MB = 10^6 bytes"
-      "\n\n",
+      "  mode: %s; single threaded, not pinned; times from steady_clock; MB = 10^6 bytes\n\n",
       quick ? "--quick" : "full");
   std::vector<std::string> rows;
   for (int n : sizes) {
