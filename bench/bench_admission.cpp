@@ -96,11 +96,9 @@ bool runNode(int podCount, const Budgets& b, const policy::Policy& rules, Summar
   auto naive = [&] { return policy::selectVictimsOnNodeNaive(c->incoming, node, pdbs, rules); };
 
   const auto d = admit();  // the case must have the intended shape before anything is timed
-  std::printf(
-      "  %zu bound active pods, %zu nominated, %zu PDBs; admitPod: %s (%s), %zu victims, %d PDB "
-      "violation(s), %zu nomination(s) to clear\n\n",
-      node.pods.size(), node.nominated.size(), pdbs.size(), policy::verdictName(d.verdict),
-      d.reason.c_str(), d.victims.size(), d.numPDBViolations, d.nominatedPodsToClear.size());
+  std::printf("  admitPod: %s (%s), %zu victims, %d PDB violation(s)\n\n",
+              policy::verdictName(d.verdict), d.reason.c_str(), d.victims.size(),
+              d.numPDBViolations);
   if (d.verdict != policy::Verdict::Preempt || d.victims.size() < 3) {
     std::fprintf(stderr, "generated case does not need several victims: no figures\n");
     return false;
@@ -134,8 +132,7 @@ bool runCluster(int nodes, int podsPerNode, const Budgets& b, const policy::Poli
                 Summary& out) {
   const std::string shape =
       withCommas(std::uint64_t(nodes)) + " x " + withCommas(std::uint64_t(podsPerNode));
-  std::printf("== cluster, %s nodes x %s pods ==\n", withCommas(std::uint64_t(nodes)).c_str(),
-              withCommas(std::uint64_t(podsPerNode)).c_str());
+  std::printf("== cluster, %s pods ==\n", shape.c_str());
   // 5 % of the nodes tainted for GPUs, which the incoming pod tolerates.
   auto c = clusterCase(kSeed ^ (std::uint64_t(nodes) << 20 | std::uint64_t(podsPerNode)), nodes,
                        podsPerNode, 0.05);
@@ -147,11 +144,8 @@ bool runCluster(int nodes, int podsPerNode, const Budgets& b, const policy::Poli
                  d.reason.c_str());
     return false;
   }
-  std::printf(
-      "  %s pods, %zu PDBs; preemptCluster: node %s, %zu victims, %d PDB violation(s), %zu "
-      "candidate nodes, %zu nomination(s) to clear\n\n",
-      withCommas(c->snapshot.pods.size()).c_str(), pdbs.size(), d.node->name.c_str(),
-      d.victims.size(), d.numPDBViolations, d.candidates.size() + 1, d.nominatedPodsToClear.size());
+  std::printf("  preemptCluster: node %s, %zu victims, %d PDB violation(s)\n\n",
+              d.node->name.c_str(), d.victims.size(), d.numPDBViolations);
   std::fflush(stdout);
   out.rows.push_back(row("preemptCluster, " + shape, measure(b.cluster, 1, timed(decide)), 1e6,
                          "ms", targetOf(nodes, podsPerNode)));
