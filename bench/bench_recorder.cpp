@@ -183,8 +183,8 @@ void cpu(Bench& b, int iterations) {
       "   idle cycle (node figures only):        %8.1f us\n"
       "   cycle after a full scan:               %8.1f us\n"
       "   an idle node (1 cycle/s, a full scan every 30 s): %.4f %% of a core (budget 0.05 %%)\n"
-      "   in an episode, the writer thread included: %.1f us a cycle, %.3f %% of a core at 10 "
-      "cycles/s\n\n",
+      "   in an episode, per cycle: %.1f us with the writer thread\n"
+      "   an episode at 10 cycles/s: %.3f %% of a core\n\n",
       iterations, idleNs / 1000, fullNs / 1000, idleCpu, episodeNs / 1000,
       episodeNs * 10 / 1e9 * 100);
 }
