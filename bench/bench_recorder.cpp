@@ -5,8 +5,8 @@
 //      every cycle, the writer thread encoding and writing the file);
 //   2. memory at its bounds (the ring full at an episode's cadence, 6,000 decision records);
 //   3. episode size, every pod's figures moving at every sample; 4. that episode's replay.
-// No root needed (a pod index without cgroups). Figures print; nothing is asserted.
-// Run: ninja -C BUILD bench/bench_recorder && BUILD/bench/bench_recorder [--pods N] [--quick]
+// No root needed (a pod index without cgroups). Exits 1 when no episode was written, 2 on bad
+// arguments.
 #include <ctime>
 #include <filesystem>
 #include <thread>
@@ -27,25 +27,32 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::uint64_t kMi = 1024 * 1024;
+constexpr int kPods = 110;
 
+// The node the agent's loop sees, and the time of its last cycle.
 struct Node {
   policy::Snapshot snapshot;
   policy::Policy policy;
   policy::EvictionState state;
+  SteadyTime now;
   policy::Summary& summary() { return snapshot.stats["bench-node"]; }
 };
 
-// The node's figures for `used` bytes of its pods' (`met`: the pods' memory under its threshold).
-void setNodeFigures(policy::NodeStats& stats, std::uint64_t used, bool met) {
+// The node's figures from its pods' working sets (`met`: the pods' memory under its threshold).
+void setNodeFigures(policy::Summary& summary, bool met) {
+  std::uint64_t used = 0;
+  for (const policy::PodStats& s : summary.pods) used += *s.memoryWorkingSetBytes;
+  policy::NodeStats& stats = summary.node;
   stats.podsMemoryWorkingSetBytes = used;
   stats.podsMemoryAvailableBytes = met ? 200 * kMi : (8ULL << 30) - used;
   stats.memoryWorkingSetBytes = used + 2048 * kMi;
   stats.memoryAvailableBytes = (16ULL << 30) - used - 2048 * kMi;
 }
 
-// N pods in three priorities, with requests and working sets; the pods' cgroup of 8 GiB.
-Node makeNode(int pods, Random& random) {
+// kPods running pods of priority 0, BestEffort, with working sets; the pods' cgroup of 8 GiB.
+Node makeNode(Random& random, SteadyTime now) {
   Node node;
+  node.now = now;
   policy::Diagnostics diagnostics;
   node.policy = *policy::parsePolicyText(
       R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
@@ -56,68 +63,71 @@ Node makeNode(int pods, Random& random) {
   n.capacity["memory"] = policy::Quantity::fromValue(16LL << 30, policy::QuantityFormat::BinarySI);
   n.allocatable["memory"] =
       policy::Quantity::fromValue(8LL << 30, policy::QuantityFormat::BinarySI);
-  std::uint64_t used = 0;
-  for (int i = 0; i < pods; ++i) {
+  for (int i = 0; i < kPods; ++i) {
     policy::Pod& pod = node.snapshot.pods.emplace_back();
     pod.ns = "ns-" + std::to_string(i % 7);
     pod.name = "pod-" + std::to_string(i);
     pod.uid = random.uuid();
     pod.nodeName = n.name;
     pod.phase = "Running";
-    pod.priority = (i % 3) * 1000;
-    pod.qos = i % 4 == 0 ? policy::QosClass::BestEffort : policy::QosClass::Burstable;
-    pod.terminationGracePeriodSeconds = 30;
-    if (i % 4 != 0) pod.rankingRequests["memory"] = std::int64_t(32 * kMi);
     policy::PodStats& stats = node.summary().pods.emplace_back();
     stats.uid = pod.uid;
     stats.memoryWorkingSetBytes = std::uint64_t(random.between(8, 64)) * kMi;
     stats.memoryUsageBytes = *stats.memoryWorkingSetBytes + 4 * kMi;
     stats.processCount = 3;
-    used += *stats.memoryWorkingSetBytes;
   }
   policy::resolvePods(node.snapshot.pods, {});
-  setNodeFigures(node.summary().node, used, false);
+  setNodeFigures(node.summary(), false);
   node.summary().node.maxPid = 4194304;
   node.summary().node.curProc = 900;
   return node;
 }
 
-// A full scan: every pod's figures moved by a few pages, as two kernel readings do, the node's
-// following, in new storage as buildSnapshot gives.
-void rescan(Node& node, Random& random, bool met) {
-  Node fresh = node;
-  std::uint64_t used = 0;
-  for (policy::PodStats& s : fresh.summary().pods) {
-    const std::int64_t pages = random.between(-16, 16);
-    s.memoryWorkingSetBytes = std::uint64_t(std::int64_t(*s.memoryWorkingSetBytes) + pages * 4096);
-    s.memoryUsageBytes = *s.memoryWorkingSetBytes + 4 * kMi;
-    used += *s.memoryWorkingSetBytes;
-  }
-  setNodeFigures(fresh.summary().node, used, met);
-  node = std::move(fresh);
+// The CPU time `f()` takes on `clock`, in nanoseconds.
+template <typename F>
+double cpuTime(F&& f, clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
+  timespec a{}, z{};
+  ::clock_gettime(clock, &a);
+  f();
+  ::clock_gettime(clock, &z);
+  return double(z.tv_sec - a.tv_sec) * 1e9 + double(z.tv_nsec - a.tv_nsec);
 }
 
-double cpuNanos(clockid_t clock) {
-  timespec ts{};
-  ::clock_gettime(clock, &ts);
-  return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
-}
-
-// One agent cycle at `now`: the decision, then the recorder's call (none when null), whose
-// thread CPU time it returns.
-double cycle(node::Recorder* recorder, Node& node, SteadyTime now) {
+// One agent cycle `step` after the last: the decision, then the recorder's call (none when
+// null), whose thread CPU time it returns.
+double cycle(node::Recorder* recorder, Node& node, std::chrono::milliseconds step) {
+  const SteadyTime now = node.now += step;
   const policy::NodeView view = policy::makeNodeView(node.snapshot, "bench-node");
   auto result =
       policy::evaluateEviction(view, node.policy, node.state, now, policy::Rankings::Needed);
   node.state = std::move(result.next);
   if (recorder == nullptr) return 0;
-  const double start = cpuNanos(CLOCK_THREAD_CPUTIME_ID);
-  recorder->cycle(view, node.snapshot, node.state, result.decision, node.policy, now);
-  return cpuNanos(CLOCK_THREAD_CPUTIME_ID) - start;
+  return cpuTime(
+      [&] { recorder->cycle(view, node.snapshot, node.state, result.decision, node.policy, now); });
+}
+
+// `count` cycles `step` apart, each after a full scan: every pod's figures moved by a few pages,
+// as two kernel readings do, the node's following, in new storage as buildSnapshot gives. The
+// recorder's CPU time of each.
+std::vector<double> scans(node::Recorder* recorder, Node& node, Random& random, int count,
+                          std::chrono::milliseconds step, bool met) {
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i) {
+    Node fresh = node;
+    for (policy::PodStats& s : fresh.summary().pods) {
+      const std::int64_t pages = random.between(-16, 16);
+      s.memoryWorkingSetBytes =
+          std::uint64_t(std::int64_t(*s.memoryWorkingSetBytes) + pages * 4096);
+      s.memoryUsageBytes = *s.memoryWorkingSetBytes + 4 * kMi;
+    }
+    setNodeFigures(fresh.summary(), met);
+    node = std::move(fresh);
+    out.push_back(cycle(recorder, node, step));
+  }
+  return out;
 }
 
 struct Bench {
-  int pods = 110;
   bool quick = false;
   Random random{22};
   fs::path dir = fs::temp_directory_path() / ("bench-recorder-" + std::to_string(::getpid()));
@@ -125,6 +135,7 @@ struct Bench {
   cgroups::PodCgroups index{hierarchy, "kubepods"};
   ManualClock clock;
 
+  Node node() { return makeNode(random, clock.now()); }
   // The recorder as the agent opens it, its episodes under dir/`sub` ("": none on disk).
   std::unique_ptr<node::Recorder> open(const std::string& sub, bool longEpisodes = false,
                                        bool settleFast = false) {
@@ -140,40 +151,31 @@ struct Bench {
 };
 
 void cpu(Bench& b, int iterations) {
-  std::vector<double> idle, full, loop;
+  std::vector<double> idle, full;
   {
-    Node node = makeNode(b.pods, b.random);
+    Node node = b.node();
     auto recorder = b.open("");  // no episode here: the plain cycle
-    SteadyTime now = b.clock.now();
-    for (int i = 0; i < 50; ++i) cycle(recorder.get(), node, now += 1s);  // warm up
+    for (int i = 0; i < 50; ++i) cycle(recorder.get(), node, 1s);  // warm up
     for (int i = 0; i < iterations; ++i) {  // idle: the node's figures only, the pods' unchanged
       node.summary().node.memoryAvailableBytes =
           *node.summary().node.memoryAvailableBytes + std::uint64_t(i % 3);
-      idle.push_back(cycle(recorder.get(), node, now += 1s));
+      idle.push_back(cycle(recorder.get(), node, 1s));
     }
-    for (int i = 0; i < iterations; ++i) {
-      rescan(node, b.random, false);
-      full.push_back(cycle(recorder.get(), node, now += 1s));
-    }
+    full = scans(recorder.get(), node, b.random, iterations, 1s, false);
     recorder->stop();
   }
   // Inside an episode (a threshold met at every cycle, the file written by the writer thread):
   // the process's CPU time (both threads) over the same loop with and without the recorder.
   auto episodeLoop = [&](bool record) {
-    Node node = makeNode(b.pods, b.random);
+    Node node = b.node();
     auto recorder = b.open(record ? "cpu" : "none", true);
-    SteadyTime now = b.clock.now();
-    const double before = cpuNanos(CLOCK_PROCESS_CPUTIME_ID);
-    for (int i = 0; i < iterations; ++i) {
-      rescan(node, b.random, true);
-      const double ns = cycle(record ? recorder.get() : nullptr, node, now += 100ms);
-      if (record) loop.push_back(ns);
-    }
-    recorder->stop(60s);
-    return (cpuNanos(CLOCK_PROCESS_CPUTIME_ID) - before) / iterations;
+    auto loop = [&] {
+      scans(record ? recorder.get() : nullptr, node, b.random, iterations, 100ms, true);
+      recorder->stop(60s);
+    };
+    return cpuTime(loop, CLOCK_PROCESS_CPUTIME_ID) / iterations;
   };
-  const double without = episodeLoop(false);
-  const double episodeNs = episodeLoop(true) - without;
+  const double without = episodeLoop(false), episodeNs = episodeLoop(true) - without;
   const double idleNs = Samples::from(idle).median(), fullNs = Samples::from(full).median();
   const double idleCpu = (idleNs * 29.0 / 30.0 + fullNs / 30.0) / 1e9 * 100.0;  // % of a core
   std::printf(
@@ -181,23 +183,19 @@ void cpu(Bench& b, int iterations) {
       "   idle cycle (node figures only):        %8.1f us\n"
       "   cycle after a full scan:               %8.1f us\n"
       "   an idle node (1 cycle/s, a full scan every 30 s): %.4f %% of a core (budget 0.05 %%)\n"
-      "   in an episode, per cycle: %.1f us on the loop, %.1f us with the writer thread\n"
+      "   in an episode, per cycle: %.1f us with the writer thread\n"
       "   an episode at 10 cycles/s: %.3f %% of a core\n\n",
-      iterations, idleNs / 1000, fullNs / 1000, idleCpu, Samples::from(loop).median() / 1000,
-      episodeNs / 1000, episodeNs * 10 / 1e9 * 100);
+      iterations, idleNs / 1000, fullNs / 1000, idleCpu, episodeNs / 1000,
+      episodeNs * 10 / 1e9 * 100);
 }
 
 void memory(Bench& b) {
-  Node node = makeNode(b.pods, b.random);
+  Node node = b.node();
   const std::size_t heapBefore = heapInUse(false);
   auto recorder = b.open("memory");
-  SteadyTime now = b.clock.now();
   // The ring at an episode's cadence without an episode (nothing met): 10 full scans a second
   // over the pre-roll, until the ring's bound holds it.
-  for (int i = 0; i < (b.quick ? 400 : 1200); ++i) {
-    rescan(node, b.random, false);
-    cycle(recorder.get(), node, now += 100ms);
-  }
+  scans(recorder.get(), node, b.random, b.quick ? 400 : 1200, 100ms, false);
   record::DecisionRecord r;  // the decision records at their bound
   r.signal = "allocatableMemory.available";
   r.observed = 200 * kMi;
@@ -209,8 +207,8 @@ void memory(Bench& b) {
   r.latencyMs = 3.2;
   for (int i = 0; i < 6000; ++i) {
     r.time = 1'780'000'000'000'000 + i;
-    r.pod = node.snapshot.pods[std::size_t(i) % node.snapshot.pods.size()].key;
-    r.uid = node.snapshot.pods[std::size_t(i) % node.snapshot.pods.size()].uid;
+    const policy::Pod& pod = node.snapshot.pods[std::size_t(i) % node.snapshot.pods.size()];
+    std::tie(r.pod, r.uid) = std::tie(pod.key, pod.uid);
     recorder->decision(r);
   }
   // Once the writer caught up (its queue is memory too, but bounded apart).
@@ -219,61 +217,43 @@ void memory(Bench& b) {
     std::this_thread::sleep_for(50ms);
     if (recorder->memoryBytes() == before) break;
   }
-  const double own = double(recorder->memoryBytes()) / double(kMi);
-  const std::size_t samples = recorder->ringSamples();
-  const double heap = double(heapInUse(false) - heapBefore) / double(kMi);
   std::printf(
-      "2. Memory at %d pods, the ring full at 10 samples/s (%zu samples kept) and 6,000 "
-      "decision records offered\n"
+      "2. Memory at %d pods, the ring full at 10 samples/s and 6,000 decision records offered\n"
       "   by the recorder's own account: %.2f MiB; heap growth: %.2f MiB (budget 4 MiB)\n\n",
-      b.pods, samples, own, heap);
+      kPods, double(recorder->memoryBytes()) / double(kMi),
+      double(heapInUse(false) - heapBefore) / double(kMi));
 }
 
 // 3. The episode's size, every pod's figures moving at 10 samples a second; 4. its replay.
 bool episode(Bench& b) {
-  Node node = makeNode(b.pods, b.random);
+  Node node = b.node();
   auto recorder = b.open("episode", true, true);
-  SteadyTime now = b.clock.now();
-  const int seconds = b.quick ? 30 : 60, perSecond = 10;
-  for (int i = 0; i < seconds * perSecond; ++i) {
-    rescan(node, b.random, true);
-    cycle(recorder.get(), node, now += std::chrono::milliseconds(1000 / perSecond));
-  }
+  scans(recorder.get(), node, b.random, (b.quick ? 30 : 60) * 10, 100ms, true);
   recorder->stop(30s);
   const auto files = recorder->episodeFiles();
-  if (files.empty()) {
-    std::printf("3. no episode was written\n");
-    return false;
-  }
-  const auto bytes = readFile(files.front());
-  auto episode = record::decodeEpisode(*bytes);
+  const auto bytes = readFile(files.empty() ? "" : files.front());
+  auto episode = record::decodeEpisode(bytes ? std::string_view(*bytes) : "");
   if (!episode) {
-    std::printf("3. %s: %s\n", files.front().c_str(), episode.error().message.c_str());
+    std::printf("3. no episode was written (%s)\n", episode.error().message.c_str());
     return false;
   }
   const double span = double(episode->samples.back().t - episode->samples.front().t) / 1e9;
   std::printf(
-      "3. Episode: %zu samples over %.1f s at %d samples/s, %d pods: %zu bytes, %.1f "
-      "bytes per pod-second (%.2f per pod-sample; every pod's figures moving)\n\n",
-      episode->samples.size(), span, perSecond, b.pods, bytes->size(),
-      double(bytes->size()) / (span * b.pods),
-      double(bytes->size()) / (double(episode->samples.size()) * b.pods));
+      "3. Episode: %zu samples over %.1f s at 10 samples/s, %d pods: %zu bytes, %.1f bytes per "
+      "pod-second (%.2f per pod-sample; every pod's figures moving)\n\n",
+      episode->samples.size(), span, kPods, bytes->size(), double(bytes->size()) / (span * kPods),
+      double(bytes->size()) / (double(episode->samples.size()) * kPods));
   std::vector<double> decode, fidelity, counterfactual;
   record::ReplayOptions candidate;
   policy::Diagnostics diagnostics;
   candidate.policy = *policy::parsePolicyText(
       R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})", diagnostics);
   for (int i = 0; i < (b.quick ? 3 : 10); ++i) {
-    double start = cpuNanos(CLOCK_THREAD_CPUTIME_ID);
-    auto decoded = record::decodeEpisode(*bytes);
-    decode.push_back(cpuNanos(CLOCK_THREAD_CPUTIME_ID) - start);
-    start = cpuNanos(CLOCK_THREAD_CPUTIME_ID);
-    auto r = record::replay(*decoded);
-    fidelity.push_back(cpuNanos(CLOCK_THREAD_CPUTIME_ID) - start);
-    if (r.fidelity != record::Fidelity::Identical) std::printf("   fidelity: NOT identical\n");
-    start = cpuNanos(CLOCK_THREAD_CPUTIME_ID);
-    auto c = record::replay(*decoded, candidate);
-    counterfactual.push_back(cpuNanos(CLOCK_THREAD_CPUTIME_ID) - start);
+    std::optional<Result<record::Episode>> decoded;
+    record::ReplayResult r, c;
+    decode.push_back(cpuTime([&] { decoded.emplace(record::decodeEpisode(*bytes)); }));
+    fidelity.push_back(cpuTime([&] { r = record::replay(**decoded); }));
+    counterfactual.push_back(cpuTime([&] { c = record::replay(**decoded, candidate); }));
     gSink = gSink + r.decisions.size() + c.decisions.size();
   }
   const double d = Samples::from(decode).median() / 1e6;
@@ -291,10 +271,10 @@ bool episode(Bench& b) {
 
 int main(int argc, char** argv) {
   Bench b;
-  Args args("usage: bench_recorder [--pods N] [--quick] [--help]\n");
-  args.flag("--quick", b.quick).number("--pods", b.pods, 1, 100000);
+  Args args("usage: bench_recorder [--quick] [--help]\n");
+  args.flag("--quick", b.quick);
   if (auto status = args.parse(argc, argv)) return *status;
-  std::printf("bench_recorder: %d pods, %s, %s\n\n", b.pods, cpuModel().c_str(),
+  std::printf("bench_recorder: %d pods, %s, %s\n\n", kPods, cpuModel().c_str(),
               buildFlavour().c_str());
   fs::create_directories(b.dir);
   cpu(b, b.quick ? 300 : 3000);

@@ -1,29 +1,27 @@
 // bench/support: the synthetic cluster the decision benchmarks run on, drawn from a fixed seed
-// so that every run and every machine sees the same data (own draws from Random rather than
-// std::uniform_*_distribution, whose output differs between standard libraries). The figures
-// of docs/performance.md were measured on this data: a change must keep it byte for byte.
-// At most one draw per expression: C++ leaves the order of a call's arguments (and of `+`'s
-// operands) open, so two draws in one expression may differ between compilers. Where there
-// were two, they are now separate statements in the order GCC 12 evaluated them (right to left).
+// so that every run and machine sees the same data (own draws from Random: the output of
+// std::uniform_*_distribution differs between standard libraries). The figures of
+// docs/performance.md were measured on this data: a change must keep it byte for byte. At most
+// one draw per expression (C++ leaves the order of a call's arguments and of `+`'s operands
+// open); where there were two, they are separate statements in the order GCC 12 evaluated them
+// (right to left).
 //
 // A Planner draws the workloads of a cluster and the pods of each node: policy::Pod objects as
-// the API holds them, with the usage only the kubelet's stats show. From these plans
-//   clusterCase()      builds a policy::Snapshot of full nodes and a pod to admit, resolved as
-//                      parsing would (bench_admission);
-//   kubectlSnapshot()  renders one node under memory pressure as kubectl and the kubelet print
-//                      it, each quantity in one of its spellings (bench_eviction).
+// the API holds them, with the usage only the kubelet's stats show. clusterCase() builds from
+// them a policy::Snapshot of full nodes and a pod to admit (bench_admission); kubectlSnapshot()
+// renders one node under memory pressure as kubectl and the kubelet print it (bench_eviction).
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdio>
 #include <ctime>
 #include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -137,14 +135,8 @@ struct PodPlan {
   std::uint64_t processes = 0, ephemeralUsed = 0, inodesUsed = 0, nanoCores = 0;
 };
 
-// The knobs of a generated cluster (bench_admission's variants).
-struct Mix {
-  double pdbCoverage = 0.25;  // share of Deployments/StatefulSets with a PDB
-  double pdbNone = 0.3;       // share of those PDBs that allow no disruption
-  std::int64_t incomingCpu = 4000;
-  std::int64_t incomingMemory = 8 * kGi;
-  double taintedNodes = 0.0;  // share of nodes tainted dedicated=gpu:NoSchedule (tolerated)
-};
+// The pod to admit's requests.
+inline constexpr std::int64_t kIncomingCpu = 4000, kIncomingMemory = 8 * kGi;
 
 class Planner {
  public:
@@ -152,13 +144,9 @@ class Planner {
   Planner(std::uint64_t seed, int workloadCount) : rng_(seed) {
     for (const Daemon& d : kDaemons) {
       Workload& w = daemons_.emplace_back();
-      w.ns = d.ns;
-      w.app = d.app;
+      std::tie(w.ns, w.app, w.priorityClass, w.cpu, w.memory, w.kind) =
+          std::tuple(d.ns, d.app, d.priorityClass, d.cpu, d.memory, Kind::DaemonSet);
       w.uid = rng_.uuid();
-      w.kind = Kind::DaemonSet;
-      w.priorityClass = d.priorityClass;
-      w.cpu = d.cpu;
-      w.memory = d.memory;
       w.rollout = kClusterBirth + rng_.between(60, 3600);
     }
     std::vector<std::string> names(std::begin(kNamespaces), std::end(kNamespaces));
@@ -253,11 +241,12 @@ class Planner {
     return pods;
   }
 
-  // Budgets on a share of the Deployments and StatefulSets, and two that select nothing.
-  std::vector<policy::PodDisruptionBudget> pdbs(const Mix& mix) {
+  // Budgets on a quarter of the Deployments and StatefulSets (three in ten allowing no
+  // disruption), and two that select nothing.
+  std::vector<policy::PodDisruptionBudget> pdbs() {
     std::vector<policy::PodDisruptionBudget> out;
     for (const Workload& w : workloads_) {
-      if (w.kind == Kind::Job || !rng_.chance(mix.pdbCoverage)) continue;
+      if (w.kind == Kind::Job || !rng_.chance(0.25)) continue;
       policy::LabelSelector sel;
       if (rng_.chance(0.8)) {
         sel.matchLabels = {{"app", w.app}};
@@ -266,7 +255,7 @@ class Planner {
       }
       sel.matchLabelsBloom = policy::labelBloom(sel.matchLabels);  // as the parser sets it
       const double a = rng_.unit();
-      const std::int64_t allowed = a < mix.pdbNone ? 0 : a < 0.8 ? 1 : 2;
+      const std::int64_t allowed = a < 0.3 ? 0 : a < 0.8 ? 1 : 2;
       out.push_back({w.app + "-pdb", w.ns, std::move(sel), allowed, {}});
     }
     out.push_back({"legacy-pdb", "web", std::nullopt, 0, {}});
@@ -391,7 +380,7 @@ struct Case {
 
 // Allocatable = what the counted pods request plus a little slack, less than the incoming
 // pod's request (so it does not fit) and leaving it short even once terminating pods go.
-inline void fillNodes(Case& c, Random& rng, const Mix& mix) {
+inline void fillNodes(Case& c, Random& rng) {
   std::map<std::string, std::array<std::int64_t, 5>> use;  // cpu, memory, pods, terminating's
   for (const policy::Pod& p : c.snapshot.pods) {
     const bool nominatedAbove = p.nodeName.empty() && p.priority >= c.incoming.priority;
@@ -401,40 +390,39 @@ inline void fillNodes(Case& c, Random& rng, const Mix& mix) {
     auto& u = use[nominatedAbove ? p.nominatedNodeName : p.nodeName];
     const std::int64_t cpu = p.requests.count("cpu") ? p.requests.at("cpu") : 0;
     const std::int64_t memory = p.requests.count("memory") ? p.requests.at("memory") : 0;
-    u[0] += cpu;
-    u[1] += memory;
-    u[2] += 1;
-    u[3] += p.terminating ? cpu : 0;
-    u[4] += p.terminating ? memory : 0;
+    const std::int64_t add[] = {cpu, memory, 1, p.terminating ? cpu : 0,
+                                p.terminating ? memory : 0};
+    for (std::size_t i = 0; i < u.size(); ++i) u[i] += add[i];
   }
   for (policy::Node& n : c.snapshot.nodes) {
     const auto& u = use[n.name];
     const std::int64_t cpu =
-        u[0] + rng.between(0, std::max<std::int64_t>(0, mix.incomingCpu - u[3] - 1) / 2);
+        u[0] + rng.between(0, std::max<std::int64_t>(0, kIncomingCpu - u[3] - 1) / 2);
     const std::int64_t memory =
-        u[1] + rng.between(0, std::max<std::int64_t>(0, mix.incomingMemory - u[4] - 1) / 2);
+        u[1] + rng.between(0, std::max<std::int64_t>(0, kIncomingMemory - u[4] - 1) / 2);
     const std::int64_t disk = std::max<std::int64_t>(95 * kGi, u[2] * 4 * kGi);
     const auto pods = policy::Quantity::fromValue(u[2] + 2, policy::QuantityFormat::DecimalSI);
-    n.allocatable = {{"cpu", quantity("cpu", cpu)},
-                     {"memory", quantity("memory", memory)},
-                     {"ephemeral-storage", quantity("", disk)},
-                     {"pods", pods}};
-    n.capacity = {{"cpu", quantity("cpu", cpu + 500)},
-                  {"memory", quantity("memory", memory + 2 * kGi)},
-                  {"ephemeral-storage", quantity("", disk + 5 * kGi)},
-                  {"pods", pods}};
+    auto resources = [&](std::int64_t cpuMilli, std::int64_t bytes, std::int64_t diskBytes) {
+      return decltype(n.allocatable){{"cpu", quantity("cpu", cpuMilli)},
+                                     {"memory", quantity("memory", bytes)},
+                                     {"ephemeral-storage", quantity("", diskBytes)},
+                                     {"pods", pods}};
+    };
+    n.allocatable = resources(cpu, memory, disk);
+    n.capacity = resources(cpu + 500, memory + 2 * kGi, disk + 5 * kGi);
   }
 }
 
 // `nodeCount` nodes with `podsPerNode` bound pods each, every node full for the pod to admit
-// (class "urgent", 4 cores and 8 GiB by default; bound to the node when there is one).
-inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, const Mix& mix, int nodeCount,
-                                         int podsPerNode) {
+// (class "urgent", 4 cores and 8 GiB; bound to the node when there is one), a share
+// `taintedNodes` of them tainted dedicated=gpu:NoSchedule, which it tolerates.
+inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int podsPerNode,
+                                         double taintedNodes = 0) {
   auto out = std::make_unique<Case>();
   policy::Snapshot& s = out->snapshot;
   s.priorityClasses = priorityClasses();
   Planner plan(seed, std::max(12, nodeCount * podsPerNode / 6));
-  s.podDisruptionBudgets = plan.pdbs(mix);
+  s.podDisruptionBudgets = plan.pdbs();
 
   policy::Pod& in = out->incoming;
   in.ns = "checkout";
@@ -448,8 +436,8 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, const Mix& mix, int
                     {"node.kubernetes.io/not-ready", "Exists", "", "NoExecute"}};
   in.containers.resize(1);
   in.containers[0].name = "checkout-api";
-  in.containers[0].requests = {{"cpu", quantity("cpu", mix.incomingCpu)},
-                               {"memory", quantity("memory", mix.incomingMemory)}};
+  in.containers[0].requests = {{"cpu", quantity("cpu", kIncomingCpu)},
+                               {"memory", quantity("memory", kIncomingMemory)}};
   in.containers[0].limits = in.containers[0].requests;
   policy::resolvePod(in, s.priorityClasses);
 
@@ -458,7 +446,7 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, const Mix& mix, int
     policy::Node& n = s.nodes.emplace_back();
     n.name = plan.nodeName();
     n.hasAllocatable = true;
-    const bool tainted = plan.rng().chance(mix.taintedNodes);
+    const bool tainted = plan.rng().chance(taintedNodes);
     n.labels = {{"kubernetes.io/hostname", n.name},
                 {"node.kubernetes.io/instance-type", tainted ? "g5.12xlarge" : "m6i.8xlarge"}};
     if (tainted) n.taints.push_back({"dedicated", "gpu", "NoSchedule"});
@@ -469,7 +457,7 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, const Mix& mix, int
   sortByKey(plans);
   for (PodPlan& p : plans) s.pods.push_back(std::move(p.pod));
   policy::resolvePods(s.pods, s.priorityClasses);
-  fillNodes(*out, plan.rng(), mix);
+  fillNodes(*out, plan.rng());
   out->index = policy::buildClusterIndex(out->snapshot);
   return out;
 }
@@ -489,10 +477,8 @@ std::string fill(std::string_view tpl, const Args&... args) {
     using T = std::decay_t<decltype(arg)>;
     const std::size_t at = tpl.find('@', from);
     out.append(tpl, from, at - from);
-    if constexpr (std::is_same_v<T, bool>) {
-      out += arg ? "true" : "false";
-    } else if constexpr (std::is_arithmetic_v<T>) {
-      out += std::to_string(arg);
+    if constexpr (std::is_arithmetic_v<T>) {
+      out += nlohmann::json(arg).dump();
     } else {
       out += arg;
     }
