@@ -321,8 +321,8 @@ Result<double> runTrial(Bench& b, const PodCgroup& pod, std::int64_t* touchedAt,
   return double(wokeAt - touchedAt[crossing]);
 }
 
-// Threshold and baseline trials alternately in one pod cgroup, so that both see the same
-// machine; b.notifyP99Ms once the threshold trials measured.
+// Threshold and baseline trials alternately in the read set's last pod (no process in it), so
+// that both see the same machine; b.notifyP99Ms once the threshold trials measured.
 void measureNotification(Bench& b) {
   std::printf(
       "\n== v1 memory threshold notification (MemoryThresholdNotifier) ==\n"
