@@ -1,15 +1,6 @@
-// bench_cgroups: what reading and watching pod cgroups costs on this machine's real kernel.
-//
-// In a sandbox of kubelet-shaped pod cgroups ("nodewarden-bench-<pid>" below each hierarchy
-// root, qosMix) it times: readMemoryUsage, and readMemory + readCpuNanos + readProcessCount, on
-// 100 pods (10 holding 8 MiB), each read alone on descriptors already open, then the same
-// through libcgroup; a v1 memory threshold armed 64 MiB above a pod's usage while a child
-// touches 128 MiB page by page, from the touch of the crossing page to poll() returning, beside
-// a baseline where the child writes a pipe at that page; and at 100, 1,000 and 5,000 pod
-// cgroups (as many as RLIMIT_NOFILE allows) scanNode, discovery + a fresh index, and a refresh
-// finding nothing. Exit 0 after a run (a missed target only prints MISSES), 77 when the machine
-// cannot run it, 1 when a read fails, 130 after SIGINT/SIGTERM. The sandbox goes on every path
-// out (or with the next run after a kill). Single threaded, not pinned; times from steady_clock.
+// bench_cgroups: what reading and watching pod cgroups costs on this machine's real kernel, in a
+// sandbox of kubelet-shaped pod cgroups (qosMix); what it times, its targets and exit codes:
+// kUsage. Single threaded, not pinned. The sandbox goes on every path out (or with the next run).
 
 #include <libcgroup.h>
 #include <sys/resource.h>
@@ -23,9 +14,7 @@
 namespace nodewarden::bench {
 namespace {
 
-using cgroups::CgroupDir;
 using cgroups::PodCgroup;
-using cgroups::PodCgroups;
 
 constexpr std::uint64_t kSeed = 0x6367726f75707321ULL;  // "cgroups!"
 constexpr std::uint64_t kMi = 1024 * 1024;
@@ -35,23 +24,21 @@ constexpr std::uint64_t kThresholdMargin = 64 * kMi;  // threshold = usage + 64 
 constexpr std::size_t kTouchBytes = 128 * kMi;        // what the notification child touches
 // A scanned pod holds 5 directories and 5 control files open; discovery closes the files and
 // opens a fresh index's 5 directories beside the old: 10 a pod at the peak either way.
-constexpr std::uint64_t kDescriptorsPerPod = 10;
-constexpr std::uint64_t kDescriptorSlack = 512;  // stdio, pipes, libcgroup, the node's files
+constexpr std::size_t kDescriptorsPerPod = 10;
+constexpr std::size_t kDescriptorSlack = 512;  // stdio, pipes, libcgroup, the node's files
 
 constexpr const char* kUsage =
-    "usage: bench_cgroups [--sizes N[,N...]] [--quick] [--trials N] [--help]\n"
+    "usage: bench_cgroups [--sizes N[,N...]] [--quick] [--help]\n"
     "\n"
-    "Times nodewarden's cgroup readers (beside libcgroup's), scan, discovery and v1 memory\n"
-    "threshold notifications on real cgroups it creates (\"nodewarden-bench-<pid>\" below each\n"
-    "hierarchy root) and removes again. Needs root.\n"
+    "Times nodewarden's cgroup readers (beside libcgroup's), v1 memory threshold notifications\n"
+    "(beside a pipe), scan, discovery and refresh on real cgroups it creates\n"
+    "(\"nodewarden-bench-<pid>\" below each hierarchy root) and removes again. Needs root.\n"
     "  --sizes 100,1000   pod cgroups for the scan and discovery (default 100,1000,5000;\n"
     "                     with --quick 100,1000); each from 100 to 20000\n"
     "  --quick            fewer repetitions and 10 notification trials (a smoke run)\n"
-    "  --trials N         notification trials (default 50, --quick 10), 1 to 10000\n"
-    "  --help             this text\n"
     "Targets: <= 2 us per pod usage-only, <= 20 us per pod full read, <= 25 ms for a\n"
-    "full scan of 1000 pods, notification p99 <= 5 ms. A missed target prints MISSES but\n"
-    "does not change the exit status. Exit 77: the machine cannot run it.\n";
+    "full scan of 1000 pods, notification p99 <= 5 ms; a miss prints MISSES, the exit status\n"
+    "stays 0. Exit 77: the machine cannot run it; 1: a read failed; 130: SIGINT/SIGTERM.\n";
 
 // Passes over the read set; the same through cgroup_read_value_* and cgroup_get_cgroup; scans;
 // discoveries; refreshes finding nothing; the notification trials and their wall time.
@@ -65,7 +52,6 @@ constexpr Budgets kQuickBudgets = {{3, 50, .3}, {2, 20, .3}, {1, 3, .3}, {3, 10,
 constexpr Budgets kFullBudgets = {{20, 5000, 2}, {10, 500, 2},   {3, 50, 2}, {10, 300, 4},
                                   {5, 40, 5},    {20, 500, 1.5}, 50,         300};
 
-// Per-pod reads in microseconds, scans and discovery in milliseconds.
 void printLine(const char* label, const Samples& s, bool millis = false) {
   printSamplesLine(44, label, s, millis ? 1e6 : 1e3, millis ? "ms" : "us");
 }
@@ -80,8 +66,7 @@ bool kept(const Result<T>& result, std::string& error) {
   return bool(result);
 }
 
-// Passes over the read set within `budget`, each read timed alone (the timer included); no
-// samples once a read failed.
+// Passes over the read set within `budget`, each read timed alone; no samples once one failed.
 template <typename F>
 Samples timeEachRead(const Budget& budget, F&& readOne) {
   std::vector<double> nanos;
@@ -97,61 +82,55 @@ Samples timeEachRead(const Budget& budget, F&& readOne) {
   return failed ? Samples{} : Samples::from(std::move(nanos));
 }
 
-// One run: the sandbox (run() owns and destroys it), the pod cgroups made in it so far (UIDs,
-// paths below each hierarchy root) and their index.
+// One run: the sandbox (run() owns it), its pod cgroups so far and the figures judged at the end.
 struct Bench {
   cgroups::Sandbox& sandbox;
   const cgroups::Hierarchy& h;
   const Budgets& budgets;
-  PodCgroups index{h, sandbox.kubepods()};
-  std::vector<std::string> uids{}, relatives{};
+  cgroups::PodCgroups index{h, sandbox.kubepods()};
+  std::vector<std::string> uids{};
+  std::vector<const PodCgroup*> readSet{};  // the first kReadPods, in index
   Random rng{kSeed};
+  Samples usage{}, full{};  // readMemoryUsage; readMemory + readCpuNanos + readProcessCount
+  std::optional<double> notifyP99Ms{}, scanMs{};  // scanMs: the median at 1,000 pods
 
-  // Adds pod cgroups until there are `target`; the error when one cannot be made (e.g. the
-  // kernel's 65,535 memory cgroup IDs are used up).
+  // Adds pod cgroups up to `target`; the error when one cannot be made (memory cgroup IDs out).
   std::optional<Error> growTo(std::size_t target) {
     while (uids.size() < target && !stopped()) {
       std::string uid = rng.uuid();
-      auto relative = sandbox.addPod(uid, qosMix(uids.size()));
-      if (!relative) return relative.error();
+      if (auto made = sandbox.addPod(uid, qosMix(uids.size())); !made) return made.error();
       uids.push_back(std::move(uid));
-      relatives.push_back(*relative);
     }
     return std::nullopt;
   }
-  // Whether a refresh of the index finds every pod made; says why not.
-  bool refreshed() {
+  bool refreshed() {  // the index holds every pod made, or it says why not
     auto result = index.refresh();
-    const auto found = [&](const std::string& uid) { return index.find(uid) != nullptr; };
-    if (result && index.size() == uids.size() && std::all_of(uids.begin(), uids.end(), found)) {
-      return true;
-    }
-    std::fprintf(stderr, "the pod index found %zu pods, expected %zu%s%s\n", index.size(),
-                 uids.size(), result ? "" : ": ", result ? "" : result.error().message.c_str());
+    if (result && index.size() == uids.size()) return true;
+    std::fprintf(stderr, "the pod index found %zu pods, expected %zu %s\n", index.size(),
+                 uids.size(), result ? "" : result.error().message.c_str());
     return false;
   }
 };
 
 // The read set, its busy pods' 8 MiB charged; 0, or the exit status when it cannot be had.
 int setUpReadSet(Bench& b) {
-  std::printf("== set-up: %zu pod cgroups, %zu of them running a process holding %llu MiB ==\n\n",
+  std::printf("\n== set-up: %zu pod cgroups, %zu of them running a process holding %llu MiB ==\n\n",
               kReadPods, kBusyPods, static_cast<unsigned long long>(kBusyBytes / kMi));
-  if (auto failed = b.growTo(kReadPods)) {
-    std::printf("cannot create pod cgroups: %s\n", failed->message.c_str());
+  auto cannot = [](const char* what, const Error& error) {
+    std::printf("cannot %s: %s\n", what, error.message.c_str());
     return 77;
-  }
-  for (std::size_t i = 0; i < kBusyPods && !stopped(); ++i) {
-    auto child = b.sandbox.spawn(b.relatives[i],
-                                 [self = ::getpid()] { return holdMemory(kBusyBytes, self); });
-    if (!child) {
-      std::printf("cannot start a process in a pod cgroup: %s\n", child.error().message.c_str());
-      return 77;
-    }
-  }
+  };
+  if (auto failed = b.growTo(kReadPods)) return cannot("create pod cgroups", *failed);
   if (!b.refreshed()) return 1;
+  for (const std::string& uid : b.uids) b.readSet.push_back(b.index.find(uid));
+  for (std::size_t i = 0; i < kBusyPods && !stopped(); ++i) {
+    auto child = b.sandbox.spawn(b.readSet[i]->relativePath,
+                                 [self = ::getpid()] { return holdMemory(kBusyBytes, self); });
+    if (!child) return cannot("start a process in a pod cgroup", child.error());
+  }
   std::string buffer;
   for (std::size_t i = 0, wait = 0; i < kBusyPods && wait < 1000 && !stopped(); ++wait) {
-    auto usage = cgroups::readMemoryUsage(b.index.find(b.uids[i])->memory, buffer);
+    auto usage = cgroups::readMemoryUsage(b.readSet[i]->memory, buffer);
     const bool charged = usage && *usage >= kBusyBytes;
     i += charged;
     if (!charged) sleepMillis(10);  // bounded: 10 s in all
@@ -168,48 +147,39 @@ bool readFull(const PodCgroup& pod, std::string& buffer, std::string& error) {
          kept(cgroups::readProcessCount(pod, buffer), error);
 }
 
-struct OurReads {
-  Samples usage, full;  // readMemoryUsage; readMemory + readCpuNanos + readProcessCount
-};
-
-// nodewarden's readers on kept-open descriptors, printed; nullopt when a read failed.
-std::optional<OurReads> measureOurReads(const Bench& b) {
+// nodewarden's readers on kept-open descriptors (b.usage, b.full); false when a read failed.
+bool measureOurReads(Bench& b) {
   std::printf("== per-pod reads, nodewarden readers on kept-open descriptors (%zu pods) ==\n",
               kReadPods);
-  std::vector<const PodCgroup*> pods;
   std::string buffer, error;
-  for (const std::string& uid : b.uids) pods.push_back(b.index.find(uid));
-  for (const PodCgroup* pod : pods) readFull(*pod, buffer, error);  // opens every file
+  for (const PodCgroup* pod : b.readSet) readFull(*pod, buffer, error);  // opens every file
   auto each = [&](const char* label, auto&& readOne) {
     if (!error.empty()) return Samples{};
     const Samples s =
-        timeEachRead(b.budgets.reads, [&](std::size_t i) { return readOne(*pods[i]); });
+        timeEachRead(b.budgets.reads, [&](std::size_t i) { return readOne(*b.readSet[i]); });
     if (error.empty()) printLine(label, s);
     return s;
   };
-  OurReads r;
-  r.usage = each("usage only: readMemoryUsage", [&](const PodCgroup& pod) {
+  b.usage = each("usage only: readMemoryUsage", [&](const PodCgroup& pod) {
     return kept(cgroups::readMemoryUsage(pod.memory, buffer), error);
   });
-  r.full = each("full: readMemory+readCpuNanos+readProcessCount",
+  b.full = each("full: readMemory+readCpuNanos+readProcessCount",
                 [&](const PodCgroup& pod) { return readFull(pod, buffer, error); });
   each("  readMemory (usage + memory.stat + limit)",
        [&](const PodCgroup& pod) { return kept(cgroups::readMemory(pod.memory, buffer), error); });
   each("    memory.stat pread alone (not parsed)", [&](const PodCgroup& pod) {
-    return kept(pod.memory.read(CgroupDir::File::MemoryStat, buffer), error);
+    return kept(pod.memory.read(cgroups::CgroupDir::File::MemoryStat, buffer), error);
   });
-  if (error.empty()) return r;
-  std::fprintf(stderr, "reading a pod cgroup failed: %s\n", error.c_str());
-  return std::nullopt;
+  if (!error.empty()) std::fprintf(stderr, "reading a pod cgroup failed: %s\n", error.c_str());
+  return error.empty();
 }
 
 // cgroup_read_value_begin + end: the first line of one control file ("memory.usage_in_bytes").
 Result<std::uint64_t> readValue(const std::string& relative, const char* file) {
-  char name[64], buffer[128];
-  std::snprintf(name, sizeof name, "%s", file);  // the API takes a mutable name
-  const std::string controller(file, std::strchr(file, '.'));
+  std::string name = file, controller(file, std::strchr(file, '.'));  // the API takes char*
+  char buffer[128];
   void* handle = nullptr;
-  const int rc = cgroup_read_value_begin(controller.c_str(), relative.c_str(), name, &handle,
+  const int rc = cgroup_read_value_begin(controller.c_str(), relative.c_str(), name.data(), &handle,
                                          buffer, sizeof buffer);
   if (handle != nullptr) cgroup_read_value_end(&handle);
   if (rc == 0) return cgroups::parseUint(buffer);
@@ -222,18 +192,16 @@ Result<std::uint64_t> readInactiveFile(const std::string& relative) {
   cgroup_stat stat{};
   Result<std::uint64_t> inactive = Error{"memory.stat of " + relative + ": no total_inactive_file"};
   int rc = cgroup_read_stats_begin("memory", relative.c_str(), &handle, &stat);
-  for (; rc == 0; rc = cgroup_read_stats_next(&handle, &stat)) {
+  for (; rc == 0; rc = cgroup_read_stats_next(&handle, &stat))
     if (std::strcmp(stat.name, "total_inactive_file") == 0)
       inactive = cgroups::parseUint(stat.value);
-  }
   if (handle != nullptr) cgroup_read_stats_end(&handle);
   if (rc == ECGEOF) return inactive;
   return Error{"cgroup_read_stats_begin, " + relative + ": " + cgroup_strerror(rc)};
 }
 
-// The value API's usage: cgroup_get_cgroup loads the cgroup from the kernel (only
-// `controller`'s files when one is added, the documented way to limit what is loaded; else
-// every hierarchy's), then the value comes from the copy. cgroup_get_cgroup's return code.
+// The value API's usage: cgroup_get_cgroup loads the cgroup (only `controller`'s files when one
+// is added, the documented way; else every hierarchy's), then reads the copy. Its return code.
 int valueApiUsage(const std::string& relative, const char* controller) {
   cgroup* group = cgroup_new_cgroup(relative.c_str());
   if (group == nullptr) return ECGFAIL;
@@ -247,42 +215,36 @@ int valueApiUsage(const std::string& relative, const char* controller) {
   return rc;
 }
 
-// The same reads through libcgroup, in a table beside nodewarden's.
-void measureLibcgroup(const Bench& b, const OurReads& ours) {
-  std::printf("\n== the same reads through libcgroup ==\n");
-  // discoverHierarchy already ran cgroup_init once; again only re-reads the mount table.
-  if (const int rc = cgroup_init(); rc != 0) {
-    std::printf("  cgroup_init() failed: %d (%s)\n", rc, cgroup_strerror(rc));
-    return;
-  }
-  const std::vector<std::string>& pods = b.relatives;
+void measureLibcgroup(const Bench& b) {
+  std::printf("\n== the same reads through libcgroup ==\n");  // discoverHierarchy ran cgroup_init
+  auto pod = [&](std::size_t i) -> const std::string& { return b.readSet[i]->relativePath; };
   // cgroup_get_cgroup fails on some hosts once a controller was added: it is then timed with
   // none added, loading every hierarchy's files.
   const char* controller = "memory";
-  if (const int rc = valueApiUsage(pods[0], controller); rc != 0) {
+  if (const int rc = valueApiUsage(pod(0), controller); rc != 0) {
     std::printf("  cgroup_get_cgroup after add_controller: memory=%d (%s)", rc,
                 cgroup_strerror(rc));
     for (const char* other : {"cpuacct", "pids", "freezer"})
-      std::printf(" %s=%d", other, valueApiUsage(pods[0], other));
+      std::printf(" %s=%d", other, valueApiUsage(pod(0), other));
     controller = nullptr;
-    std::printf("; with none: %d\n", valueApiUsage(pods[0], controller));
+    std::printf("; with none: %d\n", valueApiUsage(pod(0), controller));
   }
   const Samples valueUsage = timeEachRead(
-      b.budgets.valueApi, [&](std::size_t i) { return valueApiUsage(pods[i], controller) == 0; });
+      b.budgets.valueApi, [&](std::size_t i) { return valueApiUsage(pod(i), controller) == 0; });
   std::string error;
   const bool cpu = !b.h.cpuacct.empty() && b.h.cpuVersion == cgroups::Version::V1;
   const bool pids = !b.h.pids.empty() && b.h.pidsVersion == cgroups::Version::V1;
   const Samples readUsage = timeEachRead(b.budgets.readValue, [&](std::size_t i) {
-    return kept(readValue(pods[i], "memory.usage_in_bytes"), error);
+    return kept(readValue(pod(i), "memory.usage_in_bytes"), error);
   });
   const Samples readFull = timeEachRead(b.budgets.readValue, [&](std::size_t i) {
-    auto usage = readValue(pods[i], "memory.usage_in_bytes");
-    auto inactive = readInactiveFile(pods[i]);
+    auto usage = readValue(pod(i), "memory.usage_in_bytes");
+    auto inactive = readInactiveFile(pod(i));
     if (!kept(usage, error) || !kept(inactive, error)) return false;
     gSink = gSink + cgroups::workingSet(*usage, *inactive);
-    return kept(readValue(pods[i], "memory.limit_in_bytes"), error) &&
-           (!cpu || kept(readValue(pods[i], "cpuacct.usage"), error)) &&
-           (!pids || kept(readValue(pods[i], "pids.current"), error));
+    return kept(readValue(pod(i), "memory.limit_in_bytes"), error) &&
+           (!cpu || kept(readValue(pod(i), "cpuacct.usage"), error)) &&
+           (!pids || kept(readValue(pod(i), "pids.current"), error));
   });
   if (!error.empty()) std::printf("  cgroup_read_value path failed: %s\n", error.c_str());
   std::printf(
@@ -292,121 +254,76 @@ void measureLibcgroup(const Bench& b, const OurReads& ours) {
     std::printf("    %-44s %10.2f %10.2f   %6.1fx\n", label, s.median() * 1e-3, s.p99() * 1e-3,
                 s.median() / std::max(1.0, nodewarden.median()));
   };
-  row("usage  nodewarden readMemoryUsage", ours.usage, ours.usage);
   row(controller != nullptr ? "usage  libcgroup get_cgroup+get_value"
                             : "usage  libcgroup get_cgroup(all)+get_value",
-      valueUsage, ours.usage);
-  row("usage  libcgroup read_value_begin/end", readUsage, ours.usage);
-  row("full   nodewarden (5 files)", ours.full, ours.full);
-  row("full   libcgroup read_value x4 + stats", readFull, ours.full);
+      valueUsage, b.usage);
+  row("usage  libcgroup read_value_begin/end", readUsage, b.usage);
+  row("full   libcgroup read_value x4 + stats", readFull, b.full);
 }
 
 const std::size_t gPageSize = std::size_t(::sysconf(_SC_PAGESIZE));
-
-// Shared by the notification child and the parent (MAP_SHARED; the parent zeroes it before each
-// trial, so its pages are charged to the parent's cgroup, not the pod's).
-struct TouchLog {
-  std::int64_t pingPage;  // the child writes 'p' on its ready pipe after touching it (-1: never)
-  std::int64_t touchedAt[kTouchBytes / 4096];  // when page i was about to be touched
-};
+constexpr std::size_t kTouchedPages = kTouchBytes / 4096;
 
 // The child, in the pod cgroup: says 'r' once its memory is mapped; on 'g' touches it page by
-// page, logging each touch (and saying 'p' after the ping page); then says 'd' and exits.
-int touchOnSignal(int readyFd, int goFd, TouchLog& log, pid_t parent) {
-  static constexpr char kReady = 'r', kPing = 'p', kDone = 'd';
+// page, logging each touch's start in `touchedAt` ('p' after page `pingPage`); then says 'd'.
+int touchOnSignal(int readyFd, int goFd, std::int64_t* touchedAt, std::int64_t pingPage,
+                  pid_t parent) {
   if (!dieWithParent(parent)) return 0;
   volatile char* bytes = mapSmallPages(kTouchBytes);
-  char go = 0;
-  if (bytes == nullptr || ::write(readyFd, &kReady, 1) != 1) return 2;
-  if (::read(goFd, &go, 1) != 1 || go != 'g') return 4;
-  const std::int64_t ping = log.pingPage;
+  if (bytes == nullptr || ::write(readyFd, "r", 1) != 1) return 2;
+  if (readByte(goFd, 10000) != 'g') return 4;
   for (std::size_t i = 0; i < kTouchBytes / gPageSize && !stopped(); ++i) {
-    log.touchedAt[i] = monotonicNanos();
+    touchedAt[i] = monotonicNanos();
     bytes[i * gPageSize] = 1;
-    if (std::int64_t(i) == ping && ::write(readyFd, &kPing, 1) != 1) return 6;
+    if (std::int64_t(i) == pingPage && ::write(readyFd, "p", 1) != 1) return 6;
   }
-  return ::write(readyFd, &kDone, 1) == 1 ? 0 : 5;
+  return ::write(readyFd, "d", 1) == 1 ? 0 : 5;
 }
 
-// The threshold trials, or the baseline trials.
-struct Trials {
-  const char* title;
-  int attempted = 0;
-  std::vector<double> latencyNs{};  // wake − touch of the crossing page (may be negative)
-  std::string firstError{};         // the first failed trial's reason
-};
-
-// A trial once its child runs: the latency, or why not ("" on a stop). In a baseline trial no
-// threshold is armed: the child writes its ready pipe right after touching the crossing page.
-// Same child, same loop, same wake-up through the scheduler: what the threshold adds is the
-// kernel's own delay in noticing the crossing.
-Result<double> measureTrial(const CgroupDir& dir, TouchLog& log, bool baseline, int readyFd,
-                            int goFd) {
-  std::string buffer;
-  if (readByte(readyFd, 5000) != 'r') return Error{"the child did not get ready"};
-  auto before = cgroups::readMemoryUsage(dir, buffer);
-  if (!before) return before.error();
+// One trial with a fresh child (`child` once it runs; the caller kills it): the latency, or why
+// not ("" on a stop). A baseline trial arms no threshold: the child writes its ready pipe right
+// after touching the crossing page. Same child, same loop, same wake-up through the scheduler:
+// what the threshold adds is the kernel's own delay in noticing the crossing.
+Result<double> runTrial(Bench& b, const PodCgroup& pod, std::int64_t* touchedAt, bool baseline,
+                        pid_t& child) {
   // The first page whose touch takes the usage above the threshold, at one page a touch. An
   // estimate: v1 looks at thresholds once every 128 page charge events per CPU, charges up to
   // 64 pages ahead (per-CPU stock), and charges page tables too.
   const std::size_t crossing = std::size_t(kThresholdMargin / gPageSize);
-  log.pingPage = baseline ? std::int64_t(crossing) : -1;
+  std::memset(touchedAt, 0, kTouchedPages * sizeof *touchedAt);  // charged to us, not the pod
+  Pipe ready, go;
+  if (!ready.ok || !go.ok) return Error{std::string("pipe: ") + std::strerror(errno)};
+  auto spawned = b.sandbox.spawn(pod.relativePath, [&, self = ::getpid()] {
+    return touchOnSignal(ready.fd[1], go.fd[0], touchedAt, baseline ? std::int64_t(crossing) : -1,
+                         self);
+  });
+  ready.close(1);
+  go.close(0);
+  if (!spawned) return spawned.error();
+  child = *spawned;
+  std::string buffer;
+  if (readByte(ready.fd[0], 5000) != 'r') return Error{"the child did not get ready"};
+  auto before = cgroups::readMemoryUsage(pod.memory, buffer);
+  if (!before) return before.error();
   std::optional<cgroups::MemoryThresholdNotifier> notifier;  // v1: replaced, never moved
   if (!baseline) {
-    auto armed = cgroups::MemoryThresholdNotifier::arm(dir, *before + kThresholdMargin);
+    auto armed = cgroups::MemoryThresholdNotifier::arm(pod.memory, *before + kThresholdMargin);
     if (!armed) return armed.error();
     notifier.emplace(std::move(armed).value());
   }
-  static constexpr char kGo = 'g';
-  if (::write(goFd, &kGo, 1) != 1) return Error{"writing the go signal failed"};
-  const int n = waitReadable(baseline ? readyFd : notifier->fd(), 5000);
+  if (::write(go.fd[1], "g", 1) != 1) return Error{"writing the go signal failed"};
+  const int n = waitReadable(baseline ? ready.fd[0] : notifier->fd(), 5000);
   const std::int64_t wokeAt = monotonicNanos();
   if (stopped()) return Error{""};
   if (n <= 0) return Error{baseline ? "no ping within 5 s" : "no threshold event within 5 s"};
-  if (baseline && readByte(readyFd, 1000) != 'p') return Error{"the child's ping was not 'p'"};
-  if (readByte(readyFd, 10000) != 'd') return Error{"the child did not finish touching its memory"};
-  return double(wokeAt - log.touchedAt[crossing]);
+  if (baseline && readByte(ready.fd[0], 1000) != 'p') return Error{"the ping was not 'p'"};
+  if (readByte(ready.fd[0], 10000) != 'd') return Error{"the child did not finish touching"};
+  return double(wokeAt - touchedAt[crossing]);
 }
 
-// Threshold and baseline trials alternately in the pod cgroup `relative`, so that both see the
-// same machine, each with a fresh child.
-void runTrials(Bench& b, const std::string& relative, const CgroupDir& dir, TouchLog& log,
-               Trials (&trials)[2]) {
-  const auto start = steadyNow();
-  for (int trial = 0; trial < 2 * b.budgets.trials && !stopped() &&
-                      nanosSince(start) * 1e-9 < b.budgets.trialSeconds;
-       ++trial) {
-    Trials& t = trials[trial % 2];
-    ++t.attempted;
-    std::memset(&log, 0, sizeof log);
-    Pipe ready, go;
-    Result<pid_t> child = Error{std::string("pipe: ") + std::strerror(errno)};
-    if (ready.ok && go.ok) {
-      child = b.sandbox.spawn(relative, [&, self = ::getpid()] {
-        ::close(ready.fd[0]);
-        ::close(go.fd[1]);
-        return touchOnSignal(ready.fd[1], go.fd[0], log, self);
-      });
-    }
-    ready.close(1);
-    go.close(0);
-    const Result<double> latency =
-        child ? measureTrial(dir, log, trial % 2 == 1, ready.fd[0], go.fd[1]) : child.error();
-    if (latency) t.latencyNs.push_back(*latency);
-    if (!latency && !latency.error().message.empty() && t.firstError.empty()) {
-      t.firstError = "trial " + std::to_string(trial) + ": " + latency.error().message;
-    }
-    if (!child) break;
-    // Kills the child if it still runs and waits (bounded) without reaping, then lets the
-    // sandbox reap: it kills the children it recorded at the end, so it must forget them.
-    ::kill(*child, SIGKILL);
-    for (int i = 0; i < 5000 && !exited(*child); ++i) sleepMillis(1);
-    b.sandbox.reap();
-  }
-}
-
-// Measures and prints the notification; the threshold trials' p99 in ms when measured.
-std::optional<double> measureNotification(Bench& b) {
+// Threshold and baseline trials alternately in the read set's last pod (no process in it), so
+// that both see the same machine; b.notifyP99Ms once the threshold trials measured.
+void measureNotification(Bench& b) {
   std::printf(
       "\n== v1 memory threshold notification (MemoryThresholdNotifier) ==\n"
       "  per trial: a fresh child touches 128 MiB page by page (small pages) in a pod cgroup\n"
@@ -414,64 +331,69 @@ std::optional<double> measureNotification(Bench& b) {
   std::fflush(stdout);
   if (b.h.memoryVersion != cgroups::Version::V1) {
     std::printf("  skipped: the memory controller is on cgroup v2 (no cgroup.event_control)\n");
-    return std::nullopt;
+    return;
   }
-  auto relative = b.sandbox.addPod(b.rng.uuid(), "burstable");
-  auto dir = relative ? CgroupDir::open(b.h.memory + "/" + *relative, cgroups::Version::V1)
-                      : Result<CgroupDir>(relative.error());
-  void* log =  // left mapped until the process exits
-      ::mmap(nullptr, sizeof(TouchLog), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  Trials trials[2] = {
-      {"threshold (eventfd from cgroup.event_control):"},
-      {"baseline (no threshold: the child writes a pipe right after touching that page):"}};
-  if (dir && log != MAP_FAILED) runTrials(b, *relative, *dir, *static_cast<TouchLog*>(log), trials);
-  if (relative) (void)b.sandbox.removeCgroup(*relative);
-  if (!dir || log == MAP_FAILED) {
-    std::printf("  skipped: %s\n", dir ? "mmap failed" : dir.error().message.c_str());
-    return std::nullopt;
+  void* log = ::mmap(nullptr, kTouchedPages * sizeof(std::int64_t), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);  // left mapped until the process exits
+  if (log == MAP_FAILED) return (void)std::printf("  skipped: mmap failed\n");
+  std::vector<double> latencyNs[2];  // wake − touch of the crossing page (may be negative)
+  int attempted[2] = {0, 0};
+  std::string firstError[2];
+  const auto start = steadyNow();
+  for (int trial = 0; trial < 2 * b.budgets.trials && !stopped() &&
+                      nanosSince(start) * 1e-9 < b.budgets.trialSeconds;
+       ++trial) {
+    const int k = trial % 2;
+    ++attempted[k];
+    pid_t child = 0;
+    auto latency = runTrial(b, *b.readSet.back(), static_cast<std::int64_t*>(log), k == 1, child);
+    if (latency) latencyNs[k].push_back(*latency);
+    if (!latency && !latency.error().message.empty() && firstError[k].empty()) {
+      firstError[k] = "trial " + std::to_string(trial) + ": " + latency.error().message;
+    }
+    if (child <= 0) continue;
+    // Kills the child if it still runs and waits (bounded) without reaping, then lets the
+    // sandbox reap: it kills the children it recorded at the end, so it must forget them.
+    ::kill(child, SIGKILL);
+    for (int i = 0; i < 5000 && !exited(child); ++i) sleepMillis(1);
+    b.sandbox.reap();
   }
+  static constexpr const char* kTitles[] = {
+      "threshold (eventfd from cgroup.event_control):",
+      "baseline (no threshold: the child writes a pipe right after touching that page):"};
   Samples latency[2];
   for (int k = 0; k < 2; ++k) {
-    const Trials& t = trials[k];
-    const Samples& s = latency[k] = Samples::from(t.latencyNs);
-    std::printf("  %s\n    trials: %d attempted, %zu measured\n", t.title, t.attempted, s.count());
-    if (!t.firstError.empty()) std::printf("    first failure: %s\n", t.firstError.c_str());
+    const Samples& s = latency[k] = Samples::from(latencyNs[k]);
+    std::printf("  %s\n    trials: %d attempted, %zu measured\n", kTitles[k], attempted[k],
+                s.count());
+    if (!firstError[k].empty()) std::printf("    first failure: %s\n", firstError[k].c_str());
     if (s.count() == 0) continue;
     std::printf("    latency            p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms  min %8.3f ms\n",
                 s.median() * 1e-6, s.p99() * 1e-6, s.max() * 1e-6, s.min() * 1e-6);
   }
   const auto& [threshold, baseline] = latency;
-  if (threshold.count() == 0) return std::nullopt;
-  if (baseline.count() > 0) {
-    std::printf(
-        "    threshold - baseline: p50 %+.3f ms, p99 %+.3f ms (the kernel's own delay in "
-        "noticing)\n",
-        (threshold.median() - baseline.median()) * 1e-6, (threshold.p99() - baseline.p99()) * 1e-6);
-  }
-  return threshold.p99() * 1e-6;
+  if (threshold.count() == 0) return;
+  b.notifyP99Ms = threshold.p99() * 1e-6;
+  if (baseline.count() == 0) return;
+  std::printf(
+      "    threshold - baseline: p50 %+.3f ms, p99 %+.3f ms (the kernel's own delay in noticing)\n",
+      (threshold.median() - baseline.median()) * 1e-6, (threshold.p99() - baseline.p99()) * 1e-6);
 }
 
-// Times and prints the scans, discoveries and refreshes finding nothing at one size: the scan's
-// median, or nullopt when a discovery or a refresh failed.
-std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Budgets& budgets) {
+// Scans, discoveries and refreshes finding nothing at the index's size, printed: the scan's
+// median, or nullopt when one failed. Each is checked by one more, untimed.
+std::optional<double> measureScanAndDiscovery(cgroups::PodCgroups& index, const Budgets& budgets) {
   std::string failed;
-  const Samples scan = measure(budgets.scan, 1, [&] {  // the untimed first opens new pods' files
-    const auto t0 = steadyNow();
-    cgroups::ScanResult result = cgroups::scanNode(index, {}, steadyNow());
-    const double ns = nanosSince(t0);
-    if (!result.errors.empty() && failed.empty()) failed = result.errors[0].message;
-    doNotOptimize(result);
-    return ns;
-  });
+  const Samples scan =  // the untimed first opens new pods' files
+      measure(budgets.scan, 1, timed([&] { return cgroups::scanNode(index, {}, steadyNow()); }));
   printLine("scanNode", scan, true);
-  if (!failed.empty()) std::printf("      a scan failed to read: %s\n", failed.c_str());
-  failed.clear();
+  if (auto last = cgroups::scanNode(index, {}, steadyNow()); !last.errors.empty())
+    failed = "a scan failed to read: " + last.errors[0].message;
   // Closes every pod's control files, keeping the peak at kDescriptorsPerPod during discovery.
   for (const auto& [uid, pod] : index.pods()) {
     pod->memory.closeFiles();
-    for (const auto* dir : {&pod->cpu, &pod->pids, &pod->unified, &pod->freezer}) {
+    for (const auto* dir : {&pod->cpu, &pod->pids, &pod->unified, &pod->freezer})
       if (*dir) (*dir)->closeFiles();
-    }
   }
   std::vector<double> mounts, refreshes;  // the parts of a discovery
   const Samples discover = measure(budgets.discovery, [&] {
@@ -483,28 +405,19 @@ std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Budgets& 
       failed = "discoverHierarchy failed: " + hierarchy.error().message;
       return 0.0;
     }
-    PodCgroups fresh(std::move(hierarchy).value(), index.kubepods());
+    cgroups::PodCgroups fresh(std::move(hierarchy).value(), index.kubepods());
     auto refreshed = fresh.refresh();
     const double ns = nanosSince(t0);  // closing the fresh index is not timed
     mounts.push_back(discovered);
     refreshes.push_back(ns - discovered);
-    if (!refreshed || fresh.size() != index.size()) {
-      failed = "a fresh refresh found " + std::to_string(fresh.size()) + " pods, expected " +
-               std::to_string(index.size()) + (refreshed ? "" : ": " + refreshed.error().message);
-    }
+    if (!refreshed || fresh.size() != index.size())
+      failed = "a fresh index found " + std::to_string(fresh.size()) + " pods";
     return ns;
   });
-  const Samples noop = measure(failed.empty() ? budgets.noopRefresh : Budget{0, 0, 0}, [&] {
-    const auto t0 = steadyNow();
-    auto refreshed = index.refresh();
-    const double ns = nanosSince(t0);
-    if (!refreshed || !refreshed->added.empty() || !refreshed->removed.empty()) {
-      failed = "a refresh with nothing changed reported changes or failed";
-    }
-    return ns;
-  });
-  if (!failed.empty()) {
-    std::fprintf(stderr, "%s\n", failed.c_str());
+  const Samples noop = measure(budgets.noopRefresh, timed([&] { return index.refresh(); }));
+  if (!failed.empty() || !index.refresh()) {
+    std::fprintf(stderr, "%s\n",
+                 failed.empty() ? "a refresh finding nothing failed" : failed.c_str());
     return std::nullopt;
   }
   printLine("discoverHierarchy + fresh refresh", discover, true);
@@ -514,17 +427,15 @@ std::optional<double> measureScanAndDiscovery(PodCgroups& index, const Budgets& 
   return scan.median();
 }
 
-// The measurements, on a sandbox that run() owns and destroys whatever this returns.
+// The measurements and the verdicts, on a sandbox that run() destroys whatever this returns.
 int runMeasurements(Bench& b, const std::vector<std::size_t>& sizes) {
   if (const int status = setUpReadSet(b)) return status;
-  const auto ours = measureOurReads(b);
-  if (stopped() || !ours) return stopped() ? 130 : 1;
-  measureLibcgroup(b, *ours);
-  const auto notifyP99Ms = stopped() ? std::nullopt : measureNotification(b);
+  if (!measureOurReads(b) || stopped()) return stopped() ? 130 : 1;
+  measureLibcgroup(b);
+  if (!stopped()) measureNotification(b);
   if (stopped()) return 130;
   std::printf(
       "\n== full scan (scanNode) and discovery (discoverHierarchy + PodCgroups::refresh) ==\n");
-  std::optional<double> scanMs;
   for (std::size_t size : sizes) {
     std::printf("  -- %s pod cgroups (each in memory, cpuacct, pids, freezer, unified) --\n",
                 withCommas(size).c_str());
@@ -538,20 +449,18 @@ int runMeasurements(Bench& b, const std::vector<std::size_t>& sizes) {
     }
     const auto scanNs = b.refreshed() ? measureScanAndDiscovery(b.index, b.budgets) : std::nullopt;
     if (!scanNs) return stopped() ? 130 : 1;
-    if (size == 1000) scanMs = *scanNs * 1e-6;
+    if (size == 1000) b.scanMs = *scanNs * 1e-6;
   }
   std::printf("\ntargets (verdicts on the median, notification on p99):\n");
-  auto target = [](const char* label, std::optional<double> value, const char* unit, double limit,
-                   const char* absent = "not measured") {
-    if (!value) return (void)std::printf("  %-25s %s\n", label, absent);
+  auto target = [](const char* label, std::optional<double> value, const char* unit, double limit) {
+    if (!value) return (void)std::printf("  %-25s not measured\n", label);
     std::printf("  %-25s %8.2f %s  <= %5.0f %s  %s\n", label, *value, unit, limit, unit,
                 verdict(*value <= limit));
   };
-  target("usage-only read per pod", ours->usage.median() * 1e-3, "us", 2);
-  target("full read per pod", ours->full.median() * 1e-3, "us", 20);
-  target("full scan of 1,000 pods", scanMs, "ms", 25, "skipped (no 1,000-pod size in this run)");
-  target("notification p99", notifyP99Ms, "ms", 5,
-         b.h.memoryVersion == cgroups::Version::V1 ? "not measured" : "skipped (cgroup v2)");
+  target("usage-only read per pod", b.usage.median() * 1e-3, "us", 2);
+  target("full read per pod", b.full.median() * 1e-3, "us", 20);
+  target("full scan of 1,000 pods", b.scanMs, "ms", 25);
+  target("notification p99", b.notifyP99Ms, "ms", 5);
   return 0;
 }
 
@@ -564,70 +473,57 @@ std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes)
     std::printf("bench_cgroups: skipped: %s\n", limit.error().message.c_str());
     return {};
   }
-  std::printf("open file limit (RLIMIT_NOFILE soft): %s; wanted %s (%llu per pod + %llu)\n",
-              withCommas(*limit).c_str(), withCommas(descriptors(sizes.back())).c_str(),
-              static_cast<unsigned long long>(kDescriptorsPerPod),
-              static_cast<unsigned long long>(kDescriptorSlack));
-  const std::size_t fit =
-      (*limit - std::min(*limit, kDescriptorSlack)) / kDescriptorsPerPod / 100 * 100;
+  rlimit hard{};
+  ::getrlimit(RLIMIT_NOFILE, &hard);
+  std::printf(
+      "open file limit (RLIMIT_NOFILE soft): %s; wanted %s (%zu per pod + %zu)\n"
+      "  (the hard limit is %s; raising it needs CAP_SYS_RESOURCE, which this process %s)\n",
+      withCommas(*limit).c_str(), withCommas(descriptors(sizes.back())).c_str(), kDescriptorsPerPod,
+      kDescriptorSlack, withCommas(hard.rlim_max).c_str(),
+      cgroups::hasCapSysResource() ? "has" : "lacks");
+  const std::size_t fits =
+      (*limit - std::min<std::uint64_t>(*limit, kDescriptorSlack)) / kDescriptorsPerPod;
   std::vector<std::size_t> kept;
   for (std::size_t size : sizes) {
-    const bool fits = descriptors(size) <= *limit;
-    const bool instead = !fits && fit >= kReadPods && (kept.empty() || kept.back() < fit);
-    if (fits || instead) kept.push_back(fits ? size : fit);
-    if (fits) continue;
+    const std::size_t pods = size <= fits ? size : fits / 100 * 100;
+    const bool measured = pods >= kReadPods && (kept.empty() || kept.back() < pods);
+    if (measured) kept.push_back(pods);
+    if (pods == size) continue;
     std::printf(
         "  %s pods would need %s descriptors: %s\n", withCommas(size).c_str(),
         withCommas(descriptors(size)).c_str(),
-        instead ? ("measuring " + withCommas(fit) + " pods instead").c_str() : "not measured");
-  }
-  rlimit hard{};
-  ::getrlimit(RLIMIT_NOFILE, &hard);
-  if (kept != sizes) {
-    std::printf(
-        "  (the hard limit is %s; raising it needs CAP_SYS_RESOURCE, which this process %s)\n",
-        withCommas(std::uint64_t(hard.rlim_max)).c_str(),
-        cgroups::hasCapSysResource() ? "has" : "lacks");
+        measured ? ("measuring " + withCommas(pods) + " pods instead").c_str() : "not measured");
   }
   if (kept.empty()) std::printf("bench_cgroups: skipped: the open file limit is too low\n");
   return kept;
 }
 
 int run(int argc, char** argv) {
-  std::vector<std::size_t> sizes;  // none given: 100,1000,5000 (--quick 100,1000)
+  static constexpr std::size_t kSizes[] = {100, 1000, 5000};  // without --sizes (--quick: 2)
+  std::vector<std::size_t> sizes;
   bool quick = false;
-  int trials = 0;
   // At least the per-pod read set (part of every size); at most 20,000 so that 5 hierarchies
   // stay well below the kernel's 65,535 memory cgroup IDs.
   Args args(kUsage);
-  args.flag("--quick", quick)
-      .numbers("--sizes", sizes, kReadPods, std::size_t(20'000))
-      .number("--trials", trials, 1, 10000);
+  args.flag("--quick", quick).numbers("--sizes", sizes, kReadPods, std::size_t(20'000));
   if (auto status = args.parse(argc, argv)) return *status;
-  if (sizes.empty()) {
-    sizes = {100, 1000};
-    if (!quick) sizes.push_back(5000);
-  }
+  if (sizes.empty()) sizes.assign(kSizes, kSizes + (quick ? 2 : 3));
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  Budgets budgets = quick ? kQuickBudgets : kFullBudgets;
-  if (trials > 0) budgets.trials = trials;
 
   auto h = hierarchyForSandbox("bench_cgroups", "it creates cgroups and moves processes into them");
   if (!h) return 77;
   printEnvironment("nodewarden cgroup benchmark",
                    "; this binary only (cgroups/ is compiled with the same flags)", false, true);
   printHierarchy(*h);
-  std::printf("  mode: %s; single threaded, not pinned; times from steady_clock\n\n",
-              quick ? "--quick" : "full");
+  std::printf("  mode: %s\n\n", quick ? "--quick" : "full");
   std::fflush(stdout);
   installStopHandlers();
   sizes = fitOpenFileLimit(sizes);
   auto sandbox =
       sizes.empty() ? std::nullopt : openSandbox(*h, "bench_cgroups", "nodewarden-bench");
   if (!sandbox) return 77;
-  std::printf("\n");
-  Bench b{*sandbox, *h, budgets};
+  Bench b{*sandbox, *h, quick ? kQuickBudgets : kFullBudgets};
   const int status = runMeasurements(b, sizes);
   if (stopped()) std::printf("\ninterrupted: removing the sandbox\n");
   const bool removed = closeSandbox(*sandbox);

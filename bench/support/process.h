@@ -1,7 +1,5 @@
-// bench/support: what the benchmarks that run processes and sandboxes share — stopping on
-// SIGINT/SIGTERM so every loop unwinds and the sandbox is removed, monotonic time, sleeping,
-// small files, and the children they fork into pod cgroups (dying with the benchmark, holding
-// memory, signalling on pipes, watched without being reaped).
+// bench/support: what the benchmarks that run processes share — the stop on SIGINT/SIGTERM,
+// monotonic time, small files, and the children they fork into pod cgroups.
 #pragma once
 
 #include <fcntl.h>
@@ -36,10 +34,8 @@ inline void installStopHandlers() {
   ::sigaction(SIGTERM, &action, nullptr);
 }
 
-inline std::int64_t monotonicNanos() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+inline std::int64_t monotonicNanos() {  // CLOCK_MONOTONIC, as steady_clock
+  return std::chrono::nanoseconds(steadyNow().time_since_epoch()).count();
 }
 
 inline void sleepMillis(int millis) {
@@ -48,9 +44,7 @@ inline void sleepMillis(int millis) {
 }
 
 inline bool writeText(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  return bool(out);
+  return bool(std::ofstream(path) << text);
 }
 
 inline std::string readText(const std::filesystem::path& path) {
@@ -58,16 +52,14 @@ inline std::string readText(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Children (bodies forked by cgroups::Sandbox::spawn, already in their pod cgroup): dying with
-// the benchmark, so a killed run leaves none behind; false when the parent went before prctl
-// took effect (the child should return at once).
+// A child (forked by cgroups::Sandbox::spawn) dies with the benchmark, leaving none behind;
+// false when the parent went before prctl took effect (the child should return at once).
 inline bool dieWithParent(pid_t parent) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   return ::getppid() == parent;
 }
 
-// Holds `bytes` of touched anonymous memory (unreclaimable without swap) until killed, a
-// stop, or 30 minutes.
+// Holds `bytes` of touched anonymous memory until killed, a stop, or 30 minutes.
 inline int holdMemory(std::size_t bytes, pid_t parent) {
   if (!dieWithParent(parent)) return 0;
   void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -95,8 +87,8 @@ inline std::optional<siginfo_t> exited(pid_t pid) {
   return std::nullopt;
 }
 
-// Waits up to `millis` for `fd` to be readable: > 0 when it is, 0 on timeout, < 0 on an error or
-// a stop.
+// Waits up to `millis` for `fd` to be readable: > 0 when it is, 0 on timeout, < 0 on an error
+// or a stop.
 inline int waitReadable(int fd, int millis) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(millis) * 1'000'000;
   for (std::int64_t left = millis; left >= 0; left = (deadline - monotonicNanos()) / 1'000'000) {

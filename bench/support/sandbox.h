@@ -1,6 +1,5 @@
-// bench/support: the cgroup sandbox the root benchmarks (bench_cgroups, bench_agent,
-// bench_soak) run in: why a machine cannot run them (exit 77), its creation after removing what
-// a killed run left, the line about the hierarchy, and a teardown that says what was left.
+// bench/support: the cgroup sandbox the root benchmarks run in, from why a machine cannot run
+// them (exit 77) to a teardown that says what was left.
 #pragma once
 
 #include <unistd.h>
@@ -49,10 +48,8 @@ inline std::optional<cgroups::Sandbox> openSandbox(const cgroups::Hierarchy& h, 
                                                    std::optional<std::uint64_t> memoryLimit = {}) {
   const int stale = cgroups::removeStaleSandboxes(h, prefix);
   if (stale > 0) std::printf("removed %d stale sandbox directories\n", stale);
-  cgroups::SandboxOptions options;
-  options.name = std::string(prefix) + "-" + std::to_string(::getpid());
-  options.memoryLimit = memoryLimit;
-  auto created = cgroups::Sandbox::create(h, options);
+  const std::string name = std::string(prefix) + "-" + std::to_string(::getpid());
+  auto created = cgroups::Sandbox::create(h, {.name = name, .memoryLimit = memoryLimit});
   if (!created) {
     std::printf("%s: skipped: cannot create the sandbox: %s\n", program,
                 created.error().message.c_str());
