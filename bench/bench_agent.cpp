@@ -1,12 +1,10 @@
-// bench_agent: what the agent as a whole achieves on this machine's real kernel (parts and
-// targets: printUsage). Parts 1 and 5 run the agent in this process on its own io_context (the
-// real StaticPodSource, PodCgroups and cgroup actuator; in part 5 the real KubernetesPodSource,
-// client and API writer against tests/kube's fake API server) over a sandbox node, and time a
-// fresh hog's own stamp of the page that crossed the threshold (hog()) to the eviction's
-// EvictionRecord::signalledAt (steady_clock). Parts 2-4 run the nodewarden binary and read it
-// from outside. Every cgroup is this program's ("nodewarden-bench-agent-<pid>"), removed again
-// also after SIGINT/SIGTERM. Exit status: 0 after a run (a missed target prints MISSES), 77 when
-// the machine cannot run it, 1 when the set-up fails, 130 after SIGINT/SIGTERM.
+// bench_agent: what the agent as a whole achieves on this machine's real kernel; its parts,
+// targets and exit statuses are printUsage's. Parts 1 and 5 run the agent in this process on
+// its own io_context (the real StaticPodSource, PodCgroups and cgroup actuator; in part 5 the
+// real KubernetesPodSource, client and API writer against tests/kube's fake API server) over a
+// sandbox node, and time a fresh hog's own stamp of the page that crossed the threshold (hog())
+// to the eviction's EvictionRecord::signalledAt (steady_clock). Parts 3 and 4 run the nodewarden
+// binary and read it from outside. Part 2, the demo three ways, is `nodewarden demo` itself.
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -14,8 +12,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <map>
-#include <set>
 #include <span>
 #include <thread>
 
@@ -327,16 +323,9 @@ struct LatencyBench {
 
     disturbing = false;
     cutter.join();
-    const auto requests = api_ ? api_->requests() : std::vector<testing::RecordedRequest>();
-    if (requests.size() > requestsBefore) {
-      std::map<unsigned, std::size_t> answers;
-      for (std::size_t i = requestsBefore; i < requests.size(); ++i) ++answers[requests[i].status];
-      std::string counts;
-      for (const auto& [status, n] : answers) {
-        counts += status == 0 ? format(" none x%zu", n) : format(" %u x%zu", status, n);
-      }
-      std::printf("    API requests during the trials: %zu (answers:%s)\n",
-                  requests.size() - requestsBefore, counts.c_str());
+    if (const std::size_t requests = api_ ? api_->requests().size() : 0;
+        requests > requestsBefore) {
+      std::printf("    API requests during the trials: %zu\n", requests - requestsBefore);
     }
     if (api_) api_->setFaults({});
     std::printf("    this process's VmRSS %.1f -> %.1f MiB\n", rssBefore,
@@ -459,114 +448,7 @@ struct LatencyBench {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Part 2: the demo, three ways.
-
-// The built-in scenario's pods (demo/demo.cpp kDefaultScenario) and their priorities.
-constexpr std::pair<const char*, std::int64_t> kDemoPods[] = {
-    {"kube-system/node-exporter", 2000001000},
-    {"prod/payments", 100000},
-    {"prod/search", 10000},
-    {"batch/report-builder", 0},
-    {"batch/log-shipper", 0}};
-
-// Whether a pod of strictly lower priority than `victim` is among `pods`.
-bool lowerAmong(const std::string& victim, std::span<const std::string> pods) {
-  auto priority = [](const std::string& pod) {
-    for (const auto& [key, value] : kDemoPods) {
-      if (pod == key) return value;
-    }
-    return std::int64_t(0);
-  };
-  return std::ranges::any_of(pods, [&](const auto& p) { return priority(p) < priority(victim); });
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out.empty() ? "-" : out;
-}
-
-// `nodewarden demo --quiet --report F [flag]`: its rows of the table; `kills` its kernel OOM kills.
-std::string runDemo(const std::string& mode, const std::string& flag, const fs::path& dir,
-                    std::optional<std::uint64_t>& kills) {
-  const fs::path report = dir / ("demo-" + mode + ".json"), log = dir / ("demo-" + mode + ".log");
-  // Its flight recorder writes below the run's directory, not the node's /var/lib/nodewarden.
-  std::vector<std::string> args = {NODEWARDEN_EXE, "demo", "--quiet", "--report", report.string()};
-  args.insert(args.end(), {"--state-dir", (dir / ("state-" + mode)).string()});
-  if (!flag.empty()) args.push_back(flag);
-  const auto start = steadyNow();
-  const pid_t pid = startProcess(args, log);
-  // The demo runs ~24 s and cleans up in a few; 180 s is far beyond any normal run.
-  std::optional<int> status = pid < 0 ? std::nullopt : waitProcess(pid, 180, true);
-  if (pid >= 0 && !status) status = stopProcess(pid, 15);
-  const std::string head = format("  %-13s %5.0f ", mode.c_str(), nanosSince(start) * 1e-9);
-  const Json json = Json::parse(readText(report), nullptr, false);
-  std::string error = stopped() ? "interrupted" : json.is_object() ? "" : "no JSON report";
-  if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-    error = "the demo ended with " + describeStatus(status) + "; its output:\n" + tail(log, 12);
-  }
-  if (!error.empty()) {
-    std::printf("    %s: %s\n", mode.c_str(), error.c_str());
-    return head + format("%9s  not measured (%s)\n", "-", describeStatus(status).c_str());
-  }
-  kills = json.value("kernelOomKills", std::uint64_t(0));
-  std::vector<std::string> evicted, survivors, kernel, wrong;
-  std::string evictions;  // a soft threshold's eviction includes its grace period (graceMs)
-  for (const Json& eviction : json.value("evictions", Json::array())) {
-    evicted.push_back(eviction.value("pod", "?"));
-    evictions += format("%s%s (%s, %.1f ms)", evictions.empty() ? "" : ", ", evicted.back().c_str(),
-                        eviction.value("graceMs", 0.0) > 0 ? "soft" : "hard",
-                        eviction.value("latencyMs", 0.0));
-  }
-  for (const Json& survivor : json.value("survivors", Json::array())) {
-    if (survivor.is_string()) survivors.push_back(survivor.get<std::string>());
-  }
-  std::set<std::string> removed(evicted.begin(), evicted.end());
-  removed.insert(survivors.begin(), survivors.end());
-  for (const auto& [pod, priority] : kDemoPods) {
-    if (!removed.contains(pod)) kernel.push_back(pod);
-  }
-  // A removed pod is a wrong victim when a pod of strictly lower priority was still there when
-  // it went: one survived, or the agent evicted one after it. The kernel's kills carry no
-  // order, so between two kernel victims nothing is concluded.
-  for (std::size_t i = 0; i < evicted.size(); ++i) {
-    if (lowerAmong(evicted[i], survivors) ||
-        lowerAmong(evicted[i], std::span(evicted).subspan(i + 1))) {
-      wrong.push_back(evicted[i] + " (evicted)");
-    }
-  }
-  for (const std::string& pod : kernel) {
-    if (lowerAmong(pod, survivors)) wrong.push_back(pod + " (kernel)");
-  }
-  const std::string pad(33, ' ');
-  return head +
-         format("%9d  evicted: %s\n", int(*kills), evictions.empty() ? "-" : evictions.c_str()) +
-         pad + "killed by the kernel: " + joined(kernel) + "\n" + pad +
-         "survivors: " + joined(survivors) + "\n" + pad +
-         "wrong victims: " + std::to_string(wrong.size()) +
-         (wrong.empty() ? "" : ": " + joined(wrong)) + "\n";
-}
-
-// Part 2; the agent run's kernel OOM kills (if it ran).
-std::optional<std::uint64_t> demoPart(const fs::path& dir) {
-  std::printf(
-      "== 2. the demo scenario (nodewarden demo --quiet --report F), three ways ==\n"
-      "  pods by priority: node-exporter (system-node-critical), prod/payments 100000,\n"
-      "  prod/search 10000 (leaks 25 MiB/s), batch/report-builder 0, batch/log-shipper 0\n");
-  std::string table;
-  std::optional<std::uint64_t> agentKills, kills;
-  for (const char* flag : {"", "--kubelet-like", "--baseline"}) {
-    if (stopped()) break;
-    std::printf("  running: nodewarden demo --quiet%s%s ...\n", *flag ? " " : "", flag);
-    table += runDemo(*flag ? flag + 2 : "agent", flag, dir, *flag ? kills : agentKills);
-  }
-  std::printf(
-      "\n  %-13s %5s %9s  %s\n%s"
-      "  (wrong victim: removed while a pod of strictly lower priority still ran; an eviction's\n"
-      "   latency is the agent's own figure, and a soft one includes the grace period)\n\n",
-      "mode", "secs", "OOM kills", "outcome", table.c_str());
-  return agentKills;
-}
+// Part 3: the idle agent. Returns its CPU (% of one core, utime+stime) and largest RSS (MiB).
 
 // This machine's cost of a page's first read after a 1 s sleep, as the idle agent reads memory
 // every second (µs a page, the median of `passes` passes over 2,000 pages of its own): on some
@@ -591,9 +473,6 @@ std::optional<double> firstTouchMicros(int passes) {
   if (micros.empty()) return std::nullopt;
   return Samples::from(micros).median();
 }
-
-// ---------------------------------------------------------------------------------------------
-// Part 3: the idle agent. Returns its CPU (% of one core, utime+stime) and largest RSS (MiB).
 
 std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbox& sandbox,
                                                                  const fs::path& dir, int seconds) {
@@ -772,11 +651,11 @@ void printUsage(std::FILE* out) {
       out,
       "usage: bench_agent [OPTION]...\n"
       "Measures the agent end to end on real cgroups it creates (\"%s-<pid>\" below\n"
-      "each hierarchy root) and removes again. Needs root.\n"
+      "each hierarchy root) and removes again, also after SIGINT/SIGTERM. Needs root.\n"
       "  1. threshold crossing → processes signalled: (a) kernel notifications + 1 s timer,\n"
       "     (an) the loop at nice -20, (ar) and SCHED_FIFO 1, (a2) the adaptive poller alone,\n"
       "     (b) polling at 1 s, (c) polling at the kubelet's 10 s\n"
-      "  2. `nodewarden demo` with the agent, --kubelet-like and --baseline (~30 s each)\n"
+      "  2. the demo three ways: `nodewarden demo --quiet [--kubelet-like|--baseline]` itself\n"
       "  3. the idle `nodewarden agent` with %d pod cgroups at a 1 s interval: CPU and RSS\n"
       "  4. a hog grown at each rate under a 1 GiB kubepods with a 300 Mi hard line\n"
       "  5. part 1 (a) with the pods from a fake API server that is healthy, slow, failing,\n"
@@ -784,25 +663,25 @@ void printUsage(std::FILE* out) {
       "Options:\n"
       "  --quick      a smoke run: 5 latency trials a variant (3 for (c)), 10 s of idle sampling\n"
       "  --trials N   latency trials for every variant of parts 1 and 5 (default 30; (c) 20)\n"
-      "  --skip-demo, --skip-idle, --skip-rates, --skip-fire  leave out part 2, 3, 4 or 5\n"
+      "  --skip-idle, --skip-rates, --skip-fire  leave out part 3, 4 or 5 (--skip-demo: none)\n"
       "  --only-rates, --only-fire  run part 4 or part 5 alone\n"
       "  --rates LIST MiB/s to try, comma-separated, 'max' for as fast as pages can be\n"
       "               touched (default 100,200,400,800,1600,max)\n"
       "  --rate-trials N  trials per rate (default 3; --quick 1)\n"
       "  --pods N     part 1 with N idle pods beside its two (empty cgroups with manifests)\n"
       "  --variants LIST  part 1's variants, comma-separated from a,an,ar,a2,b,c (default all)\n"
-      "Targets: p99 <= %.0f ms with notifications (%.0f ms under API faults); no kernel OOM\n"
-      "kill in the demo with the agent; idle <= %.2f %% of a core and <= %.0f MiB RSS. A missed\n"
-      "target prints MISSES but does not change the exit status. Exit 77: the machine cannot\n"
-      "run it.\n"
+      "Targets: p99 <= %.0f ms with notifications (%.0f ms under API faults); idle <= %.2f %%\n"
+      "of a core and <= %.0f MiB RSS. A missed target prints MISSES; the exit status is 0 after\n"
+      "a run, 77 when the machine cannot run it, 1 when the set-up fails, 130 after SIGINT or\n"
+      "SIGTERM.\n"
       "The nodewarden binary: %s\n",
       kSandboxPrefix, kIdlePods, kLatencyP99TargetMs, kFaultP99TargetMs, kIdleCpuTargetPercent,
       kIdleRssTargetMiB, NODEWARDEN_EXE);
 }
 
 struct Settings {
-  bool quick = false, skipDemo = false, skipIdle = false, skipRates = false, onlyRates = false;
-  bool skipFire = false, onlyFire = false;
+  bool quick = false, skipIdle = false, skipRates = false, onlyRates = false;
+  bool skipFire = false, onlyFire = false, skipDemo = false;  // skipDemo: no part 2 to skip
   std::vector<double> rates = {100, 200, 400, 800, 1600, 0};  // 0: max
   int rateTrials = 0;                                         // 0: 3, or 1 with --quick
   int trials = 0;                                             // 0: each variant's default
@@ -955,12 +834,10 @@ int run(int argc, char** argv) {
 
   // Which parts run: --only-rates and --only-fire keep one, each --skip-* leaves one out.
   const bool latency = !s.onlyRates && !s.onlyFire, fire = !s.onlyRates && !s.skipFire,
-             demo = latency && !s.skipDemo, idle = latency && !s.skipIdle,
-             rates = !s.onlyFire && !s.skipRates;
-  std::optional<double> p99, fireP99, demoKills, idleCpu, idleRss, fastest;
+             idle = latency && !s.skipIdle, rates = !s.onlyFire && !s.skipRates;
+  std::optional<double> p99, fireP99, idleCpu, idleRss, fastest;
   if (latency) p99 = latencyPart(*sandbox, s, temp.path, false);
   if (fire && !stopped()) fireP99 = latencyPart(*sandbox, s, temp.path, true);
-  if (demo && !stopped()) demoKills = demoPart(temp.path);
   if (idle && !stopped())
     std::tie(idleCpu, idleRss) = idlePart(*sandbox, temp.path / "idle", s.quick ? 10 : 30);
   if (rates && !stopped()) {
@@ -981,7 +858,6 @@ int run(int argc, char** argv) {
   };
   if (latency) target("eviction latency p99 with notifications", p99, "ms", kLatencyP99TargetMs, 1);
   if (fire) target("eviction latency p99, worst disturbance", fireP99, "ms", kFaultP99TargetMs, 1);
-  if (demo) target("kernel OOM kills in the demo, agent", demoKills, "", 0, 0);
   if (idle) {
     target(format("idle CPU, %d pods, 1 s interval", kIdlePods), idleCpu, "%",
            kIdleCpuTargetPercent, 3);
