@@ -16,11 +16,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,8 +39,7 @@ inline pid_t startProcess(const std::vector<std::string>& args, const std::files
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(126);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
+    ::dup2(::open("/dev/null", O_RDONLY), 0);
     ::dup2(out, 1);
     ::dup2(out, 2);
     ::close_range(3, ~0U, 0);
@@ -57,14 +56,12 @@ inline pid_t startProcess(const std::vector<std::string>& args, const std::files
 // Reaps `pid` within `seconds` (or until a stop, when `stoppable`); its wait status, or nullopt.
 inline std::optional<int> waitProcess(pid_t pid, double seconds, bool stoppable = false) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(seconds * 1e9);
-  for (;;) {
-    int status = 0;
+  for (int status = 0;; sleepMillis(50)) {
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) return status;
     if ((done < 0 && errno != EINTR) || monotonicNanos() >= deadline || (stoppable && stopped())) {
       return std::nullopt;
     }
-    sleepMillis(50);
   }
 }
 
@@ -105,18 +102,15 @@ inline ProcSample sampleProcess(pid_t pid, bool countFds = false) {
   ProcSample s;
   s.wallNs = monotonicNanos();
   const std::string base = "/proc/" + std::to_string(pid);
-  const std::string stat = readText(base + "/stat");
+  const std::string stat = readText(base + "/stat"), status = readText(base + "/status");
   const auto paren = stat.rfind(')');
   if (paren == std::string::npos) return s;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  // After the comm, state is field 3: utime (14) is the 12th read, stime (15) the 13th.
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i >= 14) s.ticks += std::strtoull(field.c_str(), nullptr, 10);
-  }
-  std::istringstream status(readText(base + "/status"));
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with("VmRSS:")) s.rssKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
+  unsigned long long utime = 0, stime = 0;  // fields 14 and 15; 3 to 13 follow the comm's ')'
+  (void)std::sscanf(stat.c_str() + paren + 1, "%*s%*s%*s%*s%*s%*s%*s%*s%*s%*s%*s %llu %llu", &utime,
+                    &stime);
+  s.ticks = utime + stime;
+  if (const auto at = status.find("\nVmRSS:"); at != std::string::npos) {
+    s.rssKiB = std::strtoull(&status[at + 7], nullptr, 10);
   }
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(base + "/task", ec)) {
