@@ -50,27 +50,19 @@ constexpr std::int64_t kOvershoot = 32 * kMi;         // touched this far above 
 constexpr int kIdlePods = 1000;                       // part 3
 constexpr std::int64_t kRateNodeMemory = 1024 * kMi;  // part 4, a fresh node per trial
 constexpr std::int64_t kRateThreshold = 300 * kMi;    // its hard line; a pod holds 200 MiB
-// The targets docs/performance.md holds the agent to (issue 23's); under API-server faults
-// (part 5) the older 50 ms, which reliability.md's table is read against.
-constexpr double kLatencyP99TargetMs = 5;
-constexpr double kFaultP99TargetMs = 50;
-constexpr double kIdleCpuTargetPercent = 0.25;
-constexpr double kIdleRssTargetMiB = 16;
 
-// A policy with these hard thresholds and a 1 s housekeeping interval.
 std::string policyWith(const std::string& hard) {
   return R"({ "evictionHard": { )" + hard + R"( }, "housekeepingInterval": "1s" })";
 }
 
 struct Settings {
-  bool quick = false, skipDemo = false;                           // skipDemo: part 2 is gone
+  bool quick = false;
   bool latency = true, fire = true, idle = true, rates = true;    // the parts that run
   std::vector<double> ratesMiBs = {100, 200, 400, 800, 1600, 0};  // 0: max
   int rateTrials = 0, trials = 0, pods = 0;                       // 0: the defaults
   std::string variants = "a,an,ar,a2,b,c";
 };
 
-// ---------------------------------------------------------------------------------------------
 // Parts 1 and 5: crossing → signalled with the agent in this process.
 
 // Shared by a hog and the parent (MAP_SHARED, zeroed by the parent each trial so its pages are
@@ -93,6 +85,7 @@ struct TouchLog {
 // whatever the agent's loop has, and the loop gets both back after a variant.
 const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
 const int kStartPolicy = ::sched_getscheduler(0);
+const std::int64_t kPageSize = ::sysconf(_SC_PAGESIZE);
 
 // The hog: touches the first `prePages`, says it is ready; on 'g' from `go` touches page by page
 // up to the log's target, stamping each page, and after each page reads kubepods' usage until
@@ -100,13 +93,13 @@ const int kStartPolicy = ::sched_getscheduler(0);
 // crossing (the kernel charges in batches, so a page count is off by up to ~64 pages). Then
 // holds its memory until killed, EOF on `go`, or 2 minutes.
 int hog(int go, const cgroups::CgroupDir& kubepods, const TouchLog& log, std::size_t prePages,
-        std::size_t pageSize, pid_t parent) {
+        pid_t parent) {
   if (!dieWithParent(parent)) return 0;
   (void)::setpriority(PRIO_PROCESS, 0, kStartNice);  // not the agent loop's niceness
-  volatile char* bytes = mapSmallPages(log.pages * pageSize);
+  volatile char* bytes = mapSmallPages(log.pages * kPageSize);
   if (bytes == nullptr) return 2;
   auto touch = [&](std::size_t i) {
-    bytes[i * pageSize] = 1;
+    bytes[i * kPageSize] = 1;
     log.touchedAt(i) = monotonicNanos();
   };
   for (std::size_t i = 0; i < prePages && i < log.pages && !stopped(); ++i) touch(i);
@@ -163,7 +156,7 @@ bool pumpUntil(asio::io_context& io, double seconds, const std::function<bool()>
   return true;
 }
 
-// A pod as the API server holds it: the manifest's object bound to the bench node.
+// A pod as the API server holds it, bound to the bench node.
 Json bound(Json pod) {
   pod["spec"]["nodeName"] = kNodeName;
   return pod;
@@ -192,7 +185,7 @@ struct LatencyBench {
       (void)node_.sandbox.writeMemoryFile(node_.sandbox.kubepods(), "memory.memsw.limit_in_bytes",
                                           std::to_string(kNodeMemory));
     }
-    log_.pages = std::size_t(kNodeMemory) / pageSize_;
+    log_.pages = std::size_t(kNodeMemory / kPageSize);
     void* shared =
         ::mmap(nullptr, log_.bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED) return std::string("mmap of the touch log: ") + std::strerror(errno);
@@ -210,7 +203,6 @@ struct LatencyBench {
     return {};
   }
 
-  // The variant's trials, with its disturbance around them.
   Figures run(const Variant& v) {
     Figures f;
     const auto start = steadyNow();
@@ -270,14 +262,12 @@ struct LatencyBench {
     }
     if (auto started = agent->start(); !started) f.firstError = started.error().message;
     if (!f.firstError.empty()) return f;
-
     // Bounded in time as well as count: every trial waits at most 2 intervals + 10 s.
     const double budget = double(v.trials) * (2.0 * double(v.interval.count()) / 1000.0 + 10.0);
     // What reliability.md quotes of part 5: the API requests the trials caused (the 410 loop's
     // relists) and this process's memory through them.
     const std::size_t requestsBefore = api_ ? api_->requests().size() : 0;
     const double rssBefore = sampleProcess(::getpid()).rssMiB();
-    // The disturbance, from now until the trials end.
     if (api_) api_->setFaults(v.faults);
     if (v.faults.goneLoop) api_->expireWatches();
     if (v.faults.delay.count() > 0 || v.faults.failWith != 0 || v.faults.resetConnections) {
@@ -300,18 +290,14 @@ struct LatencyBench {
           log);
     }
     if (!wrks.empty()) pumpUntil(io, 1, [] { return false; });  // let them reach full rate
-
     for (int i = 0; i < v.trials && !stopped() && nanosSince(start) * 1e-9 < budget; ++i) {
       trial(io, *agent, v, i, f);
       if (f.failed >= 3 && f.latencyMs.empty()) break;  // something is systematically wrong
     }
-
     disturbing = false;
     cutter.join();
-    if (const std::size_t requests = api_ ? api_->requests().size() : 0;
-        requests > requestsBefore) {
-      std::printf("    API requests during the trials: %zu\n", requests - requestsBefore);
-    }
+    const std::size_t requests = api_ ? api_->requests().size() - requestsBefore : 0;
+    if (requests > 0) std::printf("    API requests during the trials: %zu\n", requests);
     if (api_) api_->setFaults({});
     std::printf("    this process's VmRSS %.1f -> %.1f MiB\n", rssBefore,
                 sampleProcess(::getpid()).rssMiB());
@@ -359,15 +345,15 @@ struct LatencyBench {
     if (!before || !before->limit) return "no memory reading of kubepods";
     const std::int64_t crossingWs = std::int64_t(*before->limit) - kHardThreshold;  // met above
     const std::int64_t pre =
-        (crossingWs - std::int64_t(before->workingSet) - kApproach) / std::int64_t(pageSize_);
+        (crossingWs - std::int64_t(before->workingSet) - kApproach) / kPageSize;
     if (pre <= 0) return "kubepods is already within 16 MiB of the threshold";
-    const std::size_t prePages = std::size_t(pre);
+    const auto prePages = std::size_t(pre);
     std::memset(log_.slots, 0, log_.bytes());
     Pipe go;  // 'g' to the hog; its close tells the hog to let go
     if (!go.ok) return std::string("pipe2: ") + std::strerror(errno);
     auto child = node_.sandbox.spawn(pod.relative, [&, self = ::getpid()] {
       go.close(1);
-      return hog(go.fd[0], node_.kubepods, log_, prePages, pageSize_, self);
+      return hog(go.fd[0], node_.kubepods, log_, prePages, self);
     });
     go.close(0);
     if (!child) return child.error().message;
@@ -383,16 +369,14 @@ struct LatencyBench {
     if (std::int64_t(now->workingSet) >= crossingWs) return "crossed before the go signal";
     // At 4 KiB a page the crossing is this many pages on; the hog touches kOvershoot beyond it.
     const std::size_t estimate =
-        prePages +
-        std::size_t((crossingWs - std::int64_t(now->workingSet)) / std::int64_t(pageSize_));
+        prePages + std::size_t((crossingWs - std::int64_t(now->workingSet)) / kPageSize);
     log_.usageThreshold() = crossingWs + std::int64_t(now->inactiveFile);
     log_.crossing().store(-1);
     log_.target().store(
-        std::int64_t(std::min(log_.pages, estimate + std::size_t(kOvershoot) / pageSize_)));
+        std::int64_t(std::min(log_.pages, estimate + std::size_t(kOvershoot / kPageSize))));
     const std::uint64_t oomBefore = kills();
     const std::size_t seen = agent.evictions().size();
     if (::write(go.fd[1], "g", 1) != 1) return "writing the go signal failed";
-    // Until the agent orders an eviction or the hog dies otherwise.
     const double deadline = 2.0 * double(v.interval.count()) / 1000.0 + 3.0;
     const bool ended =
         pumpUntil(io, deadline, [&] { return agent.evictions().size() > seen || gone(); });
@@ -411,8 +395,7 @@ struct LatencyBench {
     }
     f.kernelOomKills += int(kills() - oomBefore);
     const node::EvictionRecord& record = agent.evictions()[seen];
-    if (record.order.uid != pod.uid)
-      return "the agent evicted " + record.order.pod + ", not the hog";
+    if (record.order.uid != pod.uid) return "evicted " + record.order.pod + ", not the hog";
     const std::int64_t crossing = log_.crossing().load();
     if (crossing < 0) return "evicted before the hog read a usage above the threshold";
     const auto signalledAt = std::chrono::nanoseconds(record.signalledAt.time_since_epoch());
@@ -423,24 +406,22 @@ struct LatencyBench {
   }
 
   AgentNode& node_;
-  std::size_t pageSize_ = std::size_t(::sysconf(_SC_PAGESIZE));
   TouchLog log_;
   std::vector<Pod> pods_;                      // the steady pod first
   std::optional<testing::FakeApiServer> api_;  // Source::Api
   std::optional<policy::Policy> policy_;
 };
 
-// ---------------------------------------------------------------------------------------------
 // Part 3: the idle agent. Returns its CPU (% of one core, utime+stime) and largest RSS (MiB).
 
 // This machine's cost of a page's first read after a 1 s sleep, as the idle agent reads memory
 // every second (µs a page, the median of `passes` passes over 2,000 pages): on some VMs it is
 // microseconds, not a cache miss, and the idle figure moves with it (docs/performance.md,
-// 2026-12-02). Taken after part 3's sampling, not to share the agent's window.
-std::optional<double> firstTouchMicros(int passes) {
+// 2026-12-02). Taken after part 3's sampling, not to share the agent's window; -1: no figure.
+double firstTouchMicros(int passes) {
   constexpr std::size_t kPages = 2000, kPage = 4096;
   volatile char* pages = mapSmallPages(kPages * kPage);
-  if (pages == nullptr) return std::nullopt;
+  if (pages == nullptr) return -1;
   for (std::size_t p = 0; p < kPages; ++p) pages[p * kPage] = 1;
   std::vector<double> micros;
   for (int i = 0; i < passes && !stopped(); ++i) {
@@ -452,8 +433,7 @@ std::optional<double> firstTouchMicros(int passes) {
     micros.push_back(nanosSince(start) * 1e-3 / double(kPages));
   }
   ::munmap(const_cast<char*>(pages), kPages * kPage);
-  if (micros.empty()) return std::nullopt;
-  return Samples::from(micros).median();
+  return micros.empty() ? -1 : Samples::from(micros).median();
 }
 
 std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbox& sandbox,
@@ -486,13 +466,13 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
     rssMax = std::max(rssMax, s.rssMiB());
     last = s;
   }
-  const std::optional<double> touchMicros = error.empty() ? firstTouchMicros(5) : std::nullopt;
   const double wall = double(last.wallNs - first.wallNs) * 1e-9;
   if (error.empty() && wall <= 0) error = "cannot sample /proc/" + std::to_string(node.pid);
   if (!error.empty() || stopped()) {
     std::printf("%s\n", stopped() ? "" : ("  not measured: " + error + "\n").c_str());
     return {};
   }
+  const double touchMicros = firstTouchMicros(5);
   const double cpu = last.cpuPercentSince(first);
   const Samples second = Samples::from(perSecond);
   std::printf(
@@ -503,11 +483,10 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
       "2,000 pages, after sampling;\n    a cache miss is < 0.1 us: above ~1 us, the figures "
       "above are the host's)\n\n",
       wall, cpu, last.schedPercentSince(first), second.median(), second.max(), last.rssMiB(),
-      rssMax, touchMicros.value_or(-1));
+      rssMax, touchMicros);
   return std::pair{cpu, rssMax};
 }
 
-// ---------------------------------------------------------------------------------------------
 // Part 4: how fast may a pod allocate before the kernel's OOM killer wins? The real binary
 // guards a fresh sandbox node per trial, where `nodewarden demo-load` grows a priority-0 hog at
 // the rate asked; this process samples kubepods' usage about every millisecond from outside.
@@ -552,8 +531,6 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
     return 127;
   });
   if (!hog) return hog.error().message;
-
-  // Sample from the outside, about every millisecond, until the hog is gone (≤ 20 s).
   const std::int64_t quarter = base + (line - base) / 4;
   const std::int64_t threeQuarters = base + (line - base) * 3 / 4;
   std::optional<std::int64_t> atQuarter, atThreeQuarters, crossedAt;
@@ -599,9 +576,8 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
     RateRow row;
     std::string firstError;
     for (int i = 0; i < trials && !stopped(); ++i) {
-      if (std::string error = rateTrial(h, dir, rate, index++, row); firstError.empty()) {
-        firstError = error;
-      }
+      const std::string error = rateTrial(h, dir, rate, index++, row);
+      if (firstError.empty()) firstError = error;
     }
     const Samples growth = Samples::from(row.growthMiBs), stop = Samples::from(row.stoppedMs);
     std::printf(
@@ -617,8 +593,6 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
   return fastest;
 }
 
-// ---------------------------------------------------------------------------------------------
-
 void printUsage(std::FILE* out) {
   std::fprintf(
       out,
@@ -629,21 +603,19 @@ void printUsage(std::FILE* out) {
       "     (an) the loop at nice -20, (ar) and SCHED_FIFO 1, (a2) the adaptive poller alone,\n"
       "     (b) polling at 1 s, (c) polling at the kubelet's 10 s\n"
       "  2. the demo three ways: `nodewarden demo --quiet [--kubelet-like|--baseline]` itself\n"
-      "  3. the idle `nodewarden agent` over %d pod cgroups at a 1 s interval: CPU and RSS\n"
+      "  3. the idle `nodewarden agent` over 1000 pod cgroups at a 1 s interval: CPU and RSS\n"
       "  4. a hog grown at each rate under a 1 GiB kubepods with a 300 Mi hard line\n"
       "  5. part 1 (a) with the pods from a fake API server that is healthy, slow, failing,\n"
       "     resetting, cutting watches or answering 410 Gone; and with wrk on the agent's HTTP\n"
-      "  --quick          5 latency trials a variant ((c) 3), 10 s of idle sampling, 1 a rate\n"
-      "  --trials N       latency trials a variant of parts 1 and 5 (default 30; (c) 20)\n"
-      "  --variants LIST  part 1's, from a,an,ar,a2,b,c (default all); --pods N idle pods beside\n"
-      "  --rates LIST     MiB/s or max (default 100,200,400,800,1600,max); --rate-trials N (3)\n"
+      "  --quick  5 latency trials a variant ((c) 3), 10 s of idle sampling, 1 trial a rate\n"
+      "  --trials N (default 30; (c) 20)  --variants LIST of part 1's (default a,an,ar,a2,b,c)\n"
+      "  --pods N idle pods beside part 1's  --rates MiB/s,...,max  --rate-trials N (default 3)\n"
       "  --skip-idle, --skip-rates, --skip-fire, --only-rates, --only-fire (--skip-demo: none)\n"
-      "Targets: p99 <= %.0f ms with notifications (%.0f ms under API faults); idle <= %.2f %%\n"
-      "of a core and <= %.0f MiB RSS; a miss prints MISSES. Exit status: 0 after a run, 77 when\n"
-      "the machine cannot run it, 1 when the set-up fails, 130 after SIGINT or SIGTERM.\n"
+      "Targets: p99 <= 5 ms with notifications (50 ms under API faults); idle <= 0.25 %% of a\n"
+      "core and <= 16 MiB RSS; a miss prints MISSES. Exit status: 0 after a run, 77 when the\n"
+      "machine cannot run it, 1 when the set-up fails, 130 after SIGINT or SIGTERM.\n"
       "The nodewarden binary: %s\n",
-      kSandboxPrefix, kIdlePods, kLatencyP99TargetMs, kFaultP99TargetMs, kIdleCpuTargetPercent,
-      kIdleRssTargetMiB, NODEWARDEN_EXE);
+      kSandboxPrefix, NODEWARDEN_EXE);
 }
 
 constexpr Source kApi = Source::Api;
@@ -671,18 +643,10 @@ const Variant kPart5[] = {
 // variants one after the other, then their table.
 std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, const fs::path& dir,
                                   bool fire) {
-  if (fire) {
-    std::printf(
-        "== 5. under fire: part 1 (a) while the API server misbehaves, or wrk hammers HTTP ==\n"
-        "  the agent's real API wiring against tests/kube's fake API server, which also serves\n"
-        "  100 other pods of this node; each fault starts after the first sync.\n");
-  } else {
-    std::printf(
-        "== 1. threshold crossing -> pod's processes signalled ==\n"
-        "  kubepods limited to 512 MiB, allocatableMemory.available < 100 MiB; prod/steady holds\n"
-        "  64 MiB; a fresh batch/hog-N a trial touches page by page across the line.\n");
-  }
-  if (!fire && s.pods > 0) std::printf("  and %d idle pods (priority 0, no requests)\n", s.pods);
+  std::printf("%s", fire ? "== 5. under fire: part 1 (a) while the API server misbehaves, or wrk "
+                           "hammers HTTP ==\n"
+                         : "== 1. threshold crossing -> pod's processes signalled ==\n");
+  if (!fire && s.pods > 0) std::printf("  with %d idle pods (priority 0, no requests)\n", s.pods);
   const bool haveWrk = ::access("/usr/bin/wrk", X_OK) == 0;
   if (fire && !haveWrk) std::printf("  no /usr/bin/wrk (Debian's wrk): the load row is skipped\n");
   AgentNode node(sandbox, dir / (fire ? "fire" : "latency"), kSeed);
@@ -699,8 +663,7 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
     const bool chosen = ("," + s.variants + ",").find("," + name + ",") != std::string::npos;
     if (stopped() || (fire ? !haveWrk && v.source == Source::Wrk : !chosen)) continue;
     std::printf("  %s: %d trials, sequential ...\n", v.label, v.trials);
-    rows.emplace_back(v, bench.run(v));
-    const std::string& problem = rows.back().second.firstError;
+    const std::string& problem = rows.emplace_back(v, bench.run(v)).second.firstError;
     if (!problem.empty()) std::printf("    first problem: %s\n", problem.c_str());
   }
   const int width = fire ? 40 : 34;
@@ -727,7 +690,7 @@ int run(int argc, char** argv) {
   Settings s;
   Args args(printUsage);
   args.flag("--quick", s.quick)
-      .flag("--skip-demo", s.skipDemo)
+      .flag("--skip-demo", [] {})  // part 2 is `nodewarden demo` now
       .flag("--skip-idle", [&] { s.idle = false; })
       .flag("--skip-rates", [&] { s.rates = false; })
       .flag("--skip-fire", [&] { s.fire = false; })
@@ -767,17 +730,13 @@ int run(int argc, char** argv) {
     std::printf("cannot create %s: %s\n", temp.path.c_str(), ec.message().c_str());
     return 1;
   }
-  std::printf("sandbox: %s/%s (and the same below the other hierarchy roots); files in %s\n\n",
-              h->memory.c_str(), sandbox->kubepods().c_str(), temp.path.c_str());
   const auto start = steadyNow();
-
   std::optional<double> p99, fireP99, idleCpu, idleRss, fastest;
   if (s.latency) p99 = latencyPart(*sandbox, s, temp.path, false);
   if (s.fire && !stopped()) fireP99 = latencyPart(*sandbox, s, temp.path, true);
   if (s.idle && !stopped())
     std::tie(idleCpu, idleRss) = idlePart(*sandbox, temp.path / "idle", s.quick ? 10 : 30);
   if (s.rates && !stopped()) fastest = ratePart(*h, temp.path, s);
-
   std::printf("== targets ==\n");
   if (s.rates) {
     std::printf("  fastest allocation with 0 kernel OOM kills%s\n",
@@ -790,12 +749,12 @@ int run(int argc, char** argv) {
     std::printf("  %-39s %8.*f %-3s <= %5g %-3s  %s\n", label, decimals, *value, unit, limit, unit,
                 verdict(*value <= limit));
   };
-  if (s.latency)
-    target("eviction latency p99 with notifications", p99, "ms", kLatencyP99TargetMs, 1);
-  if (s.fire)
-    target("eviction latency p99, worst disturbance", fireP99, "ms", kFaultP99TargetMs, 1);
-  if (s.idle) target("idle CPU, 1000 pods, 1 s interval", idleCpu, "%", kIdleCpuTargetPercent, 3);
-  if (s.idle) target("idle RSS, 1000 pods", idleRss, "MiB", kIdleRssTargetMiB, 1);
+  // docs/performance.md's targets (issue 23's); under API-server faults (part 5) the older 50 ms,
+  // which reliability.md's table is read against.
+  if (s.latency) target("eviction latency p99 with notifications", p99, "ms", 5, 1);
+  if (s.fire) target("eviction latency p99, worst disturbance", fireP99, "ms", 50, 1);
+  if (s.idle) target("idle CPU, 1000 pods, 1 s interval", idleCpu, "%", 0.25, 3);
+  if (s.idle) target("idle RSS, 1000 pods", idleRss, "MiB", 16, 1);
   const int status = stopped() ? 130 : 0;
   if (stopped()) std::printf("\ninterrupted: removing the sandbox\n");
   const bool removed = closeSandbox(*sandbox);

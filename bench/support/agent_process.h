@@ -4,28 +4,17 @@
 #pragma once
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <optional>
-#include <string>
 #include <vector>
 
 #include "bench/support/measure.h"
-#include "bench/support/process.h"
+#include "bench/support/process.h"  // and the POSIX and std headers of its processes and files
 #include "bench/support/report.h"
 
 namespace nodewarden::bench {
@@ -134,10 +123,7 @@ inline int connectLoopback(std::uint16_t port, bool blocking,
     timeval tv{time_t(sendLimit.count() / 1000), suseconds_t(sendLimit.count() % 1000 * 1000)};
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   }
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in address{AF_INET, htons(port), {htonl(INADDR_LOOPBACK)}, {}};
   if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 &&
       (blocking || errno != EINPROGRESS)) {
     ::close(fd);
@@ -177,7 +163,6 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
                           : ::recv(fd, chunk, sizeof chunk, 0);
     if (n > 0 && sent < request.size()) {
       sent += std::size_t(n);
-      out.connected = true;
     } else if (n > 0) {
       out.response.append(chunk, std::size_t(n));
     } else if ((n == 0 && sent == request.size()) || (errno != EAGAIN && errno != EINTR)) {
@@ -187,8 +172,9 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
   }
   if (fd >= 0) ::close(fd);
   out.nanos = double(monotonicNanos() - start);
-  if (out.response.starts_with("HTTP/1.1 ") && out.response.size() >= 12) {
-    out.status = std::atoi(out.response.c_str() + 9);
+  out.connected = sent > 0;
+  if (out.response.size() >= 12 && out.response.starts_with("HTTP/1.1 ")) {
+    out.status = std::atoi(&out.response[9]);
   }
   return out;
 }
