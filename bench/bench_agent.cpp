@@ -63,17 +63,14 @@ struct Settings {
   std::string variants = "a,an,ar,a2,b,c";
 };
 
-// Parts 1 and 5: crossing → signalled with the agent in this process.
-
-// Shared by a hog and the parent (MAP_SHARED, zeroed by the parent each trial so its pages are
-// charged to the parent's cgroup, not to the pod measured).
+// Parts 1 and 5: crossing → signalled with the agent in this process. The touch log is shared by
+// a hog and the parent (MAP_SHARED, zeroed by the parent each trial: charged to its cgroup).
 struct TouchLog {
   std::int64_t* slots = nullptr;
   std::size_t pages = 0;
   std::size_t bytes() const { return (pages + 4) * sizeof(std::int64_t); }
-  // Pages to touch in all after "go"; the kubepods usage above which the threshold is met; the
-  // first page after which the hog read a usage above it (−1: none yet); non-zero once the hog
-  // has touched its first pages and waits for "go".
+  // In turn: pages to touch after "go"; the usage above which the threshold is met; the page
+  // after which the hog first read such a usage (−1: none yet); non-zero once it waits for "go".
   std::atomic_ref<std::int64_t> target() const { return std::atomic_ref(slots[0]); }
   std::int64_t& usageThreshold() const { return slots[1]; }
   std::atomic_ref<std::int64_t> crossing() const { return std::atomic_ref(slots[2]); }
@@ -87,11 +84,10 @@ const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
 const int kStartPolicy = ::sched_getscheduler(0);
 const std::int64_t kPageSize = ::sysconf(_SC_PAGESIZE);
 
-// The hog: touches the first `prePages`, says it is ready; on 'g' from `go` touches page by page
-// up to the log's target, stamping each page, and after each page reads kubepods' usage until
-// it is above the log's threshold (capacity − threshold + inactive_file): that page is the
-// crossing (the kernel charges in batches, so a page count is off by up to ~64 pages). Then
-// holds its memory until killed, EOF on `go`, or 2 minutes.
+// The hog: touches `prePages`, is ready; on 'g' from `go` touches and stamps page by page up to
+// the target, reading kubepods' usage after each until it is above the threshold: that page is
+// the crossing (the kernel charges in batches: a page count is off by up to ~64). Then holds its
+// memory until killed, EOF on `go`, or 2 minutes.
 int hog(int go, const cgroups::CgroupDir& kubepods, const TouchLog& log, std::size_t prePages,
         pid_t parent) {
   if (!dieWithParent(parent)) return 0;
@@ -108,13 +104,11 @@ int hog(int go, const cgroups::CgroupDir& kubepods, const TouchLog& log, std::si
   if (readByte(go, 120'000) != 'g') return 3;
   const std::size_t target =
       std::min(log.pages, std::size_t(log.target().load(std::memory_order_acquire)));
-  bool crossed = false;
   for (std::size_t i = prePages; i < target && !stopped(); ++i) {
     touch(i);
-    if (crossed) continue;
+    if (log.crossing().load(std::memory_order_relaxed) >= 0) continue;  // the parent set −1
     auto usage = cgroups::readMemoryUsage(kubepods, buffer);
-    crossed = usage && std::int64_t(*usage) > log.usageThreshold();
-    if (crossed) log.crossing().store(std::int64_t(i), std::memory_order_release);
+    if (usage && std::int64_t(*usage) > log.usageThreshold()) log.crossing().store(std::int64_t(i));
   }
   (void)waitReadable(go, 120'000);  // EOF: the parent is done with us
   return 0;
@@ -138,7 +132,7 @@ struct Variant {
 struct Figures {
   std::vector<double> latencyMs;  // the hog's crossing → signalledAt
   std::vector<double> agentMs;    // the agent's own figure (EvictionRecord::latencyMs)
-  int attempted = 0, failed = 0, wrongVictims = 0, kernelOomKills = 0;
+  int failed = 0, wrongVictims = 0, kernelOomKills = 0;  // trials: latencyMs.size() + failed
   std::string firstError;
 };
 
@@ -156,7 +150,6 @@ bool pumpUntil(asio::io_context& io, double seconds, const std::function<bool()>
   return true;
 }
 
-// A pod as the API server holds it, bound to the bench node.
 Json bound(Json pod) {
   pod["spec"]["nodeName"] = kNodeName;
   return pod;
@@ -166,9 +159,7 @@ Json bound(Json pod) {
 struct LatencyBench {
   explicit LatencyBench(AgentNode& node) : node_(node) {
     // An evicted pod leaves the API server by the agent's own DELETE (the API writer).
-    node_.publish = [this](const Json& pod) {
-      if (api_) api_->upsertPod(bound(pod));
-    };
+    node_.publish = [this](const Json& pod) { return api_ ? api_->upsertPod(bound(pod)) : void(); };
   }
   ~LatencyBench() {
     node_.publish = nullptr;
@@ -216,8 +207,7 @@ struct LatencyBench {
     options.systemdNotify = false;
     options.loopNice = v.loopNice;
     options.loopRealtime = v.loopRealtime;
-    // Source::Api: the agent's own wiring (node/run.h), against a fake API server that also
-    // holds the node's other pods, listed and watched on every relist.
+    // Source::Api: node/run.h's wiring, against a fake API server with 100 more pods of the node.
     api_.reset();
     node::ApiWiring wiring;
     node::ActuatorFactory makeActuator = node::cgroupActuator();
@@ -318,11 +308,9 @@ struct LatencyBench {
     return f;
   }
 
-  // One trial into `f`: a fresh hog pod (its object first, so the agent never sees the cgroup
-  // as a pod without one, unless the API server it reads is failing: then it ranks as unknown,
-  // priority 0), timed, then killed and removed.
+  // One trial into `f`: a fresh hog pod (its object first, so the agent never sees a cgroup
+  // without one, unless its API server fails: then it ranks as unknown), timed, then removed.
   void trial(asio::io_context& io, node::Agent& agent, const Variant& v, int index, Figures& f) {
-    ++f.attempted;
     pid_t pid = -1;
     auto gone = [&] { return exited(pid).has_value(); };
     auto pod = node_.addPod("batch", "hog-" + std::to_string(index), 0, "besteffort");
@@ -336,8 +324,7 @@ struct LatencyBench {
     }
   }
 
-  // The hog `pod` started in `pid`, taken to just below the line, let go, and the eviction
-  // awaited; "" with the figures in `f`, or why not.
+  // The hog started in `pid`, taken near the line, let go; "" with the figures in `f`, or why not.
   std::string timeHog(asio::io_context& io, node::Agent& agent, const Variant& v, const Pod& pod,
                       pid_t& pid, const std::function<bool()>& gone, Figures& f) {
     auto kills = [&] { return node_.oomKills(pod.relative); };
@@ -390,9 +377,9 @@ struct LatencyBench {
     }
     // Wait for the actuator to finish (the cgroup empty) and the hog to be gone.
     pumpUntil(io, 5, [&] { return agent.evictions()[seen].outcome.has_value() && gone(); });
-    for (std::size_t k = seen; k < agent.evictions().size(); ++k) {
-      f.wrongVictims += agent.evictions()[k].order.uid != pod.uid;
-    }
+    f.wrongVictims +=
+        int(std::count_if(agent.evictions().begin() + std::ptrdiff_t(seen), agent.evictions().end(),
+                          [&](const auto& e) { return e.order.uid != pod.uid; }));
     f.kernelOomKills += int(kills() - oomBefore);
     const node::EvictionRecord& record = agent.evictions()[seen];
     if (record.order.uid != pod.uid) return "evicted " + record.order.pod + ", not the hog";
@@ -413,29 +400,6 @@ struct LatencyBench {
 };
 
 // Part 3: the idle agent. Returns its CPU (% of one core, utime+stime) and largest RSS (MiB).
-
-// This machine's cost of a page's first read after a 1 s sleep, as the idle agent reads memory
-// every second (µs a page, the median of `passes` passes over 2,000 pages): on some VMs it is
-// microseconds, not a cache miss, and the idle figure moves with it (docs/performance.md,
-// 2026-12-02). Taken after part 3's sampling, not to share the agent's window; -1: no figure.
-double firstTouchMicros(int passes) {
-  constexpr std::size_t kPages = 2000, kPage = 4096;
-  volatile char* pages = mapSmallPages(kPages * kPage);
-  if (pages == nullptr) return -1;
-  for (std::size_t p = 0; p < kPages; ++p) pages[p * kPage] = 1;
-  std::vector<double> micros;
-  for (int i = 0; i < passes && !stopped(); ++i) {
-    sleepMillis(1000);
-    const auto start = steadyNow();
-    char sum = 0;  // each read is volatile: none is left out
-    for (std::size_t p = 0; p < kPages; ++p) sum ^= pages[p * kPage];
-    doNotOptimize(sum);
-    micros.push_back(nanosSince(start) * 1e-3 / double(kPages));
-  }
-  ::munmap(const_cast<char*>(pages), kPages * kPage);
-  return micros.empty() ? -1 : Samples::from(micros).median();
-}
-
 std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbox& sandbox,
                                                                  const fs::path& dir, int seconds) {
   std::printf("== 3. the idle agent: nodewarden agent over %d empty pod cgroups, 1 s interval ==\n",
@@ -472,7 +436,22 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
     std::printf("%s\n", stopped() ? "" : ("  not measured: " + error + "\n").c_str());
     return {};
   }
-  const double touchMicros = firstTouchMicros(5);
+  // This machine's cost of a page's first read after a 1 s sleep, as the idle agent reads memory
+  // every second (µs a page, the median of 5 passes over 2,000 pages; after the sampling, not to
+  // share its window): on some VMs it is µs, not a cache miss (docs/performance.md, 2026-12-02).
+  constexpr std::size_t kPages = 2000, kPage = 4096;
+  volatile char* pages = mapSmallPages(kPages * kPage);
+  for (std::size_t p = 0; pages != nullptr && p < kPages; ++p) pages[p * kPage] = 1;
+  std::vector<double> micros;
+  for (int i = 0; i < 5 && pages != nullptr && !stopped(); ++i) {
+    sleepMillis(1000);
+    const auto begin = steadyNow();
+    char sum = 0;  // each read is volatile: none is left out
+    for (std::size_t p = 0; p < kPages; ++p) sum ^= pages[p * kPage];
+    doNotOptimize(sum);
+    micros.push_back(nanosSince(begin) * 1e-3 / double(kPages));
+  }
+  if (pages != nullptr) ::munmap(const_cast<char*>(pages), kPages * kPage);
   const double cpu = last.cpuPercentSince(first);
   const Samples second = Samples::from(perSecond);
   std::printf(
@@ -483,13 +462,12 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
       "2,000 pages, after sampling;\n    a cache miss is < 0.1 us: above ~1 us, the figures "
       "above are the host's)\n\n",
       wall, cpu, last.schedPercentSince(first), second.median(), second.max(), last.rssMiB(),
-      rssMax, touchMicros);
+      rssMax, micros.empty() ? -1 : Samples::from(micros).median());
   return std::pair{cpu, rssMax};
 }
 
-// Part 4: how fast may a pod allocate before the kernel's OOM killer wins? The real binary
-// guards a fresh sandbox node per trial, where `nodewarden demo-load` grows a priority-0 hog at
-// the rate asked; this process samples kubepods' usage about every millisecond from outside.
+// Part 4: how fast may a pod allocate before the kernel's OOM killer wins? The binary guards a
+// fresh node a trial where `nodewarden demo-load` grows a hog; kubepods is sampled every ~1 ms.
 
 struct RateRow {
   int trials = 0;
@@ -674,8 +652,9 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
     const auto& [v, f] = rows[i];
     const Samples latency = Samples::from(f.latencyMs);
     std::printf("  %-*s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", width, v.label,
-                int(latency.count()), f.attempted, latency.median(), latency.p99(), latency.max(),
-                Samples::from(f.agentMs).median(), f.wrongVictims, f.kernelOomKills);
+                int(latency.count()), int(latency.count()) + f.failed, latency.median(),
+                latency.p99(), latency.max(), Samples::from(f.agentMs).median(), f.wrongVictims,
+                f.kernelOomKills);
     const auto p99 = latency.count() > 0 ? std::optional(latency.p99()) : std::nullopt;
     if (fire && p99) result = std::max(result.value_or(0), *p99);
     if (!fire && i == 0) result = p99;

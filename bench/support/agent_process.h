@@ -1,6 +1,5 @@
-// bench/support: a process run from a benchmark and read from outside — subprocesses that die
-// with the benchmark, /proc samples (CPU, RSS, threads, descriptors) and a bounded HTTP exchange
-// on loopback.
+// bench/support: a process run from a benchmark and read from outside — subprocesses that die with
+// it, /proc samples (CPU, RSS, threads, descriptors) and a bounded HTTP exchange on loopback.
 #pragma once
 
 #include <arpa/inet.h>
@@ -32,9 +31,8 @@ inline pid_t startProcess(const std::vector<std::string>& args, const std::files
     ::dup2(out, 1);
     ::dup2(out, 2);
     ::close_range(3, ~0U, 0);
-    std::vector<char*> raw;
-    for (const std::string& arg : args) raw.push_back(const_cast<char*>(arg.c_str()));
-    raw.push_back(nullptr);
+    std::vector<char*> raw(args.size() + 1, nullptr);
+    std::ranges::transform(args, raw.begin(), [](auto& a) { return const_cast<char*>(a.c_str()); });
     ::execv(raw[0], raw.data());
     ::_exit(127);
   }
