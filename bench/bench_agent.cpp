@@ -1,12 +1,9 @@
-// bench_agent: what the agent as a whole achieves on this machine's real kernel (parts and
-// targets: printUsage). Parts 1 and 5 run the agent in this process on its own io_context (the
-// real StaticPodSource, PodCgroups and cgroup actuator; in part 5 the real KubernetesPodSource,
-// client and API writer against tests/kube's fake API server) over a sandbox node, and time a
+// bench_agent: what the agent as a whole achieves on this machine's real kernel; its parts,
+// targets and exit statuses are printUsage's. Parts 1 and 5 run the agent in this process on
+// its own io_context (the real StaticPodSource, PodCgroups and cgroup actuator; in part 5 the
+// API wiring of node/run.h against tests/kube's fake API server) over a sandbox node, and time a
 // fresh hog's own stamp of the page that crossed the threshold (hog()) to the eviction's
-// EvictionRecord::signalledAt (steady_clock). Parts 2-4 run the nodewarden binary and read it
-// from outside. Every cgroup is this program's ("nodewarden-bench-agent-<pid>"), removed again
-// also after SIGINT/SIGTERM. Exit status: 0 after a run (a missed target prints MISSES), 77 when
-// the machine cannot run it, 1 when the set-up fails, 130 after SIGINT/SIGTERM.
+// EvictionRecord::signalledAt. Parts 3 and 4 run the nodewarden binary and read it from outside.
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -14,8 +11,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <map>
-#include <set>
 #include <span>
 #include <thread>
 
@@ -24,10 +19,10 @@
 #include "bench/support/sandbox.h"
 #include "bench/support/sandbox_node.h"
 #include "kube/client.h"
-#include "kube/writer.h"
 #include "node/agent.h"
 #include "node/kube_source.h"
 #include "node/routes.h"
+#include "node/run.h"
 #include "policy/policy.h"
 #include "server/log.h"
 #include "tests/kube/fake_apiserver.h"
@@ -54,36 +49,31 @@ constexpr std::int64_t kApproach = 16 * kMi;          // pre-touched up to this 
 constexpr std::int64_t kOvershoot = 32 * kMi;         // touched this far above it after "go"
 constexpr int kIdlePods = 1000;                       // part 3
 constexpr std::int64_t kRateNodeMemory = 1024 * kMi;  // part 4, a fresh node per trial
-constexpr std::int64_t kRateThreshold = 300 * kMi;
-constexpr std::int64_t kRateSteadyBytes = 200 * kMi;
-// The targets docs/performance.md holds the agent to (issue 23's); under API-server faults
-// (part 5) the older 50 ms, which reliability.md's table is read against.
-constexpr double kLatencyP99TargetMs = 5;
-constexpr double kFaultP99TargetMs = 50;
-constexpr double kIdleCpuTargetPercent = 0.25;
-constexpr double kIdleRssTargetMiB = 16;
+constexpr std::int64_t kRateThreshold = 300 * kMi;    // its hard line; a pod holds 200 MiB
 
-// A policy with these hard thresholds and a 1 s housekeeping interval.
 std::string policyWith(const std::string& hard) {
   return R"({ "evictionHard": { )" + hard + R"( }, "housekeepingInterval": "1s" })";
 }
 
-// ---------------------------------------------------------------------------------------------
-// Parts 1 and 5: crossing → signalled with the agent in this process.
+struct Settings {
+  bool quick = false;
+  bool latency = true, fire = true, idle = true, rates = true;    // the parts that run
+  std::vector<double> ratesMiBs = {100, 200, 400, 800, 1600, 0};  // 0: max
+  int rateTrials = 0, trials = 0, pods = 0;                       // 0: the defaults
+  std::string variants = "a,an,ar,a2,b,c";
+};
 
-// Shared by a hog and the parent (MAP_SHARED, zeroed by the parent each trial so its pages are
-// charged to the parent's cgroup, not to the pod measured).
+// Parts 1 and 5: crossing → signalled with the agent in this process. The touch log is shared by
+// a hog and the parent (MAP_SHARED, zeroed by the parent each trial: charged to its cgroup).
 struct TouchLog {
   std::int64_t* slots = nullptr;
   std::size_t pages = 0;
   std::size_t bytes() const { return (pages + 4) * sizeof(std::int64_t); }
-  // Pages to touch in all after "go".
+  // In turn: pages to touch after "go"; the usage above which the threshold is met; the page
+  // after which the hog first read such a usage (−1: none yet); non-zero once it waits for "go".
   std::atomic_ref<std::int64_t> target() const { return std::atomic_ref(slots[0]); }
-  // The kubepods usage above which the threshold is met.
   std::int64_t& usageThreshold() const { return slots[1]; }
-  // The first page after which the hog read a usage above it (−1: none yet).
   std::atomic_ref<std::int64_t> crossing() const { return std::atomic_ref(slots[2]); }
-  // Non-zero once the hog has touched its first pages and waits for "go".
   std::atomic_ref<std::int64_t> ready() const { return std::atomic_ref(slots[3]); }
   std::int64_t& touchedAt(std::size_t page) const { return slots[4 + page]; }
 };
@@ -92,20 +82,20 @@ struct TouchLog {
 // whatever the agent's loop has, and the loop gets both back after a variant.
 const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
 const int kStartPolicy = ::sched_getscheduler(0);
+const std::int64_t kPageSize = ::sysconf(_SC_PAGESIZE);
 
-// The hog: touches the first `prePages`, says it is ready; on 'g' from `go` touches page by page
-// up to the log's target, stamping each page, and after each page reads kubepods' usage until
-// it is above the log's threshold (capacity − threshold + inactive_file): that page is the
-// crossing (the kernel charges in batches, so a page count is off by up to ~64 pages). Then
-// holds its memory until killed, EOF on `go`, or 2 minutes.
+// The hog: touches `prePages`, is ready; on 'g' from `go` touches and stamps page by page up to
+// the target, reading kubepods' usage after each until it is above the threshold: that page is
+// the crossing (the kernel charges in batches: a page count is off by up to ~64). Then holds its
+// memory until killed, EOF on `go`, or 2 minutes.
 int hog(int go, const cgroups::CgroupDir& kubepods, const TouchLog& log, std::size_t prePages,
-        std::size_t pageSize, pid_t parent) {
+        pid_t parent) {
   if (!dieWithParent(parent)) return 0;
   (void)::setpriority(PRIO_PROCESS, 0, kStartNice);  // not the agent loop's niceness
-  volatile char* bytes = mapSmallPages(log.pages * pageSize);
+  volatile char* bytes = mapSmallPages(log.pages * kPageSize);
   if (bytes == nullptr) return 2;
   auto touch = [&](std::size_t i) {
-    bytes[i * pageSize] = 1;
+    bytes[i * kPageSize] = 1;
     log.touchedAt(i) = monotonicNanos();
   };
   for (std::size_t i = 0; i < prePages && i < log.pages && !stopped(); ++i) touch(i);
@@ -114,13 +104,11 @@ int hog(int go, const cgroups::CgroupDir& kubepods, const TouchLog& log, std::si
   if (readByte(go, 120'000) != 'g') return 3;
   const std::size_t target =
       std::min(log.pages, std::size_t(log.target().load(std::memory_order_acquire)));
-  bool crossed = false;
   for (std::size_t i = prePages; i < target && !stopped(); ++i) {
     touch(i);
-    if (crossed) continue;
+    if (log.crossing().load(std::memory_order_relaxed) >= 0) continue;  // the parent set −1
     auto usage = cgroups::readMemoryUsage(kubepods, buffer);
-    crossed = usage && std::int64_t(*usage) > log.usageThreshold();
-    if (crossed) log.crossing().store(std::int64_t(i), std::memory_order_release);
+    if (usage && std::int64_t(*usage) > log.usageThreshold()) log.crossing().store(std::int64_t(i));
   }
   (void)waitReadable(go, 120'000);  // EOF: the parent is done with us
   return 0;
@@ -129,9 +117,7 @@ int hog(int go, const cgroups::CgroupDir& kubepods, const TouchLog& log, std::si
 enum class Source { Manifests, Api, Wrk };  // Wrk: manifests, and wrk on the agent's HTTP
 
 struct Variant {
-  const char* label;
-  const char* name = "";  // for --variants (part 1)
-  int fullTrials = 30, quickTrials = 5;
+  const char* label;  // part 1's begin with the name --variants gives, in parentheses
   bool notifications = true;
   std::chrono::milliseconds interval = 1000ms;
   bool kernelWakeups = true;             // false: the adaptive memory poller alone (cgroup v2)
@@ -146,7 +132,7 @@ struct Variant {
 struct Figures {
   std::vector<double> latencyMs;  // the hog's crossing → signalledAt
   std::vector<double> agentMs;    // the agent's own figure (EvictionRecord::latencyMs)
-  int attempted = 0, failed = 0, wrongVictims = 0, kernelOomKills = 0;
+  int failed = 0, wrongVictims = 0, kernelOomKills = 0;  // trials: latencyMs.size() + failed
   std::string firstError;
 };
 
@@ -164,7 +150,6 @@ bool pumpUntil(asio::io_context& io, double seconds, const std::function<bool()>
   return true;
 }
 
-// A pod as the API server holds it: the manifest's object bound to the bench node.
 Json bound(Json pod) {
   pod["spec"]["nodeName"] = kNodeName;
   return pod;
@@ -174,9 +159,7 @@ Json bound(Json pod) {
 struct LatencyBench {
   explicit LatencyBench(AgentNode& node) : node_(node) {
     // An evicted pod leaves the API server by the agent's own DELETE (the API writer).
-    node_.publish = [this](const Json& pod) {
-      if (api_) api_->upsertPod(bound(pod));
-    };
+    node_.publish = [this](const Json& pod) { return api_ ? api_->upsertPod(bound(pod)) : void(); };
   }
   ~LatencyBench() {
     node_.publish = nullptr;
@@ -185,11 +168,15 @@ struct LatencyBench {
   }
 
   std::string setUp(int idlePods) {
+    policy::Diagnostics diagnostics;
+    policy_ = policy::parsePolicyText(policyWith(R"("allocatableMemory.available": "100Mi")"),
+                                      diagnostics);
+    if (!policy_) return "the built-in policy does not parse: " + diagnostics.joined();
     if (node_.sandbox.hierarchy().memoryVersion == cgroups::Version::V1) {  // no swap escape
       (void)node_.sandbox.writeMemoryFile(node_.sandbox.kubepods(), "memory.memsw.limit_in_bytes",
                                           std::to_string(kNodeMemory));
     }
-    log_.pages = std::size_t(kNodeMemory) / pageSize_;
+    log_.pages = std::size_t(kNodeMemory / kPageSize);
     void* shared =
         ::mmap(nullptr, log_.bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED) return std::string("mmap of the touch log: ") + std::strerror(errno);
@@ -207,20 +194,25 @@ struct LatencyBench {
     return {};
   }
 
-  // The variant's trials, with its disturbance around them.
   Figures run(const Variant& v) {
     Figures f;
     const auto start = steadyNow();
     asio::io_context io;
-    // Source::Api: the agent's real wiring (node/run.cpp's ApiWiring), against a fake API
-    // server that also holds the node's other pods, listed and watched on every relist.
+    node::AgentOptions options;
+    options.nodeName = kNodeName;
+    options.scan.nodeFsPath = "";  // memory only
+    options.notifications = v.notifications;
+    options.kernelWakeups = v.kernelWakeups;
+    options.intervalOverride = v.interval;
+    options.systemdNotify = false;
+    options.loopNice = v.loopNice;
+    options.loopRealtime = v.loopRealtime;
+    // Source::Api: node/run.h's wiring, against a fake API server with 100 more pods of the node.
     api_.reset();
-    std::unique_ptr<kube::Client> client;
-    std::unique_ptr<kube::ApiWriter> writer;
+    node::ApiWiring wiring;
+    node::ActuatorFactory makeActuator = node::cgroupActuator();
     std::unique_ptr<node::PodSource> source =
         std::make_unique<node::StaticPodSource>(node_.manifests.string(), kNodeName);
-    node::KubernetesPodSource* kubeSource = nullptr;
-    node::ActuatorFactory makeActuator = node::cgroupActuator();
     if (v.source == Source::Api) {
       testing::FakeApiServerOptions serverOptions;
       serverOptions.bookmarkEvery = 5s;
@@ -238,44 +230,16 @@ struct LatencyBench {
       cluster.tls = false;
       cluster.token = "test-token";
       cluster.description = "fake API server " + api_->url();
-      client = std::make_unique<kube::Client>(io, std::move(cluster));
-      kube::WriterOptions writerOptions;
-      writerOptions.nodeName = kNodeName;
-      writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
       node::KubernetesSourceOptions sourceOptions;
       sourceOptions.staticPodPath = "";
-      auto kube =
-          std::make_unique<node::KubernetesPodSource>(io, *client, kNodeName, sourceOptions);
-      kubeSource = kube.get();
-      source = std::move(kube);
-      makeActuator = [w = writer.get()](asio::io_context& context, cgroups::PodCgroups& cgroups,
-                                        const Clock& clock) {
-        return std::make_unique<node::ApiRecordingActuator>(
-            node::cgroupActuator()(context, cgroups, clock), *w);
-      };
-    }
-    node::AgentOptions options;
-    options.nodeName = kNodeName;
-    options.scan.nodeFsPath = "";  // memory only
-    options.notifications = v.notifications;
-    options.kernelWakeups = v.kernelWakeups;
-    options.intervalOverride = v.interval;
-    options.systemdNotify = false;
-    options.loopNice = v.loopNice;
-    options.loopRealtime = v.loopRealtime;
-    policy::Diagnostics diagnostics;
-    auto policy = policy::parsePolicyText(policyWith(R"("allocatableMemory.available": "100Mi")"),
-                                          diagnostics);
-    if (!policy) {
-      f.firstError = "the built-in policy does not parse: " + diagnostics.joined();
-      return f;
+      source = wiring.wire(io, std::move(cluster), sourceOptions, options, makeActuator);
     }
     auto agent = std::make_unique<node::Agent>(
-        io, options, std::move(policy).value(),
+        io, options, *policy_,
         cgroups::PodCgroups(node_.sandbox.hierarchy(), node_.sandbox.kubepods()), std::move(source),
         makeActuator);
-    if (kubeSource != nullptr) kubeSource->start();
-    if (kubeSource != nullptr && !pumpUntil(io, 10, [&] { return kubeSource->synced(); })) {
+    if (wiring.source != nullptr) wiring.awaitFirstList(io);  // as the agent does, ≤ 10 s
+    if (wiring.source != nullptr && !wiring.source->synced()) {
       f.firstError = "the agent's API source did not sync with the fake API server in 10 s";
       return f;
     }
@@ -288,18 +252,15 @@ struct LatencyBench {
     }
     if (auto started = agent->start(); !started) f.firstError = started.error().message;
     if (!f.firstError.empty()) return f;
-
     // Bounded in time as well as count: every trial waits at most 2 intervals + 10 s.
     const double budget = double(v.trials) * (2.0 * double(v.interval.count()) / 1000.0 + 10.0);
     // What reliability.md quotes of part 5: the API requests the trials caused (the 410 loop's
     // relists) and this process's memory through them.
     const std::size_t requestsBefore = api_ ? api_->requests().size() : 0;
     const double rssBefore = sampleProcess(::getpid()).rssMiB();
-    // The disturbance, from now until the trials end.
     if (api_) api_->setFaults(v.faults);
-    if (v.faults.goneLoop) {
-      api_->expireWatches();
-    } else if (v.faults.delay.count() > 0 || v.faults.failWith != 0 || v.faults.resetConnections) {
+    if (v.faults.goneLoop) api_->expireWatches();
+    if (v.faults.delay.count() > 0 || v.faults.failWith != 0 || v.faults.resetConnections) {
       api_->dropWatches();
     }
     std::atomic<bool> disturbing{true};
@@ -319,25 +280,14 @@ struct LatencyBench {
           log);
     }
     if (!wrks.empty()) pumpUntil(io, 1, [] { return false; });  // let them reach full rate
-
     for (int i = 0; i < v.trials && !stopped() && nanosSince(start) * 1e-9 < budget; ++i) {
       trial(io, *agent, v, i, f);
       if (f.failed >= 3 && f.latencyMs.empty()) break;  // something is systematically wrong
     }
-
     disturbing = false;
     cutter.join();
-    const auto requests = api_ ? api_->requests() : std::vector<testing::RecordedRequest>();
-    if (requests.size() > requestsBefore) {
-      std::map<unsigned, std::size_t> answers;
-      for (std::size_t i = requestsBefore; i < requests.size(); ++i) ++answers[requests[i].status];
-      std::string counts;
-      for (const auto& [status, n] : answers) {
-        counts += status == 0 ? format(" none x%zu", n) : format(" %u x%zu", status, n);
-      }
-      std::printf("    API requests during the trials: %zu (answers:%s)\n",
-                  requests.size() - requestsBefore, counts.c_str());
-    }
+    const std::size_t requests = api_ ? api_->requests().size() - requestsBefore : 0;
+    if (requests > 0) std::printf("    API requests during the trials: %zu\n", requests);
     if (api_) api_->setFaults({});
     std::printf("    this process's VmRSS %.1f -> %.1f MiB\n", rssBefore,
                 sampleProcess(::getpid()).rssMiB());
@@ -350,7 +300,7 @@ struct LatencyBench {
     }
     agent->stop();
     if (http) http->stop();
-    if (kubeSource != nullptr) kubeSource->stop();
+    if (wiring.source != nullptr) wiring.source->stop();
     pumpUntil(io, 3, [&] { return io.stopped(); });  // lets in-flight actuator timers finish
     if (v.loopNice) (void)::setpriority(PRIO_PROCESS, ::gettid(), kStartNice);
     const sched_param normal{};
@@ -358,243 +308,98 @@ struct LatencyBench {
     return f;
   }
 
+  // One trial into `f`: a fresh hog pod (its object first, so the agent never sees a cgroup
+  // without one, unless its API server fails: then it ranks as unknown), timed, then removed.
   void trial(asio::io_context& io, node::Agent& agent, const Variant& v, int index, Figures& f) {
-    ++f.attempted;
     pid_t pid = -1;
     auto gone = [&] { return exited(pid).has_value(); };
-    auto stop = [&] {
-      if (pid > 0 && !gone()) ::kill(pid, SIGKILL);
-      if (pid > 0) pumpUntil(io, 5, gone);
-    };
-    auto fail = [&](const std::string& why) {
-      stop();
-      ++f.failed;
-      if (f.firstError.empty()) f.firstError = format("trial %d: %s", index, why.c_str());
-    };
-    // The pod object comes first, so the agent never sees the cgroup as a pod without an object
-    // (unless the API server it reads is failing: then it ranks as unknown, priority 0).
     auto pod = node_.addPod("batch", "hog-" + std::to_string(index), 0, "besteffort");
-    if (!pod) return fail(pod.error().message);
-    struct Removal {
-      AgentNode& node;
-      const Pod& pod;
-      ~Removal() { node.removePod(pod); }
-    } removal{node_, *pod};
-    auto kills = [&] { return node_.oomKills(pod->relative); };
+    const std::string error = pod ? timeHog(io, agent, v, *pod, pid, gone, f) : pod.error().message;
+    if (pid > 0 && !gone()) ::kill(pid, SIGKILL);
+    if (pid > 0) pumpUntil(io, 5, gone);
+    if (pod) node_.removePod(*pod);
+    f.failed += !error.empty();
+    if (!error.empty() && f.firstError.empty()) {
+      f.firstError = format("trial %d: %s", index, error.c_str());
+    }
+  }
 
+  // The hog started in `pid`, taken near the line, let go; "" with the figures in `f`, or why not.
+  std::string timeHog(asio::io_context& io, node::Agent& agent, const Variant& v, const Pod& pod,
+                      pid_t& pid, const std::function<bool()>& gone, Figures& f) {
+    auto kills = [&] { return node_.oomKills(pod.relative); };
     auto before = node_.readMemory();
-    if (!before || !before->limit) return fail("no memory reading of kubepods");
+    if (!before || !before->limit) return "no memory reading of kubepods";
     const std::int64_t crossingWs = std::int64_t(*before->limit) - kHardThreshold;  // met above
     const std::int64_t pre =
-        (crossingWs - std::int64_t(before->workingSet) - kApproach) / std::int64_t(pageSize_);
-    if (pre <= 0) return fail("kubepods is already within 16 MiB of the threshold");
-    const std::size_t prePages = std::size_t(pre);
+        (crossingWs - std::int64_t(before->workingSet) - kApproach) / kPageSize;
+    if (pre <= 0) return "kubepods is already within 16 MiB of the threshold";
+    const auto prePages = std::size_t(pre);
     std::memset(log_.slots, 0, log_.bytes());
     Pipe go;  // 'g' to the hog; its close tells the hog to let go
-    if (!go.ok) return fail(std::string("pipe2: ") + std::strerror(errno));
-    auto child = node_.sandbox.spawn(pod->relative, [&, self = ::getpid()] {
+    if (!go.ok) return std::string("pipe2: ") + std::strerror(errno);
+    auto child = node_.sandbox.spawn(pod.relative, [&, self = ::getpid()] {
       go.close(1);
-      return hog(go.fd[0], node_.kubepods, log_, prePages, pageSize_, self);
+      return hog(go.fd[0], node_.kubepods, log_, prePages, self);
     });
     go.close(0);
-    if (!child) return fail(child.error().message);
+    if (!child) return child.error().message;
     pid = *child;
     if (!pumpUntil(io, 20, [&] { return log_.ready().load() != 0 || gone(); }) || gone()) {
-      return fail("the hog did not get ready");
+      return "the hog did not get ready";
     }
     // The previous trial ended on a timer tick (or a notification): a random wait of up to one
     // interval spreads the crossing over the agent's timer.
     pumpUntil(io, double(node_.rng.between(0, v.interval.count())) / 1000.0, [] { return false; });
     auto now = node_.readMemory();
-    if (stopped() || !now) return fail(stopped() ? "interrupted" : now.error().message);
-    if (std::int64_t(now->workingSet) >= crossingWs) return fail("crossed before the go signal");
+    if (stopped() || !now) return stopped() ? "interrupted" : now.error().message;
+    if (std::int64_t(now->workingSet) >= crossingWs) return "crossed before the go signal";
     // At 4 KiB a page the crossing is this many pages on; the hog touches kOvershoot beyond it.
     const std::size_t estimate =
-        prePages +
-        std::size_t((crossingWs - std::int64_t(now->workingSet)) / std::int64_t(pageSize_));
+        prePages + std::size_t((crossingWs - std::int64_t(now->workingSet)) / kPageSize);
     log_.usageThreshold() = crossingWs + std::int64_t(now->inactiveFile);
     log_.crossing().store(-1);
     log_.target().store(
-        std::int64_t(std::min(log_.pages, estimate + std::size_t(kOvershoot) / pageSize_)));
+        std::int64_t(std::min(log_.pages, estimate + std::size_t(kOvershoot / kPageSize))));
     const std::uint64_t oomBefore = kills();
     const std::size_t seen = agent.evictions().size();
-    if (::write(go.fd[1], "g", 1) != 1) return fail("writing the go signal failed");
-    // Until the agent orders an eviction or the hog dies otherwise.
+    if (::write(go.fd[1], "g", 1) != 1) return "writing the go signal failed";
     const double deadline = 2.0 * double(v.interval.count()) / 1000.0 + 3.0;
     const bool ended =
         pumpUntil(io, deadline, [&] { return agent.evictions().size() > seen || gone(); });
-    if (stopped()) return fail("interrupted");
+    if (stopped()) return "interrupted";
     if (agent.evictions().size() == seen) {  // killed by the kernel, or nothing happened in time
       pumpUntil(io, 1, gone);
-      const std::uint64_t killed = kills() - oomBefore;
-      f.kernelOomKills += int(killed);
-      return fail(
-          ended ? format("the hog died without an eviction (kernel OOM kills: %d)", int(killed))
-                : format("no eviction within %d s", int(deadline)));
+      const int killed = int(kills() - oomBefore);
+      f.kernelOomKills += killed;
+      return ended ? format("the hog died without an eviction (kernel OOM kills: %d)", killed)
+                   : format("no eviction within %d s", int(deadline));
     }
     // Wait for the actuator to finish (the cgroup empty) and the hog to be gone.
     pumpUntil(io, 5, [&] { return agent.evictions()[seen].outcome.has_value() && gone(); });
-    for (std::size_t k = seen; k < agent.evictions().size(); ++k) {
-      if (agent.evictions()[k].order.uid != pod->uid) ++f.wrongVictims;
-    }
+    f.wrongVictims +=
+        int(std::count_if(agent.evictions().begin() + std::ptrdiff_t(seen), agent.evictions().end(),
+                          [&](const auto& e) { return e.order.uid != pod.uid; }));
     f.kernelOomKills += int(kills() - oomBefore);
-    const node::EvictionRecord record = agent.evictions()[seen];
+    const node::EvictionRecord& record = agent.evictions()[seen];
+    if (record.order.uid != pod.uid) return "evicted " + record.order.pod + ", not the hog";
     const std::int64_t crossing = log_.crossing().load();
-    stop();
-    if (record.order.uid != pod->uid) {
-      return fail("the agent evicted " + record.order.pod + ", not the hog");
-    }
-    if (crossing < 0) return fail("evicted before the hog read a usage above the threshold");
+    if (crossing < 0) return "evicted before the hog read a usage above the threshold";
     const auto signalledAt = std::chrono::nanoseconds(record.signalledAt.time_since_epoch());
     f.latencyMs.push_back(double(signalledAt.count() - log_.touchedAt(std::size_t(crossing))) *
                           1e-6);
     f.agentMs.push_back(record.latencyMs);
+    return {};
   }
 
   AgentNode& node_;
-  std::size_t pageSize_ = std::size_t(::sysconf(_SC_PAGESIZE));
   TouchLog log_;
   std::vector<Pod> pods_;                      // the steady pod first
   std::optional<testing::FakeApiServer> api_;  // Source::Api
+  std::optional<policy::Policy> policy_;
 };
 
-// ---------------------------------------------------------------------------------------------
-// Part 2: the demo, three ways.
-
-// The built-in scenario's pods (demo/demo.cpp kDefaultScenario) and their priorities.
-constexpr std::pair<const char*, std::int64_t> kDemoPods[] = {
-    {"kube-system/node-exporter", 2000001000},
-    {"prod/payments", 100000},
-    {"prod/search", 10000},
-    {"batch/report-builder", 0},
-    {"batch/log-shipper", 0}};
-
-// Whether a pod of strictly lower priority than `victim` is among `pods`.
-bool lowerAmong(const std::string& victim, std::span<const std::string> pods) {
-  auto priority = [](const std::string& pod) {
-    for (const auto& [key, value] : kDemoPods) {
-      if (pod == key) return value;
-    }
-    return std::int64_t(0);
-  };
-  return std::ranges::any_of(pods, [&](const auto& p) { return priority(p) < priority(victim); });
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out.empty() ? "-" : out;
-}
-
-// `nodewarden demo --quiet --report F [flag]`: its rows of the table; `kills` its kernel OOM kills.
-std::string runDemo(const std::string& mode, const std::string& flag, const fs::path& dir,
-                    std::optional<std::uint64_t>& kills) {
-  const fs::path report = dir / ("demo-" + mode + ".json"), log = dir / ("demo-" + mode + ".log");
-  // Its flight recorder writes below the run's directory, not the node's /var/lib/nodewarden.
-  std::vector<std::string> args = {NODEWARDEN_EXE, "demo", "--quiet", "--report", report.string()};
-  args.insert(args.end(), {"--state-dir", (dir / ("state-" + mode)).string()});
-  if (!flag.empty()) args.push_back(flag);
-  const auto start = steadyNow();
-  const pid_t pid = startProcess(args, log);
-  // The demo runs ~24 s and cleans up in a few; 180 s is far beyond any normal run.
-  std::optional<int> status = pid < 0 ? std::nullopt : waitProcess(pid, 180, true);
-  if (pid >= 0 && !status) status = stopProcess(pid, 15);
-  const std::string head = format("  %-13s %5.0f ", mode.c_str(), nanosSince(start) * 1e-9);
-  const Json json = Json::parse(readText(report), nullptr, false);
-  std::string error = stopped() ? "interrupted" : json.is_object() ? "" : "no JSON report";
-  if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-    error = "the demo ended with " + describeStatus(status) + "; its output:\n" + tail(log, 12);
-  }
-  if (!error.empty()) {
-    std::printf("    %s: %s\n", mode.c_str(), error.c_str());
-    return head + format("%9s  not measured (%s)\n", "-", describeStatus(status).c_str());
-  }
-  kills = json.value("kernelOomKills", std::uint64_t(0));
-  std::vector<std::string> evicted, survivors, kernel, wrong;
-  std::string evictions;  // a soft threshold's eviction includes its grace period (graceMs)
-  for (const Json& eviction : json.value("evictions", Json::array())) {
-    evicted.push_back(eviction.value("pod", "?"));
-    evictions += format("%s%s (%s, %.1f ms)", evictions.empty() ? "" : ", ", evicted.back().c_str(),
-                        eviction.value("graceMs", 0.0) > 0 ? "soft" : "hard",
-                        eviction.value("latencyMs", 0.0));
-  }
-  for (const Json& survivor : json.value("survivors", Json::array())) {
-    if (survivor.is_string()) survivors.push_back(survivor.get<std::string>());
-  }
-  std::set<std::string> removed(evicted.begin(), evicted.end());
-  removed.insert(survivors.begin(), survivors.end());
-  for (const auto& [pod, priority] : kDemoPods) {
-    if (!removed.contains(pod)) kernel.push_back(pod);
-  }
-  // A removed pod is a wrong victim when a pod of strictly lower priority was still there when
-  // it went: one survived, or the agent evicted one after it. The kernel's kills carry no
-  // order, so between two kernel victims nothing is concluded.
-  for (std::size_t i = 0; i < evicted.size(); ++i) {
-    if (lowerAmong(evicted[i], survivors) ||
-        lowerAmong(evicted[i], std::span(evicted).subspan(i + 1))) {
-      wrong.push_back(evicted[i] + " (evicted)");
-    }
-  }
-  for (const std::string& pod : kernel) {
-    if (lowerAmong(pod, survivors)) wrong.push_back(pod + " (kernel)");
-  }
-  const std::string pad(33, ' ');
-  return head +
-         format("%9d  evicted: %s\n", int(*kills), evictions.empty() ? "-" : evictions.c_str()) +
-         pad + "killed by the kernel: " + joined(kernel) + "\n" + pad +
-         "survivors: " + joined(survivors) + "\n" + pad +
-         "wrong victims: " + std::to_string(wrong.size()) +
-         (wrong.empty() ? "" : ": " + joined(wrong)) + "\n";
-}
-
-// Part 2; the agent run's kernel OOM kills (if it ran).
-std::optional<std::uint64_t> demoPart(const fs::path& dir) {
-  std::printf(
-      "== 2. the demo scenario (nodewarden demo --quiet --report F), three ways ==\n"
-      "  pods by priority: node-exporter (system-node-critical), prod/payments 100000,\n"
-      "  prod/search 10000 (leaks 25 MiB/s), batch/report-builder 0, batch/log-shipper 0\n");
-  std::string table;
-  std::optional<std::uint64_t> agentKills, kills;
-  for (const char* flag : {"", "--kubelet-like", "--baseline"}) {
-    if (stopped()) break;
-    std::printf("  running: nodewarden demo --quiet%s%s ...\n", *flag ? " " : "", flag);
-    table += runDemo(*flag ? flag + 2 : "agent", flag, dir, *flag ? kills : agentKills);
-  }
-  std::printf(
-      "\n  %-13s %5s %9s  %s\n%s"
-      "  (wrong victim: removed while a pod of strictly lower priority still ran; an eviction's\n"
-      "   latency is the agent's own figure, and a soft one includes the grace period)\n\n",
-      "mode", "secs", "OOM kills", "outcome", table.c_str());
-  return agentKills;
-}
-
-// This machine's cost of a page's first read after a 1 s sleep, as the idle agent reads memory
-// every second (µs a page, the median of `passes` passes over 2,000 pages of its own): on some
-// VMs that read costs microseconds, not a cache miss, and the idle figure moves with it (see
-// docs/performance.md, 2026-12-02). Taken after part 3's sampling, so it does not share the
-// agent's window.
-std::optional<double> firstTouchMicros(int passes) {
-  constexpr std::size_t kPages = 2000, kPage = 4096;
-  volatile char* pages = mapSmallPages(kPages * kPage);
-  if (pages == nullptr) return std::nullopt;
-  for (std::size_t p = 0; p < kPages; ++p) pages[p * kPage] = 1;
-  std::vector<double> micros;
-  for (int i = 0; i < passes && !stopped(); ++i) {
-    sleepMillis(1000);
-    const auto start = steadyNow();
-    char sum = 0;  // each read is volatile: none is left out
-    for (std::size_t p = 0; p < kPages; ++p) sum ^= pages[p * kPage];
-    doNotOptimize(sum);
-    micros.push_back(nanosSince(start) * 1e-3 / double(kPages));
-  }
-  ::munmap(const_cast<char*>(pages), kPages * kPage);
-  if (micros.empty()) return std::nullopt;
-  return Samples::from(micros).median();
-}
-
-// ---------------------------------------------------------------------------------------------
 // Part 3: the idle agent. Returns its CPU (% of one core, utime+stime) and largest RSS (MiB).
-
 std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbox& sandbox,
                                                                  const fs::path& dir, int seconds) {
   std::printf("== 3. the idle agent: nodewarden agent over %d empty pod cgroups, 1 s interval ==\n",
@@ -625,13 +430,28 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
     rssMax = std::max(rssMax, s.rssMiB());
     last = s;
   }
-  const std::optional<double> touchMicros = error.empty() ? firstTouchMicros(5) : std::nullopt;
   const double wall = double(last.wallNs - first.wallNs) * 1e-9;
   if (error.empty() && wall <= 0) error = "cannot sample /proc/" + std::to_string(node.pid);
   if (!error.empty() || stopped()) {
     std::printf("%s\n", stopped() ? "" : ("  not measured: " + error + "\n").c_str());
     return {};
   }
+  // This machine's cost of a page's first read after a 1 s sleep, as the idle agent reads memory
+  // every second (µs a page, the median of 5 passes over 2,000 pages; after the sampling, not to
+  // share its window): on some VMs it is µs, not a cache miss (docs/performance.md, 2026-12-02).
+  constexpr std::size_t kPages = 2000, kPage = 4096;
+  volatile char* pages = mapSmallPages(kPages * kPage);
+  for (std::size_t p = 0; pages != nullptr && p < kPages; ++p) pages[p * kPage] = 1;
+  std::vector<double> micros;
+  for (int i = 0; i < 5 && pages != nullptr && !stopped(); ++i) {
+    sleepMillis(1000);
+    const auto begin = steadyNow();
+    char sum = 0;  // each read is volatile: none is left out
+    for (std::size_t p = 0; p < kPages; ++p) sum ^= pages[p * kPage];
+    doNotOptimize(sum);
+    micros.push_back(nanosSince(begin) * 1e-3 / double(kPages));
+  }
+  if (pages != nullptr) ::munmap(const_cast<char*>(pages), kPages * kPage);
   const double cpu = last.cpuPercentSince(first);
   const Samples second = Samples::from(perSecond);
   std::printf(
@@ -642,21 +462,15 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
       "2,000 pages, after sampling;\n    a cache miss is < 0.1 us: above ~1 us, the figures "
       "above are the host's)\n\n",
       wall, cpu, last.schedPercentSince(first), second.median(), second.max(), last.rssMiB(),
-      rssMax, touchMicros.value_or(-1));
+      rssMax, micros.empty() ? -1 : Samples::from(micros).median());
   return std::pair{cpu, rssMax};
 }
 
-// ---------------------------------------------------------------------------------------------
-// Part 4: how fast may a pod allocate before the kernel's OOM killer wins? The real binary
-// guards a fresh sandbox node per trial: kubepods limited to 1 GiB, a hard threshold of 300 Mi
-// (the line at 724 MiB of working set), a priority-100000 pod holding 200 MiB and a priority-0
-// hog that `nodewarden demo-load` grows at the given rate until something stops it. This
-// process samples kubepods' usage about every millisecond from the outside: when the line was
-// crossed, when usage stopped rising (the hog stopped) and the growth rate actually reached;
-// kernel OOM kills come from memory.events (v2) or memory.oom_control (v1).
+// Part 4: how fast may a pod allocate before the kernel's OOM killer wins? The binary guards a
+// fresh node a trial where `nodewarden demo-load` grows a hog; kubepods is sampled every ~1 ms.
 
 struct RateRow {
-  int trials = 0, evicted = 0;  // evicted: the agent logged the hog's eviction
+  int trials = 0;
   std::uint64_t kernelKills = 0;
   std::vector<double> growthMiBs;  // measured between 25 % and 75 % of the way to the line
   std::vector<double> stoppedMs;   // crossing → usage stopped rising
@@ -665,7 +479,7 @@ struct RateRow {
 // One trial into `row`; "" or why it could not be made.
 std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rateMiBs, int index,
                       RateRow& row) {
-  const bool v1 = h.memoryVersion == cgroups::Version::V1;
+  const bool v1 = h.memoryVersion == cgroups::Version::V1;  // no swap escape on either
   cgroups::SandboxOptions options;
   options.name = format("%s-%d-rate%d", kSandboxPrefix, int(::getpid()), index);
   options.memoryLimit = std::uint64_t(kRateNodeMemory);
@@ -675,7 +489,7 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
                                  v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max",
                                  v1 ? std::to_string(kRateNodeMemory) : "0");
   AgentNode node(*sandbox, dir / format("rate-%d", index), kSeed ^ std::uint64_t(index));
-  auto steady = node.addHolder("prod", "steady", 100000, "256Mi", kRateSteadyBytes);
+  auto steady = node.addHolder("prod", "steady", 100000, "256Mi", 200 * kMi);
   auto hogPod = node.addPod("batch", "hog", 0, "besteffort");
   if (!steady || !hogPod) return (!steady ? steady : hogPod).error().message;
   // Ready: it logs its detectors after the first full cycle (30 s: a VM is slow to start it).
@@ -695,8 +509,6 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
     return 127;
   });
   if (!hog) return hog.error().message;
-
-  // Sample from the outside, about every millisecond, until the hog is gone (≤ 20 s).
   const std::int64_t quarter = base + (line - base) / 4;
   const std::int64_t threeQuarters = base + (line - base) * 3 / 4;
   std::optional<std::int64_t> atQuarter, atThreeQuarters, crossedAt;
@@ -724,37 +536,31 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
   if (crossedAt) {
     row.stoppedMs.push_back(double(std::max<std::int64_t>(0, peakAt - *crossedAt)) * 1e-6);
   }
-  sleepMillis(300);  // the agent's log line for the eviction
-  bool evicted = false;
-  forEachLogLine(node.log, [&](const Json& entry) {
-    evicted |= entry.value("event", "") == "evicted" && entry.value("pod", "") == "batch/hog";
-  });
-  row.evicted += evicted;
   return {};
 }
 
 // Part 4; the fastest rate reached with 0 kernel OOM kills at it and every slower rate.
 std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
-                               const std::vector<double>& rates, int trials) {
+                               const Settings& s) {
+  const int trials = s.rateTrials > 0 ? s.rateTrials : s.quick ? 1 : 3;
   std::printf(
       "== 4. allocation rate vs kernel OOM kills: the nodewarden binary, kubepods 1 GiB, "
-      "hard line 300 Mi ==\n  %-10s %6s %8s %12s %16s %26s\n",
-      "asked", "trials", "evicted", "kernel OOM", "growth MiB/s", "crossing -> stopped p50/max");
+      "hard line 300 Mi ==\n  %-10s %6s %12s %16s %26s\n",
+      "asked", "trials", "kernel OOM", "growth MiB/s", "crossing -> stopped p50/max");
   std::optional<double> fastest;
   bool killed = false;  // at a slower rate (or no trial there)
   int index = 0;
-  for (double rate : rates) {  // 0: as fast as the hog can touch pages
+  for (double rate : s.ratesMiBs) {  // 0: as fast as the hog can touch pages
     RateRow row;
     std::string firstError;
     for (int i = 0; i < trials && !stopped(); ++i) {
-      if (std::string error = rateTrial(h, dir, rate, index++, row); firstError.empty()) {
-        firstError = error;
-      }
+      const std::string error = rateTrial(h, dir, rate, index++, row);
+      if (firstError.empty()) firstError = error;
     }
     const Samples growth = Samples::from(row.growthMiBs), stop = Samples::from(row.stoppedMs);
     std::printf(
-        "  %-10s %6d %8d %12d %16s %26s\n", rate > 0 ? std::to_string(int(rate)).c_str() : "max",
-        row.trials, row.evicted, int(row.kernelKills),
+        "  %-10s %6d %12d %16s %26s\n", rate > 0 ? std::to_string(int(rate)).c_str() : "max",
+        row.trials, int(row.kernelKills),
         growth.count() == 0 ? "-" : format("%d-%d", int(growth.min()), int(growth.max())).c_str(),
         stop.count() == 0 ? "-" : format("%.0f / %.0f ms", stop.median(), stop.max()).c_str());
     if (!firstError.empty()) std::printf("    error: %s\n", firstError.c_str());
@@ -765,105 +571,62 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
   return fastest;
 }
 
-// ---------------------------------------------------------------------------------------------
-
 void printUsage(std::FILE* out) {
   std::fprintf(
       out,
-      "usage: bench_agent [OPTION]...\n"
-      "Measures the agent end to end on real cgroups it creates (\"%s-<pid>\" below\n"
-      "each hierarchy root) and removes again. Needs root.\n"
+      "usage: bench_agent [OPTION]...   (as root)\n"
+      "The agent end to end on real cgroups it creates (\"%s-<pid>\" below each\n"
+      "hierarchy root) and removes again, also after SIGINT/SIGTERM:\n"
       "  1. threshold crossing → processes signalled: (a) kernel notifications + 1 s timer,\n"
       "     (an) the loop at nice -20, (ar) and SCHED_FIFO 1, (a2) the adaptive poller alone,\n"
       "     (b) polling at 1 s, (c) polling at the kubelet's 10 s\n"
-      "  2. `nodewarden demo` with the agent, --kubelet-like and --baseline (~30 s each)\n"
-      "  3. the idle `nodewarden agent` with %d pod cgroups at a 1 s interval: CPU and RSS\n"
+      "  2. the demo three ways: `nodewarden demo --quiet [--kubelet-like|--baseline]` itself\n"
+      "  3. the idle `nodewarden agent` over 1000 pod cgroups at a 1 s interval: CPU and RSS\n"
       "  4. a hog grown at each rate under a 1 GiB kubepods with a 300 Mi hard line\n"
       "  5. part 1 (a) with the pods from a fake API server that is healthy, slow, failing,\n"
       "     resetting, cutting watches or answering 410 Gone; and with wrk on the agent's HTTP\n"
-      "Options:\n"
-      "  --quick      a smoke run: 5 latency trials a variant (3 for (c)), 10 s of idle sampling\n"
-      "  --trials N   latency trials for every variant of parts 1 and 5 (default 30; (c) 20)\n"
-      "  --skip-demo, --skip-idle, --skip-rates, --skip-fire  leave out part 2, 3, 4 or 5\n"
-      "  --only-rates, --only-fire  run part 4 or part 5 alone\n"
-      "  --rates LIST MiB/s to try, comma-separated, 'max' for as fast as pages can be\n"
-      "               touched (default 100,200,400,800,1600,max)\n"
-      "  --rate-trials N  trials per rate (default 3; --quick 1)\n"
-      "  --pods N     part 1 with N idle pods beside its two (empty cgroups with manifests)\n"
-      "  --variants LIST  part 1's variants, comma-separated from a,an,ar,a2,b,c (default all)\n"
-      "Targets: p99 <= %.0f ms with notifications (%.0f ms under API faults); no kernel OOM\n"
-      "kill in the demo with the agent; idle <= %.2f %% of a core and <= %.0f MiB RSS. A missed\n"
-      "target prints MISSES but does not change the exit status. Exit 77: the machine cannot\n"
-      "run it.\n"
+      "  --quick  5 latency trials a variant ((c) 3), 10 s of idle sampling, 1 trial a rate\n"
+      "  --trials N (default 30; (c) 20)  --variants LIST of part 1's (default a,an,ar,a2,b,c)\n"
+      "  --pods N idle pods beside part 1's  --rates MiB/s,...,max  --rate-trials N (default 3)\n"
+      "  --skip-idle, --skip-rates, --skip-fire, --only-rates, --only-fire (--skip-demo: none)\n"
+      "Targets: p99 <= 5 ms with notifications (50 ms under API faults); idle <= 0.25 %% of a\n"
+      "core and <= 16 MiB RSS; a miss prints MISSES. Exit status: 0 after a run, 77 when the\n"
+      "machine cannot run it, 1 when the set-up fails, 130 after SIGINT or SIGTERM.\n"
       "The nodewarden binary: %s\n",
-      kSandboxPrefix, kIdlePods, kLatencyP99TargetMs, kFaultP99TargetMs, kIdleCpuTargetPercent,
-      kIdleRssTargetMiB, NODEWARDEN_EXE);
+      kSandboxPrefix, NODEWARDEN_EXE);
 }
-
-struct Settings {
-  bool quick = false, skipDemo = false, skipIdle = false, skipRates = false, onlyRates = false;
-  bool skipFire = false, onlyFire = false;
-  std::vector<double> rates = {100, 200, 400, 800, 1600, 0};  // 0: max
-  int rateTrials = 0;                                         // 0: 3, or 1 with --quick
-  int trials = 0;                                             // 0: each variant's default
-  int pods = 0;  // part 1: idle pod cgroups (with manifests) beside the two pods
-  std::string variants = "a,an,ar,a2,b,c";
-};
 
 constexpr Source kApi = Source::Api;
 const Variant kPart1[] = {
-    {.label = "(a) notifications + 1 s timer", .name = "a"},
-    {.label = "(an) (a), the agent's loop at nice -20 (as shipped)", .name = "an", .loopNice = -20},
+    {.label = "(a) notifications + 1 s timer"},
+    {.label = "(an) (a), the agent's loop at nice -20 (as shipped)", .loopNice = -20},
     {.label = "(ar) (an) + the loop SCHED_FIFO 1 (--realtime 1)",
-     .name = "ar",
      .loopNice = -20,
      .loopRealtime = 1},
     {.label = "(a2) adaptive memory poller alone + 1 s timer (what cgroup v2 offers)",
-     .name = "a2",
      .kernelWakeups = false},
-    {.label = "(b) polling only, 1 s", .name = "b", .notifications = false},
-    {.label = "(c) polling only, 10 s (kubelet)",
-     .name = "c",
-     .fullTrials = 20,
-     .quickTrials = 3,
-     .notifications = false,
-     .interval = 10000ms}};
+    {.label = "(b) polling only, 1 s", .notifications = false},
+    {.label = "(c) polling only, 10 s (kubelet)", .notifications = false, .interval = 10s}};
 const Variant kPart5[] = {
     {.label = "manifests, quiet (part 1 (a))"},
     {.label = "API healthy", .source = kApi},
     {.label = "API slow: every answer after 10 s", .source = kApi, .faults = {.delay = 10s}},
     {.label = "API failing: 500 to everything", .source = kApi, .faults = {.failWith = 500}},
-    {.label = "API resetting every connection",
-     .source = kApi,
-     .faults = {.resetConnections = true}},
+    {.label = "API resetting every connection", .source = kApi, .faults = {.resetConnections = 1}},
     {.label = "API cutting watches mid-object /250 ms", .source = kApi, .cutWatches = true},
-    {.label = "API 410 Gone on every watch (relists)",
-     .source = kApi,
-     .faults = {.goneLoop = true}},
+    {.label = "API 410 Gone on every watch (relists)", .source = kApi, .faults = {.goneLoop = 1}},
     {.label = "wrk -c8 on /metrics + /v1/state", .source = Source::Wrk}};
 
 // Part 1 (the first variant's p99: notifications, by default) or part 5 (the worst p99): the
 // variants one after the other, then their table.
 std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, const fs::path& dir,
                                   bool fire) {
-  if (fire) {
-    std::printf(
-        "== 5. under fire: part 1 (a) while the API server misbehaves, or wrk hammers HTTP ==\n"
-        "  the agent's real API wiring against tests/kube's fake API server, which also serves\n"
-        "  100 other pods of this node; each fault starts after the first sync.\n");
-  } else {
-    std::printf(
-        "== 1. threshold crossing -> pod's processes signalled ==\n"
-        "  kubepods limited to %d MiB, allocatableMemory.available < %d MiB; prod/steady holds\n"
-        "  %d MiB; a fresh batch/hog-N a trial touches page by page across the line.\n",
-        int(kNodeMemory / kMi), int(kHardThreshold / kMi), int(kSteadyBytes / kMi));
-    if (s.pods > 0) std::printf("  and %d idle pods (priority 0, no requests)\n", s.pods);
-  }
+  std::printf("%s", fire ? "== 5. under fire: part 1 (a) while the API server misbehaves, or wrk "
+                           "hammers HTTP ==\n"
+                         : "== 1. threshold crossing -> pod's processes signalled ==\n");
+  if (!fire && s.pods > 0) std::printf("  with %d idle pods (priority 0, no requests)\n", s.pods);
   const bool haveWrk = ::access("/usr/bin/wrk", X_OK) == 0;
-  if (fire && !haveWrk) {
-    std::printf(
-        "  /usr/bin/wrk is not installed (Debian package wrk): the load variant is skipped\n");
-  }
+  if (fire && !haveWrk) std::printf("  no /usr/bin/wrk (Debian's wrk): the load row is skipped\n");
   AgentNode node(sandbox, dir / (fire ? "fire" : "latency"), kSeed);
   LatencyBench bench(node);
   if (std::string error = bench.setUp(fire ? 0 : s.pods); !error.empty()) {
@@ -872,12 +635,13 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
   }
   std::vector<std::pair<Variant, Figures>> rows;  // the variants one after the other
   for (Variant v : fire ? std::span<const Variant>(kPart5) : std::span<const Variant>(kPart1)) {
-    v.trials = s.trials > 0 ? s.trials : s.quick ? v.quickTrials : v.fullTrials;
-    const bool chosen = ("," + s.variants + ",").find(format(",%s,", v.name)) != std::string::npos;
+    const bool polls10s = v.interval > 1s;  // (c): 20 trials by default, 3 with --quick
+    v.trials = s.trials > 0 ? s.trials : s.quick ? (polls10s ? 3 : 5) : (polls10s ? 20 : 30);
+    const std::string name(v.label + 1, std::strcspn(v.label + 1, ")"));  // "(an) ..." → "an"
+    const bool chosen = ("," + s.variants + ",").find("," + name + ",") != std::string::npos;
     if (stopped() || (fire ? !haveWrk && v.source == Source::Wrk : !chosen)) continue;
     std::printf("  %s: %d trials, sequential ...\n", v.label, v.trials);
-    rows.emplace_back(v, bench.run(v));
-    const std::string& problem = rows.back().second.firstError;
+    const std::string& problem = rows.emplace_back(v, bench.run(v)).second.firstError;
     if (!problem.empty()) std::printf("    first problem: %s\n", problem.c_str());
   }
   const int width = fire ? 40 : 34;
@@ -888,8 +652,9 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
     const auto& [v, f] = rows[i];
     const Samples latency = Samples::from(f.latencyMs);
     std::printf("  %-*s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", width, v.label,
-                int(latency.count()), f.attempted, latency.median(), latency.p99(), latency.max(),
-                Samples::from(f.agentMs).median(), f.wrongVictims, f.kernelOomKills);
+                int(latency.count()), int(latency.count()) + f.failed, latency.median(),
+                latency.p99(), latency.max(), Samples::from(f.agentMs).median(), f.wrongVictims,
+                f.kernelOomKills);
     const auto p99 = latency.count() > 0 ? std::optional(latency.p99()) : std::nullopt;
     if (fire && p99) result = std::max(result.value_or(0), *p99);
     if (!fire && i == 0) result = p99;
@@ -904,25 +669,22 @@ int run(int argc, char** argv) {
   Settings s;
   Args args(printUsage);
   args.flag("--quick", s.quick)
-      .flag("--skip-demo", s.skipDemo)
-      .flag("--skip-idle", s.skipIdle)
-      .flag("--skip-rates", s.skipRates)
-      .flag("--only-rates", s.onlyRates)
-      .flag("--skip-fire", s.skipFire)
-      .flag("--only-fire", s.onlyFire)
+      .flag("--skip-demo", [] {})  // part 2 is `nodewarden demo` now
+      .flag("--skip-idle", [&] { s.idle = false; })
+      .flag("--skip-rates", [&] { s.rates = false; })
+      .flag("--skip-fire", [&] { s.fire = false; })
+      .flag("--only-rates", [&] { s.latency = s.fire = s.idle = false; })
+      .flag("--only-fire", [&] { s.latency = s.idle = s.rates = false; })
       .value("--variants", "names from a,an,ar,a2,b,c",
-             [&](std::string_view text) {
-               s.variants = std::string(text);
-               return true;
-             })
+             [&](std::string_view text) { return (s.variants = text, true); })
       .number("--pods", s.pods, 0, 5000)
       .number("--rate-trials", s.rateTrials, 1, 100)
       .value("--rates", "MiB/s from 1 to 100000 or 'max', comma-separated",
              [&](std::string_view text) {
-               s.rates.clear();
+               s.ratesMiBs.clear();
                return forEachItem(text, [&](std::string_view item) {
                  auto v = item == "max" ? std::optional<double>(0) : parseBounded(item, 1.0, 1e5);
-                 if (v) s.rates.push_back(*v);
+                 if (v) s.ratesMiBs.push_back(*v);
                  return v.has_value();
                });
              })
@@ -943,50 +705,35 @@ int run(int argc, char** argv) {
   auto sandbox = openSandbox(*h, "bench_agent", kSandboxPrefix, std::uint64_t(kNodeMemory));
   if (!sandbox) return 77;
   TempDir temp{fs::temp_directory_path() / sandbox->top()};
-  std::error_code ec;
-  fs::create_directories(temp.path, ec);
-  if (ec) {
+  if (std::error_code ec; fs::create_directories(temp.path, ec), ec) {
     std::printf("cannot create %s: %s\n", temp.path.c_str(), ec.message().c_str());
     return 1;
   }
-  std::printf("sandbox: %s/%s (and the same below the other hierarchy roots); files in %s\n\n",
-              h->memory.c_str(), sandbox->kubepods().c_str(), temp.path.c_str());
   const auto start = steadyNow();
-
-  // Which parts run: --only-rates and --only-fire keep one, each --skip-* leaves one out.
-  const bool latency = !s.onlyRates && !s.onlyFire, fire = !s.onlyRates && !s.skipFire,
-             demo = latency && !s.skipDemo, idle = latency && !s.skipIdle,
-             rates = !s.onlyFire && !s.skipRates;
-  std::optional<double> p99, fireP99, demoKills, idleCpu, idleRss, fastest;
-  if (latency) p99 = latencyPart(*sandbox, s, temp.path, false);
-  if (fire && !stopped()) fireP99 = latencyPart(*sandbox, s, temp.path, true);
-  if (demo && !stopped()) demoKills = demoPart(temp.path);
-  if (idle && !stopped())
+  std::optional<double> p99, fireP99, idleCpu, idleRss, fastest;
+  if (s.latency) p99 = latencyPart(*sandbox, s, temp.path, false);
+  if (s.fire && !stopped()) fireP99 = latencyPart(*sandbox, s, temp.path, true);
+  if (s.idle && !stopped())
     std::tie(idleCpu, idleRss) = idlePart(*sandbox, temp.path / "idle", s.quick ? 10 : 30);
-  if (rates && !stopped()) {
-    fastest = ratePart(*h, temp.path, s.rates, s.rateTrials > 0 ? s.rateTrials : s.quick ? 1 : 3);
-  }
-
+  if (s.rates && !stopped()) fastest = ratePart(*h, temp.path, s);
   std::printf("== targets ==\n");
-  if (rates) {
+  if (s.rates) {
     std::printf("  fastest allocation with 0 kernel OOM kills%s\n",
                 fastest ? format(" %8.0f MiB/s (every rate tried up to it)", *fastest).c_str()
                         : ": none of the rates tried");
   }
-  auto target = [](const std::string& label, std::optional<double> value, const char* unit,
-                   double limit, int decimals) {
-    if (!value) return (void)std::printf("  %s: not measured\n", label.c_str());
-    std::printf("  %-39s %8.*f %-3s <= %5g %-3s  %s\n", label.c_str(), decimals, *value, unit,
-                limit, unit, verdict(*value <= limit));
+  auto target = [](const char* label, std::optional<double> value, const char* unit, double limit,
+                   int decimals) {
+    if (!value) return (void)std::printf("  %s: not measured\n", label);
+    std::printf("  %-39s %8.*f %-3s <= %5g %-3s  %s\n", label, decimals, *value, unit, limit, unit,
+                verdict(*value <= limit));
   };
-  if (latency) target("eviction latency p99 with notifications", p99, "ms", kLatencyP99TargetMs, 1);
-  if (fire) target("eviction latency p99, worst disturbance", fireP99, "ms", kFaultP99TargetMs, 1);
-  if (demo) target("kernel OOM kills in the demo, agent", demoKills, "", 0, 0);
-  if (idle) {
-    target(format("idle CPU, %d pods, 1 s interval", kIdlePods), idleCpu, "%",
-           kIdleCpuTargetPercent, 3);
-    target(format("idle RSS, %d pods", kIdlePods), idleRss, "MiB", kIdleRssTargetMiB, 1);
-  }
+  // docs/performance.md's targets (issue 23's); under API-server faults (part 5) the older 50 ms,
+  // which reliability.md's table is read against.
+  if (s.latency) target("eviction latency p99 with notifications", p99, "ms", 5, 1);
+  if (s.fire) target("eviction latency p99, worst disturbance", fireP99, "ms", 50, 1);
+  if (s.idle) target("idle CPU, 1000 pods, 1 s interval", idleCpu, "%", 0.25, 3);
+  if (s.idle) target("idle RSS, 1000 pods", idleRss, "MiB", 16, 1);
   const int status = stopped() ? 130 : 0;
   if (stopped()) std::printf("\ninterrupted: removing the sandbox\n");
   const bool removed = closeSandbox(*sandbox);

@@ -300,75 +300,66 @@ void raiseOpenFileLimit() {
        {"fix", "raise LimitNOFILE (the unit sets 1048576) or run with CAP_SYS_RESOURCE"}});
 }
 
-// --source kubernetes: the client and the writer outlive the agent (declared before it);
-// the pod source is handed to the agent and reached through `source`.
-struct ApiWiring {
-  std::unique_ptr<kube::Client> client;
-  std::unique_ptr<kube::ApiWriter> writer;
-  std::unique_ptr<webhook::ApiAdmissionActions> admissionActions;
-  KubernetesPodSource* source = nullptr;
-
-  // Makes the pod source; unless --dry-run, evictions are also recorded through the API and
-  // a `preempt` verdict acts.
-  std::unique_ptr<PodSource> wire(boost::asio::io_context& io, kube::ClusterConfig cluster,
-                                  const KubernetesSourceOptions& sourceOptions,
-                                  AgentOptions& options, ActuatorFactory& makeActuator) {
-    server::logEvent(server::LogLevel::Info, "api-server",
-                     {{"config", cluster.description}, {"node", options.nodeName}});
-    client = std::make_unique<kube::Client>(io, std::move(cluster));
-    kube::WriterOptions writerOptions;
-    writerOptions.nodeName = options.nodeName;
-    writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
-    writer->onOutcome = [](const kube::WriteOutcome& outcome) {
-      server::logEvent(outcome.ok ? server::LogLevel::Info : server::LogLevel::Warn, "api-write",
-                       {{"what", outcome.what},
-                        {"pod", outcome.pod},
-                        {"ok", outcome.ok},
-                        {"attempts", outcome.attempts},
-                        {"status", static_cast<int>(outcome.status)},
-                        {"detail", outcome.detail}});
-    };
-    auto pods = std::make_unique<KubernetesPodSource>(io, *client, options.nodeName, sourceOptions);
-    source = pods.get();
-    if (!options.dryRun) {
-      admissionActions = std::make_unique<webhook::ApiAdmissionActions>(*writer);
-      makeActuator = [local = std::move(makeActuator), w = writer.get(), p = pods.get()](
-                         boost::asio::io_context& context, cgroups::PodCgroups& cgroups,
-                         const Clock& clock) {
-        return std::make_unique<ApiRecordingActuator>(
-            local(context, cgroups, clock), *w,
-            [p](const std::string& key, const std::string& uid) {
-              return p->podGeneration(key, uid);
-            });
-      };
-    }
-    return pods;
-  }
-
-  // The first decisions should know the pods' priorities: wait (bounded) for the first lists.
-  // An unreachable API server does not keep the agent from protecting the node.
-  void awaitFirstList(boost::asio::io_context& io) const {
-    source->start();
-    const auto deadline = std::chrono::steady_clock::now() + kInitialSyncWait;
-    while (!source->synced() && std::chrono::steady_clock::now() < deadline) {
-      io.run_one_for(std::chrono::milliseconds(100));
-    }
-    if (source->synced()) {
-      server::logEvent(server::LogLevel::Info, "api-synced",
-                       {{"pods", static_cast<std::int64_t>(source->current().pods.size())}});
-      return;
-    }
-    server::logEvent(server::LogLevel::Warn, "api-not-synced",
-                     {{"waited_s", static_cast<std::int64_t>(kInitialSyncWait.count())},
-                      {"effect",
-                       "starting anyway; pods the API has not listed rank as unknown "
-                       "(priority 0) until it answers"}});
-  }
-
-  std::size_t pendingWrites() const { return writer ? writer->pending() : 0; }
-};
-
 }  // namespace
+
+ApiWiring::ApiWiring() = default;
+ApiWiring::~ApiWiring() = default;
+
+std::unique_ptr<PodSource> ApiWiring::wire(boost::asio::io_context& io, kube::ClusterConfig cluster,
+                                           const KubernetesSourceOptions& sourceOptions,
+                                           AgentOptions& options, ActuatorFactory& makeActuator) {
+  server::logEvent(server::LogLevel::Info, "api-server",
+                   {{"config", cluster.description}, {"node", options.nodeName}});
+  client = std::make_unique<kube::Client>(io, std::move(cluster));
+  kube::WriterOptions writerOptions;
+  writerOptions.nodeName = options.nodeName;
+  writer = std::make_unique<kube::ApiWriter>(io, *client, writerOptions);
+  writer->onOutcome = [](const kube::WriteOutcome& outcome) {
+    server::logEvent(outcome.ok ? server::LogLevel::Info : server::LogLevel::Warn, "api-write",
+                     {{"what", outcome.what},
+                      {"pod", outcome.pod},
+                      {"ok", outcome.ok},
+                      {"attempts", outcome.attempts},
+                      {"status", static_cast<int>(outcome.status)},
+                      {"detail", outcome.detail}});
+  };
+  auto pods = std::make_unique<KubernetesPodSource>(io, *client, options.nodeName, sourceOptions);
+  source = pods.get();
+  if (!options.dryRun) {
+    admissionActions = std::make_unique<webhook::ApiAdmissionActions>(*writer);
+    makeActuator = [local = std::move(makeActuator), w = writer.get(), p = pods.get()](
+                       boost::asio::io_context& context, cgroups::PodCgroups& cgroups,
+                       const Clock& clock) {
+      return std::make_unique<ApiRecordingActuator>(
+          local(context, cgroups, clock), *w, [p](const std::string& key, const std::string& uid) {
+            return p->podGeneration(key, uid);
+          });
+    };
+  }
+  return pods;
+}
+
+void ApiWiring::awaitFirstList(boost::asio::io_context& io) const {
+  source->start();
+  const auto deadline = std::chrono::steady_clock::now() + kInitialSyncWait;
+  while (!source->synced() && std::chrono::steady_clock::now() < deadline) {
+    io.run_one_for(std::chrono::milliseconds(100));
+  }
+  if (source->synced()) {
+    server::logEvent(server::LogLevel::Info, "api-synced",
+                     {{"pods", static_cast<std::int64_t>(source->current().pods.size())}});
+    return;
+  }
+  server::logEvent(server::LogLevel::Warn, "api-not-synced",
+                   {{"waited_s", static_cast<std::int64_t>(kInitialSyncWait.count())},
+                    {"effect",
+                     "starting anyway; pods the API has not listed rank as unknown "
+                     "(priority 0) until it answers"}});
+}
+
+std::size_t ApiWiring::pendingWrites() const {
+  return writer ? writer->pending() : 0;
+}
 
 int runAgent(const std::vector<std::string>& argv) {
   auto parsed =

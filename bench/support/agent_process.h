@@ -1,31 +1,19 @@
-// bench/support: a process run from a benchmark and read from outside — subprocesses that die
-// with the benchmark, /proc samples (CPU, RSS, threads, descriptors) and a bounded HTTP exchange
-// on loopback.
+// bench/support: a process run from a benchmark and read from outside — subprocesses that die with
+// it, /proc samples (CPU, RSS, threads, descriptors) and a bounded HTTP exchange on loopback.
 #pragma once
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
-#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <optional>
-#include <sstream>
-#include <string>
 #include <vector>
 
 #include "bench/support/measure.h"
-#include "bench/support/process.h"
+#include "bench/support/process.h"  // and the POSIX and std headers of its processes and files
 #include "bench/support/report.h"
 
 namespace nodewarden::bench {
@@ -39,14 +27,12 @@ inline pid_t startProcess(const std::vector<std::string>& args, const std::files
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(126);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
+    ::dup2(::open("/dev/null", O_RDONLY), 0);
     ::dup2(out, 1);
     ::dup2(out, 2);
     ::close_range(3, ~0U, 0);
-    std::vector<char*> raw;
-    for (const std::string& arg : args) raw.push_back(const_cast<char*>(arg.c_str()));
-    raw.push_back(nullptr);
+    std::vector<char*> raw(args.size() + 1, nullptr);
+    std::ranges::transform(args, raw.begin(), [](auto& a) { return const_cast<char*>(a.c_str()); });
     ::execv(raw[0], raw.data());
     ::_exit(127);
   }
@@ -57,14 +43,12 @@ inline pid_t startProcess(const std::vector<std::string>& args, const std::files
 // Reaps `pid` within `seconds` (or until a stop, when `stoppable`); its wait status, or nullopt.
 inline std::optional<int> waitProcess(pid_t pid, double seconds, bool stoppable = false) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(seconds * 1e9);
-  for (;;) {
-    int status = 0;
+  for (int status = 0;; sleepMillis(50)) {
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) return status;
     if ((done < 0 && errno != EINTR) || monotonicNanos() >= deadline || (stoppable && stopped())) {
       return std::nullopt;
     }
-    sleepMillis(50);
   }
 }
 
@@ -105,18 +89,15 @@ inline ProcSample sampleProcess(pid_t pid, bool countFds = false) {
   ProcSample s;
   s.wallNs = monotonicNanos();
   const std::string base = "/proc/" + std::to_string(pid);
-  const std::string stat = readText(base + "/stat");
+  const std::string stat = readText(base + "/stat"), status = readText(base + "/status");
   const auto paren = stat.rfind(')');
   if (paren == std::string::npos) return s;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  // After the comm, state is field 3: utime (14) is the 12th read, stime (15) the 13th.
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i >= 14) s.ticks += std::strtoull(field.c_str(), nullptr, 10);
-  }
-  std::istringstream status(readText(base + "/status"));
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with("VmRSS:")) s.rssKiB = std::strtoull(line.c_str() + 6, nullptr, 10);
+  unsigned long long utime = 0, stime = 0;  // fields 14 and 15; 3 to 13 follow the comm's ')'
+  (void)std::sscanf(stat.c_str() + paren + 1, "%*s%*s%*s%*s%*s%*s%*s%*s%*s%*s%*s %llu %llu", &utime,
+                    &stime);
+  s.ticks = utime + stime;
+  if (const auto at = status.find("\nVmRSS:"); at != std::string::npos) {
+    s.rssKiB = std::strtoull(&status[at + 7], nullptr, 10);
   }
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(base + "/task", ec)) {
@@ -140,10 +121,7 @@ inline int connectLoopback(std::uint16_t port, bool blocking,
     timeval tv{time_t(sendLimit.count() / 1000), suseconds_t(sendLimit.count() % 1000 * 1000)};
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   }
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in address{AF_INET, htons(port), {htonl(INADDR_LOOPBACK)}, {}};
   if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 &&
       (blocking || errno != EINPROGRESS)) {
     ::close(fd);
@@ -183,7 +161,6 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
                           : ::recv(fd, chunk, sizeof chunk, 0);
     if (n > 0 && sent < request.size()) {
       sent += std::size_t(n);
-      out.connected = true;
     } else if (n > 0) {
       out.response.append(chunk, std::size_t(n));
     } else if ((n == 0 && sent == request.size()) || (errno != EAGAIN && errno != EINTR)) {
@@ -193,8 +170,9 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
   }
   if (fd >= 0) ::close(fd);
   out.nanos = double(monotonicNanos() - start);
-  if (out.response.starts_with("HTTP/1.1 ") && out.response.size() >= 12) {
-    out.status = std::atoi(out.response.c_str() + 9);
+  out.connected = sent > 0;
+  if (out.response.size() >= 12 && out.response.starts_with("HTTP/1.1 ")) {
+    out.status = std::atoi(&out.response[9]);
   }
   return out;
 }
