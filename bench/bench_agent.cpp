@@ -588,7 +588,7 @@ void printUsage(std::FILE* out) {
       "  --quick  5 latency trials a variant ((c) 3), 10 s of idle sampling, 1 trial a rate\n"
       "  --trials N (default 30; (c) 20)  --variants LIST of part 1's (default a,an,ar,a2,b,c)\n"
       "  --pods N idle pods beside part 1's  --rates MiB/s,...,max  --rate-trials N (default 3)\n"
-      "  --skip-idle, --skip-rates, --skip-fire, --only-rates, --only-fire (--skip-demo: none)\n"
+      "  --skip-idle, --skip-rates, --skip-fire, --only-rates, --only-fire\n"
       "Targets: p99 <= 5 ms with notifications (50 ms under API faults); idle <= 0.25 %% of a\n"
       "core and <= 16 MiB RSS; a miss prints MISSES. Exit status: 0 after a run, 77 when the\n"
       "machine cannot run it, 1 when the set-up fails, 130 after SIGINT or SIGTERM.\n"
@@ -669,7 +669,6 @@ int run(int argc, char** argv) {
   Settings s;
   Args args(printUsage);
   args.flag("--quick", s.quick)
-      .flag("--skip-demo", [] {})  // part 2 is `nodewarden demo` now
       .flag("--skip-idle", [&] { s.idle = false; })
       .flag("--skip-rates", [&] { s.rates = false; })
       .flag("--skip-fire", [&] { s.fire = false; })
