@@ -15,6 +15,7 @@
 #include <boost/beast/http.hpp>
 #include <thread>
 
+#include "bench/support/generator.h"
 #include "bench/support/report.h"
 #include "kube/reflector.h"
 #include "server/http_server.h"
@@ -30,86 +31,36 @@ namespace http = boost::beast::http;
 
 namespace {
 
-// A pod as `kubectl get pod -o json` prints one from a Deployment, managed fields, probes,
-// env, volumes and statuses included (the cache trims what it does not read); kubectlPod
-// fills in its names, figures and random identifiers.
-const Json kPod = Json::parse(R"({"apiVersion": "v1", "kind": "Pod",
-  "metadata": {"creationTimestamp": "2026-11-20T10:00:00Z",
-    "labels": {"app.kubernetes.io/part-of": "shop"},
-    "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-19T08:00:00Z"},
-    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "controller": true,
-                         "blockOwnerDeletion": true}],
-    "managedFields": [{"manager": "kube-controller-manager", "operation": "Update",
-      "apiVersion": "v1", "time": "2026-11-20T10:00:00Z", "fieldsType": "FieldsV1",
-      "fieldsV1": {"f:metadata": {"f:labels": {}}}}]},
-  "spec": {"schedulerName": "default-scheduler", "serviceAccountName": "default",
-    "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
-    "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
-    "tolerations": [
-      {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-       "tolerationSeconds": 300},
-      {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-       "tolerationSeconds": 300}],
-    "volumes": [{"name": "kube-api-access", "projected": {"defaultMode": 420}}]},
-  "status": {"phase": "Running", "qosClass": "Burstable", "startTime": "2026-11-20T10:00:00Z",
-    "conditions": [
-      {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-20T10:00:05Z"},
-      {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-20T10:00:00Z"}],
-    "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0,
-      "image": "registry.example.com/app:1.2.3",
-      "state": {"running": {"startedAt": "2026-11-20T10:00:02Z"}}}]}})");
-const Json kContainer = Json::parse(R"({"imagePullPolicy": "IfNotPresent",
-  "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
-  "env": [{"name": "LOG_LEVEL", "value": "info"},
-          {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-  "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10},
-  "volumeMounts": [{"name": "kube-api-access", "readOnly": true,
-                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
-  "terminationMessagePath": "/dev/termination-log"})");
-
-// `name` ends in "-xxxxx" (the ReplicaSet's pod suffix); node "": a pending pod.
-Json kubectlPod(Random& random, const std::string& ns, const std::string& name,
-                const std::string& node, std::int64_t priority, std::int64_t memoryMi,
-                std::int64_t cpuMilli) {
-  Json pod = kPod;
-  Json& meta = pod["metadata"];
-  Json& status = pod["status"];
-  const std::string owner = name.substr(0, name.size() - 6);
-  meta.update({{"name", name}, {"namespace", ns}, {"uid", random.uuid()}});
-  status["hostIP"] = "10.0." + std::to_string(random.between(0, 255)) + ".1";
-  status["podIP"] = "10.244." + std::to_string(random.between(0, 255)) + "." +
-                    std::to_string(random.between(2, 254));
-  status["containerStatuses"][0]["imageID"] = "registry.example.com/app@sha256:" + random.hex(64);
-  status["containerStatuses"][0]["containerID"] = "containerd://" + random.hex(64);
-  meta["resourceVersion"] = std::to_string(random.between(1000, 9'000'000));
-  meta["generateName"] = name.substr(0, name.size() - 5);
-  meta["labels"].update({{"app", owner}, {"pod-template-hash", random.hex(10)}});
-  meta["ownerReferences"][0].update({{"name", owner}, {"uid", random.uuid()}});
-  for (auto [container, mem, cpu] :
-       {std::tuple<std::string, std::int64_t, std::int64_t>{"app", memoryMi, cpuMilli},
-        {"sidecar", 32, 10}}) {
-    Json& c = pod["spec"]["containers"].emplace_back(kContainer);
-    c["name"] = container;
-    c["image"] =
-        "registry.example.com/" + container + ":1.2." + std::to_string(random.between(0, 9));
-    c["resources"] = {
-        {"requests", {{"memory", std::to_string(mem) + "Mi"}, {"cpu", std::to_string(cpu) + "m"}}},
-        {"limits", {{"memory", std::to_string(mem * 2) + "Mi"}}}};
+// The pods generator.h's Planner puts on a new node of `count` (its agents, Jobs, a few
+// pending, terminating or nominated to it), resolved, with their `kubectl get pod -o json` text.
+std::vector<std::pair<policy::Pod, std::string>> drawNode(Planner& plan, KubectlText& text,
+                                                          const std::string& node, int count) {
+  static const std::vector<policy::PriorityClass> classes = priorityClasses();
+  std::vector<std::pair<policy::Pod, std::string>> out;
+  for (PodPlan& p : plan.node(node, count)) {
+    policy::resolvePod(p.pod, classes);  // for the priority and QoS class printed
+    out.emplace_back(p.pod, text.pod(p));
   }
-  pod["spec"]["priority"] = priority;
-  if (node.empty()) status = {{"phase", "Pending"}};
-  if (!node.empty()) pod["spec"]["nodeName"] = node;
-  return pod;
+  return out;
 }
 
-// A ready node of 8 CPUs and 16 GiB.
-Json nodeObject(const std::string& name) {
+// A ready node whose allocatable is what `pods` on it request, and 1 CPU and 1 GiB more.
+Json nodeObject(const std::string& name,
+                const std::vector<std::pair<policy::Pod, std::string>>& pods) {
+  std::int64_t cpu = 1000, memory = 1 << 30;
+  for (const auto& [pod, text] : pods) {
+    if (pod.nodeName != name || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    const policy::ResourceAmounts& r = pod.schedulerRequests;
+    cpu += r.count("cpu") ? r.at("cpu") : 0;
+    memory += r.count("memory") ? r.at("memory") : 0;
+  }
+  const Json room = {
+      {"cpu", std::to_string(cpu) + "m"}, {"memory", std::to_string(memory)}, {"pods", "110"}};
   Json node = Json::parse(R"({"apiVersion": "v1", "kind": "Node", "status": {
-    "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-    "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
     "conditions": [{"type": "Ready", "status": "True"},
                    {"type": "MemoryPressure", "status": "False"}]}})");
   node["metadata"] = {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}};
+  node["status"]["capacity"] = node["status"]["allocatable"] = room;
   return node;
 }
 
@@ -119,19 +70,17 @@ void apply(kube::Store<T>& store, const std::string& type, const std::string& te
   policy::Diagnostics diagnostics;
   if (auto object = policy::parseKubernetesJsonText(text, diagnostics)) store.apply(type, *object);
 }
-std::string withDigits(int i) {  // 5 digits: "00042"
-  return std::to_string(100000 + i).substr(1);
-}
 
 void cacheMemory(bool quick) {
   std::printf("\n## Memory per 1,000 pods cached\n\n");
   for (int count : quick ? std::vector<int>{1000} : std::vector<int>{1000, 10000}) {
-    Random random(7);
+    Planner plan(7, count / 6);
+    KubectlText render(7, "");
     std::vector<std::string> texts;
-    for (int i = 0; i < count; ++i) {
-      texts.push_back(kubectlPod(random, "shop", "web-" + withDigits(i),
-                                 "node-" + std::to_string(i % 30), i % 3 * 1000, 128, 100)
-                          .dump());
+    while (int(texts.size()) < count) {
+      for (auto& [pod, podText] : drawNode(plan, render, plan.nodeName(), 30)) {
+        if (int(texts.size()) < count) texts.push_back(std::move(podText));
+      }
     }
     // What nodewarden keeps (a Store<Pod>), then a naive cache (each object's JSON DOM).
     std::size_t base = heapInUse(true);
@@ -163,30 +112,37 @@ void webhookLatency(bool quick) {
   kube::Store<policy::PriorityClass> classStore("PriorityClass", policy::parsePriorityClass);
   kube::Store<policy::PodDisruptionBudget> pdbStore("PodDisruptionBudget",
                                                     policy::parsePodDisruptionBudget);
-  Random random(99);
-  for (int n = 0; n < nodes; ++n) {
-    const std::string node = "node-" + std::to_string(n);
-    apply(nodeStore, "ADDED", nodeObject(node).dump());
-    for (int p = 0; p < podsPerNode; ++p) {
-      const std::string name = "pod-" + std::to_string(n) + "-" + std::to_string(p) + "-abcde";
-      const std::int64_t memoryMi = 400 + random.between(0, 120);
-      apply(podStore, "ADDED",
-            kubectlPod(random, "ns-" + std::to_string(p % 20), name, node, p % 4 * 1000, memoryMi,
-                       200)
-                .dump());
-    }
+  Planner plan(99, nodes * podsPerNode / 6);
+  KubectlText render(99, "");
+  for (const Json& c : Json::parse(render.priorityClassList())["items"]) {
+    apply(classStore, "ADDED", c.dump());
   }
-  // Pending pods under review: most fit somewhere (admit), some need preemption (priority
-  // 5000, large), some cannot preempt (Never).
+  std::vector<std::string> nodeNames;
+  for (int n = 0; n < nodes; ++n) {
+    const std::string& node = nodeNames.emplace_back(plan.nodeName());
+    const auto pods = drawNode(plan, render, node, podsPerNode);
+    apply(nodeStore, "ADDED", nodeObject(node, pods).dump());
+    for (const auto& [pod, podText] : pods) apply(podStore, "ADDED", podText);
+  }
+  // Pending pods under review, as the review needs them: most fit anywhere (admit), some need
+  // preemption (priority 5000, 4 GiB), some cannot preempt (Never).
   std::vector<std::pair<std::string, std::string>> reviewed;  // pod name, node
   for (int i = 0; i < pending; ++i) {
     const bool large = i % 4 == 0;
-    Json pod = kubectlPod(random, "pending", "new-" + withDigits(i) + "-xyzwv", "",
-                          large ? 5000 : 0, large ? 4096 : 128, 100);
-    if (i % 8 == 4) pod["spec"]["preemptionPolicy"] = "Never";
-    apply(podStore, "ADDED", pod.dump());
-    reviewed.emplace_back(pod["metadata"]["name"].get<std::string>(),
-                          "node-" + std::to_string(random.between(0, nodes - 1)));
+    const Json requests = {{"cpu", "100m"}, {"memory", large ? "4Gi" : "128Mi"}};
+    Json spec = {{"priority", large ? 5000 : 0},
+                 {"containers", {{{"name", "app"}, {"resources", {{"requests", requests}}}}}}};
+    if (i % 8 == 4) spec["preemptionPolicy"] = "Never";
+    const std::string name = "new-" + std::to_string(i);
+    const Json meta = {{"name", name}, {"namespace", "pending"}, {"uid", "uid-" + name}};
+    apply(podStore, "ADDED",
+          Json{{"apiVersion", "v1"},
+               {"kind", "Pod"},
+               {"metadata", meta},
+               {"spec", spec},
+               {"status", {{"phase", "Pending"}}}}
+              .dump());
+    reviewed.emplace_back(name, nodeNames[std::size_t(plan.rng().between(0, nodes - 1))]);
   }
   // A dry-run review (the webhook decides, nothing acts) of the i-th pending pod's binding.
   auto reviewBody = [&](const std::string& uid, int i) {
@@ -274,15 +230,17 @@ void watchThroughput(bool quick) {
   testing::FakeApiServerOptions options;
   options.bookmarkEvery = 60000ms;
   testing::FakeApiServer server(options);
-  Random random(42);
+  Planner plan(42, pods / 6);
+  KubectlText render(42, "");
+  const std::string node = plan.nodeName();
   std::vector<Json> objects, changes;
-  for (int i = 0; i < pods; ++i) {
-    objects.push_back(
-        kubectlPod(random, "shop", "web-" + withDigits(i), "node-1", 0, 64 + i % 64, 50));
+  for (const auto& [pod, podText] : drawNode(plan, render, node, pods)) {
+    if (pod.nodeName != node) continue;  // nominated, not bound: the watch does not see them
+    objects.push_back(Json::parse(podText));
     server.upsertPod(objects.back());
   }
   auto changed = [&](int i) {  // the i-th event's object
-    Json object = objects[i % pods];
+    Json object = objects[std::size_t(i) % objects.size()];
     object["metadata"]["labels"]["generation"] = std::to_string(i);
     return object;
   };
@@ -295,7 +253,7 @@ void watchThroughput(bool quick) {
   kube::Client client(io, config);
   kube::Store<policy::Pod> store("Pod", policy::parsePod);
   kube::Reflector reflector(
-      io, client, {.listPath = "/api/v1/pods", .fieldSelector = "spec.nodeName=node-1"}, store);
+      io, client, {.listPath = "/api/v1/pods", .fieldSelector = "spec.nodeName=" + node}, store);
   reflector.start();
   const auto syncDeadline = steadyNow() + 30s;
   while (!reflector.synced() && steadyNow() < syncDeadline) io.run_one_for(50ms);
