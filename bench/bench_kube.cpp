@@ -1,4 +1,4 @@
-// bench_kube: the Kubernetes integration's figures, over kubectl-shaped pods:
+// bench_kube: the Kubernetes integration's figures, over generator.h's kubectl-shaped pods:
 //   1. memory per 1,000 pods cached: the heap (mallinfo2) a Store<Pod> holds, against each
 //      object's JSON DOM kept as a naive cache would, and the JSON text;
 //   2. webhook latency at 1,000 nodes x 30 pods: POST /v1/admission-review over loopback
@@ -7,7 +7,6 @@
 //   3. watch throughput: events a second from the fake API server (tests/kube) through the
 //      client's stream splitter and the reflector into a Store<Pod>, end to end over
 //      loopback; and the cache's own cost per event (trim-parse + parsePod + store update).
-// Run: ninja -C BUILD bench/bench_kube && BUILD/bench/bench_kube [--quick]
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -64,11 +63,12 @@ Json nodeObject(const std::string& name,
   return node;
 }
 
-// An object as the cache keeps it (trimmed to what it reads), applied as a watch event.
+// An object as the cache keeps it (trimmed to what it reads), added as a watch event would.
 template <typename T>
-void apply(kube::Store<T>& store, const std::string& type, const std::string& text) {
+void add(kube::Store<T>& store, const std::string& text) {
   policy::Diagnostics diagnostics;
-  if (auto object = policy::parseKubernetesJsonText(text, diagnostics)) store.apply(type, *object);
+  if (auto object = policy::parseKubernetesJsonText(text, diagnostics))
+    store.apply("ADDED", *object);
 }
 
 void cacheMemory(bool quick) {
@@ -85,7 +85,7 @@ void cacheMemory(bool quick) {
     // What nodewarden keeps (a Store<Pod>), then a naive cache (each object's JSON DOM).
     std::size_t base = heapInUse(true);
     auto store = std::make_unique<kube::Store<policy::Pod>>("Pod", policy::parsePod);
-    for (const auto& text : texts) apply(*store, "ADDED", text);
+    for (const auto& text : texts) add(*store, text);
     const std::size_t storeBytes = heapInUse(true) - base;
     if (store->objects().size() != std::size_t(count)) std::printf("warning: pods missing\n");
     store.reset();
@@ -114,35 +114,40 @@ void webhookLatency(bool quick) {
                                                     policy::parsePodDisruptionBudget);
   Planner plan(99, nodes * podsPerNode / 6);
   KubectlText render(99, "");
-  for (const Json& c : Json::parse(render.priorityClassList())["items"]) {
-    apply(classStore, "ADDED", c.dump());
+  for (const policy::PriorityClass& c : priorityClasses()) {
+    add(classStore,
+        Json{{"apiVersion", "scheduling.k8s.io/v1"},
+             {"kind", "PriorityClass"},
+             {"metadata", {{"name", c.name}}},
+             {"value", c.value},
+             {"globalDefault", c.globalDefault},
+             {"preemptionPolicy", c.preemptionPolicy ? "Never" : "PreemptLowerPriority"}}
+            .dump());
   }
   std::vector<std::string> nodeNames;
   for (int n = 0; n < nodes; ++n) {
     const std::string& node = nodeNames.emplace_back(plan.nodeName());
     const auto pods = drawNode(plan, render, node, podsPerNode);
-    apply(nodeStore, "ADDED", nodeObject(node, pods).dump());
-    for (const auto& [pod, podText] : pods) apply(podStore, "ADDED", podText);
+    add(nodeStore, nodeObject(node, pods).dump());
+    for (const auto& [pod, podText] : pods) add(podStore, podText);
   }
   // Pending pods under review, as the review needs them: most fit anywhere (admit), some need
   // preemption (priority 5000, 4 GiB), some cannot preempt (Never).
   std::vector<std::pair<std::string, std::string>> reviewed;  // pod name, node
+  Random random(99);
+  const Json kPending = Json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+    "metadata": {"namespace": "pending"}, "status": {"phase": "Pending"},
+    "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"}}}]}})");
   for (int i = 0; i < pending; ++i) {
     const bool large = i % 4 == 0;
-    const Json requests = {{"cpu", "100m"}, {"memory", large ? "4Gi" : "128Mi"}};
-    Json spec = {{"priority", large ? 5000 : 0},
-                 {"containers", {{{"name", "app"}, {"resources", {{"requests", requests}}}}}}};
-    if (i % 8 == 4) spec["preemptionPolicy"] = "Never";
     const std::string name = "new-" + std::to_string(i);
-    const Json meta = {{"name", name}, {"namespace", "pending"}, {"uid", "uid-" + name}};
-    apply(podStore, "ADDED",
-          Json{{"apiVersion", "v1"},
-               {"kind", "Pod"},
-               {"metadata", meta},
-               {"spec", spec},
-               {"status", {{"phase", "Pending"}}}}
-              .dump());
-    reviewed.emplace_back(name, nodeNames[std::size_t(plan.rng().between(0, nodes - 1))]);
+    Json pod = kPending;
+    pod["metadata"].update({{"name", name}, {"uid", "uid-" + name}});
+    pod["spec"]["priority"] = large ? 5000 : 0;
+    if (i % 8 == 4) pod["spec"]["preemptionPolicy"] = "Never";
+    pod["spec"]["containers"][0]["resources"]["requests"]["memory"] = large ? "4Gi" : "128Mi";
+    add(podStore, pod.dump());
+    reviewed.emplace_back(name, nodeNames[std::size_t(random.between(0, nodes - 1))]);
   }
   // A dry-run review (the webhook decides, nothing acts) of the i-th pending pod's binding.
   auto reviewBody = [&](const std::string& uid, int i) {
