@@ -55,10 +55,9 @@ Json nodeObject(const std::string& name,
   }
   const Json room = {
       {"cpu", std::to_string(cpu) + "m"}, {"memory", std::to_string(memory)}, {"pods", "110"}};
-  Json node = Json::parse(R"({"apiVersion": "v1", "kind": "Node", "status": {
-    "conditions": [{"type": "Ready", "status": "True"},
-                   {"type": "MemoryPressure", "status": "False"}]}})");
-  node["metadata"] = {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}};
+  Json node = Json::parse(R"({"apiVersion": "v1", "kind": "Node",
+    "status": {"conditions": [{"type": "Ready", "status": "True"}]}})");
+  node["metadata"]["name"] = name;
   node["status"]["capacity"] = node["status"]["allocatable"] = room;
   return node;
 }
@@ -105,8 +104,7 @@ void cacheMemory(bool quick) {
 
 void webhookLatency(bool quick) {
   std::printf("\n## Webhook latency: 1,000 nodes x 30 pods\n\n");
-  const int nodes = 1000, podsPerNode = 30, pending = 200;
-  const int reviews = quick ? 500 : 3000;
+  const int nodes = 1000, podsPerNode = 30, pending = 200, reviews = quick ? 500 : 3000;
   kube::Store<policy::Pod> podStore("Pod", policy::parsePod);
   kube::Store<policy::Node> nodeStore("Node", policy::parseNode);
   kube::Store<policy::PriorityClass> classStore("PriorityClass", policy::parsePriorityClass);
@@ -114,15 +112,8 @@ void webhookLatency(bool quick) {
                                                     policy::parsePodDisruptionBudget);
   Planner plan(99, nodes * podsPerNode / 6);
   KubectlText render(99, "");
-  for (const policy::PriorityClass& c : priorityClasses()) {
-    add(classStore,
-        Json{{"apiVersion", "scheduling.k8s.io/v1"},
-             {"kind", "PriorityClass"},
-             {"metadata", {{"name", c.name}}},
-             {"value", c.value},
-             {"globalDefault", c.globalDefault},
-             {"preemptionPolicy", c.preemptionPolicy ? "Never" : "PreemptLowerPriority"}}
-            .dump());
+  for (const policy::PriorityClass& c : priorityClasses()) {  // the classes the pods name
+    add(classStore, Json{{"metadata", {{"name", c.name}}}, {"value", c.value}}.dump());
   }
   std::vector<std::string> nodeNames;
   for (int n = 0; n < nodes; ++n) {
@@ -165,7 +156,6 @@ void webhookLatency(bool quick) {
     cache.refresh();
     return webhook.handle(request);
   };
-
   std::vector<double> decide;  // the decision alone
   std::map<std::string, int> verdicts;
   for (int i = 0; i < reviews; ++i) {
@@ -187,7 +177,6 @@ void webhookLatency(bool quick) {
       decided.median() / 1e3, decided.p99() / 1e3, reviews);
   for (const auto& [verdict, n] : verdicts) std::printf("%s %d ", verdict.c_str(), n);
   std::printf(")\n");
-
   // Over loopback: the HTTP server on its own loop thread, a keep-alive client here.
   boost::asio::io_context serverIo, clientIo;
   server::HttpServerOptions httpOptions;  // on 127.0.0.1
@@ -230,8 +219,7 @@ void webhookLatency(bool quick) {
 
 void watchThroughput(bool quick) {
   std::printf("\n## Watch throughput (events applied to the cache)\n\n");
-  const int pods = 1000;
-  const int events = quick ? 5000 : 30000;
+  const int pods = 1000, events = quick ? 5000 : 30000;
   testing::FakeApiServerOptions options;
   options.bookmarkEvery = 60000ms;
   testing::FakeApiServer server(options);
@@ -268,7 +256,6 @@ void watchThroughput(bool quick) {
   }
   const auto watchDeadline = steadyNow() + 5s;  // let the watch open
   while (server.openWatches() == 0 && steadyNow() < watchDeadline) io.run_one_for(10ms);
-
   // Pre-built modifications, so the producer spends its time in the server's encoding only.
   for (int i = 0; i < events; ++i) changes.push_back(changed(i));
   const std::uint64_t before = reflector.stats().events;
@@ -292,7 +279,6 @@ void watchThroughput(bool quick) {
       applied < std::uint64_t(events) ? "  (INCOMPLETE: timed out)" : "", producerSeconds,
       events / std::max(producerSeconds, 1e-9));
   reflector.stop();
-
   // The cache's own cost per event: the same events as text, parsed and applied.
   std::vector<std::string> lines;
   std::size_t bytes = 0;

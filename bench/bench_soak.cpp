@@ -179,20 +179,23 @@ std::optional<Sample> meanOver(const std::vector<Sample>& samples, double from, 
 // Part 2; returns its lines of the targets.
 std::string soak(AgentNode& node, IdlePods& idle, int minutes) {
   std::vector<Sample> samples;
-  int episodes = 0, evicted = 0, wrongVictims = 0, hogsSurvived = 0;
-  std::vector<double> killMs;  // the agent's own crossing → signalled, per eviction
+  int episodes = 0, wrongVictims = 0, hogsSurvived = 0;
+  std::vector<double> killMs;  // the agent's own crossing → signalled, per hog evicted
   std::size_t churned = 0;
   const std::uint64_t oomBefore = node.oomKills();
   std::size_t logOffset = readText(node.log).size();
   const std::int64_t start = monotonicNanos(), end = start + minutes * 60 * kSecond;
   ProcSample previous = sampleProcess(node.pid);
   std::int64_t nextSample = start, nextChurn = start, nextEpisode = start + 20 * kSecond;
-  struct Hog {
-    Pod pod;
-    pid_t pid;
-    std::int64_t start;
+  std::optional<Pod> hog;
+  pid_t hogPid = -1;
+  std::int64_t hogStart = 0;
+  auto onEviction = [&](const Json& line) {
+    if (line.value("event", "") != "evict") return;
+    const bool ofHog = hog && line.value("uid", "") == hog->uid;
+    if (ofHog) killMs.push_back(line.value("latency_ms", -1.0));
+    wrongVictims += !ofHog;
   };
-  std::optional<Hog> hog;
   for (std::int64_t now; !stopped() && (now = monotonicNanos()) < end;) {
     for (int k = 0; now >= nextChurn && k < kChurnPerSecond; ++k) {
       churned += idle.churnOne().empty();
@@ -203,27 +206,15 @@ std::string soak(AgentNode& node, IdlePods& idle, int minutes) {
       if (auto pod = node.addPod("batch", "hog-" + std::to_string(episodes++), 0, "besteffort",
                                  Json::object(), 300)) {
         auto child = node.sandbox.spawn(pod->relative, [p = ::getpid()] { return grow(p); });
-        if (child) hog = Hog{*pod, *child, monotonicNanos()};
         if (!child) node.removePod(*pod);
+        if (child) std::tie(hog, hogPid, hogStart) = std::tuple(*pod, *child, monotonicNanos());
       }
       nextEpisode += 60 * kSecond;
     }
-    forEachLogLine(
-        node.log,
-        [&](const Json& line) {
-          if (line.value("event", "") != "evict") return;
-          if (hog && line.value("uid", "") == hog->pod.uid) {
-            ++evicted;
-            killMs.push_back(line.value("latency_ms", -1.0));
-          } else {
-            ++wrongVictims;
-          }
-        },
-        &logOffset);
-    if (hog && (exited(hog->pid) || now - hog->start > 30 * kSecond)) {
-      hogsSurvived += !exited(hog->pid);
-      node.removePod(hog->pod);
-      hog.reset();
+    forEachLogLine(node.log, onEviction, &logOffset);
+    if (hog && (exited(hogPid) || now - hogStart > 30 * kSecond)) {
+      hogsSurvived += !exited(hogPid);
+      node.removePod(*std::exchange(hog, std::nullopt));
     }
     if (now >= nextSample) {
       const ProcSample s = sampleProcess(node.pid, true);
@@ -235,7 +226,7 @@ std::string soak(AgentNode& node, IdlePods& idle, int minutes) {
     }
     sleepMillis(10);
   }
-  if (hog) node.removePod(hog->pod);
+  if (hog) node.removePod(*hog);
   const int kernelOomKills = int(node.oomKills() - oomBefore);
   std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
   for (int m = 0; m < minutes; ++m) {
@@ -244,6 +235,7 @@ std::string soak(AgentNode& node, IdlePods& idle, int minutes) {
     }
   }
   const Samples kill = Samples::from(killMs);
+  const int evicted = int(kill.count());
   std::printf(
       "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
       " victims, %d kernel OOM kills\n"
