@@ -1,12 +1,10 @@
 // bench_kube: the Kubernetes integration's figures, over generator.h's kubectl-shaped pods:
 //   1. memory per 1,000 pods cached: the heap (mallinfo2) a Store<Pod> holds, against each
-//      object's JSON DOM kept as a naive cache would, and the JSON text;
+//      object's JSON DOM kept as a naive cache would;
 //   2. webhook latency at 1,000 nodes x 30 pods: POST /v1/admission-review over loopback
-//      keep-alive (HTTP server + BindingWebhook + StoreClusterCache), with a mix of verdicts,
-//      and the decision alone;
+//      keep-alive (HTTP server + BindingWebhook + StoreClusterCache), and the decision alone;
 //   3. watch throughput: events a second from the fake API server (tests/kube) through the
-//      client's stream splitter and the reflector into a Store<Pod>, end to end over
-//      loopback; and the cache's own cost per event (trim-parse + parsePod + store update).
+//      client and the reflector into a Store<Pod>, and the cache's own cost per event.
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -158,9 +158,7 @@ std::optional<double> slowloris(const AgentNode& node, int seconds) {
 }
 
 struct Sample {
-  double minute = 0, rssMiB = 0;
-  std::size_t fds = 0;
-  double cpuPercent = 0;  // of one core since the previous sample
+  double minute = 0, rssMiB = 0, fds = 0, cpuPercent = 0;  // CPU: of a core since the last one
 };
 
 // Mean of the samples whose minute is in [from, to).
@@ -173,7 +171,7 @@ std::optional<Sample> meanOver(const std::vector<Sample>& samples, double from, 
     ++n;
   }
   if (n == 0) return std::nullopt;
-  return Sample{0, sum.rssMiB / n, sum.fds / std::size_t(n), sum.cpuPercent / n};
+  return Sample{0, sum.rssMiB / n, sum.fds / n, sum.cpuPercent / n};
 }
 
 // Part 2; returns its lines of the targets.
@@ -220,7 +218,7 @@ std::string soak(AgentNode& node, IdlePods& idle, int minutes) {
       const ProcSample s = sampleProcess(node.pid, true);
       if (!s.ok) break;  // the agent is gone
       samples.push_back(
-          {double(now - start) / 60e9, s.rssMiB(), s.fds, s.cpuPercentSince(previous)});
+          {double(now - start) / 60e9, s.rssMiB(), double(s.fds), s.cpuPercentSince(previous)});
       previous = s;
       nextSample += 10 * kSecond;
     }
@@ -231,7 +229,7 @@ std::string soak(AgentNode& node, IdlePods& idle, int minutes) {
   std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
   for (int m = 0; m < minutes; ++m) {
     if (auto row = meanOver(samples, m, m + 1)) {
-      std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
+      std::printf("  %6d %10.1f %6.0f %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
     }
   }
   const Samples kill = Samples::from(killMs);
@@ -247,7 +245,7 @@ std::string soak(AgentNode& node, IdlePods& idle, int minutes) {
   std::string targets;
   if (first && last) {
     const double rss = last->rssMiB - first->rssMiB;
-    const double fds = double(last->fds) - double(first->fds);
+    const double fds = last->fds - first->fds;
     targets = format("  RSS, last %.0f min - first %.0f min      %+8.1f MiB <= %5.0f MiB  %s\n",
                      span, span, rss, kRssGrowthTargetMiB, verdict(rss <= kRssGrowthTargetMiB)) +
               format("  fds, last %.0f min - first %.0f min      %+8.0f     <= %5.0f      %s\n",
