@@ -91,7 +91,6 @@ void cacheMemory(bool quick) {
     doms->reserve(count);
     for (const auto& text : texts) doms->push_back(Json::parse(text));
     const std::size_t domBytes = heapInUse(true) - base;
-    doms.reset();
     std::printf(
         "%6d pods: Store<Pod> %.2f MiB = %.2f MiB per 1,000 pods (%.0f bytes/pod); "
         "full JSON DOM %.2f MiB per 1,000 pods\n",

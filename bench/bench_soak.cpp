@@ -291,10 +291,10 @@ int run(int argc, char** argv) {
                          "127.0.0.1:0", "/nonexistent", "ready", 60);
     }
     if (error.empty()) {
-      std::printf("\n  %d pods; agent pid %d ready on 127.0.0.1:%u\n\n", kPods, int(node.pid),
-                  unsigned(node.port));
-      std::printf("== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
-                  kSlowClients, slowSeconds);
+      std::printf(
+          "\n  %d pods; agent pid %d ready on 127.0.0.1:%u\n\n"
+          "== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
+          kPods, int(node.pid), unsigned(node.port), kSlowClients, slowSeconds);
       const std::optional<double> probeP99 = slowloris(node, slowSeconds);
       std::string targets;
       if (!skipSoak && !stopped()) {
