@@ -1,13 +1,10 @@
-// bench_kube: the Kubernetes integration's figures, over kubectl-shaped pods:
+// bench_kube: the Kubernetes integration's figures, over generator.h's kubectl-shaped pods:
 //   1. memory per 1,000 pods cached: the heap (mallinfo2) a Store<Pod> holds, against each
-//      object's JSON DOM kept as a naive cache would, and the JSON text;
+//      object's JSON DOM kept as a naive cache would;
 //   2. webhook latency at 1,000 nodes x 30 pods: POST /v1/admission-review over loopback
-//      keep-alive (HTTP server + BindingWebhook + StoreClusterCache), with a mix of verdicts,
-//      and the decision alone;
+//      keep-alive (HTTP server + BindingWebhook + StoreClusterCache), and the decision alone;
 //   3. watch throughput: events a second from the fake API server (tests/kube) through the
-//      client's stream splitter and the reflector into a Store<Pod>, end to end over
-//      loopback; and the cache's own cost per event (trim-parse + parsePod + store update).
-// Run: ninja -C BUILD bench/bench_kube && BUILD/bench/bench_kube [--quick]
+//      client and the reflector into a Store<Pod>, and the cache's own cost per event.
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -15,6 +12,7 @@
 #include <boost/beast/http.hpp>
 #include <thread>
 
+#include "bench/support/generator.h"
 #include "bench/support/report.h"
 #include "kube/reflector.h"
 #include "server/http_server.h"
@@ -30,113 +28,61 @@ namespace http = boost::beast::http;
 
 namespace {
 
-// A pod as `kubectl get pod -o json` prints one from a Deployment, managed fields, probes,
-// env, volumes and statuses included (the cache trims what it does not read); kubectlPod
-// fills in its names, figures and random identifiers.
-const Json kPod = Json::parse(R"({"apiVersion": "v1", "kind": "Pod",
-  "metadata": {"creationTimestamp": "2026-11-20T10:00:00Z",
-    "labels": {"app.kubernetes.io/part-of": "shop"},
-    "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-19T08:00:00Z"},
-    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "controller": true,
-                         "blockOwnerDeletion": true}],
-    "managedFields": [{"manager": "kube-controller-manager", "operation": "Update",
-      "apiVersion": "v1", "time": "2026-11-20T10:00:00Z", "fieldsType": "FieldsV1",
-      "fieldsV1": {"f:metadata": {"f:labels": {}}}}]},
-  "spec": {"schedulerName": "default-scheduler", "serviceAccountName": "default",
-    "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
-    "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
-    "tolerations": [
-      {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-       "tolerationSeconds": 300},
-      {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-       "tolerationSeconds": 300}],
-    "volumes": [{"name": "kube-api-access", "projected": {"defaultMode": 420}}]},
-  "status": {"phase": "Running", "qosClass": "Burstable", "startTime": "2026-11-20T10:00:00Z",
-    "conditions": [
-      {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-20T10:00:05Z"},
-      {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-20T10:00:00Z"}],
-    "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0,
-      "image": "registry.example.com/app:1.2.3",
-      "state": {"running": {"startedAt": "2026-11-20T10:00:02Z"}}}]}})");
-const Json kContainer = Json::parse(R"({"imagePullPolicy": "IfNotPresent",
-  "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
-  "env": [{"name": "LOG_LEVEL", "value": "info"},
-          {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-  "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10},
-  "volumeMounts": [{"name": "kube-api-access", "readOnly": true,
-                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
-  "terminationMessagePath": "/dev/termination-log"})");
-
-// `name` ends in "-xxxxx" (the ReplicaSet's pod suffix); node "": a pending pod.
-Json kubectlPod(Random& random, const std::string& ns, const std::string& name,
-                const std::string& node, std::int64_t priority, std::int64_t memoryMi,
-                std::int64_t cpuMilli) {
-  Json pod = kPod;
-  Json& meta = pod["metadata"];
-  Json& status = pod["status"];
-  const std::string owner = name.substr(0, name.size() - 6);
-  meta.update({{"name", name}, {"namespace", ns}, {"uid", random.uuid()}});
-  status["hostIP"] = "10.0." + std::to_string(random.between(0, 255)) + ".1";
-  status["podIP"] = "10.244." + std::to_string(random.between(0, 255)) + "." +
-                    std::to_string(random.between(2, 254));
-  status["containerStatuses"][0]["imageID"] = "registry.example.com/app@sha256:" + random.hex(64);
-  status["containerStatuses"][0]["containerID"] = "containerd://" + random.hex(64);
-  meta["resourceVersion"] = std::to_string(random.between(1000, 9'000'000));
-  meta["generateName"] = name.substr(0, name.size() - 5);
-  meta["labels"].update({{"app", owner}, {"pod-template-hash", random.hex(10)}});
-  meta["ownerReferences"][0].update({{"name", owner}, {"uid", random.uuid()}});
-  for (auto [container, mem, cpu] :
-       {std::tuple<std::string, std::int64_t, std::int64_t>{"app", memoryMi, cpuMilli},
-        {"sidecar", 32, 10}}) {
-    Json& c = pod["spec"]["containers"].emplace_back(kContainer);
-    c["name"] = container;
-    c["image"] =
-        "registry.example.com/" + container + ":1.2." + std::to_string(random.between(0, 9));
-    c["resources"] = {
-        {"requests", {{"memory", std::to_string(mem) + "Mi"}, {"cpu", std::to_string(cpu) + "m"}}},
-        {"limits", {{"memory", std::to_string(mem * 2) + "Mi"}}}};
+// The pods generator.h's Planner puts on a new node of `count` (its agents, Jobs, a few
+// pending, terminating or nominated to it), resolved, with their `kubectl get pod -o json` text.
+std::vector<std::pair<policy::Pod, std::string>> drawNode(Planner& plan, KubectlText& text,
+                                                          const std::string& node, int count) {
+  static const std::vector<policy::PriorityClass> classes = priorityClasses();
+  std::vector<std::pair<policy::Pod, std::string>> out;
+  for (PodPlan& p : plan.node(node, count)) {
+    policy::resolvePod(p.pod, classes);  // for the priority and QoS class printed
+    out.emplace_back(p.pod, text.pod(p));
   }
-  pod["spec"]["priority"] = priority;
-  if (node.empty()) status = {{"phase", "Pending"}};
-  if (!node.empty()) pod["spec"]["nodeName"] = node;
-  return pod;
+  return out;
 }
 
-// A ready node of 8 CPUs and 16 GiB.
-Json nodeObject(const std::string& name) {
-  Json node = Json::parse(R"({"apiVersion": "v1", "kind": "Node", "status": {
-    "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-    "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-    "conditions": [{"type": "Ready", "status": "True"},
-                   {"type": "MemoryPressure", "status": "False"}]}})");
-  node["metadata"] = {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}};
+// A ready node whose allocatable is what `pods` on it request, and 1 CPU and 1 GiB more.
+Json nodeObject(const std::string& name,
+                const std::vector<std::pair<policy::Pod, std::string>>& pods) {
+  std::int64_t cpu = 1000, memory = 1 << 30;
+  for (const auto& [pod, text] : pods) {
+    if (pod.nodeName != name || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    const policy::ResourceAmounts& r = pod.schedulerRequests;
+    cpu += r.count("cpu") ? r.at("cpu") : 0;
+    memory += r.count("memory") ? r.at("memory") : 0;
+  }
+  const Json room = {
+      {"cpu", std::to_string(cpu) + "m"}, {"memory", std::to_string(memory)}, {"pods", "110"}};
+  Json node = Json::parse(R"({"apiVersion": "v1", "kind": "Node",
+    "status": {"conditions": [{"type": "Ready", "status": "True"}]}})");
+  node["metadata"]["name"] = name;
+  node["status"]["capacity"] = node["status"]["allocatable"] = room;
   return node;
 }
 
-// An object as the cache keeps it (trimmed to what it reads), applied as a watch event.
+// An object as the cache keeps it (trimmed to what it reads), added as a watch event would.
 template <typename T>
-void apply(kube::Store<T>& store, const std::string& type, const std::string& text) {
+void add(kube::Store<T>& store, const std::string& text) {
   policy::Diagnostics diagnostics;
-  if (auto object = policy::parseKubernetesJsonText(text, diagnostics)) store.apply(type, *object);
-}
-std::string withDigits(int i) {  // 5 digits: "00042"
-  return std::to_string(100000 + i).substr(1);
+  if (auto object = policy::parseKubernetesJsonText(text, diagnostics))
+    store.apply("ADDED", *object);
 }
 
 void cacheMemory(bool quick) {
   std::printf("\n## Memory per 1,000 pods cached\n\n");
   for (int count : quick ? std::vector<int>{1000} : std::vector<int>{1000, 10000}) {
-    Random random(7);
+    Planner plan(7, count / 6);
+    KubectlText render(7, "");
     std::vector<std::string> texts;
-    for (int i = 0; i < count; ++i) {
-      texts.push_back(kubectlPod(random, "shop", "web-" + withDigits(i),
-                                 "node-" + std::to_string(i % 30), i % 3 * 1000, 128, 100)
-                          .dump());
+    while (int(texts.size()) < count) {
+      for (auto& [pod, podText] : drawNode(plan, render, plan.nodeName(), 30)) {
+        if (int(texts.size()) < count) texts.push_back(std::move(podText));
+      }
     }
     // What nodewarden keeps (a Store<Pod>), then a naive cache (each object's JSON DOM).
     std::size_t base = heapInUse(true);
     auto store = std::make_unique<kube::Store<policy::Pod>>("Pod", policy::parsePod);
-    for (const auto& text : texts) apply(*store, "ADDED", text);
+    for (const auto& text : texts) add(*store, text);
     const std::size_t storeBytes = heapInUse(true) - base;
     if (store->objects().size() != std::size_t(count)) std::printf("warning: pods missing\n");
     store.reset();
@@ -145,7 +91,6 @@ void cacheMemory(bool quick) {
     doms->reserve(count);
     for (const auto& text : texts) doms->push_back(Json::parse(text));
     const std::size_t domBytes = heapInUse(true) - base;
-    doms.reset();
     std::printf(
         "%6d pods: Store<Pod> %.2f MiB = %.2f MiB per 1,000 pods (%.0f bytes/pod); "
         "full JSON DOM %.2f MiB per 1,000 pods\n",
@@ -156,37 +101,41 @@ void cacheMemory(bool quick) {
 
 void webhookLatency(bool quick) {
   std::printf("\n## Webhook latency: 1,000 nodes x 30 pods\n\n");
-  const int nodes = 1000, podsPerNode = 30, pending = 200;
-  const int reviews = quick ? 500 : 3000;
+  const int nodes = 1000, podsPerNode = 30, pending = 200, reviews = quick ? 500 : 3000;
   kube::Store<policy::Pod> podStore("Pod", policy::parsePod);
   kube::Store<policy::Node> nodeStore("Node", policy::parseNode);
   kube::Store<policy::PriorityClass> classStore("PriorityClass", policy::parsePriorityClass);
   kube::Store<policy::PodDisruptionBudget> pdbStore("PodDisruptionBudget",
                                                     policy::parsePodDisruptionBudget);
-  Random random(99);
-  for (int n = 0; n < nodes; ++n) {
-    const std::string node = "node-" + std::to_string(n);
-    apply(nodeStore, "ADDED", nodeObject(node).dump());
-    for (int p = 0; p < podsPerNode; ++p) {
-      const std::string name = "pod-" + std::to_string(n) + "-" + std::to_string(p) + "-abcde";
-      const std::int64_t memoryMi = 400 + random.between(0, 120);
-      apply(podStore, "ADDED",
-            kubectlPod(random, "ns-" + std::to_string(p % 20), name, node, p % 4 * 1000, memoryMi,
-                       200)
-                .dump());
-    }
+  Planner plan(99, nodes * podsPerNode / 6);
+  KubectlText render(99, "");
+  for (const policy::PriorityClass& c : priorityClasses()) {  // the classes the pods name
+    add(classStore, Json{{"metadata", {{"name", c.name}}}, {"value", c.value}}.dump());
   }
-  // Pending pods under review: most fit somewhere (admit), some need preemption (priority
-  // 5000, large), some cannot preempt (Never).
+  std::vector<std::string> nodeNames;
+  for (int n = 0; n < nodes; ++n) {
+    const std::string& node = nodeNames.emplace_back(plan.nodeName());
+    const auto pods = drawNode(plan, render, node, podsPerNode);
+    add(nodeStore, nodeObject(node, pods).dump());
+    for (const auto& [pod, podText] : pods) add(podStore, podText);
+  }
+  // Pending pods under review, as the review needs them: most fit anywhere (admit), some need
+  // preemption (priority 5000, 4 GiB), some cannot preempt (Never).
   std::vector<std::pair<std::string, std::string>> reviewed;  // pod name, node
+  Random random(99);
+  const Json kPending = Json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+    "metadata": {"namespace": "pending"}, "status": {"phase": "Pending"},
+    "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"}}}]}})");
   for (int i = 0; i < pending; ++i) {
     const bool large = i % 4 == 0;
-    Json pod = kubectlPod(random, "pending", "new-" + withDigits(i) + "-xyzwv", "",
-                          large ? 5000 : 0, large ? 4096 : 128, 100);
+    const std::string name = "new-" + std::to_string(i);
+    Json pod = kPending;
+    pod["metadata"].update({{"name", name}, {"uid", "uid-" + name}});
+    pod["spec"]["priority"] = large ? 5000 : 0;
     if (i % 8 == 4) pod["spec"]["preemptionPolicy"] = "Never";
-    apply(podStore, "ADDED", pod.dump());
-    reviewed.emplace_back(pod["metadata"]["name"].get<std::string>(),
-                          "node-" + std::to_string(random.between(0, nodes - 1)));
+    pod["spec"]["containers"][0]["resources"]["requests"]["memory"] = large ? "4Gi" : "128Mi";
+    add(podStore, pod.dump());
+    reviewed.emplace_back(name, nodeNames[std::size_t(random.between(0, nodes - 1))]);
   }
   // A dry-run review (the webhook decides, nothing acts) of the i-th pending pod's binding.
   auto reviewBody = [&](const std::string& uid, int i) {
@@ -204,7 +153,6 @@ void webhookLatency(bool quick) {
     cache.refresh();
     return webhook.handle(request);
   };
-
   std::vector<double> decide;  // the decision alone
   std::map<std::string, int> verdicts;
   for (int i = 0; i < reviews; ++i) {
@@ -226,7 +174,6 @@ void webhookLatency(bool quick) {
       decided.median() / 1e3, decided.p99() / 1e3, reviews);
   for (const auto& [verdict, n] : verdicts) std::printf("%s %d ", verdict.c_str(), n);
   std::printf(")\n");
-
   // Over loopback: the HTTP server on its own loop thread, a keep-alive client here.
   boost::asio::io_context serverIo, clientIo;
   server::HttpServerOptions httpOptions;  // on 127.0.0.1
@@ -269,20 +216,21 @@ void webhookLatency(bool quick) {
 
 void watchThroughput(bool quick) {
   std::printf("\n## Watch throughput (events applied to the cache)\n\n");
-  const int pods = 1000;
-  const int events = quick ? 5000 : 30000;
+  const int pods = 1000, events = quick ? 5000 : 30000;
   testing::FakeApiServerOptions options;
   options.bookmarkEvery = 60000ms;
   testing::FakeApiServer server(options);
-  Random random(42);
+  Planner plan(42, pods / 6);
+  KubectlText render(42, "");
+  const std::string node = plan.nodeName();
   std::vector<Json> objects, changes;
-  for (int i = 0; i < pods; ++i) {
-    objects.push_back(
-        kubectlPod(random, "shop", "web-" + withDigits(i), "node-1", 0, 64 + i % 64, 50));
+  for (const auto& [pod, podText] : drawNode(plan, render, node, pods)) {
+    if (pod.nodeName != node) continue;  // nominated, not bound: the watch does not see them
+    objects.push_back(Json::parse(podText));
     server.upsertPod(objects.back());
   }
   auto changed = [&](int i) {  // the i-th event's object
-    Json object = objects[i % pods];
+    Json object = objects[std::size_t(i) % objects.size()];
     object["metadata"]["labels"]["generation"] = std::to_string(i);
     return object;
   };
@@ -295,7 +243,7 @@ void watchThroughput(bool quick) {
   kube::Client client(io, config);
   kube::Store<policy::Pod> store("Pod", policy::parsePod);
   kube::Reflector reflector(
-      io, client, {.listPath = "/api/v1/pods", .fieldSelector = "spec.nodeName=node-1"}, store);
+      io, client, {.listPath = "/api/v1/pods", .fieldSelector = "spec.nodeName=" + node}, store);
   reflector.start();
   const auto syncDeadline = steadyNow() + 30s;
   while (!reflector.synced() && steadyNow() < syncDeadline) io.run_one_for(50ms);
@@ -305,7 +253,6 @@ void watchThroughput(bool quick) {
   }
   const auto watchDeadline = steadyNow() + 5s;  // let the watch open
   while (server.openWatches() == 0 && steadyNow() < watchDeadline) io.run_one_for(10ms);
-
   // Pre-built modifications, so the producer spends its time in the server's encoding only.
   for (int i = 0; i < events; ++i) changes.push_back(changed(i));
   const std::uint64_t before = reflector.stats().events;
@@ -329,7 +276,6 @@ void watchThroughput(bool quick) {
       applied < std::uint64_t(events) ? "  (INCOMPLETE: timed out)" : "", producerSeconds,
       events / std::max(producerSeconds, 1e-9));
   reflector.stop();
-
   // The cache's own cost per event: the same events as text, parsed and applied.
   std::vector<std::string> lines;
   std::size_t bytes = 0;

@@ -1,15 +1,12 @@
 // bench_soak: the real `nodewarden agent` kept busy for a long time and measured from outside:
-// under slowloris connections, then over a soak with churn and a pressure episode a minute (what
-// and the targets: kUsage). The soak samples the agent's VmRSS, descriptors and CPU time every
-// 10 s: per minute, and the first five minutes against the last five. Every cgroup is this
-// program's ("nodewarden-bench-soak-<pid>"), removed again also after SIGINT/SIGTERM. Exit
-// status: 0 after a run (a missed target prints MISSES), 77 when the machine cannot run it, 1
-// when the set-up fails, 130 after SIGINT/SIGTERM.
+// under slowloris connections, then over a soak with churn and a pressure episode a minute (the
+// parts and targets: kUsage). Every cgroup is this program's, removed again also after
+// SIGINT/SIGTERM. Exit status: 0 after a run (a missed target prints MISSES), 77 when the machine
+// cannot run it, 1 when the set-up fails, 130 after SIGINT/SIGTERM.
 
 #include <sys/mman.h>
 
 #include <deque>
-#include <map>
 
 #include "bench/support/report.h"
 #include "bench/support/sandbox.h"
@@ -90,7 +87,6 @@ std::optional<double> slowloris(const AgentNode& node, int seconds) {
   std::size_t connects = 0, closedByAgent = 0, heldAtEnd = 0;
   std::vector<double> probeMs;
   int probeFailures = 0, probesNotOk = 0;
-  std::map<int, int> statuses;
   const std::string header = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
   struct Slow {
     int fd = -1;
@@ -98,55 +94,43 @@ std::optional<double> slowloris(const AgentNode& node, int seconds) {
     std::int64_t nextByte = 0;
   };
   std::vector<Slow> slow(kSlowClients);
-  auto close = [&](Slow& s) {
-    ::close(s.fd);
-    s.fd = -1;
-    ++closedByAgent;
-  };
+  std::vector<pollfd> polls(kSlowClients);
   const std::int64_t end = monotonicNanos() + seconds * kSecond;
   std::int64_t nextProbe = monotonicNanos(), nextSample = nextProbe;
   Random rng(kSeed ^ 0x510);
-  std::vector<pollfd> polls;
   for (int round = 0; round < seconds * 1000 && monotonicNanos() < end && !stopped(); ++round) {
     const std::int64_t now = monotonicNanos();
-    for (Slow& s : slow) {
+    for (std::size_t i = 0; i < slow.size(); ++i) {
+      Slow& s = slow[i];
       if (s.fd < 0) {
         s = {connectLoopback(node.port, false), 0, now + rng.between(0, 1000) * 1'000'000};
         connects += s.fd >= 0;
       } else if (now >= s.nextByte) {
         // One byte a second: the header first, then an endless header value.
         const char byte = s.sent < header.size() ? header[s.sent] : 'x';
-        if (::send(s.fd, &byte, 1, MSG_NOSIGNAL) == 1) {
-          ++s.sent;
-        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOTCONN) {
-          close(s);
-          continue;
-        }
+        s.sent += ::send(s.fd, &byte, 1, MSG_NOSIGNAL) == 1;  // a closed one: polled below
         s.nextByte = now + kSecond;
       }
+      polls[i] = {s.fd, POLLIN, 0};  // fd -1 is ignored
     }
     // Connections the agent closed: readable with EOF (or an answer: a 408/400 then EOF).
-    polls.clear();
-    for (const Slow& s : slow) polls.push_back({s.fd, POLLIN, 0});  // fd -1 is ignored
     if (::poll(polls.data(), polls.size(), 0) > 0) {
       for (std::size_t i = 0; i < polls.size(); ++i) {
         char sink[512];
         if ((polls[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
             ::recv(slow[i].fd, sink, sizeof sink, MSG_DONTWAIT) <= 0) {
-          close(slow[i]);
+          ::close(std::exchange(slow[i].fd, -1));
+          ++closedByAgent;
         }
       }
     }
     if (now >= nextProbe) {
       // The whole answer (the agent closes after it) within 5 s, or a failure.
       const Exchange probe = exchange(node.port, "/healthz", 5000ms);
-      if (probe.ended && !probe.failed && probe.status != 0) {
-        probeMs.push_back(probe.nanos * 1e-6);
-        ++statuses[probe.status];
-        probesNotOk += probe.status != 200;
-      } else {
-        ++probeFailures;
-      }
+      const bool answered = probe.ended && !probe.failed && probe.status != 0;
+      if (answered) probeMs.push_back(probe.nanos * 1e-6);
+      probesNotOk += answered && probe.status != 200;
+      probeFailures += !answered;
       nextProbe = monotonicNanos() + kSecond / 10;
     }
     if (now >= nextSample) {
@@ -163,22 +147,18 @@ std::optional<double> slowloris(const AgentNode& node, int seconds) {
   const Samples ms = Samples::from(probeMs);
   std::printf(
       "  GET /healthz every 100 ms: %zu answered (%d not ok), %d failed; p50 %.1f ms,"
-      " p99 %.1f ms, max %.1f ms\n  /healthz answers:",
-      ms.count(), probesNotOk, probeFailures, ms.median(), ms.p99(), ms.max());
-  for (const auto& [code, n] : statuses) std::printf(" %dx%d", code, n);
-  std::printf(
-      "\n  slow connections: %zu opened, %zu closed by the agent, %zu open at the end\n"
+      " p99 %.1f ms, max %.1f ms\n"
+      "  slow connections: %zu opened, %zu closed by the agent, %zu open at the end\n"
       "  agent VmRSS %.1f MiB before, %.1f at most, %.1f after; descriptors %zu,"
       " %zu at most, %zu after\n\n",
-      connects, closedByAgent, heldAtEnd, before.rssMiB(), most.rssMiB(), after.rssMiB(),
-      before.fds, most.fds, after.fds);
+      ms.count(), probesNotOk, probeFailures, ms.median(), ms.p99(), ms.max(), connects,
+      closedByAgent, heldAtEnd, before.rssMiB(), most.rssMiB(), after.rssMiB(), before.fds,
+      most.fds, after.fds);
   return ms.count() == 0 || probeFailures > 0 ? std::nullopt : std::optional(ms.p99());
 }
 
 struct Sample {
-  double minute = 0, rssMiB = 0;
-  std::size_t fds = 0;
-  double cpuPercent = 0;  // of one core since the previous sample
+  double minute = 0, rssMiB = 0, fds = 0, cpuPercent = 0;  // CPU: of a core since the last one
 };
 
 // Mean of the samples whose minute is in [from, to).
@@ -191,34 +171,29 @@ std::optional<Sample> meanOver(const std::vector<Sample>& samples, double from, 
     ++n;
   }
   if (n == 0) return std::nullopt;
-  return Sample{0, sum.rssMiB / n, sum.fds / std::size_t(n), sum.cpuPercent / n};
+  return Sample{0, sum.rssMiB / n, sum.fds / n, sum.cpuPercent / n};
 }
 
-void printTargets(std::optional<double> probeP99) {
-  std::printf("== targets ==\n");
-  if (probeP99) {
-    std::printf("  /healthz p99 under slowloris          %8.1f ms  <= %5.0f ms   %s\n", *probeP99,
-                kProbeTargetMs, verdict(*probeP99 <= kProbeTargetMs));
-  }
-}
-
-// Part 2, then the targets.
-void soak(AgentNode& node, IdlePods& idle, int minutes, std::optional<double> probeP99) {
+// Part 2; returns its lines of the targets.
+std::string soak(AgentNode& node, IdlePods& idle, int minutes) {
   std::vector<Sample> samples;
-  int episodes = 0, evicted = 0, wrongVictims = 0, hogsSurvived = 0;
-  std::vector<double> killMs;  // the agent's own crossing → signalled, per eviction
+  int episodes = 0, wrongVictims = 0, hogsSurvived = 0;
+  std::vector<double> killMs;  // the agent's own crossing → signalled, per hog evicted
   std::size_t churned = 0;
   const std::uint64_t oomBefore = node.oomKills();
   std::size_t logOffset = readText(node.log).size();
   const std::int64_t start = monotonicNanos(), end = start + minutes * 60 * kSecond;
   ProcSample previous = sampleProcess(node.pid);
   std::int64_t nextSample = start, nextChurn = start, nextEpisode = start + 20 * kSecond;
-  struct Hog {
-    Pod pod;
-    pid_t pid;
-    std::int64_t start;
+  std::optional<Pod> hog;
+  pid_t hogPid = -1;
+  std::int64_t hogStart = 0;
+  auto onEviction = [&](const Json& line) {
+    if (line.value("event", "") != "evict") return;
+    const bool ofHog = hog && line.value("uid", "") == hog->uid;
+    if (ofHog) killMs.push_back(line.value("latency_ms", -1.0));
+    wrongVictims += !ofHog;
   };
-  std::optional<Hog> hog;
   for (std::int64_t now; !stopped() && (now = monotonicNanos()) < end;) {
     for (int k = 0; now >= nextChurn && k < kChurnPerSecond; ++k) {
       churned += idle.churnOne().empty();
@@ -226,72 +201,59 @@ void soak(AgentNode& node, IdlePods& idle, int minutes, std::optional<double> pr
     if (now >= nextChurn) nextChurn += kSecond;
     if (now >= nextEpisode && !hog) {
       // The manifest first, and a cycle (300 ms) for the agent to read it.
-      auto pod = node.addPod("batch", "hog-" + std::to_string(episodes++), 0, "besteffort",
-                             Json::object(), 300);
-      auto child = pod ? node.sandbox.spawn(pod->relative, [p = ::getpid()] { return grow(p); })
-                       : Result<pid_t>(pod.error());
-      if (child) {
-        hog = Hog{*pod, *child, monotonicNanos()};
-      } else if (pod) {
-        node.removePod(*pod);
+      if (auto pod = node.addPod("batch", "hog-" + std::to_string(episodes++), 0, "besteffort",
+                                 Json::object(), 300)) {
+        auto child = node.sandbox.spawn(pod->relative, [p = ::getpid()] { return grow(p); });
+        if (!child) node.removePod(*pod);
+        if (child) std::tie(hog, hogPid, hogStart) = std::tuple(*pod, *child, monotonicNanos());
       }
       nextEpisode += 60 * kSecond;
     }
-    forEachLogLine(
-        node.log,
-        [&](const Json& line) {
-          if (line.value("event", "") != "evict") return;
-          if (hog && line.value("uid", "") == hog->pod.uid) {
-            ++evicted;
-            killMs.push_back(line.value("latency_ms", -1.0));
-          } else {
-            ++wrongVictims;
-          }
-        },
-        &logOffset);
-    if (hog && (exited(hog->pid) || now - hog->start > 30 * kSecond)) {
-      hogsSurvived += !exited(hog->pid);
-      node.removePod(hog->pod);
-      hog.reset();
+    forEachLogLine(node.log, onEviction, &logOffset);
+    if (hog && (exited(hogPid) || now - hogStart > 30 * kSecond)) {
+      hogsSurvived += !exited(hogPid);
+      node.removePod(*std::exchange(hog, std::nullopt));
     }
     if (now >= nextSample) {
       const ProcSample s = sampleProcess(node.pid, true);
       if (!s.ok) break;  // the agent is gone
       samples.push_back(
-          {double(now - start) / 60e9, s.rssMiB(), s.fds, s.cpuPercentSince(previous)});
+          {double(now - start) / 60e9, s.rssMiB(), double(s.fds), s.cpuPercentSince(previous)});
       previous = s;
       nextSample += 10 * kSecond;
     }
     sleepMillis(10);
   }
-  if (hog) node.removePod(hog->pod);
+  if (hog) node.removePod(*hog);
   const int kernelOomKills = int(node.oomKills() - oomBefore);
   std::printf("  %6s %10s %6s %10s\n", "minute", "VmRSS MiB", "fds", "CPU %");
   for (int m = 0; m < minutes; ++m) {
     if (auto row = meanOver(samples, m, m + 1)) {
-      std::printf("  %6d %10.1f %6zu %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
+      std::printf("  %6d %10.1f %6.0f %10.2f\n", m + 1, row->rssMiB, row->fds, row->cpuPercent);
     }
   }
   const Samples kill = Samples::from(killMs);
+  const int evicted = int(kill.count());
   std::printf(
       "  pods replaced: %zu; episodes %d: %d hogs evicted, %d survived 30 s, %d wrong"
       " victims, %d kernel OOM kills\n"
       "  the agent's crossing -> signalled: p50 %.1f ms, max %.1f ms\n\n",
       churned, episodes, evicted, hogsSurvived, wrongVictims, kernelOomKills, kill.median(),
       kill.max());
-  printTargets(probeP99);
   const double span = std::min(5.0, minutes / 2.0);
   auto first = meanOver(samples, 0, span), last = meanOver(samples, minutes - span, minutes + 1);
+  std::string targets;
   if (first && last) {
     const double rss = last->rssMiB - first->rssMiB;
-    const double fds = double(last->fds) - double(first->fds);
-    std::printf("  RSS, last %.0f min - first %.0f min      %+8.1f MiB <= %5.0f MiB  %s\n", span,
-                span, rss, kRssGrowthTargetMiB, verdict(rss <= kRssGrowthTargetMiB));
-    std::printf("  fds, last %.0f min - first %.0f min      %+8.0f     <= %5.0f      %s\n", span,
-                span, fds, kFdGrowthTarget, verdict(fds <= kFdGrowthTarget));
+    const double fds = last->fds - first->fds;
+    targets = format("  RSS, last %.0f min - first %.0f min      %+8.1f MiB <= %5.0f MiB  %s\n",
+                     span, span, rss, kRssGrowthTargetMiB, verdict(rss <= kRssGrowthTargetMiB)) +
+              format("  fds, last %.0f min - first %.0f min      %+8.0f     <= %5.0f      %s\n",
+                     span, span, fds, kFdGrowthTarget, verdict(fds <= kFdGrowthTarget));
   }
   const bool clean = evicted == episodes && wrongVictims == 0 && kernelOomKills == 0;
-  std::printf("  every hog evicted, nothing else, no OOM kill              %s\n", verdict(clean));
+  return targets +
+         format("  every hog evicted, nothing else, no OOM kill              %s\n", verdict(clean));
 }
 
 int run(int argc, char** argv) {
@@ -312,10 +274,8 @@ int run(int argc, char** argv) {
   }
   installStopHandlers();
   (void)cgroups::raiseOpenFileLimit(kSlowClients * 2 + 1024);
-  std::printf("bench_soak: %s; %ld cores; load %s", buildFlavour().c_str(),
-              ::sysconf(_SC_NPROCESSORS_ONLN), readText("/proc/loadavg").c_str());
-  std::printf("  memory hierarchy %s (cgroup %s)\n\n", hierarchy->memory.c_str(),
-              hierarchy->memoryVersion == cgroups::Version::V1 ? "v1" : "v2");
+  printEnvironment("bench_soak", "", true, false);
+  printHierarchy(*hierarchy);
   auto sandbox = openSandbox(*hierarchy, "bench_soak", "nodewarden-bench-soak", 1024 * kMi);
   if (!sandbox) return 77;
   int status = 0;
@@ -323,30 +283,32 @@ int run(int argc, char** argv) {
     TempDir temp{std::filesystem::temp_directory_path() / sandbox->top()};
     AgentNode node(*sandbox, temp.path, kSeed);
     IdlePods idle{node, {}, 0};
-    const auto started = steadyNow();
     std::string error;
     for (int i = 0; i < kPods && error.empty() && !stopped(); ++i) error = idle.add();
-    std::printf("  %d pod cgroups (and manifests) created in %.1f s\n", kPods,
-                nanosSince(started) * 1e-9);
     if (error.empty()) {
       error = node.start(R"({ "evictionHard": { "allocatableMemory.available": "200Mi" },)"
                          R"( "housekeepingInterval": "1s" })",
                          "127.0.0.1:0", "/nonexistent", "ready", 60);
     }
     if (error.empty()) {
-      std::printf("  agent pid %d ready on 127.0.0.1:%u\n\n", int(node.pid), unsigned(node.port));
-      std::printf("== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
-                  kSlowClients, slowSeconds);
+      std::printf(
+          "\n  %d pods; agent pid %d ready on 127.0.0.1:%u\n\n"
+          "== 1. slowloris: %d connections, a header byte a second each, %d s ==\n",
+          kPods, int(node.pid), unsigned(node.port), kSlowClients, slowSeconds);
       const std::optional<double> probeP99 = slowloris(node, slowSeconds);
+      std::string targets;
       if (!skipSoak && !stopped()) {
         std::printf(
             "== 2. soak: %d minutes, %d pods, %d replaced a second, an episode a minute ==\n",
             minutes, kPods, kChurnPerSecond);
-        soak(node, idle, minutes, probeP99);
-      } else {
-        printTargets(probeP99);
+        targets = soak(node, idle, minutes);
       }
-      std::printf("  agent stopped with SIGTERM: %s\n", node.stop(15).c_str());
+      std::printf("== targets ==\n");
+      if (probeP99) {
+        std::printf("  /healthz p99 under slowloris          %8.1f ms  <= %5.0f ms   %s\n",
+                    *probeP99, kProbeTargetMs, verdict(*probeP99 <= kProbeTargetMs));
+      }
+      std::printf("%s  agent stopped with SIGTERM: %s\n", targets.c_str(), node.stop(15).c_str());
     } else {
       std::printf("cannot start: %s\n", error.c_str());
       status = 1;

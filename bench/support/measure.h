@@ -62,7 +62,6 @@ class Random {
 
 struct Samples {
   std::vector<double> nanos;  // sorted
-
   static Samples from(std::vector<double> unsorted) {
     std::sort(unsorted.begin(), unsorted.end());
     return Samples{std::move(unsorted)};
@@ -81,8 +80,7 @@ struct Samples {
 };
 
 struct Budget {
-  int minIterations;
-  int maxIterations;
+  int minIterations, maxIterations;
   double seconds;  // wall time, including untimed set-up and tear-down of each iteration
 };
 
@@ -99,9 +97,8 @@ Samples measure(const Budget& budget, int warmups, F&& once) {
   for (int i = 0; i < warmups && !stopped(); ++i) once();
   std::vector<double> nanos;
   const auto start = steadyNow();
-  while (!stopped()) {
+  for (int done = 1; !stopped(); ++done) {
     nanos.push_back(once());
-    const int done = int(nanos.size());
     const double elapsed = nanosSince(start) * 1e-9;
     if (done >= budget.maxIterations ||
         (done >= budget.minIterations && elapsed + elapsed / done > budget.seconds)) {

@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -109,37 +110,23 @@ bool forEachItem(std::string_view text, F&& f) {
   return true;
 }
 
-// "110,1000,5000": at least one integer, each in [lo, hi].
-template <typename T = int>
-std::optional<std::vector<T>> parseBoundedList(std::string_view text, T lo, T hi) {
-  std::vector<T> out;
-  const bool ok = forEachItem(text, [&](std::string_view item) {
-    auto v = parseBounded<T>(item, lo, hi);
-    if (v) out.push_back(*v);
-    return v.has_value();
-  });
-  if (!ok || out.empty()) return std::nullopt;
-  return out;
-}
-
-// A program's whole command line: flags (run in order, so "--quick --minutes 1" keeps the
-// minute), "--name value" / "--name=value" options, and --help / -h. parse() returns the exit
-// status when the program should stop there: 0 after --help, 2 after a bad argument (with the
-// reason, and the usage on stderr for an unknown one).
+// A program's whole command line: "--name value" / "--name=value" options and flags, in order
+// (so "--quick --minutes 1" keeps the minute), and --help / -h. parse() returns the exit status
+// when the program should stop there: 0 after --help, 2 after a bad argument (with the reason,
+// and the usage on stderr for an unknown one).
 class Args {
  public:
   explicit Args(std::function<void(std::FILE*)> usage) : usage_(std::move(usage)) {}
   explicit Args(const char* usage) : usage_([usage](std::FILE* to) { std::fputs(usage, to); }) {}
 
   Args& flag(const char* name, std::function<void()> action) {
-    options_.push_back({name, "", [action](std::string_view) { return action(), true; }});
-    return *this;
+    return value(name, "", [action](std::string_view) { return action(), true; });
   }
   Args& flag(const char* name, bool& on) {
     return flag(name, [&on] { on = true; });
   }
   // `set` takes the value's text and says whether it is acceptable; `expected` completes
-  // "NAME: expected ...".
+  // "NAME: expected ..." ("" for a flag, which takes no value).
   Args& value(const char* name, std::string expected, std::function<bool(std::string_view)> set) {
     options_.push_back({name, std::move(expected), std::move(set)});
     return *this;
@@ -153,40 +140,43 @@ class Args {
                    return v.has_value();
                  });
   }
-
   // "110,1000,5000": at least one number, each in [lo, hi].
   template <typename T>
   Args& numbers(const char* name, std::vector<T>& out, T lo, T hi) {
-    return value(
-        name,
-        "numbers from " + std::to_string(lo) + " to " + std::to_string(hi) + " separated by commas",
-        [&out, lo, hi](std::string_view text) {
-          auto v = parseBoundedList<T>(text, lo, hi);
-          if (v) out = *v;
-          return v.has_value();
-        });
+    const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
+    return value(name, "numbers from " + range + " separated by commas",
+                 [&out, lo, hi](std::string_view text) {
+                   std::vector<T> list;
+                   const bool ok = forEachItem(text, [&](std::string_view item) {
+                     auto v = parseBounded<T>(item, lo, hi);
+                     if (v) list.push_back(*v);
+                     return v.has_value();
+                   });
+                   if (ok) out = std::move(list);
+                   return ok;
+                 });
   }
 
   std::optional<int> parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
-      const std::string_view arg = argv[i];
+      const std::string_view arg = argv[i], name = arg.substr(0, arg.find('='));
       if (arg == "--help" || arg == "-h") {
         usage_(stdout);
         return 0;
       }
-      const Option* o = find(arg);
-      if (o == nullptr) {
+      auto o = std::ranges::find(options_, name, &Option::name);
+      if (o == options_.end() || (o->expected.empty() && name != arg)) {
         std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
         usage_(stderr);
         return 2;
       }
-      const bool takesValue = !o->expected.empty(), attached = arg.size() > o->name.size();
-      if (takesValue && !attached && i + 1 == argc) {
+      if (!o->expected.empty() && name == arg && i + 1 == argc) {
         std::fprintf(stderr, "%s needs a value\n", o->name.data());
         return 2;
       }
-      std::string_view text;  // none for a flag
-      if (takesValue) text = attached ? arg.substr(o->name.size() + 1) : argv[++i];
+      const std::string_view text = o->expected.empty() ? ""
+                                    : name != arg       ? arg.substr(name.size() + 1)
+                                                        : argv[++i];
       if (!o->set(text)) {
         std::fprintf(stderr, "%s: expected %s\n", o->name.data(), o->expected.c_str());
         return 2;
@@ -201,16 +191,6 @@ class Args {
     std::string expected;  // empty for a flag
     std::function<bool(std::string_view)> set;
   };
-  // A flag by its name; an option by "--name" or "--name=...".
-  const Option* find(std::string_view arg) const {
-    for (const Option& o : options_) {
-      if (arg.substr(0, o.name.size()) == o.name &&
-          (arg.size() == o.name.size() || (!o.expected.empty() && arg[o.name.size()] == '='))) {
-        return &o;
-      }
-    }
-    return nullptr;
-  }
   std::function<void(std::FILE*)> usage_;
   std::vector<Option> options_;
 };

@@ -1,7 +1,7 @@
 // bench/support: a sandbox node as bench_agent and bench_soak run it — pods given as a static
 // manifest (written first, so an agent never sees the cgroup of a pod without its object) and a
-// pod cgroup, the nodewarden binary guarding them as a node runs it (static pod source, JSON log
-// to a file), and what is read from it: kubepods' memory and OOM kills, log lines.
+// pod cgroup, the nodewarden binary guarding them (static pod source, JSON log to a file), and
+// what is read from it: kubepods' memory and OOM kills, log lines.
 #pragma once
 
 #include <deque>
@@ -24,11 +24,11 @@ inline std::string tail(const std::filesystem::path& path, std::size_t lines) {
   std::istringstream in(readText(path));
   std::deque<std::string> last;
   for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) last.push_back("      | " + line + "\n");
+    if (!line.empty()) last.push_back(line);
     if (last.size() > lines) last.pop_front();
   }
   std::string out;
-  for (const std::string& line : last) out += line;
+  for (const std::string& line : last) out += "      | " + line + "\n";
   return out;
 }
 
@@ -161,13 +161,9 @@ struct AgentNode {
       auto n = cgroups::readOomKills(cgroup, buffer);
       return n ? *n : 0;
     };
-    std::uint64_t total = kills(kubepods);
-    if (h.memoryVersion == cgroups::Version::V1 && !pod.empty()) {
-      if (auto victim = cgroups::CgroupDir::open(h.memory + "/" + pod, h.memoryVersion)) {
-        total += kills(*victim);
-      }
-    }
-    return total;
+    auto victim = cgroups::CgroupDir::open(h.memory + "/" + pod, h.memoryVersion);
+    const bool v1 = h.memoryVersion == cgroups::Version::V1 && !pod.empty() && victim;
+    return kills(kubepods) + (v1 ? kills(*victim) : 0);
   }
 
   // Starts `nodewarden agent` over the manifests and the sandbox's kubepods and reads its log
