@@ -1,12 +1,10 @@
-// bench_victims_first: the CPU of one victims-first decision (node/victims_first.h) at 1,000
-// pods, the agent's `decide` step, the reads served from memory (a hash lookup and a PodStats
-// each). Scenarios:
-//   hog      idle pods (0–256 KiB) beside a pod grown from 200 to 600 MiB and a steady one;
-//   churned  several priorities and requests, 0–40 MiB, a tenth grown, a tenth shrunk, a few
-//            gone, a few new: several victims, certified by usage reads;
-//   quiet    the hog's node far from the threshold: nothing to act on.
-// --once NAME makes one decision untimed, for callgrind (docs/performance.md). That the victims
-// are a full scan's is tests/node/victims_first_test.cpp's to check. Exits 2 on bad arguments.
+// bench_victims_first: the CPU of one victims-first decision (node/victims_first.h, the agent's
+// `decide` step) at 1,000 pods, the reads served from memory. Scenarios: hog (idle pods of 0–256
+// KiB beside one grown from 200 to 600 MiB and a steady one); churned (several priorities and
+// requests, 0–40 MiB, a tenth grown, a tenth shrunk, a few gone, a few new: several victims,
+// certified by usage reads); quiet (the hog's node far from the threshold). --once NAME makes one
+// decision untimed, for callgrind (docs/performance.md). That the victims are a full scan's is
+// tests/node/victims_first_test.cpp's to check. Exits 2 on bad arguments.
 #include <deque>
 #include <memory>
 #include <optional>
@@ -61,9 +59,10 @@ struct Node final : node::PodFigureReader {
 
 std::unique_ptr<Node> makeNode(std::string_view name, int count) {
   auto s = std::make_unique<Node>();
-  Random rng(name == "churned" ? kSeed + 1 : kSeed);
+  const bool churned = name == "churned";
+  Random rng(churned ? kSeed + 1 : kSeed);
   for (int i = 0; i < count; ++i) {
-    if (name != "churned") {
+    if (!churned) {
       const std::int64_t ws = rng.between(0, 256 * kKiB);  // an idle pod
       s->add(i, 0, 0, ws, ws);
       continue;
@@ -78,7 +77,7 @@ std::unique_ptr<Node> makeNode(std::string_view name, int count) {
     if (change == 3 || change == 4) *now /= 3;                          // shrank
     s->add(i, priority, request, ws, now);
   }
-  if (name == "churned") {
+  if (churned) {
     for (int i = 0; i < 3; ++i) s->add(count + i, 1000, 16 * kMiB, {}, rng.between(0, 64) * kMiB);
   } else {
     s->add(count, 0, 0, 200 * kMiB, 600 * kMiB);               // the hog
@@ -103,7 +102,7 @@ std::unique_ptr<Node> makeNode(std::string_view name, int count) {
   policy::Diagnostics diagnostics;
   s->policy = *policy::parsePolicyText(
       R"({"evictionHard":{"allocatableMemory.available":"300Mi"},"evictionMaxPodsPerCycle":)" +
-          std::string(name == "churned" ? "5}" : "1}"),
+          std::string(churned ? "5}" : "1}"),
       diagnostics);
   return s;
 }

@@ -1,15 +1,13 @@
 // bench/support: the synthetic cluster the decision benchmarks run on, drawn from a fixed seed
-// so that every run and machine sees the same data (own draws from Random: the output of
-// std::uniform_*_distribution differs between standard libraries). The figures of
-// docs/performance.md were measured on this data: a change must keep it byte for byte. At most
-// one draw per expression (C++ leaves the order of a call's arguments and of `+`'s operands
-// open); where there were two, they are separate statements in the order GCC 12 evaluated them
-// (right to left).
+// with our own Random (std::uniform_*_distribution differs between standard libraries). The
+// figures of docs/performance.md were measured on this data: keep it byte for byte. At most one
+// draw per expression (C++ leaves the order of arguments and of `+`'s operands open); where there
+// were two, they are separate statements in the order GCC 12 evaluated them (right to left).
 //
-// A Planner draws the workloads of a cluster and the pods of each node: policy::Pod objects as
-// the API holds them, with the usage only the kubelet's stats show. clusterCase() builds from
-// them a policy::Snapshot of full nodes and a pod to admit (bench_admission); kubectlSnapshot()
-// renders one node under memory pressure as kubectl and the kubelet print it (bench_eviction).
+// A Planner draws the workloads and each node's pods (policy::Pod objects, with the usage only
+// the kubelet's stats show); clusterCase() makes of them full nodes and a pod to admit
+// (bench_admission), kubectlSnapshot() one node under memory pressure as kubectl and the kubelet
+// print it (bench_eviction).
 #pragma once
 
 #include <algorithm>
@@ -144,9 +142,8 @@ class Planner {
   Planner(std::uint64_t seed, int workloadCount) : rng_(seed) {
     for (const Daemon& d : kDaemons) {
       Workload& w = daemons_.emplace_back();
-      std::tie(w.ns, w.app, w.priorityClass, w.cpu, w.memory, w.kind) =
-          std::tuple(d.ns, d.app, d.priorityClass, d.cpu, d.memory, Kind::DaemonSet);
-      w.uid = rng_.uuid();
+      std::tie(w.ns, w.app, w.priorityClass, w.cpu, w.memory, w.kind, w.uid) =
+          std::tuple(d.ns, d.app, d.priorityClass, d.cpu, d.memory, Kind::DaemonSet, rng_.uuid());
       w.rollout = kClusterBirth + rng_.between(60, 3600);
     }
     std::vector<std::string> names(std::begin(kNamespaces), std::end(kNamespaces));
