@@ -1,12 +1,10 @@
 // bench_recorder: the flight recorder's cost (node/recorder.h) and the replay's speed
 // (record/replay.h) at the kubelet's default of 110 pods, in CPU time (the machine is shared):
-//   1. Recorder::cycle() as the agent calls it, with the kernel reads it does itself: on an
-//      idle node (a cycle a second, a full scan every 30 s) and inside an episode (a full scan
-//      every cycle, the writer thread encoding and writing the file);
-//   2. memory at its bounds (the ring full at an episode's cadence, 6,000 decision records);
-//   3. episode size, every pod's figures moving at every sample; 4. that episode's replay.
-// No root needed (a pod index without cgroups). Exits 1 when no episode was written, 2 on bad
-// arguments.
+// 1. Recorder::cycle() as the agent calls it, kernel reads included, on an idle node (a cycle a
+// second, a full scan every 30 s) and inside an episode (a full scan every cycle, the writer
+// thread encoding and writing the file); 2. memory at its bounds (the ring full at an episode's
+// cadence, 6,000 decision records); 3. episode size, every pod's figures moving at every sample;
+// 4. that episode's replay. No root needed. Exits 1 when no episode was written, 2 on bad args.
 #include <ctime>
 #include <filesystem>
 #include <thread>
@@ -65,11 +63,9 @@ Node makeNode(Random& random, SteadyTime now) {
       policy::Quantity::fromValue(8LL << 30, policy::QuantityFormat::BinarySI);
   for (int i = 0; i < kPods; ++i) {
     policy::Pod& pod = node.snapshot.pods.emplace_back();
-    pod.ns = "ns-" + std::to_string(i % 7);
-    pod.name = "pod-" + std::to_string(i);
-    pod.uid = random.uuid();
-    pod.nodeName = n.name;
-    pod.phase = "Running";
+    std::tie(pod.ns, pod.name, pod.uid, pod.nodeName, pod.phase) =
+        std::tuple("ns-" + std::to_string(i % 7), "pod-" + std::to_string(i), random.uuid(), n.name,
+                   "Running");
     policy::PodStats& stats = node.summary().pods.emplace_back();
     stats.uid = pod.uid;
     stats.memoryWorkingSetBytes = std::uint64_t(random.between(8, 64)) * kMi;
@@ -115,9 +111,7 @@ std::vector<double> scans(node::Recorder* recorder, Node& node, Random& random, 
   for (int i = 0; i < count; ++i) {
     Node fresh = node;
     for (policy::PodStats& s : fresh.summary().pods) {
-      const std::int64_t pages = random.between(-16, 16);
-      s.memoryWorkingSetBytes =
-          std::uint64_t(std::int64_t(*s.memoryWorkingSetBytes) + pages * 4096);
+      *s.memoryWorkingSetBytes += std::uint64_t(random.between(-16, 16) * 4096);  // pages
       s.memoryUsageBytes = *s.memoryWorkingSetBytes + 4 * kMi;
     }
     setNodeFigures(fresh.summary(), met);
@@ -157,8 +151,7 @@ void cpu(Bench& b, int iterations) {
     auto recorder = b.open("");  // no episode here: the plain cycle
     for (int i = 0; i < 50; ++i) cycle(recorder.get(), node, 1s);  // warm up
     for (int i = 0; i < iterations; ++i) {  // idle: the node's figures only, the pods' unchanged
-      node.summary().node.memoryAvailableBytes =
-          *node.summary().node.memoryAvailableBytes + std::uint64_t(i % 3);
+      *node.summary().node.memoryAvailableBytes += std::uint64_t(i % 3);
       idle.push_back(cycle(recorder.get(), node, 1s));
     }
     full = scans(recorder.get(), node, b.random, iterations, 1s, false);
@@ -197,14 +190,10 @@ void memory(Bench& b) {
   // over the pre-roll, until the ring's bound holds it.
   scans(recorder.get(), node, b.random, b.quick ? 400 : 1200, 100ms, false);
   record::DecisionRecord r;  // the decision records at their bound
-  r.signal = "allocatableMemory.available";
-  r.observed = 200 * kMi;
-  r.threshold = 256 * kMi;
-  r.rank = 1;
-  r.action = "evict";
+  std::tie(r.signal, r.observed, r.threshold, r.rank, r.action, r.latencyMs) =
+      std::tuple("allocatableMemory.available", 200 * kMi, 256 * kMi, 1, "evict", 3.2);
   r.reason =
       "The node was low on resource: memory. Threshold quantity: 256Mi, available: 204800Ki. ";
-  r.latencyMs = 3.2;
   for (int i = 0; i < 6000; ++i) {
     r.time = 1'780'000'000'000'000 + i;
     const policy::Pod& pod = node.snapshot.pods[std::size_t(i) % node.snapshot.pods.size()];
