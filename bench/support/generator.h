@@ -108,9 +108,7 @@ struct Workload {
 
 // The node agents, first on every node of 20 pods or more.
 struct Daemon {
-  const char* ns;
-  const char* app;
-  const char* priorityClass;
+  std::string_view ns, app, priorityClass;
   std::int64_t cpu, memory;
 };
 constexpr Daemon kDaemons[] = {
@@ -387,9 +385,8 @@ inline void fillNodes(Case& c, Random& rng) {
     auto& u = use[nominatedAbove ? p.nominatedNodeName : p.nodeName];
     const std::int64_t cpu = p.requests.count("cpu") ? p.requests.at("cpu") : 0;
     const std::int64_t memory = p.requests.count("memory") ? p.requests.at("memory") : 0;
-    const std::int64_t add[] = {cpu, memory, 1, p.terminating ? cpu : 0,
-                                p.terminating ? memory : 0};
-    for (std::size_t i = 0; i < u.size(); ++i) u[i] += add[i];
+    u = {u[0] + cpu, u[1] + memory, u[2] + 1, u[3] + cpu * p.terminating,
+         u[4] + memory * p.terminating};
   }
   for (policy::Node& n : c.snapshot.nodes) {
     const auto& u = use[n.name];
@@ -431,11 +428,10 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int 
   in.phase = "Pending";
   in.tolerations = {{"dedicated", "Equal", "gpu", "NoSchedule"},
                     {"node.kubernetes.io/not-ready", "Exists", "", "NoExecute"}};
-  in.containers.resize(1);
-  in.containers[0].name = "checkout-api";
-  in.containers[0].requests = {{"cpu", quantity("cpu", kIncomingCpu)},
-                               {"memory", quantity("memory", kIncomingMemory)}};
-  in.containers[0].limits = in.containers[0].requests;
+  policy::Container& c = in.containers.emplace_back();
+  c.name = "checkout-api";
+  c.requests = c.limits = {{"cpu", quantity("cpu", kIncomingCpu)},
+                           {"memory", quantity("memory", kIncomingMemory)}};
   policy::resolvePod(in, s.priorityClasses);
 
   std::vector<PodPlan> plans;
