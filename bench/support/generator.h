@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <ctime>
 #include <initializer_list>
@@ -32,17 +33,14 @@
 
 namespace nodewarden::bench {
 
-inline constexpr std::int64_t kKi = 1024;
-inline constexpr std::int64_t kMi = 1024 * kKi;
-inline constexpr std::int64_t kGi = 1024 * kMi;
-inline constexpr std::int64_t kMicros = 1'000'000;
+inline constexpr std::int64_t kKi = 1024, kMi = 1024 * kKi, kGi = 1024 * kMi, kMicros = 1'000'000;
 
 // The alphabet of Kubernetes' generated name suffixes (rand.SafeEncodeString).
 constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
 
 // Cluster creation (2026-11-20T08:00:00Z); pods start after it, stats are read 30 days later.
-inline constexpr std::int64_t kClusterBirth = 1'795'161'600;
-inline constexpr std::int64_t kStatsTime = kClusterBirth + 30 * 86400;
+inline constexpr std::int64_t kClusterBirth = 1'795'161'600,
+                              kStatsTime = kClusterBirth + 30 * 86400;
 
 // RFC 3339 in UTC, as the API server prints timestamps.
 inline std::string rfc3339(std::int64_t unixSeconds) {
@@ -131,8 +129,7 @@ struct PodPlan {
   std::uint64_t processes = 0, ephemeralUsed = 0, inodesUsed = 0, nanoCores = 0;
 };
 
-// The pod to admit's requests.
-inline constexpr std::int64_t kIncomingCpu = 4000, kIncomingMemory = 8 * kGi;
+inline constexpr std::int64_t kIncomingCpu = 4000, kIncomingMemory = 8 * kGi;  // the pod to admit
 
 class Planner {
  public:
@@ -225,13 +222,11 @@ class Planner {
     }
     const bool nominate = std::exchange(firstNode_, false) || rng_.chance(0.02);
     for (int i = 0; nominate && i < 3; ++i) {
-      PodPlan p = pod(some(false), "");
-      p.pod.priorityClassName = i == 0 ? "critical-apps" : i == 1 ? "standard" : "business";
-      p.pod.specPriority.reset();
-      p.pod.phase = "Pending";
-      p.pod.startTime.reset();
-      p.pod.nominatedNodeName = node;
-      pods.push_back(std::move(p));
+      policy::Pod& o = pods.emplace_back(pod(some(false), "")).pod;
+      o.priorityClassName = i == 0 ? "critical-apps" : i == 1 ? "standard" : "business";
+      std::tie(o.phase, o.nominatedNodeName) = std::tuple("Pending", node);
+      o.specPriority.reset();
+      o.startTime.reset();
     }
     return pods;
   }
@@ -304,10 +299,7 @@ class Planner {
     PodPlan p;
     p.w = &w;
     policy::Pod& o = p.pod;
-    o.ns = w.ns;
-    o.uid = rng_.uuid();
-    o.nodeName = node;
-    o.phase = "Running";
+    std::tie(o.ns, o.uid, o.nodeName, o.phase) = std::tuple(w.ns, rng_.uuid(), node, "Running");
     do {
       const std::string suffix = "-" + rng_.fromAlphabet(kNameAlphabet, 5);
       const std::string job = std::to_string(29'000'000 + rng_.between(0, 99'999));
@@ -340,9 +332,8 @@ class Planner {
       add(p, "log-shipper", false, false, 50, 64 * kMi);
     }
     if (w.sidecar) add(p, "istio-proxy", true, true, 100, 128 * kMi);
-    if (w.kind != Kind::DaemonSet && rng_.chance(0.15)) {
-      add(p, "migrate", true, false, 500, kGi);  // may exceed the main container (init peak)
-    }
+    // An init container that may ask more than the main one (the pod's init peak).
+    if (w.kind != Kind::DaemonSet && rng_.chance(0.15)) add(p, "migrate", true, false, 500, kGi);
     if (rng_.chance(0.01)) p.processes += 800;                    // a fork-happy pod
     p.ephemeralUsed += std::uint64_t(rng_.between(0, 50 * kMi));  // emptyDirs
     p.inodesUsed = std::uint64_t(rng_.between(12, 6000));
@@ -362,8 +353,6 @@ inline void sortByKey(std::vector<PodPlan>& pods) {
     return a.pod.ns != b.pod.ns ? a.pod.ns < b.pod.ns : a.pod.name < b.pod.name;
   });
 }
-
-// Policy objects: a cluster of full nodes and a pod to admit.
 
 // What one generated case holds. The index points into the snapshot: the case is never moved
 // after clusterCase() returns it (it lives behind a unique_ptr).
@@ -455,8 +444,6 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int 
   return out;
 }
 
-// One node as kubectl and the kubelet print it.
-
 // Below the 100Mi hard threshold of bench_eviction's policy, so that every run makes a plan.
 constexpr std::uint64_t kNodeMemoryAvailable = 80 * kMi;
 
@@ -481,14 +468,11 @@ std::string fill(std::string_view tpl, const Args&... args) {
   return out.append(tpl.substr(from));
 }
 
-// `value` / `unit` in at most three decimals ("0.25", "1.5", "2"), "" when that is not exact.
+// `value` / `unit` as the shortest decimal ("0.25", "1.5", "2"); exact for the thousandths and
+// eighths it is given.
 inline std::string decimal(std::int64_t value, std::int64_t unit) {
-  if (value * 1000 % unit != 0) return "";
-  const std::int64_t thousandths = value * 1000 / unit;
-  std::string s = std::to_string(thousandths / 1000);
-  if (thousandths % 1000 == 0) return s;
-  s += "." + std::to_string(1000 + thousandths % 1000).substr(1);
-  return s.erase(s.find_last_not_of('0') + 1);
+  char s[32];
+  return std::string(s, std::to_chars(s, s + sizeof s, double(value) / double(unit)).ptr);
 }
 
 // One of the ways people write `q`: "250m" or "0.25" for cpu; "1Gi", "1024Mi", "0.5Gi", "1G",
@@ -692,12 +676,11 @@ class KubectlText {
   std::string container(const PodPlan& p, const policy::Container& c, bool main) {
     std::string resources;
     for (const auto* list : {&c.limits, &c.requests}) {
+      if (list->empty()) continue;
       std::map<std::string, std::string> spelled;
       for (const auto& [name, q] : *list) spelled[name] = spell(rng_, name, q);
-      if (!list->empty()) {
-        resources += fill(R"(@"@": @)", sep(resources), list == &c.limits ? "limits" : "requests",
-                          nlohmann::json(spelled).dump());
-      }
+      resources += fill(R"(@"@": @)", sep(resources), list == &c.limits ? "limits" : "requests",
+                        nlohmann::json(spelled).dump());
     }
     const std::string_view extra = c.sidecar ? R"("restartPolicy": "Always", )"
                                    : main    ? kPortsJson
