@@ -85,7 +85,6 @@ bool runNode(int podCount, const Budgets& b, const policy::Policy& rules) {
   auto admit = [&] { return policy::admitPod(c->incoming, node, pdbs, rules); };
   auto select = [&] { return policy::selectVictimsOnNode(c->incoming, node, pdbs, rules); };
   auto naive = [&] { return policy::selectVictimsOnNodeNaive(c->incoming, node, pdbs, rules); };
-
   const auto d = admit();  // the case must have the intended shape before anything is timed
   std::printf("  admitPod: %s (%s), %zu victims, %d PDB violation(s)\n\n",
               policy::verdictName(d.verdict), d.reason.c_str(), d.victims.size(),
@@ -96,27 +95,21 @@ bool runNode(int podCount, const Budgets& b, const policy::Policy& rules) {
   }
   std::string note;  // why the naive selection was not timed
   const double first = runCapped(naive, b.naiveCap, note);
-  gRows.push_back(row("admitPod, " + pods, measure(b.admit, b.warmups, timed(admit)), 1e3, "us",
-                      podCount == 110    ? 5
-                      : podCount == 1000 ? 50
-                                         : 0));
+  const int target = podCount == 110 ? 5 : podCount == 1000 ? 50 : 0;
+  gRows.push_back(
+      row("admitPod, " + pods, measure(b.admit, b.warmups, timed(admit)), 1e3, "us", target));
   const double fast = measure(b.select, b.warmups, timed(select)).median();
   // More naive calls only when a few fit in the budget; else the single call is the figure.
-  double m = first;
-  if (first > 0 && first * 1e-9 * b.naive.minIterations <= b.naive.seconds) {
-    m = measure(b.naive, timed(naive)).median();
-  }
+  const double m = first > 0 && first * 1e-9 * b.naive.minIterations <= b.naive.seconds
+                       ? measure(b.naive, timed(naive)).median()
+                       : first;
+  const bool skipped = !note.empty(), seconds = m >= 1e9;
   char slow[48], speedup[32], line[160];
-  if (!note.empty()) {
-    std::snprintf(slow, sizeof slow, "skipped, %s", note.c_str());
-    std::snprintf(speedup, sizeof speedup, "> %.0fx", b.naiveCap * 1e9 / fast);
-  } else {
-    std::snprintf(slow, sizeof slow, m >= 1e9 ? "%11.2f s" : "%10.1f us",
-                  m * (m >= 1e9 ? 1e-9 : 1e-3));
-    std::snprintf(speedup, sizeof speedup, "%8.1fx", m / fast);
-  }
-  std::snprintf(line, sizeof line, "%-34s | %9.2f us %16s %9s", pods.c_str(), fast * 1e-3, slow,
-                speedup);
+  std::snprintf(slow, sizeof slow, seconds ? "%11.2f s" : "%10.1f us", m * (seconds ? 1e-9 : 1e-3));
+  std::snprintf(speedup, sizeof speedup, skipped ? "> %.0fx" : "%8.1fx",
+                (skipped ? b.naiveCap * 1e9 : m) / fast);
+  std::snprintf(line, sizeof line, "%-34s | %9.2f us %16s %9s", pods.c_str(), fast * 1e-3,
+                skipped ? ("skipped, " + note).c_str() : slow, speedup);
   gSelections.push_back(line);
   return true;
 }
@@ -180,14 +173,12 @@ int main(int argc, char** argv) {
                });
              });
   if (auto status = args.parse(argc, argv)) return *status;
-
   printEnvironment("nodewarden admission benchmark",
                    "; this binary only (policy/ is compiled with the same flags)", true, false);
   Budgets b = quick ? kQuick : kFull;
   if (naiveCap > 0) b.naiveCap = naiveCap;
-  std::printf(
-      "  mode: %s; single threaded, not pinned; policy: Policy::defaults(); naive cap %.0f s\n\n",
-      quick ? "--quick" : "full", b.naiveCap);
+  std::printf("  mode: %s, one thread; policy: Policy::defaults(); naive cap %.0f s\n\n",
+              quick ? "--quick" : "full", b.naiveCap);
   const policy::Policy rules = policy::Policy::defaults();
   for (int n : sizes) {
     if (!runNode(n, b, rules)) return 1;
