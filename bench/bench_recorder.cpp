@@ -47,38 +47,6 @@ void setNodeFigures(policy::Summary& summary, bool met) {
   stats.memoryAvailableBytes = (16ULL << 30) - used - 2048 * kMi;
 }
 
-// kPods running pods of priority 0, BestEffort, with working sets; the pods' cgroup of 8 GiB.
-Node makeNode(Random& random, SteadyTime now) {
-  Node node;
-  node.now = now;
-  policy::Diagnostics diagnostics;
-  node.policy = *policy::parsePolicyText(
-      R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
-          "evictionMinimumReclaim": {"allocatableMemory.available": "64Mi"}})",
-      diagnostics);
-  policy::Node& n = node.snapshot.nodes.emplace_back();
-  n.name = "bench-node";
-  n.capacity["memory"] = policy::Quantity::fromValue(16LL << 30, policy::QuantityFormat::BinarySI);
-  n.allocatable["memory"] =
-      policy::Quantity::fromValue(8LL << 30, policy::QuantityFormat::BinarySI);
-  for (int i = 0; i < kPods; ++i) {
-    policy::Pod& pod = node.snapshot.pods.emplace_back();
-    std::tie(pod.ns, pod.name, pod.uid, pod.nodeName, pod.phase) =
-        std::tuple("ns-" + std::to_string(i % 7), "pod-" + std::to_string(i), random.uuid(), n.name,
-                   "Running");
-    policy::PodStats& stats = node.summary().pods.emplace_back();
-    stats.uid = pod.uid;
-    stats.memoryWorkingSetBytes = std::uint64_t(random.between(8, 64)) * kMi;
-    stats.memoryUsageBytes = *stats.memoryWorkingSetBytes + 4 * kMi;
-    stats.processCount = 3;
-  }
-  policy::resolvePods(node.snapshot.pods, {});
-  setNodeFigures(node.summary(), false);
-  node.summary().node.maxPid = 4194304;
-  node.summary().node.curProc = 900;
-  return node;
-}
-
 // The CPU time `f()` takes on `clock`, in nanoseconds.
 template <typename F>
 double cpuTime(F&& f, clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
@@ -129,7 +97,38 @@ struct Bench {
   cgroups::PodCgroups index{hierarchy, "kubepods"};
   ManualClock clock;
 
-  Node node() { return makeNode(random, clock.now()); }
+  // kPods running pods of priority 0, BestEffort, with working sets; the pods' cgroup of 8 GiB.
+  Node node() {
+    Node node;
+    node.now = clock.now();
+    policy::Diagnostics diagnostics;
+    node.policy = *policy::parsePolicyText(
+        R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
+            "evictionMinimumReclaim": {"allocatableMemory.available": "64Mi"}})",
+        diagnostics);
+    policy::Node& n = node.snapshot.nodes.emplace_back();
+    n.name = "bench-node";
+    n.capacity["memory"] =
+        policy::Quantity::fromValue(16LL << 30, policy::QuantityFormat::BinarySI);
+    n.allocatable["memory"] =
+        policy::Quantity::fromValue(8LL << 30, policy::QuantityFormat::BinarySI);
+    for (int i = 0; i < kPods; ++i) {
+      policy::Pod& pod = node.snapshot.pods.emplace_back();
+      std::tie(pod.ns, pod.name, pod.uid, pod.nodeName, pod.phase) =
+          std::tuple("ns-" + std::to_string(i % 7), "pod-" + std::to_string(i), random.uuid(),
+                     n.name, "Running");
+      policy::PodStats& stats = node.summary().pods.emplace_back();
+      stats.uid = pod.uid;
+      stats.memoryWorkingSetBytes = std::uint64_t(random.between(8, 64)) * kMi;
+      stats.memoryUsageBytes = *stats.memoryWorkingSetBytes + 4 * kMi;
+      stats.processCount = 3;
+    }
+    policy::resolvePods(node.snapshot.pods, {});
+    setNodeFigures(node.summary(), false);
+    node.summary().node.maxPid = 4194304;
+    node.summary().node.curProc = 900;
+    return node;
+  }
   // The recorder as the agent opens it, its episodes under dir/`sub` ("": none on disk).
   std::unique_ptr<node::Recorder> open(const std::string& sub, bool longEpisodes = false,
                                        bool settleFast = false) {
@@ -145,18 +144,16 @@ struct Bench {
 };
 
 void cpu(Bench& b, int iterations) {
-  std::vector<double> idle, full;
-  {
-    Node node = b.node();
-    auto recorder = b.open("");  // no episode here: the plain cycle
-    for (int i = 0; i < 50; ++i) cycle(recorder.get(), node, 1s);  // warm up
-    for (int i = 0; i < iterations; ++i) {  // idle: the node's figures only, the pods' unchanged
-      *node.summary().node.memoryAvailableBytes += std::uint64_t(i % 3);
-      idle.push_back(cycle(recorder.get(), node, 1s));
-    }
-    full = scans(recorder.get(), node, b.random, iterations, 1s, false);
-    recorder->stop();
+  std::vector<double> idle;
+  Node quiet = b.node();
+  auto plain = b.open("");                                     // no episode here: the plain cycle
+  for (int i = 0; i < 50; ++i) cycle(plain.get(), quiet, 1s);  // warm up
+  for (int i = 0; i < iterations; ++i) {  // idle: the node's figures only, the pods' unchanged
+    *quiet.summary().node.memoryAvailableBytes += std::uint64_t(i % 3);
+    idle.push_back(cycle(plain.get(), quiet, 1s));
   }
+  const std::vector<double> full = scans(plain.get(), quiet, b.random, iterations, 1s, false);
+  plain->stop();
   // Inside an episode (a threshold met at every cycle, the file written by the writer thread):
   // the process's CPU time (both threads) over the same loop with and without the recorder.
   auto episodeLoop = [&](bool record) {

@@ -137,9 +137,7 @@ int main(int argc, char** argv) {
   });
   if (auto status = args.parse(argc, argv)) return *status;
   if (once.empty()) {
-    printEnvironment(
-        "bench_victims_first: one victims-first decision, the reads served from memory", "", true,
-        false);
+    printEnvironment("bench_victims_first (the reads served from memory)", "", true, false);
     std::printf("\n");
   }
   const Budget budget = quick ? Budget{20, 2000, 0.3} : Budget{50, 20000, 2.0};

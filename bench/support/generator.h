@@ -408,13 +408,11 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int 
   s.podDisruptionBudgets = plan.pdbs();
 
   policy::Pod& in = out->incoming;
-  in.ns = "checkout";
+  std::tie(in.ns, in.priorityClassName, in.phase) = std::tuple("checkout", "urgent", "Pending");
   in.name = "checkout-api-" + plan.rng().fromAlphabet(kNameAlphabet, 10) + "-" +
             plan.rng().fromAlphabet(kNameAlphabet, 5);
   in.uid = plan.rng().uuid();
   in.labels = {{"app", "checkout-api"}, {"team", "money"}};
-  in.priorityClassName = "urgent";
-  in.phase = "Pending";
   in.tolerations = {{"dedicated", "Equal", "gpu", "NoSchedule"},
                     {"node.kubernetes.io/not-ready", "Exists", "", "NoExecute"}};
   policy::Container& c = in.containers.emplace_back();
@@ -454,10 +452,9 @@ std::string fill(std::string_view tpl, const Args&... args) {
   std::string out;
   std::size_t from = 0;
   auto put = [&](const auto& arg) {
-    using T = std::decay_t<decltype(arg)>;
     const std::size_t at = tpl.find('@', from);
     out.append(tpl, from, at - from);
-    if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(arg)>>) {
       out += nlohmann::json(arg).dump();
     } else {
       out += arg;
@@ -468,16 +465,13 @@ std::string fill(std::string_view tpl, const Args&... args) {
   return out.append(tpl.substr(from));
 }
 
-// `value` / `unit` as the shortest decimal ("0.25", "1.5", "2"); exact for the thousandths and
-// eighths it is given.
-inline std::string decimal(std::int64_t value, std::int64_t unit) {
-  char s[32];
-  return std::string(s, std::to_chars(s, s + sizeof s, double(value) / double(unit)).ptr);
-}
-
 // One of the ways people write `q`: "250m" or "0.25" for cpu; "1Gi", "1024Mi", "0.5Gi", "1G",
 // "500M", "65536Ki" or plain bytes for the others.
 inline std::string spell(Random& rng, const std::string& resource, const policy::Quantity& q) {
+  auto decimal = [](std::int64_t value, std::int64_t unit) {  // the shortest: exact for these
+    char s[32];
+    return std::string(s, std::to_chars(s, s + sizeof s, double(value) / double(unit)).ptr);
+  };
   std::vector<std::string> all;
   if (resource == "cpu") {
     all = {std::to_string(q.milliValue()) + "m", decimal(q.milliValue(), 1000)};
