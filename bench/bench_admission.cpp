@@ -24,9 +24,8 @@ namespace {
 
 constexpr std::uint64_t kSeed = 0x61646d6974706f64ULL;  // "admitpod"
 
-// About 30 s in all: per node size 1 s on admitPod, 0.6 s alone, up to 2 s on the naive
-// selection after its capped first call (about 20 s at 5,000 pods); 3-5 s per cluster shape
-// with its generation.
+// About 30 s in all: per node size 1 s on admitPod, 0.6 s alone, up to 2 s naive after its capped
+// first call (about 20 s at 5,000 pods); 3-5 s per cluster shape with its generation.
 struct Budgets {
   Budget admit, select, naive, cluster;
   double naiveCap;  // seconds for one naive call before it is stopped

@@ -57,8 +57,7 @@ double cpuTime(F&& f, clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
   return double(z.tv_sec - a.tv_sec) * 1e9 + double(z.tv_nsec - a.tv_nsec);
 }
 
-// One agent cycle `step` after the last: the decision, then the recorder's call (none when
-// null), whose thread CPU time it returns.
+// One agent cycle `step` after the last: the decision, then the recorder's call, timed (if any).
 double cycle(node::Recorder* recorder, Node& node, std::chrono::milliseconds step) {
   const SteadyTime now = node.now += step;
   const policy::NodeView view = policy::makeNodeView(node.snapshot, "bench-node");
@@ -70,9 +69,8 @@ double cycle(node::Recorder* recorder, Node& node, std::chrono::milliseconds ste
       [&] { recorder->cycle(view, node.snapshot, node.state, result.decision, node.policy, now); });
 }
 
-// `count` cycles `step` apart, each after a full scan: every pod's figures moved by a few pages,
-// as two kernel readings do, the node's following, in new storage as buildSnapshot gives. The
-// recorder's CPU time of each.
+// `count` cycles `step` apart, each after a full scan (every pod's figures moved by a few pages,
+// the node's following, in new storage as buildSnapshot gives): the recorder's CPU time of each.
 std::vector<double> scans(node::Recorder* recorder, Node& node, Random& random, int count,
                           std::chrono::milliseconds step, bool met) {
   std::vector<double> out;
@@ -154,8 +152,8 @@ void cpu(Bench& b, int iterations) {
   }
   const std::vector<double> full = scans(plain.get(), quiet, b.random, iterations, 1s, false);
   plain->stop();
-  // Inside an episode (a threshold met at every cycle, the file written by the writer thread):
-  // the process's CPU time (both threads) over the same loop with and without the recorder.
+  // In an episode (a threshold met every cycle): the process's CPU time (the writer's thread too)
+  // over the same loop with and without the recorder.
   auto episodeLoop = [&](bool record) {
     Node node = b.node();
     auto recorder = b.open(record ? "cpu" : "none", true);
@@ -183,8 +181,7 @@ void memory(Bench& b) {
   Node node = b.node();
   const std::size_t heapBefore = heapInUse(false);
   auto recorder = b.open("memory");
-  // The ring at an episode's cadence without an episode (nothing met): 10 full scans a second
-  // over the pre-roll, until the ring's bound holds it.
+  // The ring at an episode's cadence (10 full scans a second, nothing met) until its bound holds.
   scans(recorder.get(), node, b.random, b.quick ? 400 : 1200, 100ms, false);
   record::DecisionRecord r;  // the decision records at their bound
   std::tie(r.signal, r.observed, r.threshold, r.rank, r.action, r.latencyMs) =

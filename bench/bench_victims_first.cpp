@@ -25,9 +25,8 @@ constexpr std::int64_t kKiB = 1024, kMiB = 1024 * kKiB;
 constexpr std::uint64_t kSeed = 0x766963746d730031ULL;
 constexpr std::int32_t kPriorities[] = {0, 0, 0, 1000, 100000};
 
-// A node as the decision meets it: each pod's figures as last read (no working set: new) and
-// as a read now gives them (none: gone), the view over the first, the node's figures, the
-// policy; and the reader serving the figures now.
+// A node as the decision meets it: each pod's figures as last read (none: new) and as a read
+// now gives them (none: gone), the view over the first; and the reader serving the second.
 struct Node final : node::PodFigureReader {
   std::vector<policy::Pod> pods;
   std::deque<policy::PodStats> last, now;  // parallel to pods

@@ -42,7 +42,6 @@ constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
 inline constexpr std::int64_t kClusterBirth = 1'795'161'600,
                               kStatsTime = kClusterBirth + 30 * 86400;
 
-// RFC 3339 in UTC, as the API server prints timestamps.
 inline std::string rfc3339(std::int64_t unixSeconds) {
   const std::time_t t = unixSeconds;
   std::tm tm{};
@@ -195,9 +194,8 @@ class Planner {
     }
   }
 
-  // `count` pods bound to `node`, its agents first, a few not started or terminating; finished
-  // Job pods bound to it; on the first node and a few others, three pods nominated to it (one
-  // of higher priority than the pod to admit, which counts against it, and two lower).
+  // `count` pods on `node` (its agents first, a few pending or terminating), finished Job pods,
+  // and on the first node and a few others three nominated to it (one above the pod to admit).
   std::vector<PodPlan> node(const std::string& node, int count) {
     std::vector<PodPlan> pods;
     for (std::size_t i = 0; count >= 20 && i < daemons_.size(); ++i) {
@@ -231,8 +229,7 @@ class Planner {
     return pods;
   }
 
-  // Budgets on a quarter of the Deployments and StatefulSets (three in ten allowing no
-  // disruption), and two that select nothing.
+  // Budgets on a quarter of the services (three in ten allow no disruption), two select nothing.
   std::vector<policy::PodDisruptionBudget> pdbs() {
     std::vector<policy::PodDisruptionBudget> out;
     for (const Workload& w : workloads_) {
@@ -254,8 +251,7 @@ class Planner {
   }
 
  private:
-  // A service skewed towards the first workloads, so that some have many replicas and most
-  // few; a Job uniformly (a service if none turns up).
+  // A service skewed to the first workloads (a few have many replicas), a Job uniformly.
   Workload& some(bool job) {
     for (int tries = 0;; ++tries) {
       const double u = rng_.unit();
@@ -354,8 +350,7 @@ inline void sortByKey(std::vector<PodPlan>& pods) {
   });
 }
 
-// What one generated case holds. The index points into the snapshot: the case is never moved
-// after clusterCase() returns it (it lives behind a unique_ptr).
+// The index points into the snapshot: a case lives behind a unique_ptr, never moved.
 struct Case {
   policy::Snapshot snapshot;
   policy::Pod incoming;
@@ -396,9 +391,8 @@ inline void fillNodes(Case& c, Random& rng) {
   }
 }
 
-// `nodeCount` nodes with `podsPerNode` bound pods each, every node full for the pod to admit
-// (class "urgent", 4 cores and 8 GiB; bound to the node when there is one), a share
-// `taintedNodes` of them tainted dedicated=gpu:NoSchedule, which it tolerates.
+// `nodeCount` nodes of `podsPerNode` pods, each full for the pod to admit ("urgent", 4 cores, 8
+// GiB; bound if one node), a share `taintedNodes` tainted dedicated=gpu:NoSchedule (tolerated).
 inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int podsPerNode,
                                          double taintedNodes = 0) {
   auto out = std::make_unique<Case>();
@@ -445,8 +439,7 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int 
 // Below the 100Mi hard threshold of bench_eviction's policy, so that every run makes a plan.
 constexpr std::uint64_t kNodeMemoryAvailable = 80 * kMi;
 
-// `tpl` with each '@' replaced by the next of `args`: text as it is, numbers and booleans as
-// JSON writes them.
+// `tpl` with each '@' replaced by the next of `args` (numbers and booleans as JSON writes them).
 template <typename... Args>
 std::string fill(std::string_view tpl, const Args&... args) {
   std::string out;
@@ -609,7 +602,6 @@ class KubectlText {
   // The kubelet's Summary: every running pod, and a node whose memory holds their working sets
   // and the system's 3 GiB, and leaves less than the hard threshold.
   std::string summary(const std::vector<PodPlan>& plans) {
-    const std::string now = rfc3339(kStatsTime);
     std::uint64_t podsWorkingSet = 0, processes = 0;
     std::string pods;
     for (const PodPlan& p : plans) {
@@ -617,24 +609,23 @@ class KubectlText {
       const std::string start = rfc3339(*p.pod.startTime / kMicros);
       std::string containers;
       for (const auto& [name, u] : p.usage) {
-        const std::string memoryStats = memory(now, u.workingSet);
-        containers +=
-            sep(containers) + fill(kContainerStatsJson, name, start, cpu(now, p.nanoCores / 2),
-                                   memoryStats, now, u.rootfs, now, u.logs);
+        const std::string memoryStats = memory(u.workingSet);
+        containers += sep(containers) + fill(kContainerStatsJson, name, start, cpu(p.nanoCores / 2),
+                                             memoryStats, now_, u.rootfs, now_, u.logs);
       }
-      const std::string memoryStats = memory(now, workingSet(p));
+      const std::string memoryStats = memory(workingSet(p));
       pods += sep(pods) + fill(kPodStatsJson, p.pod.name, p.pod.ns, p.pod.uid, start, containers,
-                               cpu(now, p.nanoCores), memoryStats,
-                               fs(now, p.ephemeralUsed, p.inodesUsed), p.processes);
+                               cpu(p.nanoCores), memoryStats, fs(p.ephemeralUsed, p.inodesUsed),
+                               p.processes);
       podsWorkingSet += workingSet(p);
       processes += p.processes;
     }
-    const std::string nodeMemory = memory(now, podsWorkingSet + 3 * kGi, kNodeMemoryAvailable);
-    const std::string nodeCpu = cpu(now, 9'400'000'000);
-    const std::string podsMemory = memory(now, podsWorkingSet, 1536 * kMi);
-    return fill(kSummaryJson, node_, rfc3339(kClusterBirth), cpu(now, 9'000'000'000), podsMemory,
-                nodeCpu, nodeMemory, fs(now, 307'234'797'158, 1'250'000),
-                fs(now, 61'000'000'000, 1'250'000), now, processes + 412, pods);
+    const std::string nodeMemory = memory(podsWorkingSet + 3 * kGi, kNodeMemoryAvailable);
+    const std::string nodeCpu = cpu(9'400'000'000);
+    const std::string podsMemory = memory(podsWorkingSet, 1536 * kMi);
+    return fill(kSummaryJson, node_, rfc3339(kClusterBirth), cpu(9'000'000'000), podsMemory,
+                nodeCpu, nodeMemory, fs(307'234'797'158, 1'250'000), fs(61'000'000'000, 1'250'000),
+                now_, processes + 412, pods);
   }
 
   // The NodeList: memory for every working set, the system's 3 GiB and what is still free.
@@ -659,8 +650,7 @@ class KubectlText {
  private:
   static std::string sep(const std::string& list) { return list.empty() ? "" : ", "; }
 
-  // What the kubelet reports of a pod's memory: its running containers' working sets (usage
-  // has none for init containers that finished).
+  // A pod's memory as the kubelet reports it: its running containers' working sets.
   static std::uint64_t workingSet(const PodPlan& p) {
     std::uint64_t sum = 0;
     for (const auto& [name, u] : p.usage) sum += u.workingSet;
@@ -700,23 +690,23 @@ class KubectlText {
     return "registry.example.com/" + p.pod.ns + "/" + c.name + ":" + p.w->version;
   }
 
-  static std::string fs(const std::string& now, std::uint64_t used, std::uint64_t inodesUsed) {
-    return fill(kFsJson, now, used, 31'250'000 - inodesUsed, inodesUsed);
+  std::string fs(std::uint64_t used, std::uint64_t inodesUsed) {
+    return fill(kFsJson, now_, used, 31'250'000 - inodesUsed, inodesUsed);
   }
-  std::string memory(const std::string& now, std::uint64_t workingSet,
-                     std::uint64_t available = 0) {
+  std::string memory(std::uint64_t workingSet, std::uint64_t available = 0) {
     const std::int64_t majorFaults = rng_.between(0, 4000), faults = rng_.between(1000, 90'000'000);
-    return fill(kMemoryJson, now, available ? fill(R"("availableBytes": @, )", available) : "",
+    return fill(kMemoryJson, now_, available ? fill(R"("availableBytes": @, )", available) : "",
                 workingSet + std::uint64_t(rng_.between(0, 64 * kMi)), workingSet,
                 workingSet - workingSet / 8, faults, majorFaults);
   }
-  std::string cpu(const std::string& now, std::uint64_t nanoCores) {
-    return fill(R"({"time": "@", "usageNanoCores": @, "usageCoreNanoSeconds": @})", now, nanoCores,
+  std::string cpu(std::uint64_t nanoCores) {
+    return fill(R"({"time": "@", "usageNanoCores": @, "usageCoreNanoSeconds": @})", now_, nanoCores,
                 nanoCores * std::uint64_t(rng_.between(10'000, 2'000'000)));
   }
 
   Random rng_;
   std::string node_;
+  const std::string now_ = rfc3339(kStatsTime);  // when the stats are read
 };
 
 // One node of `podCount` pods under memory pressure, with what every object and the stats carry.
