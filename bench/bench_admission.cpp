@@ -49,8 +49,7 @@ double runCapped(F call, double capSeconds, std::string& note) {
     ::_exit(0);
   }
   int status = 0;
-  while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
   const double out = *nanos;
   ::munmap(nanos, sizeof(double));
   if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return out;

@@ -48,7 +48,6 @@ bool runSize(int podCount, const Budgets& b, const std::string& writeDir) {
     std::ofstream out(path, std::ios::binary);
     std::printf("  wrote %s%s\n", path.c_str(), out << gen.text ? "" : " (FAILED)");
   }
-
   // The snapshot must parse and make a plan before anything is timed.
   policy::Diagnostics diagnostics;
   auto snapshot = policy::parseSnapshotText(text, diagnostics);
@@ -78,7 +77,6 @@ bool runSize(int podCount, const Budgets& b, const std::string& writeDir) {
   const double parseNs = measure(b.parse, parse(text)).median();
   const double compactNs = measure(b.parseCompact, parse(gen.compact)).median();
   gen.compact = std::string();  // keeps the footprint down at 10,000 pods
-
   // rank+plan: the agent's path builds only the rankings the plan needs; explain builds all.
   auto rankPlan = [&](policy::Rankings mode) {
     return [&, mode] {

@@ -114,9 +114,8 @@ void describe(std::string_view name, const Node& s, const node::VictimsFirstDeci
     return;
   }
   std::string victims;
-  for (const policy::Eviction& e : got.result->decision.evict) {
+  for (const policy::Eviction& e : got.result->decision.evict)
     victims += " " + e.pod->name + "(" + std::to_string(e.usage / kMiB) + "Mi)";
-  }
   std::printf("victims%s; %zu read whole, %zu usages read, %d rounds, %zu vanished\n",
               victims.empty() ? " none" : victims.c_str(), got.podsRead, got.usagesRead, got.rounds,
               got.vanished.size());

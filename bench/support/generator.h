@@ -198,9 +198,8 @@ class Planner {
   // and on the first node and a few others three nominated to it (one above the pod to admit).
   std::vector<PodPlan> node(const std::string& node, int count) {
     std::vector<PodPlan> pods;
-    for (std::size_t i = 0; count >= 20 && i < daemons_.size(); ++i) {
+    for (std::size_t i = 0; count >= 20 && i < daemons_.size(); ++i)
       pods.push_back(pod(daemons_[i], node));
-    }
     int terminating = 0;
     while (int(pods.size()) < count) {
       PodPlan p = pod(some(rng_.chance(0.06)), node);
@@ -324,9 +323,8 @@ class Planner {
     const std::int64_t restart = rng_.chance(0.1) ? rng_.between(0, 10 * 86400) : 0;
     o.startTime = (w.rollout + rng_.between(0, 120) + restart) * kMicros;  // a rollout's tie
     add(p, w.app, false, false, w.cpu, w.memory, w.ephemeral);
-    if (w.kind != Kind::DaemonSet && w.qos != 'E' && rng_.chance(0.2)) {
+    if (w.kind != Kind::DaemonSet && w.qos != 'E' && rng_.chance(0.2))
       add(p, "log-shipper", false, false, 50, 64 * kMi);
-    }
     if (w.sidecar) add(p, "istio-proxy", true, true, 100, 128 * kMi);
     // An init container that may ask more than the main one (the pod's init peak).
     if (w.kind != Kind::DaemonSet && rng_.chance(0.15)) add(p, "migrate", true, false, 500, kGi);
@@ -363,9 +361,8 @@ inline void fillNodes(Case& c, Random& rng) {
   std::map<std::string, std::array<std::int64_t, 5>> use;  // cpu, memory, pods, terminating's
   for (const policy::Pod& p : c.snapshot.pods) {
     const bool nominatedAbove = p.nodeName.empty() && p.priority >= c.incoming.priority;
-    if (p.phase == "Succeeded" || p.phase == "Failed" || (p.nodeName.empty() && !nominatedAbove)) {
+    if (p.phase == "Succeeded" || p.phase == "Failed" || (p.nodeName.empty() && !nominatedAbove))
       continue;
-    }
     auto& u = use[nominatedAbove ? p.nominatedNodeName : p.nodeName];
     const std::int64_t cpu = p.requests.count("cpu") ? p.requests.at("cpu") : 0;
     const std::int64_t memory = p.requests.count("memory") ? p.requests.at("memory") : 0;
@@ -400,7 +397,6 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int 
   s.priorityClasses = priorityClasses();
   Planner plan(seed, std::max(12, nodeCount * podsPerNode / 6));
   s.podDisruptionBudgets = plan.pdbs();
-
   policy::Pod& in = out->incoming;
   std::tie(in.ns, in.priorityClassName, in.phase) = std::tuple("checkout", "urgent", "Pending");
   in.name = "checkout-api-" + plan.rng().fromAlphabet(kNameAlphabet, 10) + "-" +
@@ -414,7 +410,6 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int 
   c.requests = c.limits = {{"cpu", quantity("cpu", kIncomingCpu)},
                            {"memory", quantity("memory", kIncomingMemory)}};
   policy::resolvePod(in, s.priorityClasses);
-
   std::vector<PodPlan> plans;
   for (int i = 0; i < nodeCount; ++i) {
     policy::Node& n = s.nodes.emplace_back();
@@ -578,13 +573,11 @@ class KubectlText {
       meta = fill(R"("deletionTimestamp": "@", "deletionGracePeriodSeconds": @, )",
                   rfc3339(kStatsTime - 5), o.terminationGracePeriodSeconds);
     }
-    if (!o.priorityClassName.empty()) {
+    if (!o.priorityClassName.empty())
       spec = fill(R"("priorityClassName": "@", )", o.priorityClassName);
-    }
     if (p.admitted || o.specPriority) spec += fill(R"("priority": @, )", o.priority);
-    if (!o.nominatedNodeName.empty()) {
+    if (!o.nominatedNodeName.empty())
       status = fill(R"(, "nominatedNodeName": "@")", o.nominatedNodeName);
-    }
     if (p.admitted) status += fill(R"(, "qosClass": "@")", policy::qosClassName(o.qos));
     const char* owner[] = {"ReplicaSet", "StatefulSet", "Job", "DaemonSet"};
     const std::int64_t host = rng_.between(2, 254);
