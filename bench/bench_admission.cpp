@@ -1,10 +1,9 @@
-// bench_admission: how fast the admission and preemption core (docs/reference.md §5-§6) decides
-// on generated full nodes (clusterCase, bench/support/generator.h): admitPod with a preempt
-// verdict and selectVictimsOnNode on one node, the naive selection beside it for the speedup (its
-// first call in a child stopped after --naive-cap seconds), preemptCluster where every node is a
-// candidate. That naive and incremental agree is tests/policy/admission_test.cpp's and the
-// fuzz_victims replay's to check. Options, targets, exit statuses: kUsage.
-
+// bench_admission: how fast the admission and preemption core (docs/reference.md §5-§6, with
+// Policy::defaults()) decides on generated full nodes (clusterCase, bench/support/generator.h):
+// admitPod with a preempt verdict and selectVictimsOnNode on one node, the naive selection beside
+// it for the speedup (its first call in a child stopped after --naive-cap seconds), preemptCluster
+// where every node is a candidate. That naive and incremental agree is admission_test's and the
+// fuzz_victims replay's to check (tests/policy/). Options, targets, exit statuses: kUsage.
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -175,8 +174,7 @@ int main(int argc, char** argv) {
                    "; this binary only (policy/ is compiled with the same flags)", true, false);
   Budgets b = quick ? kQuick : kFull;
   if (naiveCap > 0) b.naiveCap = naiveCap;
-  std::printf("  mode: %s, one thread; policy: Policy::defaults(); naive cap %.0f s\n\n",
-              quick ? "--quick" : "full", b.naiveCap);
+  std::printf("\n");
   const policy::Policy rules = policy::Policy::defaults();
   for (int n : sizes) {
     if (!runNode(n, b, rules)) return 1;
@@ -184,7 +182,7 @@ int main(int argc, char** argv) {
   for (const auto& [nodes, pods] : clusters) {
     if (!runCluster(nodes, pods, b, rules)) return 1;
   }
-  std::printf("== summary (verdicts on the median; one core) ==\n");
+  std::printf("== summary (verdicts on the median; one core; naive cap %.0f s) ==\n", b.naiveCap);
   std::printf("%-34s | %12s %12s %12s | %10s %5s\n", "", "median", "p99", "min", "target", "");
   for (const std::string& line : gRows) std::printf("%s\n", line.c_str());
   std::printf("\n%-34s | %12s %16s %9s\n", "victim selection, medians", "incremental", "naive",

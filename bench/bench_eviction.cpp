@@ -3,7 +3,6 @@
 // it and compact as the API server sends it: policy::parseSnapshotText on both, and makeNodeView +
 // evaluateEviction ("rank+plan") as the agent runs it and building every ranking (as `explain`
 // does). Options, targets, exit statuses: kUsage.
-
 #include <fstream>
 
 #include "bench/support/generator.h"
@@ -138,12 +137,11 @@ int main(int argc, char** argv) {
       "nodewarden eviction benchmark",
       "; this binary only (policy/ is compiled with the same flags)", false, false,
       ", nlohmann_json " + nlohmann::json::meta()["version"]["string"].get<std::string>());
-  std::printf("  mode: %s; single threaded, not pinned; MB = 10^6 bytes\n\n",
-              quick ? "--quick" : "full");
+  std::printf("\n");
   for (int n : sizes) {
     if (!runSize(n, quick ? kQuick : kFull, writeDir)) return 1;
   }
-  std::printf("== summary (verdicts on the median; targets as --help lists them) ==\n");
+  std::printf("== summary (verdicts on the median; targets as in --help; MB = 10^6 bytes) ==\n");
   const char* kHeader = "%7s | %12s %7s %8s %7s %5s | %8s %7s %5s | %10s %10s %8s %5s\n";
   std::printf(kHeader, "pods", "kubectl B", "B/pod", "parse ms", "MB/s", "", "compact", "MB/s", "",
               "rank+plan", "p99", "target", "");

@@ -94,12 +94,12 @@ struct Bench {
   cgroups::Hierarchy hierarchy;  // no cgroups: node-level kernel reads only
   cgroups::PodCgroups index{hierarchy, "kubepods"};
   ManualClock clock;
+  policy::Diagnostics diagnostics;  // of the fixed policy texts it parses
 
   // kPods running pods of priority 0, BestEffort, with working sets; the pods' cgroup of 8 GiB.
   Node node() {
     Node node;
     node.now = clock.now();
-    policy::Diagnostics diagnostics;
     node.policy = *policy::parsePolicyText(
         R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
             "evictionMinimumReclaim": {"allocatableMemory.available": "64Mi"}})",
@@ -228,9 +228,8 @@ bool episode(Bench& b) {
       double(bytes->size()) / (double(episode->samples.size()) * kPods));
   std::vector<double> decode, fidelity, counterfactual;
   record::ReplayOptions candidate;
-  policy::Diagnostics diagnostics;
   candidate.policy = *policy::parsePolicyText(
-      R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})", diagnostics);
+      R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})", b.diagnostics);
   for (int i = 0; i < (b.quick ? 3 : 10); ++i) {
     std::optional<Result<record::Episode>> decoded;
     record::ReplayResult r, c;
@@ -239,9 +238,8 @@ bool episode(Bench& b) {
     counterfactual.push_back(cpuTime([&] { c = record::replay(**decoded, candidate); }));
     gSink = gSink + r.decisions.size() + c.decisions.size();
   }
-  const double d = Samples::from(decode).median() / 1e6;
-  const double f = Samples::from(fidelity).median() / 1e6;
-  const double c = Samples::from(counterfactual).median() / 1e6;
+  auto ms = [](std::vector<double> v) { return Samples::from(std::move(v)).median() / 1e6; };
+  const double d = ms(decode), f = ms(fidelity), c = ms(counterfactual);
   std::printf(
       "4. Replay of that episode (CPU time, medians): decode %.1f ms; fidelity with the recorded "
       "policy %.1f ms = %.0fx real time (decode included: %.0fx); a candidate policy "

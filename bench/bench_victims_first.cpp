@@ -86,9 +86,7 @@ std::unique_ptr<Node> makeNode(std::string_view name, int count) {
   for (const policy::PodStats& stats : s->now) ws += stats.memoryWorkingSetBytes.value_or(0);
   // Available against the 300 Mi threshold: hog 100 Mi; quiet 64 Gi; churned 200 Mi (evict 100).
   s->stats.podsMemoryWorkingSetBytes = ws;
-  s->stats.podsMemoryAvailableBytes = name == "hog"     ? 100 * kMiB
-                                      : name == "quiet" ? 64 * 1024 * kMiB
-                                                        : 200 * kMiB;
+  s->stats.podsMemoryAvailableBytes = (churned ? 200 : name == "hog" ? 100 : 64 * 1024) * kMiB;
   policy::resolvePods(s->pods, {});
   for (std::size_t i = 0; i < s->pods.size(); ++i) {
     s->stale.pods.push_back(&s->pods[i]);
@@ -100,25 +98,9 @@ std::unique_ptr<Node> makeNode(std::string_view name, int count) {
   policy::assignKeyOrder(s->stale);
   policy::Diagnostics diagnostics;
   s->policy = *policy::parsePolicyText(
-      R"({"evictionHard":{"allocatableMemory.available":"300Mi"},"evictionMaxPodsPerCycle":)" +
-          std::string(churned ? "5}" : "1}"),
-      diagnostics);
+      R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})", diagnostics);
+  s->policy.maxPodsPerCycle = churned ? 5 : 1;  // evictionMaxPodsPerCycle
   return s;
-}
-
-// What one decision did.
-void describe(std::string_view name, const Node& s, const node::VictimsFirstDecision& got) {
-  std::printf("  %-8.*s %zu pods: ", int(name.size()), name.data(), s.pods.size());
-  if (got.fullScan != node::FullScanReason::None) {
-    std::printf("fell back to a full scan (%s)\n", std::string(toString(got.fullScan)).c_str());
-    return;
-  }
-  std::string victims;
-  for (const policy::Eviction& e : got.result->decision.evict)
-    victims += " " + e.pod->name + "(" + std::to_string(e.usage / kMiB) + "Mi)";
-  std::printf("victims%s; %zu read whole, %zu usages read, %d rounds, %zu vanished\n",
-              victims.empty() ? " none" : victims.c_str(), got.podsRead, got.usagesRead, got.rounds,
-              got.vanished.size());
 }
 
 }  // namespace
@@ -142,7 +124,18 @@ int main(int argc, char** argv) {
   for (std::string_view name : {"hog", "churned", "quiet"}) {
     if (!once.empty() && once != name) continue;
     const auto s = makeNode(name, 1000);
-    describe(name, *s, s->decide());
+    const node::VictimsFirstDecision got = s->decide();  // what it did:
+    std::printf("  %-8.*s %zu pods: ", int(name.size()), name.data(), s->pods.size());
+    std::string victims;
+    if (got.fullScan != node::FullScanReason::None) {
+      std::printf("fell back to a full scan (%s)\n", std::string(toString(got.fullScan)).c_str());
+    } else {
+      for (const policy::Eviction& e : got.result->decision.evict)
+        victims += " " + e.pod->name + "(" + std::to_string(e.usage / kMiB) + "Mi)";
+      std::printf("victims%s; %zu read whole, %zu usages read, %d rounds, %zu vanished\n",
+                  victims.empty() ? " none" : victims.c_str(), got.podsRead, got.usagesRead,
+                  got.rounds, got.vanished.size());
+    }
     if (!once.empty()) break;  // one decision alone, for callgrind's --toggle-collect
     const Samples decided = measure(budget, 3, [&] {
       s->reads.clear();  // untimed

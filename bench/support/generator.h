@@ -3,11 +3,9 @@
 // figures of docs/performance.md were measured on this data: keep it byte for byte. At most one
 // draw per expression (C++ leaves the order of arguments and of `+`'s operands open); where there
 // were two, they are separate statements in the order GCC 12 evaluated them (right to left).
-//
 // A Planner draws the workloads and each node's pods (policy::Pod objects, with the usage only
-// the kubelet's stats show); clusterCase() makes of them full nodes and a pod to admit
-// (bench_admission), kubectlSnapshot() one node under memory pressure as kubectl and the kubelet
-// print it (bench_eviction).
+// the kubelet's stats show); clusterCase() makes full nodes and a pod to admit of them
+// (bench_admission), kubectlSnapshot() a node under memory pressure as kubectl prints it.
 #pragma once
 
 #include <algorithm>
@@ -184,7 +182,6 @@ class Planner {
   }
 
   Random& rng() { return rng_; }
-
   std::string nodeName() {
     for (;;) {
       const std::int64_t d = rng_.between(1, 254), c = rng_.between(0, 255);
@@ -233,12 +230,10 @@ class Planner {
     std::vector<policy::PodDisruptionBudget> out;
     for (const Workload& w : workloads_) {
       if (w.kind == Kind::Job || !rng_.chance(0.25)) continue;
-      policy::LabelSelector sel;
-      if (rng_.chance(0.8)) {
-        sel.matchLabels = {{"app", w.app}};
-      } else {
+      policy::LabelSelector sel;  // by label, one in five by expressions
+      if (rng_.chance(0.8)) sel.matchLabels = {{"app", w.app}};
+      if (sel.matchLabels.empty())
         sel.matchExpressions = {{"app", "In", {w.app, w.app + "-canary"}}, {"tier", "Exists", {}}};
-      }
       sel.matchLabelsBloom = policy::labelBloom(sel.matchLabels);  // as the parser sets it
       const double a = rng_.unit();
       const std::int64_t allowed = a < 0.3 ? 0 : a < 0.8 ? 1 : 2;
@@ -259,8 +254,7 @@ class Planner {
     }
   }
 
-  // A container with requests and limits as the pod's QoS class has them, and its usage:
-  // BestEffort ones use what they like, the others spread around their request.
+  // A container, its requests and limits by QoS class, and its usage (BestEffort: any amount).
   void add(PodPlan& p, std::string name, bool init, bool sidecar, std::int64_t cpu,
            std::int64_t memory, std::int64_t ephemeral = 0) {
     const char qos = p.w->qos;
