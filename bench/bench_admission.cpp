@@ -57,8 +57,7 @@ double runCapped(F call, double capSeconds, std::string& note) {
   return 0;
 }
 
-// The summary's lines, printed at the end: the timed rows, then victim selection's.
-std::vector<std::string> gRows, gSelections;
+std::vector<std::string> gRows, gSelections;  // the summary's lines, printed at the end
 
 // "label | median p99 min | target verdict", in `unit` (nanoseconds / scale). The targets are
 // issue 23's (the first ones were 10 us, 100 us and 100 ms), 0 for none.
