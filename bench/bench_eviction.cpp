@@ -94,9 +94,8 @@ bool runSize(int podCount, const Budgets& b, const std::string& writeDir) {
                    measure(b.planExtra, rankPlan(policy::Rankings::All)), 1e3, "us");
   std::printf("\n");
   std::fflush(stdout);
-  const double mbps = double(bytes) / parseNs * 1e3,
-               compactMbps = double(compactBytes) / compactNs * 1e3;
-  const double rp = plan.median() * 1e-3;
+  const double mbps = double(bytes) / parseNs * 1e3, rp = plan.median() * 1e-3;
+  const double compactMbps = double(compactBytes) / compactNs * 1e3;
   const int target = podCount == 110 ? 50 : podCount == 1000 ? 1000 : podCount == 10000 ? 15000 : 0;
   char row[256];
   std::snprintf(row, sizeof row,

@@ -37,8 +37,8 @@ inline constexpr std::int64_t kKi = 1024, kMi = 1024 * kKi, kGi = 1024 * kMi, kM
 constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
 
 // Cluster creation (2026-11-20T08:00:00Z); pods start after it, stats are read 30 days later.
-inline constexpr std::int64_t kClusterBirth = 1'795'161'600,
-                              kStatsTime = kClusterBirth + 30 * 86400;
+inline constexpr std::int64_t kClusterBirth = 1'795'161'600;
+inline constexpr std::int64_t kStatsTime = kClusterBirth + 30 * 86400;
 
 inline std::string rfc3339(std::int64_t unixSeconds) {
   const std::time_t t = unixSeconds;
@@ -230,7 +230,7 @@ class Planner {
     std::vector<policy::PodDisruptionBudget> out;
     for (const Workload& w : workloads_) {
       if (w.kind == Kind::Job || !rng_.chance(0.25)) continue;
-      policy::LabelSelector sel;  // by label, one in five by expressions
+      policy::LabelSelector sel;  // the app's label, or one time in five expressions
       if (rng_.chance(0.8)) sel.matchLabels = {{"app", w.app}};
       if (sel.matchLabels.empty())
         sel.matchExpressions = {{"app", "In", {w.app, w.app + "-canary"}}, {"tier", "Exists", {}}};
