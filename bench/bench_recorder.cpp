@@ -1,12 +1,10 @@
 // bench_recorder: the flight recorder's cost (node/recorder.h) and the replay's speed
 // (record/replay.h) at the kubelet's default of 110 pods, in CPU time (the machine is shared):
-//   1. Recorder::cycle() as the agent calls it, with the kernel reads it does itself: on an
-//      idle node (a cycle a second, a full scan every 30 s) and inside an episode (a full scan
-//      every cycle, the writer thread encoding and writing the file);
-//   2. memory at its bounds (the ring full at an episode's cadence, 6,000 decision records);
-//   3. episode size, every pod's figures moving at every sample; 4. that episode's replay.
-// No root needed (a pod index without cgroups). Exits 1 when no episode was written, 2 on bad
-// arguments.
+// 1. Recorder::cycle() as the agent calls it, kernel reads included, on an idle node (a cycle a
+// second, a full scan every 30 s) and inside an episode (a full scan every cycle, the writer
+// thread encoding and writing the file); 2. memory at its bounds (the ring full at an episode's
+// cadence, 6,000 decision records); 3. episode size, every pod's figures moving at every sample;
+// 4. that episode's replay. No root needed. Exits 1 when no episode was written, 2 on bad args.
 #include <ctime>
 #include <filesystem>
 #include <thread>
@@ -49,40 +47,6 @@ void setNodeFigures(policy::Summary& summary, bool met) {
   stats.memoryAvailableBytes = (16ULL << 30) - used - 2048 * kMi;
 }
 
-// kPods running pods of priority 0, BestEffort, with working sets; the pods' cgroup of 8 GiB.
-Node makeNode(Random& random, SteadyTime now) {
-  Node node;
-  node.now = now;
-  policy::Diagnostics diagnostics;
-  node.policy = *policy::parsePolicyText(
-      R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
-          "evictionMinimumReclaim": {"allocatableMemory.available": "64Mi"}})",
-      diagnostics);
-  policy::Node& n = node.snapshot.nodes.emplace_back();
-  n.name = "bench-node";
-  n.capacity["memory"] = policy::Quantity::fromValue(16LL << 30, policy::QuantityFormat::BinarySI);
-  n.allocatable["memory"] =
-      policy::Quantity::fromValue(8LL << 30, policy::QuantityFormat::BinarySI);
-  for (int i = 0; i < kPods; ++i) {
-    policy::Pod& pod = node.snapshot.pods.emplace_back();
-    pod.ns = "ns-" + std::to_string(i % 7);
-    pod.name = "pod-" + std::to_string(i);
-    pod.uid = random.uuid();
-    pod.nodeName = n.name;
-    pod.phase = "Running";
-    policy::PodStats& stats = node.summary().pods.emplace_back();
-    stats.uid = pod.uid;
-    stats.memoryWorkingSetBytes = std::uint64_t(random.between(8, 64)) * kMi;
-    stats.memoryUsageBytes = *stats.memoryWorkingSetBytes + 4 * kMi;
-    stats.processCount = 3;
-  }
-  policy::resolvePods(node.snapshot.pods, {});
-  setNodeFigures(node.summary(), false);
-  node.summary().node.maxPid = 4194304;
-  node.summary().node.curProc = 900;
-  return node;
-}
-
 // The CPU time `f()` takes on `clock`, in nanoseconds.
 template <typename F>
 double cpuTime(F&& f, clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
@@ -93,8 +57,7 @@ double cpuTime(F&& f, clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
   return double(z.tv_sec - a.tv_sec) * 1e9 + double(z.tv_nsec - a.tv_nsec);
 }
 
-// One agent cycle `step` after the last: the decision, then the recorder's call (none when
-// null), whose thread CPU time it returns.
+// One agent cycle `step` after the last: the decision, then the recorder's call, timed (if any).
 double cycle(node::Recorder* recorder, Node& node, std::chrono::milliseconds step) {
   const SteadyTime now = node.now += step;
   const policy::NodeView view = policy::makeNodeView(node.snapshot, "bench-node");
@@ -106,18 +69,15 @@ double cycle(node::Recorder* recorder, Node& node, std::chrono::milliseconds ste
       [&] { recorder->cycle(view, node.snapshot, node.state, result.decision, node.policy, now); });
 }
 
-// `count` cycles `step` apart, each after a full scan: every pod's figures moved by a few pages,
-// as two kernel readings do, the node's following, in new storage as buildSnapshot gives. The
-// recorder's CPU time of each.
+// `count` cycles `step` apart, each after a full scan (every pod's figures moved by a few pages,
+// the node's following, in new storage as buildSnapshot gives): the recorder's CPU time of each.
 std::vector<double> scans(node::Recorder* recorder, Node& node, Random& random, int count,
                           std::chrono::milliseconds step, bool met) {
   std::vector<double> out;
   for (int i = 0; i < count; ++i) {
     Node fresh = node;
     for (policy::PodStats& s : fresh.summary().pods) {
-      const std::int64_t pages = random.between(-16, 16);
-      s.memoryWorkingSetBytes =
-          std::uint64_t(std::int64_t(*s.memoryWorkingSetBytes) + pages * 4096);
+      *s.memoryWorkingSetBytes += std::uint64_t(random.between(-16, 16) * 4096);  // pages
       s.memoryUsageBytes = *s.memoryWorkingSetBytes + 4 * kMi;
     }
     setNodeFigures(fresh.summary(), met);
@@ -134,8 +94,39 @@ struct Bench {
   cgroups::Hierarchy hierarchy;  // no cgroups: node-level kernel reads only
   cgroups::PodCgroups index{hierarchy, "kubepods"};
   ManualClock clock;
+  policy::Diagnostics diagnostics;  // of the fixed policy texts it parses
 
-  Node node() { return makeNode(random, clock.now()); }
+  // kPods running pods of priority 0, BestEffort, with working sets; the pods' cgroup of 8 GiB.
+  Node node() {
+    Node node;
+    node.now = clock.now();
+    node.policy = *policy::parsePolicyText(
+        R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
+            "evictionMinimumReclaim": {"allocatableMemory.available": "64Mi"}})",
+        diagnostics);
+    policy::Node& n = node.snapshot.nodes.emplace_back();
+    n.name = "bench-node";
+    n.capacity["memory"] =
+        policy::Quantity::fromValue(16LL << 30, policy::QuantityFormat::BinarySI);
+    n.allocatable["memory"] =
+        policy::Quantity::fromValue(8LL << 30, policy::QuantityFormat::BinarySI);
+    for (int i = 0; i < kPods; ++i) {
+      policy::Pod& pod = node.snapshot.pods.emplace_back();
+      std::tie(pod.ns, pod.name, pod.uid, pod.nodeName, pod.phase) =
+          std::tuple("ns-" + std::to_string(i % 7), "pod-" + std::to_string(i), random.uuid(),
+                     n.name, "Running");
+      policy::PodStats& stats = node.summary().pods.emplace_back();
+      stats.uid = pod.uid;
+      stats.memoryWorkingSetBytes = std::uint64_t(random.between(8, 64)) * kMi;
+      stats.memoryUsageBytes = *stats.memoryWorkingSetBytes + 4 * kMi;
+      stats.processCount = 3;
+    }
+    policy::resolvePods(node.snapshot.pods, {});
+    setNodeFigures(node.summary(), false);
+    node.summary().node.maxPid = 4194304;
+    node.summary().node.curProc = 900;
+    return node;
+  }
   // The recorder as the agent opens it, its episodes under dir/`sub` ("": none on disk).
   std::unique_ptr<node::Recorder> open(const std::string& sub, bool longEpisodes = false,
                                        bool settleFast = false) {
@@ -151,21 +142,18 @@ struct Bench {
 };
 
 void cpu(Bench& b, int iterations) {
-  std::vector<double> idle, full;
-  {
-    Node node = b.node();
-    auto recorder = b.open("");  // no episode here: the plain cycle
-    for (int i = 0; i < 50; ++i) cycle(recorder.get(), node, 1s);  // warm up
-    for (int i = 0; i < iterations; ++i) {  // idle: the node's figures only, the pods' unchanged
-      node.summary().node.memoryAvailableBytes =
-          *node.summary().node.memoryAvailableBytes + std::uint64_t(i % 3);
-      idle.push_back(cycle(recorder.get(), node, 1s));
-    }
-    full = scans(recorder.get(), node, b.random, iterations, 1s, false);
-    recorder->stop();
+  std::vector<double> idle;
+  Node quiet = b.node();
+  auto plain = b.open("");                                     // no episode here: the plain cycle
+  for (int i = 0; i < 50; ++i) cycle(plain.get(), quiet, 1s);  // warm up
+  for (int i = 0; i < iterations; ++i) {  // idle: the node's figures only, the pods' unchanged
+    *quiet.summary().node.memoryAvailableBytes += std::uint64_t(i % 3);
+    idle.push_back(cycle(plain.get(), quiet, 1s));
   }
-  // Inside an episode (a threshold met at every cycle, the file written by the writer thread):
-  // the process's CPU time (both threads) over the same loop with and without the recorder.
+  const std::vector<double> full = scans(plain.get(), quiet, b.random, iterations, 1s, false);
+  plain->stop();
+  // In an episode (a threshold met every cycle): the process's CPU time (the writer's thread too)
+  // over the same loop with and without the recorder.
   auto episodeLoop = [&](bool record) {
     Node node = b.node();
     auto recorder = b.open(record ? "cpu" : "none", true);
@@ -193,18 +181,13 @@ void memory(Bench& b) {
   Node node = b.node();
   const std::size_t heapBefore = heapInUse(false);
   auto recorder = b.open("memory");
-  // The ring at an episode's cadence without an episode (nothing met): 10 full scans a second
-  // over the pre-roll, until the ring's bound holds it.
+  // The ring at an episode's cadence (10 full scans a second, nothing met) until its bound holds.
   scans(recorder.get(), node, b.random, b.quick ? 400 : 1200, 100ms, false);
   record::DecisionRecord r;  // the decision records at their bound
-  r.signal = "allocatableMemory.available";
-  r.observed = 200 * kMi;
-  r.threshold = 256 * kMi;
-  r.rank = 1;
-  r.action = "evict";
+  std::tie(r.signal, r.observed, r.threshold, r.rank, r.action, r.latencyMs) =
+      std::tuple("allocatableMemory.available", 200 * kMi, 256 * kMi, 1, "evict", 3.2);
   r.reason =
       "The node was low on resource: memory. Threshold quantity: 256Mi, available: 204800Ki. ";
-  r.latencyMs = 3.2;
   for (int i = 0; i < 6000; ++i) {
     r.time = 1'780'000'000'000'000 + i;
     const policy::Pod& pod = node.snapshot.pods[std::size_t(i) % node.snapshot.pods.size()];
@@ -245,9 +228,8 @@ bool episode(Bench& b) {
       double(bytes->size()) / (double(episode->samples.size()) * kPods));
   std::vector<double> decode, fidelity, counterfactual;
   record::ReplayOptions candidate;
-  policy::Diagnostics diagnostics;
   candidate.policy = *policy::parsePolicyText(
-      R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})", diagnostics);
+      R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})", b.diagnostics);
   for (int i = 0; i < (b.quick ? 3 : 10); ++i) {
     std::optional<Result<record::Episode>> decoded;
     record::ReplayResult r, c;
@@ -256,9 +238,8 @@ bool episode(Bench& b) {
     counterfactual.push_back(cpuTime([&] { c = record::replay(**decoded, candidate); }));
     gSink = gSink + r.decisions.size() + c.decisions.size();
   }
-  const double d = Samples::from(decode).median() / 1e6;
-  const double f = Samples::from(fidelity).median() / 1e6;
-  const double c = Samples::from(counterfactual).median() / 1e6;
+  auto ms = [](std::vector<double> v) { return Samples::from(std::move(v)).median() / 1e6; };
+  const double d = ms(decode), f = ms(fidelity), c = ms(counterfactual);
   std::printf(
       "4. Replay of that episode (CPU time, medians): decode %.1f ms; fidelity with the recorded "
       "policy %.1f ms = %.0fx real time (decode included: %.0fx); a candidate policy "

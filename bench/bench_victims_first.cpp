@@ -1,12 +1,10 @@
-// bench_victims_first: the CPU of one victims-first decision (node/victims_first.h) at 1,000
-// pods, the agent's `decide` step, the reads served from memory (a hash lookup and a PodStats
-// each). Scenarios:
-//   hog      idle pods (0–256 KiB) beside a pod grown from 200 to 600 MiB and a steady one;
-//   churned  several priorities and requests, 0–40 MiB, a tenth grown, a tenth shrunk, a few
-//            gone, a few new: several victims, certified by usage reads;
-//   quiet    the hog's node far from the threshold: nothing to act on.
-// --once NAME makes one decision untimed, for callgrind (docs/performance.md). That the victims
-// are a full scan's is tests/node/victims_first_test.cpp's to check. Exits 2 on bad arguments.
+// bench_victims_first: the CPU of one victims-first decision (node/victims_first.h, the agent's
+// `decide` step) at 1,000 pods, the reads served from memory. Scenarios: hog (idle pods of 0–256
+// KiB beside one grown from 200 to 600 MiB and a steady one); churned (several priorities and
+// requests, 0–40 MiB, a tenth grown, a tenth shrunk, a few gone, a few new: several victims,
+// certified by usage reads); quiet (the hog's node far from the threshold). --once NAME makes one
+// decision untimed, for callgrind (docs/performance.md). That the victims are a full scan's is
+// tests/node/victims_first_test.cpp's to check. Exits 2 on bad arguments.
 #include <deque>
 #include <memory>
 #include <optional>
@@ -27,9 +25,8 @@ constexpr std::int64_t kKiB = 1024, kMiB = 1024 * kKiB;
 constexpr std::uint64_t kSeed = 0x766963746d730031ULL;
 constexpr std::int32_t kPriorities[] = {0, 0, 0, 1000, 100000};
 
-// A node as the decision meets it: each pod's figures as last read (no working set: new) and
-// as a read now gives them (none: gone), the view over the first, the node's figures, the
-// policy; and the reader serving the figures now.
+// A node as the decision meets it: each pod's figures as last read (none: new) and as a read
+// now gives them (none: gone), the view over the first; and the reader serving the second.
 struct Node final : node::PodFigureReader {
   std::vector<policy::Pod> pods;
   std::deque<policy::PodStats> last, now;  // parallel to pods
@@ -61,9 +58,10 @@ struct Node final : node::PodFigureReader {
 
 std::unique_ptr<Node> makeNode(std::string_view name, int count) {
   auto s = std::make_unique<Node>();
-  Random rng(name == "churned" ? kSeed + 1 : kSeed);
+  const bool churned = name == "churned";
+  Random rng(churned ? kSeed + 1 : kSeed);
   for (int i = 0; i < count; ++i) {
-    if (name != "churned") {
+    if (!churned) {
       const std::int64_t ws = rng.between(0, 256 * kKiB);  // an idle pod
       s->add(i, 0, 0, ws, ws);
       continue;
@@ -78,7 +76,7 @@ std::unique_ptr<Node> makeNode(std::string_view name, int count) {
     if (change == 3 || change == 4) *now /= 3;                          // shrank
     s->add(i, priority, request, ws, now);
   }
-  if (name == "churned") {
+  if (churned) {
     for (int i = 0; i < 3; ++i) s->add(count + i, 1000, 16 * kMiB, {}, rng.between(0, 64) * kMiB);
   } else {
     s->add(count, 0, 0, 200 * kMiB, 600 * kMiB);               // the hog
@@ -88,9 +86,7 @@ std::unique_ptr<Node> makeNode(std::string_view name, int count) {
   for (const policy::PodStats& stats : s->now) ws += stats.memoryWorkingSetBytes.value_or(0);
   // Available against the 300 Mi threshold: hog 100 Mi; quiet 64 Gi; churned 200 Mi (evict 100).
   s->stats.podsMemoryWorkingSetBytes = ws;
-  s->stats.podsMemoryAvailableBytes = name == "hog"     ? 100 * kMiB
-                                      : name == "quiet" ? 64 * 1024 * kMiB
-                                                        : 200 * kMiB;
+  s->stats.podsMemoryAvailableBytes = (churned ? 200 : name == "hog" ? 100 : 64 * 1024) * kMiB;
   policy::resolvePods(s->pods, {});
   for (std::size_t i = 0; i < s->pods.size(); ++i) {
     s->stale.pods.push_back(&s->pods[i]);
@@ -102,26 +98,9 @@ std::unique_ptr<Node> makeNode(std::string_view name, int count) {
   policy::assignKeyOrder(s->stale);
   policy::Diagnostics diagnostics;
   s->policy = *policy::parsePolicyText(
-      R"({"evictionHard":{"allocatableMemory.available":"300Mi"},"evictionMaxPodsPerCycle":)" +
-          std::string(name == "churned" ? "5}" : "1}"),
-      diagnostics);
+      R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})", diagnostics);
+  s->policy.maxPodsPerCycle = churned ? 5 : 1;  // evictionMaxPodsPerCycle
   return s;
-}
-
-// What one decision did.
-void describe(std::string_view name, const Node& s, const node::VictimsFirstDecision& got) {
-  std::printf("  %-8.*s %zu pods: ", int(name.size()), name.data(), s.pods.size());
-  if (got.fullScan != node::FullScanReason::None) {
-    std::printf("fell back to a full scan (%s)\n", std::string(toString(got.fullScan)).c_str());
-    return;
-  }
-  std::string victims;
-  for (const policy::Eviction& e : got.result->decision.evict) {
-    victims += " " + e.pod->name + "(" + std::to_string(e.usage / kMiB) + "Mi)";
-  }
-  std::printf("victims%s; %zu read whole, %zu usages read, %d rounds, %zu vanished\n",
-              victims.empty() ? " none" : victims.c_str(), got.podsRead, got.usagesRead, got.rounds,
-              got.vanished.size());
 }
 
 }  // namespace
@@ -138,16 +117,25 @@ int main(int argc, char** argv) {
   });
   if (auto status = args.parse(argc, argv)) return *status;
   if (once.empty()) {
-    printEnvironment(
-        "bench_victims_first: one victims-first decision, the reads served from memory", "", true,
-        false);
+    printEnvironment("bench_victims_first (the reads served from memory)", "", true, false);
     std::printf("\n");
   }
   const Budget budget = quick ? Budget{20, 2000, 0.3} : Budget{50, 20000, 2.0};
   for (std::string_view name : {"hog", "churned", "quiet"}) {
     if (!once.empty() && once != name) continue;
     const auto s = makeNode(name, 1000);
-    describe(name, *s, s->decide());
+    const node::VictimsFirstDecision got = s->decide();  // what it did:
+    std::printf("  %-8.*s %zu pods: ", int(name.size()), name.data(), s->pods.size());
+    std::string victims;
+    if (got.fullScan != node::FullScanReason::None) {
+      std::printf("fell back to a full scan (%s)\n", std::string(toString(got.fullScan)).c_str());
+    } else {
+      for (const policy::Eviction& e : got.result->decision.evict)
+        victims += " " + e.pod->name + "(" + std::to_string(e.usage / kMiB) + "Mi)";
+      std::printf("victims%s; %zu read whole, %zu usages read, %d rounds, %zu vanished\n",
+                  victims.empty() ? " none" : victims.c_str(), got.podsRead, got.usagesRead,
+                  got.rounds, got.vanished.size());
+    }
     if (!once.empty()) break;  // one decision alone, for callgrind's --toggle-collect
     const Samples decided = measure(budget, 3, [&] {
       s->reads.clear();  // untimed

@@ -1,19 +1,16 @@
 // bench/support: the synthetic cluster the decision benchmarks run on, drawn from a fixed seed
-// so that every run and machine sees the same data (own draws from Random: the output of
-// std::uniform_*_distribution differs between standard libraries). The figures of
-// docs/performance.md were measured on this data: a change must keep it byte for byte. At most
-// one draw per expression (C++ leaves the order of a call's arguments and of `+`'s operands
-// open); where there were two, they are separate statements in the order GCC 12 evaluated them
-// (right to left).
-//
-// A Planner draws the workloads of a cluster and the pods of each node: policy::Pod objects as
-// the API holds them, with the usage only the kubelet's stats show. clusterCase() builds from
-// them a policy::Snapshot of full nodes and a pod to admit (bench_admission); kubectlSnapshot()
-// renders one node under memory pressure as kubectl and the kubelet print it (bench_eviction).
+// with our own Random (std::uniform_*_distribution differs between standard libraries). The
+// figures of docs/performance.md were measured on this data: keep it byte for byte. At most one
+// draw per expression (C++ leaves the order of arguments and of `+`'s operands open); where there
+// were two, they are separate statements in the order GCC 12 evaluated them (right to left).
+// A Planner draws the workloads and each node's pods (policy::Pod objects, with the usage only
+// the kubelet's stats show); clusterCase() makes full nodes and a pod to admit of them
+// (bench_admission), kubectlSnapshot() a node under memory pressure as kubectl prints it.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <ctime>
 #include <initializer_list>
@@ -34,10 +31,7 @@
 
 namespace nodewarden::bench {
 
-inline constexpr std::int64_t kKi = 1024;
-inline constexpr std::int64_t kMi = 1024 * kKi;
-inline constexpr std::int64_t kGi = 1024 * kMi;
-inline constexpr std::int64_t kMicros = 1'000'000;
+inline constexpr std::int64_t kKi = 1024, kMi = 1024 * kKi, kGi = 1024 * kMi, kMicros = 1'000'000;
 
 // The alphabet of Kubernetes' generated name suffixes (rand.SafeEncodeString).
 constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
@@ -46,7 +40,6 @@ constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
 inline constexpr std::int64_t kClusterBirth = 1'795'161'600;
 inline constexpr std::int64_t kStatsTime = kClusterBirth + 30 * 86400;
 
-// RFC 3339 in UTC, as the API server prints timestamps.
 inline std::string rfc3339(std::int64_t unixSeconds) {
   const std::time_t t = unixSeconds;
   std::tm tm{};
@@ -110,9 +103,7 @@ struct Workload {
 
 // The node agents, first on every node of 20 pods or more.
 struct Daemon {
-  const char* ns;
-  const char* app;
-  const char* priorityClass;
+  std::string_view ns, app, priorityClass;
   std::int64_t cpu, memory;
 };
 constexpr Daemon kDaemons[] = {
@@ -135,8 +126,7 @@ struct PodPlan {
   std::uint64_t processes = 0, ephemeralUsed = 0, inodesUsed = 0, nanoCores = 0;
 };
 
-// The pod to admit's requests.
-inline constexpr std::int64_t kIncomingCpu = 4000, kIncomingMemory = 8 * kGi;
+inline constexpr std::int64_t kIncomingCpu = 4000, kIncomingMemory = 8 * kGi;  // the pod to admit
 
 class Planner {
  public:
@@ -144,9 +134,8 @@ class Planner {
   Planner(std::uint64_t seed, int workloadCount) : rng_(seed) {
     for (const Daemon& d : kDaemons) {
       Workload& w = daemons_.emplace_back();
-      std::tie(w.ns, w.app, w.priorityClass, w.cpu, w.memory, w.kind) =
-          std::tuple(d.ns, d.app, d.priorityClass, d.cpu, d.memory, Kind::DaemonSet);
-      w.uid = rng_.uuid();
+      std::tie(w.ns, w.app, w.priorityClass, w.cpu, w.memory, w.kind, w.uid) =
+          std::tuple(d.ns, d.app, d.priorityClass, d.cpu, d.memory, Kind::DaemonSet, rng_.uuid());
       w.rollout = kClusterBirth + rng_.between(60, 3600);
     }
     std::vector<std::string> names(std::begin(kNamespaces), std::end(kNamespaces));
@@ -193,7 +182,6 @@ class Planner {
   }
 
   Random& rng() { return rng_; }
-
   std::string nodeName() {
     for (;;) {
       const std::int64_t d = rng_.between(1, 254), c = rng_.between(0, 255);
@@ -203,14 +191,12 @@ class Planner {
     }
   }
 
-  // `count` pods bound to `node`, its agents first, a few not started or terminating; finished
-  // Job pods bound to it; on the first node and a few others, three pods nominated to it (one
-  // of higher priority than the pod to admit, which counts against it, and two lower).
+  // `count` pods on `node` (its agents first, a few pending or terminating), finished Job pods,
+  // and on the first node and a few others three nominated to it (one above the pod to admit).
   std::vector<PodPlan> node(const std::string& node, int count) {
     std::vector<PodPlan> pods;
-    for (std::size_t i = 0; count >= 20 && i < daemons_.size(); ++i) {
+    for (std::size_t i = 0; count >= 20 && i < daemons_.size(); ++i)
       pods.push_back(pod(daemons_[i], node));
-    }
     int terminating = 0;
     while (int(pods.size()) < count) {
       PodPlan p = pod(some(rng_.chance(0.06)), node);
@@ -230,29 +216,24 @@ class Planner {
     }
     const bool nominate = std::exchange(firstNode_, false) || rng_.chance(0.02);
     for (int i = 0; nominate && i < 3; ++i) {
-      PodPlan p = pod(some(false), "");
-      p.pod.priorityClassName = i == 0 ? "critical-apps" : i == 1 ? "standard" : "business";
-      p.pod.specPriority.reset();
-      p.pod.phase = "Pending";
-      p.pod.startTime.reset();
-      p.pod.nominatedNodeName = node;
-      pods.push_back(std::move(p));
+      policy::Pod& o = pods.emplace_back(pod(some(false), "")).pod;
+      o.priorityClassName = i == 0 ? "critical-apps" : i == 1 ? "standard" : "business";
+      std::tie(o.phase, o.nominatedNodeName) = std::tuple("Pending", node);
+      o.specPriority.reset();
+      o.startTime.reset();
     }
     return pods;
   }
 
-  // Budgets on a quarter of the Deployments and StatefulSets (three in ten allowing no
-  // disruption), and two that select nothing.
+  // Budgets on a quarter of the services (three in ten allow no disruption), two select nothing.
   std::vector<policy::PodDisruptionBudget> pdbs() {
     std::vector<policy::PodDisruptionBudget> out;
     for (const Workload& w : workloads_) {
       if (w.kind == Kind::Job || !rng_.chance(0.25)) continue;
-      policy::LabelSelector sel;
-      if (rng_.chance(0.8)) {
-        sel.matchLabels = {{"app", w.app}};
-      } else {
+      policy::LabelSelector sel;  // the app's label, or one time in five expressions
+      if (rng_.chance(0.8)) sel.matchLabels = {{"app", w.app}};
+      if (sel.matchLabels.empty())
         sel.matchExpressions = {{"app", "In", {w.app, w.app + "-canary"}}, {"tier", "Exists", {}}};
-      }
       sel.matchLabelsBloom = policy::labelBloom(sel.matchLabels);  // as the parser sets it
       const double a = rng_.unit();
       const std::int64_t allowed = a < 0.3 ? 0 : a < 0.8 ? 1 : 2;
@@ -264,8 +245,7 @@ class Planner {
   }
 
  private:
-  // A service skewed towards the first workloads, so that some have many replicas and most
-  // few; a Job uniformly (a service if none turns up).
+  // A service skewed to the first workloads (a few have many replicas), a Job uniformly.
   Workload& some(bool job) {
     for (int tries = 0;; ++tries) {
       const double u = rng_.unit();
@@ -274,8 +254,7 @@ class Planner {
     }
   }
 
-  // A container with requests and limits as the pod's QoS class has them, and its usage:
-  // BestEffort ones use what they like, the others spread around their request.
+  // A container, its requests and limits by QoS class, and its usage (BestEffort: any amount).
   void add(PodPlan& p, std::string name, bool init, bool sidecar, std::int64_t cpu,
            std::int64_t memory, std::int64_t ephemeral = 0) {
     const char qos = p.w->qos;
@@ -309,10 +288,7 @@ class Planner {
     PodPlan p;
     p.w = &w;
     policy::Pod& o = p.pod;
-    o.ns = w.ns;
-    o.uid = rng_.uuid();
-    o.nodeName = node;
-    o.phase = "Running";
+    std::tie(o.ns, o.uid, o.nodeName, o.phase) = std::tuple(w.ns, rng_.uuid(), node, "Running");
     do {
       const std::string suffix = "-" + rng_.fromAlphabet(kNameAlphabet, 5);
       const std::string job = std::to_string(29'000'000 + rng_.between(0, 99'999));
@@ -341,13 +317,11 @@ class Planner {
     const std::int64_t restart = rng_.chance(0.1) ? rng_.between(0, 10 * 86400) : 0;
     o.startTime = (w.rollout + rng_.between(0, 120) + restart) * kMicros;  // a rollout's tie
     add(p, w.app, false, false, w.cpu, w.memory, w.ephemeral);
-    if (w.kind != Kind::DaemonSet && w.qos != 'E' && rng_.chance(0.2)) {
+    if (w.kind != Kind::DaemonSet && w.qos != 'E' && rng_.chance(0.2))
       add(p, "log-shipper", false, false, 50, 64 * kMi);
-    }
     if (w.sidecar) add(p, "istio-proxy", true, true, 100, 128 * kMi);
-    if (w.kind != Kind::DaemonSet && rng_.chance(0.15)) {
-      add(p, "migrate", true, false, 500, kGi);  // may exceed the main container (init peak)
-    }
+    // An init container that may ask more than the main one (the pod's init peak).
+    if (w.kind != Kind::DaemonSet && rng_.chance(0.15)) add(p, "migrate", true, false, 500, kGi);
     if (rng_.chance(0.01)) p.processes += 800;                    // a fork-happy pod
     p.ephemeralUsed += std::uint64_t(rng_.between(0, 50 * kMi));  // emptyDirs
     p.inodesUsed = std::uint64_t(rng_.between(12, 6000));
@@ -368,10 +342,7 @@ inline void sortByKey(std::vector<PodPlan>& pods) {
   });
 }
 
-// Policy objects: a cluster of full nodes and a pod to admit.
-
-// What one generated case holds. The index points into the snapshot: the case is never moved
-// after clusterCase() returns it (it lives behind a unique_ptr).
+// The index points into the snapshot: a case lives behind a unique_ptr, never moved.
 struct Case {
   policy::Snapshot snapshot;
   policy::Pod incoming;
@@ -384,15 +355,13 @@ inline void fillNodes(Case& c, Random& rng) {
   std::map<std::string, std::array<std::int64_t, 5>> use;  // cpu, memory, pods, terminating's
   for (const policy::Pod& p : c.snapshot.pods) {
     const bool nominatedAbove = p.nodeName.empty() && p.priority >= c.incoming.priority;
-    if (p.phase == "Succeeded" || p.phase == "Failed" || (p.nodeName.empty() && !nominatedAbove)) {
+    if (p.phase == "Succeeded" || p.phase == "Failed" || (p.nodeName.empty() && !nominatedAbove))
       continue;
-    }
     auto& u = use[nominatedAbove ? p.nominatedNodeName : p.nodeName];
     const std::int64_t cpu = p.requests.count("cpu") ? p.requests.at("cpu") : 0;
     const std::int64_t memory = p.requests.count("memory") ? p.requests.at("memory") : 0;
-    const std::int64_t add[] = {cpu, memory, 1, p.terminating ? cpu : 0,
-                                p.terminating ? memory : 0};
-    for (std::size_t i = 0; i < u.size(); ++i) u[i] += add[i];
+    u = {u[0] + cpu, u[1] + memory, u[2] + 1, u[3] + cpu * p.terminating,
+         u[4] + memory * p.terminating};
   }
   for (policy::Node& n : c.snapshot.nodes) {
     const auto& u = use[n.name];
@@ -413,9 +382,8 @@ inline void fillNodes(Case& c, Random& rng) {
   }
 }
 
-// `nodeCount` nodes with `podsPerNode` bound pods each, every node full for the pod to admit
-// (class "urgent", 4 cores and 8 GiB; bound to the node when there is one), a share
-// `taintedNodes` of them tainted dedicated=gpu:NoSchedule, which it tolerates.
+// `nodeCount` nodes of `podsPerNode` pods, each full for the pod to admit ("urgent", 4 cores, 8
+// GiB; bound if one node), a share `taintedNodes` tainted dedicated=gpu:NoSchedule (tolerated).
 inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int podsPerNode,
                                          double taintedNodes = 0) {
   auto out = std::make_unique<Case>();
@@ -423,24 +391,19 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int 
   s.priorityClasses = priorityClasses();
   Planner plan(seed, std::max(12, nodeCount * podsPerNode / 6));
   s.podDisruptionBudgets = plan.pdbs();
-
   policy::Pod& in = out->incoming;
-  in.ns = "checkout";
+  std::tie(in.ns, in.priorityClassName, in.phase) = std::tuple("checkout", "urgent", "Pending");
   in.name = "checkout-api-" + plan.rng().fromAlphabet(kNameAlphabet, 10) + "-" +
             plan.rng().fromAlphabet(kNameAlphabet, 5);
   in.uid = plan.rng().uuid();
   in.labels = {{"app", "checkout-api"}, {"team", "money"}};
-  in.priorityClassName = "urgent";
-  in.phase = "Pending";
   in.tolerations = {{"dedicated", "Equal", "gpu", "NoSchedule"},
                     {"node.kubernetes.io/not-ready", "Exists", "", "NoExecute"}};
-  in.containers.resize(1);
-  in.containers[0].name = "checkout-api";
-  in.containers[0].requests = {{"cpu", quantity("cpu", kIncomingCpu)},
-                               {"memory", quantity("memory", kIncomingMemory)}};
-  in.containers[0].limits = in.containers[0].requests;
+  policy::Container& c = in.containers.emplace_back();
+  c.name = "checkout-api";
+  c.requests = c.limits = {{"cpu", quantity("cpu", kIncomingCpu)},
+                           {"memory", quantity("memory", kIncomingMemory)}};
   policy::resolvePod(in, s.priorityClasses);
-
   std::vector<PodPlan> plans;
   for (int i = 0; i < nodeCount; ++i) {
     policy::Node& n = s.nodes.emplace_back();
@@ -462,22 +425,18 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int 
   return out;
 }
 
-// One node as kubectl and the kubelet print it.
-
 // Below the 100Mi hard threshold of bench_eviction's policy, so that every run makes a plan.
 constexpr std::uint64_t kNodeMemoryAvailable = 80 * kMi;
 
-// `tpl` with each '@' replaced by the next of `args`: text as it is, numbers and booleans as
-// JSON writes them.
+// `tpl` with each '@' replaced by the next of `args` (numbers and booleans as JSON writes them).
 template <typename... Args>
 std::string fill(std::string_view tpl, const Args&... args) {
   std::string out;
   std::size_t from = 0;
   auto put = [&](const auto& arg) {
-    using T = std::decay_t<decltype(arg)>;
     const std::size_t at = tpl.find('@', from);
     out.append(tpl, from, at - from);
-    if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(arg)>>) {
       out += nlohmann::json(arg).dump();
     } else {
       out += arg;
@@ -488,19 +447,13 @@ std::string fill(std::string_view tpl, const Args&... args) {
   return out.append(tpl.substr(from));
 }
 
-// `value` / `unit` in at most three decimals ("0.25", "1.5", "2"), "" when that is not exact.
-inline std::string decimal(std::int64_t value, std::int64_t unit) {
-  if (value * 1000 % unit != 0) return "";
-  const std::int64_t thousandths = value * 1000 / unit;
-  std::string s = std::to_string(thousandths / 1000);
-  if (thousandths % 1000 == 0) return s;
-  s += "." + std::to_string(1000 + thousandths % 1000).substr(1);
-  return s.erase(s.find_last_not_of('0') + 1);
-}
-
 // One of the ways people write `q`: "250m" or "0.25" for cpu; "1Gi", "1024Mi", "0.5Gi", "1G",
 // "500M", "65536Ki" or plain bytes for the others.
 inline std::string spell(Random& rng, const std::string& resource, const policy::Quantity& q) {
+  auto decimal = [](std::int64_t value, std::int64_t unit) {  // the shortest: exact for these
+    char s[32];
+    return std::string(s, std::to_chars(s, s + sizeof s, double(value) / double(unit)).ptr);
+  };
   std::vector<std::string> all;
   if (resource == "cpu") {
     all = {std::to_string(q.milliValue()) + "m", decimal(q.milliValue(), 1000)};
@@ -614,13 +567,11 @@ class KubectlText {
       meta = fill(R"("deletionTimestamp": "@", "deletionGracePeriodSeconds": @, )",
                   rfc3339(kStatsTime - 5), o.terminationGracePeriodSeconds);
     }
-    if (!o.priorityClassName.empty()) {
+    if (!o.priorityClassName.empty())
       spec = fill(R"("priorityClassName": "@", )", o.priorityClassName);
-    }
     if (p.admitted || o.specPriority) spec += fill(R"("priority": @, )", o.priority);
-    if (!o.nominatedNodeName.empty()) {
+    if (!o.nominatedNodeName.empty())
       status = fill(R"(, "nominatedNodeName": "@")", o.nominatedNodeName);
-    }
     if (p.admitted) status += fill(R"(, "qosClass": "@")", policy::qosClassName(o.qos));
     const char* owner[] = {"ReplicaSet", "StatefulSet", "Job", "DaemonSet"};
     const std::int64_t host = rng_.between(2, 254);
@@ -638,7 +589,6 @@ class KubectlText {
   // The kubelet's Summary: every running pod, and a node whose memory holds their working sets
   // and the system's 3 GiB, and leaves less than the hard threshold.
   std::string summary(const std::vector<PodPlan>& plans) {
-    const std::string now = rfc3339(kStatsTime);
     std::uint64_t podsWorkingSet = 0, processes = 0;
     std::string pods;
     for (const PodPlan& p : plans) {
@@ -646,24 +596,23 @@ class KubectlText {
       const std::string start = rfc3339(*p.pod.startTime / kMicros);
       std::string containers;
       for (const auto& [name, u] : p.usage) {
-        const std::string memoryStats = memory(now, u.workingSet);
-        containers +=
-            sep(containers) + fill(kContainerStatsJson, name, start, cpu(now, p.nanoCores / 2),
-                                   memoryStats, now, u.rootfs, now, u.logs);
+        const std::string memoryStats = memory(u.workingSet);
+        containers += sep(containers) + fill(kContainerStatsJson, name, start, cpu(p.nanoCores / 2),
+                                             memoryStats, now_, u.rootfs, now_, u.logs);
       }
-      const std::string memoryStats = memory(now, workingSet(p));
+      const std::string memoryStats = memory(workingSet(p));
       pods += sep(pods) + fill(kPodStatsJson, p.pod.name, p.pod.ns, p.pod.uid, start, containers,
-                               cpu(now, p.nanoCores), memoryStats,
-                               fs(now, p.ephemeralUsed, p.inodesUsed), p.processes);
+                               cpu(p.nanoCores), memoryStats, fs(p.ephemeralUsed, p.inodesUsed),
+                               p.processes);
       podsWorkingSet += workingSet(p);
       processes += p.processes;
     }
-    const std::string nodeMemory = memory(now, podsWorkingSet + 3 * kGi, kNodeMemoryAvailable);
-    const std::string nodeCpu = cpu(now, 9'400'000'000);
-    const std::string podsMemory = memory(now, podsWorkingSet, 1536 * kMi);
-    return fill(kSummaryJson, node_, rfc3339(kClusterBirth), cpu(now, 9'000'000'000), podsMemory,
-                nodeCpu, nodeMemory, fs(now, 307'234'797'158, 1'250'000),
-                fs(now, 61'000'000'000, 1'250'000), now, processes + 412, pods);
+    const std::string nodeMemory = memory(podsWorkingSet + 3 * kGi, kNodeMemoryAvailable);
+    const std::string nodeCpu = cpu(9'400'000'000);
+    const std::string podsMemory = memory(podsWorkingSet, 1536 * kMi);
+    return fill(kSummaryJson, node_, rfc3339(kClusterBirth), cpu(9'000'000'000), podsMemory,
+                nodeCpu, nodeMemory, fs(307'234'797'158, 1'250'000), fs(61'000'000'000, 1'250'000),
+                now_, processes + 412, pods);
   }
 
   // The NodeList: memory for every working set, the system's 3 GiB and what is still free.
@@ -688,8 +637,7 @@ class KubectlText {
  private:
   static std::string sep(const std::string& list) { return list.empty() ? "" : ", "; }
 
-  // What the kubelet reports of a pod's memory: its running containers' working sets (usage
-  // has none for init containers that finished).
+  // A pod's memory as the kubelet reports it: its running containers' working sets.
   static std::uint64_t workingSet(const PodPlan& p) {
     std::uint64_t sum = 0;
     for (const auto& [name, u] : p.usage) sum += u.workingSet;
@@ -699,12 +647,11 @@ class KubectlText {
   std::string container(const PodPlan& p, const policy::Container& c, bool main) {
     std::string resources;
     for (const auto* list : {&c.limits, &c.requests}) {
+      if (list->empty()) continue;
       std::map<std::string, std::string> spelled;
       for (const auto& [name, q] : *list) spelled[name] = spell(rng_, name, q);
-      if (!list->empty()) {
-        resources += fill(R"(@"@": @)", sep(resources), list == &c.limits ? "limits" : "requests",
-                          nlohmann::json(spelled).dump());
-      }
+      resources += fill(R"(@"@": @)", sep(resources), list == &c.limits ? "limits" : "requests",
+                        nlohmann::json(spelled).dump());
     }
     const std::string_view extra = c.sidecar ? R"("restartPolicy": "Always", )"
                                    : main    ? kPortsJson
@@ -730,23 +677,23 @@ class KubectlText {
     return "registry.example.com/" + p.pod.ns + "/" + c.name + ":" + p.w->version;
   }
 
-  static std::string fs(const std::string& now, std::uint64_t used, std::uint64_t inodesUsed) {
-    return fill(kFsJson, now, used, 31'250'000 - inodesUsed, inodesUsed);
+  std::string fs(std::uint64_t used, std::uint64_t inodesUsed) {
+    return fill(kFsJson, now_, used, 31'250'000 - inodesUsed, inodesUsed);
   }
-  std::string memory(const std::string& now, std::uint64_t workingSet,
-                     std::uint64_t available = 0) {
+  std::string memory(std::uint64_t workingSet, std::uint64_t available = 0) {
     const std::int64_t majorFaults = rng_.between(0, 4000), faults = rng_.between(1000, 90'000'000);
-    return fill(kMemoryJson, now, available ? fill(R"("availableBytes": @, )", available) : "",
+    return fill(kMemoryJson, now_, available ? fill(R"("availableBytes": @, )", available) : "",
                 workingSet + std::uint64_t(rng_.between(0, 64 * kMi)), workingSet,
                 workingSet - workingSet / 8, faults, majorFaults);
   }
-  std::string cpu(const std::string& now, std::uint64_t nanoCores) {
-    return fill(R"({"time": "@", "usageNanoCores": @, "usageCoreNanoSeconds": @})", now, nanoCores,
+  std::string cpu(std::uint64_t nanoCores) {
+    return fill(R"({"time": "@", "usageNanoCores": @, "usageCoreNanoSeconds": @})", now_, nanoCores,
                 nanoCores * std::uint64_t(rng_.between(10'000, 2'000'000)));
   }
 
   Random rng_;
   std::string node_;
+  const std::string now_ = rfc3339(kStatsTime);  // when the stats are read
 };
 
 // One node of `podCount` pods under memory pressure, with what every object and the stats carry.
