@@ -70,10 +70,8 @@ inline bool closeSandbox(cgroups::Sandbox& sandbox) {
 
 // Roughly a busy node's mix: 2 guaranteed, 5 burstable and 3 besteffort in every 10.
 inline const char* qosMix(std::size_t index) {
-  static constexpr const char* kMix[] = {"guaranteed", "burstable", "besteffort", "burstable",
-                                         "guaranteed", "burstable", "besteffort", "burstable",
-                                         "burstable",  "besteffort"};
-  return kMix[index % 10];
+  static constexpr const char* kTiers[] = {"guaranteed", "burstable", "besteffort"};
+  return kTiers["0121012112"[index % 10] - '0'];
 }
 
 }  // namespace nodewarden::bench
