@@ -101,8 +101,7 @@ struct Bench {
   }
   bool refreshed() {  // the index holds every pod made, or it says how many it found
     const bool ok = index.refresh() && index.size() == uids.size();
-    if (!ok)
-      std::fprintf(stderr, "the pod index holds %zu of %zu pods\n", index.size(), uids.size());
+    if (!ok) std::fprintf(stderr, "the index holds %zu of %zu pods\n", index.size(), uids.size());
     return ok;
   }
 };
@@ -118,17 +117,15 @@ int setUpReadSet(Bench& b) {
   if (auto failed = b.growTo(kReadPods)) return cannot("create pod cgroups", *failed);
   if (!b.refreshed()) return 1;
   for (const std::string& uid : b.uids) b.readSet.push_back(b.index.find(uid));
+  std::string buffer;
   for (std::size_t i = 0; i < kBusyPods && !stopped(); ++i) {
     auto child = b.sandbox.spawn(b.readSet[i]->relativePath,
                                  [self = ::getpid()] { return holdMemory(kBusyBytes, self); });
     if (!child) return cannot("start a process in a pod cgroup", child.error());
-  }
-  std::string buffer;
-  for (std::size_t i = 0, wait = 0; i < kBusyPods && wait < 1000 && !stopped(); ++wait) {
-    auto usage = cgroups::readMemoryUsage(b.readSet[i]->memory, buffer);
-    const bool charged = usage && *usage >= kBusyBytes;
-    i += charged;
-    if (!charged) sleepMillis(10);  // bounded: 10 s in all
+    for (int wait = 0; wait < 100 && !stopped(); ++wait, sleepMillis(10)) {  // 1 s at most
+      auto usage = cgroups::readMemoryUsage(b.readSet[i]->memory, buffer);
+      if (usage && *usage >= kBusyBytes) break;
+    }
   }
   return stopped() ? 130 : 0;
 }
@@ -256,11 +253,9 @@ const std::size_t gPageSize = std::size_t(::sysconf(_SC_PAGESIZE));
 constexpr std::size_t kTouchedPages = kTouchBytes / 4096;
 
 // One trial with a fresh child (`child` once it runs; the caller kills it): the latency, or why
-// not ("" on a stop). The child, in the pod cgroup, says 'r' once its memory is mapped; on 'g'
-// touches it page by page, logging each touch's start in `touchedAt`; then says 'd'. A baseline
-// trial arms no threshold: the child says 'p' right after touching the crossing page. Same
-// child, same loop, same wake-up through the scheduler: what the threshold adds is the kernel's
-// own delay in noticing the crossing.
+// not ("" on a stop). A baseline trial arms no threshold: the child says 'p' right after touching
+// the crossing page. Same child, same loop, same wake-up through the scheduler: what the
+// threshold adds is the kernel's own delay in noticing the crossing.
 Result<double> runTrial(Bench& b, const PodCgroup& pod, std::int64_t* touchedAt, bool baseline,
                         pid_t& child) {
   // The first page whose touch takes the usage above the threshold, at one page a touch. An
@@ -317,19 +312,16 @@ void measureNotification(Bench& b) {
   void* log = ::mmap(nullptr, kTouchedPages * sizeof(std::int64_t), PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);  // left mapped until the process exits
   if (log == MAP_FAILED) return (void)std::printf("  skipped: mmap failed\n");
-  std::vector<double> latencyNs[2];  // wake − touch of the crossing page (may be negative)
-  std::string firstError[2];
-  const auto start = steadyNow();
-  int trial = 0;  // even: threshold, odd: baseline
-  for (; trial < 2 * b.budgets.trials && !stopped() &&
-         nanosSince(start) * 1e-9 < b.budgets.trialSeconds;
+  Samples latency[2];  // wake − touch of the crossing page (may be negative)
+  int trial = 0;       // even: threshold, odd: baseline
+  for (const auto start = steadyNow(); trial < 2 * b.budgets.trials && !stopped() &&
+                                       nanosSince(start) * 1e-9 < b.budgets.trialSeconds;
        ++trial) {
-    const int k = trial % 2;
     pid_t child = 0;
-    auto latency = runTrial(b, *b.readSet.back(), static_cast<std::int64_t*>(log), k == 1, child);
-    if (latency) latencyNs[k].push_back(*latency);
-    if (!latency && !latency.error().message.empty() && firstError[k].empty())
-      firstError[k] = "trial " + std::to_string(trial) + ": " + latency.error().message;
+    auto ns = runTrial(b, *b.readSet.back(), static_cast<std::int64_t*>(log), trial % 2, child);
+    if (ns) latency[trial % 2].nanos.push_back(*ns);
+    if (!ns && !ns.error().message.empty())
+      std::printf("  trial %d failed: %s\n", trial, ns.error().message.c_str());
     if (child <= 0) continue;
     // Waited for (bounded), then reaped by the sandbox, which would kill its pid again at the end.
     ::kill(child, SIGKILL);
@@ -339,23 +331,21 @@ void measureNotification(Bench& b) {
   static constexpr const char* kTitles[] = {
       "threshold (eventfd from cgroup.event_control):",
       "baseline (no threshold: the child writes a pipe right after touching that page):"};
-  Samples latency[2];
   for (int k = 0; k < 2; ++k) {
-    const Samples& s = latency[k] = Samples::from(latencyNs[k]);
+    const Samples& s = latency[k] = Samples::from(std::move(latency[k].nanos));
     std::printf("  %s\n    trials: %d attempted, %zu measured\n", kTitles[k], (trial + 1 - k) / 2,
                 s.count());
-    if (!firstError[k].empty()) std::printf("    first failure: %s\n", firstError[k].c_str());
     if (s.count() == 0) continue;
     std::printf("    latency            p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms  min %8.3f ms\n",
                 s.median() * 1e-6, s.p99() * 1e-6, s.max() * 1e-6, s.min() * 1e-6);
   }
   const auto& [threshold, baseline] = latency;
-  if (threshold.count() > 0) b.notifyP99Ms = threshold.p99() * 1e-6;
-  if (threshold.count() > 0 && baseline.count() > 0)
-    std::printf(
-        "    threshold - baseline: p50 %+.3f ms, p99 %+.3f ms (the kernel's own delay in "
-        "noticing)\n",
-        (threshold.median() - baseline.median()) * 1e-6, (threshold.p99() - baseline.p99()) * 1e-6);
+  if (threshold.count() == 0) return;
+  b.notifyP99Ms = threshold.p99() * 1e-6;
+  if (baseline.count() == 0) return;
+  std::printf(
+      "    threshold - baseline: p50 %+.3f ms, p99 %+.3f ms (the kernel's own delay in noticing)\n",
+      (threshold.median() - baseline.median()) * 1e-6, (threshold.p99() - baseline.p99()) * 1e-6);
 }
 
 // Scans, discoveries and refreshes finding nothing at the index's size, printed: the scan's
@@ -375,7 +365,6 @@ std::optional<double> measureScanAndDiscovery(cgroups::PodCgroups& index, const 
   }
   std::vector<double> mounts, refreshes;  // the parts of a discovery
   const Samples discover = measure(budgets.discovery, [&] {
-    if (!failed.empty()) return 0.0;
     const auto t0 = steadyNow();
     auto hierarchy = cgroups::discoverHierarchy({});
     const double discovered = nanosSince(t0);
@@ -394,8 +383,7 @@ std::optional<double> measureScanAndDiscovery(cgroups::PodCgroups& index, const 
   });
   const Samples noop = measure(budgets.noopRefresh, timed([&] { return index.refresh(); }));
   if (!failed.empty() || !index.refresh()) {
-    std::fprintf(stderr, "%s\n",
-                 failed.empty() ? "a refresh finding nothing failed" : failed.c_str());
+    std::fprintf(stderr, "%s\n", failed.empty() ? "a refresh failed" : failed.c_str());
     return std::nullopt;
   }
   printLine("discoverHierarchy + fresh refresh", discover, true);
@@ -449,7 +437,7 @@ std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes)
   auto descriptors = [](std::size_t pods) { return pods * kDescriptorsPerPod + kDescriptorSlack; };
   auto limit = cgroups::raiseOpenFileLimit(descriptors(sizes.back()));
   if (!limit) {
-    std::printf("bench_cgroups: skipped: %s\n", limit.error().message.c_str());
+    skipped("bench_cgroups", limit.error().message);
     return {};
   }
   rlimit hard{};
@@ -468,12 +456,10 @@ std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes)
     const bool measured = pods >= kReadPods && (kept.empty() || kept.back() < pods);
     if (measured) kept.push_back(pods);
     if (pods == size) continue;
-    std::printf(
-        "  %s pods would need %s descriptors: %s\n", withCommas(size).c_str(),
-        withCommas(descriptors(size)).c_str(),
-        measured ? ("measuring " + withCommas(pods) + " pods instead").c_str() : "not measured");
+    std::printf("  %s pods do not fit: %s\n", withCommas(size).c_str(),
+                measured ? ("measuring " + withCommas(pods) + " instead").c_str() : "not measured");
   }
-  if (kept.empty()) std::printf("bench_cgroups: skipped: the open file limit is too low\n");
+  if (kept.empty()) skipped("bench_cgroups", "the open file limit is too low");
   return kept;
 }
 
@@ -481,14 +467,14 @@ int run(int argc, char** argv) {
   static constexpr std::size_t kSizes[] = {100, 1000, 5000};  // without --sizes (--quick: 2)
   std::vector<std::size_t> sizes;
   bool quick = false;
-  // At least the per-pod read set (part of every size); at most 20,000 so that 5 hierarchies
-  // stay well below the kernel's 65,535 memory cgroup IDs.
+  // From the read set's size to 20,000: well below the kernel's 65,535 memory cgroup IDs.
   Args args(kUsage);
   args.flag("--quick", quick).numbers("--sizes", sizes, kReadPods, std::size_t(20'000));
   if (auto status = args.parse(argc, argv)) return *status;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line, also in a pipe
   if (sizes.empty()) sizes.assign(kSizes, kSizes + (quick ? 2 : 3));
-  std::ranges::sort(sizes);  // fitOpenFileLimit drops a repeated size
+  std::ranges::sort(sizes);
+  sizes.erase(std::ranges::unique(sizes).begin(), sizes.end());
 
   auto h = hierarchyForSandbox("bench_cgroups", "it creates cgroups and moves processes into them");
   if (!h) return 77;
