@@ -33,9 +33,8 @@ constexpr const char* kUsage =
     "Times nodewarden's cgroup readers (beside libcgroup's), v1 memory threshold notifications\n"
     "(beside a pipe), scan, discovery and refresh on real cgroups it creates\n"
     "(\"nodewarden-bench-<pid>\" below each hierarchy root) and removes again. Needs root.\n"
-    "  --sizes 100,1000   pod cgroups for the scan and discovery (default 100,1000,5000;\n"
-    "                     with --quick 100,1000); each from 100 to 20000\n"
-    "  --quick            fewer repetitions and 10 notification trials (a smoke run)\n"
+    "  --sizes 100,1000   pod cgroups to scan and discover, 100-20000 (default 100,1000,5000)\n"
+    "  --quick            fewer repetitions, 10 notification trials; default sizes 100,1000\n"
     "Targets: <= 2 us per pod usage-only, <= 20 us per pod full read, <= 25 ms for a\n"
     "full scan of 1000 pods, notification p99 <= 5 ms; a miss prints MISSES, the exit status\n"
     "stays 0. Exit 77: the machine cannot run it; 1: a read failed; 130: SIGINT/SIGTERM.\n";
