@@ -33,15 +33,12 @@ constexpr const char* kUsage =
     "Times nodewarden's cgroup readers (beside libcgroup's), v1 memory threshold notifications\n"
     "(beside a pipe), scan, discovery and refresh on real cgroups it creates\n"
     "(\"nodewarden-bench-<pid>\" below each hierarchy root) and removes again. Needs root.\n"
-    "  --sizes 100,1000   pod cgroups for the scan and discovery (default 100,1000,5000;\n"
-    "                     with --quick 100,1000); each from 100 to 20000\n"
-    "  --quick            fewer repetitions and 10 notification trials (a smoke run)\n"
+    "  --sizes 100,1000   pod cgroups to scan and discover, 100-20000 (default 100,1000,5000)\n"
+    "  --quick            fewer repetitions, 10 notification trials; default sizes 100,1000\n"
     "Targets: <= 2 us per pod usage-only, <= 20 us per pod full read, <= 25 ms for a\n"
     "full scan of 1000 pods, notification p99 <= 5 ms; a miss prints MISSES, the exit status\n"
     "stays 0. Exit 77: the machine cannot run it; 1: a read failed; 130: SIGINT/SIGTERM.\n";
 
-// Passes over the read set; the same through cgroup_read_value_* and cgroup_get_cgroup; scans;
-// discoveries; refreshes finding nothing; the notification trials and their wall time.
 struct Budgets {
   Budget reads, readValue, valueApi, scan, discovery, noopRefresh;
   int trials;
@@ -60,21 +57,19 @@ void printLine(const char* label, const Samples& s, bool millis = false) {
 template <typename T>
 bool kept(const Result<T>& result, std::string& error) {
   if (!result && error.empty()) error = result.error().message;
-  if constexpr (std::is_arithmetic_v<T>) {
-    if (result) gSink = gSink + std::uint64_t(*result);
-  }
+  if constexpr (std::is_arithmetic_v<T>) gSink = gSink + (result ? std::uint64_t(*result) : 0);
   return bool(result);
 }
 
-// Passes over the read set within `budget`, each read timed alone; no samples once one failed.
+// Passes over `pods` within `budget`, each read timed alone; no samples once one failed.
 template <typename F>
-Samples timeEachRead(const Budget& budget, F&& readOne) {
+Samples timeEachRead(const std::vector<const PodCgroup*>& pods, const Budget& budget, F&& readOne) {
   std::vector<double> nanos;
   bool failed = false;
   measure(budget, [&] {
-    for (std::size_t i = 0; i < kReadPods && !failed && !stopped(); ++i) {
+    for (std::size_t i = 0; i < pods.size() && !failed && !stopped(); ++i) {
       const auto t0 = steadyNow();
-      failed = !readOne(i);
+      failed = !readOne(*pods[i]);
       nanos.push_back(nanosSince(t0));
     }
     return 0.0;
@@ -103,12 +98,10 @@ struct Bench {
     }
     return std::nullopt;
   }
-  bool refreshed() {  // the index holds every pod made, or it says why not
-    auto result = index.refresh();
-    if (result && index.size() == uids.size()) return true;
-    std::fprintf(stderr, "the pod index found %zu pods, expected %zu %s\n", index.size(),
-                 uids.size(), result ? "" : result.error().message.c_str());
-    return false;
+  bool refreshed() {  // the index holds every pod made, or it says how many it found
+    const bool ok = index.refresh() && index.size() == uids.size();
+    if (!ok) std::fprintf(stderr, "the index holds %zu of %zu pods\n", index.size(), uids.size());
+    return ok;
   }
 };
 
@@ -123,22 +116,20 @@ int setUpReadSet(Bench& b) {
   if (auto failed = b.growTo(kReadPods)) return cannot("create pod cgroups", *failed);
   if (!b.refreshed()) return 1;
   for (const std::string& uid : b.uids) b.readSet.push_back(b.index.find(uid));
+  std::string buffer;
   for (std::size_t i = 0; i < kBusyPods && !stopped(); ++i) {
     auto child = b.sandbox.spawn(b.readSet[i]->relativePath,
                                  [self = ::getpid()] { return holdMemory(kBusyBytes, self); });
     if (!child) return cannot("start a process in a pod cgroup", child.error());
-  }
-  std::string buffer;
-  for (std::size_t i = 0, wait = 0; i < kBusyPods && wait < 1000 && !stopped(); ++wait) {
-    auto usage = cgroups::readMemoryUsage(b.readSet[i]->memory, buffer);
-    const bool charged = usage && *usage >= kBusyBytes;
-    i += charged;
-    if (!charged) sleepMillis(10);  // bounded: 10 s in all
+    for (int wait = 0; wait < 100 && !stopped(); ++wait, sleepMillis(10)) {  // 1 s at most
+      auto usage = cgroups::readMemoryUsage(b.readSet[i]->memory, buffer);
+      if (usage && *usage >= kBusyBytes) break;
+    }
   }
   return stopped() ? 130 : 0;
 }
 
-// Reads one pod fully, as scanNode does.
+// Reads one pod fully: scanNode's reads and the limit.
 bool readFull(const PodCgroup& pod, std::string& buffer, std::string& error) {
   auto memory = cgroups::readMemory(pod.memory, buffer);
   if (!kept(memory, error)) return false;
@@ -154,9 +145,7 @@ bool measureOurReads(Bench& b) {
   std::string buffer, error;
   for (const PodCgroup* pod : b.readSet) readFull(*pod, buffer, error);  // opens every file
   auto each = [&](const char* label, auto&& readOne) {
-    if (!error.empty()) return Samples{};
-    const Samples s =
-        timeEachRead(b.budgets.reads, [&](std::size_t i) { return readOne(*b.readSet[i]); });
+    const Samples s = timeEachRead(b.readSet, b.budgets.reads, readOne);
     if (error.empty()) printLine(label, s);
     return s;
   };
@@ -217,73 +206,55 @@ int valueApiUsage(const std::string& relative, const char* controller) {
 
 void measureLibcgroup(const Bench& b) {
   std::printf("\n== the same reads through libcgroup ==\n");  // discoverHierarchy ran cgroup_init
-  auto pod = [&](std::size_t i) -> const std::string& { return b.readSet[i]->relativePath; };
+  const std::string& first = b.readSet[0]->relativePath;
   // cgroup_get_cgroup fails on some hosts once a controller was added: it is then timed with
   // none added, loading every hierarchy's files.
   const char* controller = "memory";
-  if (const int rc = valueApiUsage(pod(0), controller); rc != 0) {
-    std::printf("  cgroup_get_cgroup after add_controller: memory=%d (%s)", rc,
-                cgroup_strerror(rc));
-    for (const char* other : {"cpuacct", "pids", "freezer"})
-      std::printf(" %s=%d", other, valueApiUsage(pod(0), other));
+  if (valueApiUsage(first, controller) != 0) {
+    std::printf("  cgroup_get_cgroup after add_controller:");
+    for (const char* added : {"memory", "cpuacct", "pids", "freezer"})
+      std::printf(" %s=%d", added, valueApiUsage(first, added));
     controller = nullptr;
-    std::printf("; with none: %d\n", valueApiUsage(pod(0), controller));
+    std::printf("; with none: %d\n", valueApiUsage(first, controller));
   }
-  const Samples valueUsage = timeEachRead(
-      b.budgets.valueApi, [&](std::size_t i) { return valueApiUsage(pod(i), controller) == 0; });
-  std::string error;
-  const bool cpu = !b.h.cpuacct.empty() && b.h.cpuVersion == cgroups::Version::V1;
-  const bool pids = !b.h.pids.empty() && b.h.pidsVersion == cgroups::Version::V1;
-  const Samples readUsage = timeEachRead(b.budgets.readValue, [&](std::size_t i) {
-    return kept(readValue(pod(i), "memory.usage_in_bytes"), error);
-  });
-  const Samples readFull = timeEachRead(b.budgets.readValue, [&](std::size_t i) {
-    auto usage = readValue(pod(i), "memory.usage_in_bytes");
-    auto inactive = readInactiveFile(pod(i));
-    if (!kept(usage, error) || !kept(inactive, error)) return false;
-    gSink = gSink + cgroups::workingSet(*usage, *inactive);
-    return kept(readValue(pod(i), "memory.limit_in_bytes"), error) &&
-           (!cpu || kept(readValue(pod(i), "cpuacct.usage"), error)) &&
-           (!pids || kept(readValue(pod(i), "pids.current"), error));
-  });
-  if (!error.empty()) std::printf("  cgroup_read_value path failed: %s\n", error.c_str());
   std::printf(
       "  per pod (each read timed alone)                median us     p99 us  vs nodewarden\n");
-  auto row = [](const char* label, const Samples& s, const Samples& nodewarden) {
+  auto row = [&](const char* label, const Budget& budget, const Samples& nodewarden, auto&& read) {
+    const Samples s = timeEachRead(b.readSet, budget,
+                                   [&](const PodCgroup& pod) { return read(pod.relativePath); });
     if (s.count() == 0) return (void)std::printf("    %-44s %10s %10s\n", label, "failed", "-");
     std::printf("    %-44s %10.2f %10.2f   %6.1fx\n", label, s.median() * 1e-3, s.p99() * 1e-3,
                 s.median() / std::max(1.0, nodewarden.median()));
   };
   row(controller != nullptr ? "usage  libcgroup get_cgroup+get_value"
                             : "usage  libcgroup get_cgroup(all)+get_value",
-      valueUsage, b.usage);
-  row("usage  libcgroup read_value_begin/end", readUsage, b.usage);
-  row("full   libcgroup read_value x4 + stats", readFull, b.full);
+      b.budgets.valueApi, b.usage,
+      [&](const std::string& pod) { return valueApiUsage(pod, controller) == 0; });
+  std::string error;
+  row("usage  libcgroup read_value_begin/end", b.budgets.readValue, b.usage,
+      [&](const std::string& pod) { return kept(readValue(pod, "memory.usage_in_bytes"), error); });
+  const bool cpu = !b.h.cpuacct.empty() && b.h.cpuVersion == cgroups::Version::V1;
+  const bool pids = !b.h.pids.empty() && b.h.pidsVersion == cgroups::Version::V1;
+  row("full   libcgroup read_value x4 + stats", b.budgets.readValue, b.full,
+      [&](const std::string& pod) {
+        auto usage = readValue(pod, "memory.usage_in_bytes");
+        auto inactive = readInactiveFile(pod);
+        if (!kept(usage, error) || !kept(inactive, error)) return false;
+        gSink = gSink + cgroups::workingSet(*usage, *inactive);
+        return kept(readValue(pod, "memory.limit_in_bytes"), error) &&
+               (!cpu || kept(readValue(pod, "cpuacct.usage"), error)) &&
+               (!pids || kept(readValue(pod, "pids.current"), error));
+      });
+  if (!error.empty()) std::printf("  cgroup_read_value path failed: %s\n", error.c_str());
 }
 
 const std::size_t gPageSize = std::size_t(::sysconf(_SC_PAGESIZE));
 constexpr std::size_t kTouchedPages = kTouchBytes / 4096;
 
-// The child, in the pod cgroup: says 'r' once its memory is mapped; on 'g' touches it page by
-// page, logging each touch's start in `touchedAt` ('p' after page `pingPage`); then says 'd'.
-int touchOnSignal(int readyFd, int goFd, std::int64_t* touchedAt, std::int64_t pingPage,
-                  pid_t parent) {
-  if (!dieWithParent(parent)) return 0;
-  volatile char* bytes = mapSmallPages(kTouchBytes);
-  if (bytes == nullptr || ::write(readyFd, "r", 1) != 1) return 2;
-  if (readByte(goFd, 10000) != 'g') return 4;
-  for (std::size_t i = 0; i < kTouchBytes / gPageSize && !stopped(); ++i) {
-    touchedAt[i] = monotonicNanos();
-    bytes[i * gPageSize] = 1;
-    if (std::int64_t(i) == pingPage && ::write(readyFd, "p", 1) != 1) return 6;
-  }
-  return ::write(readyFd, "d", 1) == 1 ? 0 : 5;
-}
-
 // One trial with a fresh child (`child` once it runs; the caller kills it): the latency, or why
-// not ("" on a stop). A baseline trial arms no threshold: the child writes its ready pipe right
-// after touching the crossing page. Same child, same loop, same wake-up through the scheduler:
-// what the threshold adds is the kernel's own delay in noticing the crossing.
+// not ("" on a stop). A baseline trial arms no threshold: the child says 'p' right after touching
+// the crossing page. Same child, same loop, same wake-up through the scheduler: what the
+// threshold adds is the kernel's own delay in noticing the crossing.
 Result<double> runTrial(Bench& b, const PodCgroup& pod, std::int64_t* touchedAt, bool baseline,
                         pid_t& child) {
   // The first page whose touch takes the usage above the threshold, at one page a touch. An
@@ -294,8 +265,16 @@ Result<double> runTrial(Bench& b, const PodCgroup& pod, std::int64_t* touchedAt,
   Pipe ready, go;
   if (!ready.ok || !go.ok) return Error{std::string("pipe: ") + std::strerror(errno)};
   auto spawned = b.sandbox.spawn(pod.relativePath, [&, self = ::getpid()] {
-    return touchOnSignal(ready.fd[1], go.fd[0], touchedAt, baseline ? std::int64_t(crossing) : -1,
-                         self);
+    if (!dieWithParent(self)) return 0;
+    volatile char* bytes = mapSmallPages(kTouchBytes);
+    if (bytes == nullptr || ::write(ready.fd[1], "r", 1) != 1) return 2;
+    if (readByte(go.fd[0], 10000) != 'g') return 4;
+    for (std::size_t i = 0; i < kTouchBytes / gPageSize && !stopped(); ++i) {
+      touchedAt[i] = monotonicNanos();
+      bytes[i * gPageSize] = 1;
+      if (baseline && i == crossing && ::write(ready.fd[1], "p", 1) != 1) return 6;
+    }
+    return ::write(ready.fd[1], "d", 1) == 1 ? 0 : 5;
   });
   ready.close(1);
   go.close(0);
@@ -305,12 +284,10 @@ Result<double> runTrial(Bench& b, const PodCgroup& pod, std::int64_t* touchedAt,
   if (readByte(ready.fd[0], 5000) != 'r') return Error{"the child did not get ready"};
   auto before = cgroups::readMemoryUsage(pod.memory, buffer);
   if (!before) return before.error();
-  std::optional<cgroups::MemoryThresholdNotifier> notifier;  // v1: replaced, never moved
-  if (!baseline) {
-    auto armed = cgroups::MemoryThresholdNotifier::arm(pod.memory, *before + kThresholdMargin);
-    if (!armed) return armed.error();
-    notifier.emplace(std::move(armed).value());
-  }
+  Result<cgroups::MemoryThresholdNotifier> notifier = Error{"a baseline trial arms none"};
+  if (!baseline)
+    notifier = cgroups::MemoryThresholdNotifier::arm(pod.memory, *before + kThresholdMargin);
+  if (!baseline && !notifier) return notifier.error();
   if (::write(go.fd[1], "g", 1) != 1) return Error{"writing the go signal failed"};
   const int n = waitReadable(baseline ? ready.fd[0] : notifier->fd(), 5000);
   const std::int64_t wokeAt = monotonicNanos();
@@ -328,32 +305,24 @@ void measureNotification(Bench& b) {
       "\n== v1 memory threshold notification (MemoryThresholdNotifier) ==\n"
       "  per trial: a fresh child touches 128 MiB page by page (small pages) in a pod cgroup\n"
       "  armed at usage + 64 MiB; latency = wake from poll() - touch of the crossing page\n");
-  std::fflush(stdout);
-  if (b.h.memoryVersion != cgroups::Version::V1) {
-    std::printf("  skipped: the memory controller is on cgroup v2 (no cgroup.event_control)\n");
-    return;
-  }
+  if (b.h.memoryVersion != cgroups::Version::V1)
+    return (void)std::printf(
+        "  skipped: the memory controller is on cgroup v2 (no cgroup.event_control)\n");
   void* log = ::mmap(nullptr, kTouchedPages * sizeof(std::int64_t), PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);  // left mapped until the process exits
   if (log == MAP_FAILED) return (void)std::printf("  skipped: mmap failed\n");
-  std::vector<double> latencyNs[2];  // wake − touch of the crossing page (may be negative)
-  int attempted[2] = {0, 0};
-  std::string firstError[2];
-  const auto start = steadyNow();
-  for (int trial = 0; trial < 2 * b.budgets.trials && !stopped() &&
-                      nanosSince(start) * 1e-9 < b.budgets.trialSeconds;
+  Samples latency[2];  // wake − touch of the crossing page (may be negative)
+  int trial = 0;       // even: threshold, odd: baseline
+  for (const auto start = steadyNow(); trial < 2 * b.budgets.trials && !stopped() &&
+                                       nanosSince(start) * 1e-9 < b.budgets.trialSeconds;
        ++trial) {
-    const int k = trial % 2;
-    ++attempted[k];
     pid_t child = 0;
-    auto latency = runTrial(b, *b.readSet.back(), static_cast<std::int64_t*>(log), k == 1, child);
-    if (latency) latencyNs[k].push_back(*latency);
-    if (!latency && !latency.error().message.empty() && firstError[k].empty()) {
-      firstError[k] = "trial " + std::to_string(trial) + ": " + latency.error().message;
-    }
+    auto ns = runTrial(b, *b.readSet.back(), static_cast<std::int64_t*>(log), trial % 2, child);
+    if (ns) latency[trial % 2].nanos.push_back(*ns);
+    if (!ns && !ns.error().message.empty())
+      std::printf("  trial %d failed: %s\n", trial, ns.error().message.c_str());
     if (child <= 0) continue;
-    // Kills the child if it still runs and waits (bounded) without reaping, then lets the
-    // sandbox reap: it kills the children it recorded at the end, so it must forget them.
+    // Waited for (bounded), then reaped by the sandbox, which would kill its pid again at the end.
     ::kill(child, SIGKILL);
     for (int i = 0; i < 5000 && !exited(child); ++i) sleepMillis(1);
     b.sandbox.reap();
@@ -361,12 +330,10 @@ void measureNotification(Bench& b) {
   static constexpr const char* kTitles[] = {
       "threshold (eventfd from cgroup.event_control):",
       "baseline (no threshold: the child writes a pipe right after touching that page):"};
-  Samples latency[2];
   for (int k = 0; k < 2; ++k) {
-    const Samples& s = latency[k] = Samples::from(latencyNs[k]);
-    std::printf("  %s\n    trials: %d attempted, %zu measured\n", kTitles[k], attempted[k],
+    const Samples& s = latency[k] = Samples::from(std::move(latency[k].nanos));
+    std::printf("  %s\n    trials: %d attempted, %zu measured\n", kTitles[k], (trial + 1 - k) / 2,
                 s.count());
-    if (!firstError[k].empty()) std::printf("    first failure: %s\n", firstError[k].c_str());
     if (s.count() == 0) continue;
     std::printf("    latency            p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms  min %8.3f ms\n",
                 s.median() * 1e-6, s.p99() * 1e-6, s.max() * 1e-6, s.min() * 1e-6);
@@ -397,7 +364,6 @@ std::optional<double> measureScanAndDiscovery(cgroups::PodCgroups& index, const 
   }
   std::vector<double> mounts, refreshes;  // the parts of a discovery
   const Samples discover = measure(budgets.discovery, [&] {
-    if (!failed.empty()) return 0.0;
     const auto t0 = steadyNow();
     auto hierarchy = cgroups::discoverHierarchy({});
     const double discovered = nanosSince(t0);
@@ -416,8 +382,7 @@ std::optional<double> measureScanAndDiscovery(cgroups::PodCgroups& index, const 
   });
   const Samples noop = measure(budgets.noopRefresh, timed([&] { return index.refresh(); }));
   if (!failed.empty() || !index.refresh()) {
-    std::fprintf(stderr, "%s\n",
-                 failed.empty() ? "a refresh finding nothing failed" : failed.c_str());
+    std::fprintf(stderr, "%s\n", failed.empty() ? "a refresh failed" : failed.c_str());
     return std::nullopt;
   }
   printLine("discoverHierarchy + fresh refresh", discover, true);
@@ -439,7 +404,6 @@ int runMeasurements(Bench& b, const std::vector<std::size_t>& sizes) {
   for (std::size_t size : sizes) {
     std::printf("  -- %s pod cgroups (each in memory, cpuacct, pids, freezer, unified) --\n",
                 withCommas(size).c_str());
-    std::fflush(stdout);
     auto failed = b.growTo(size);
     if (stopped()) return 130;
     if (failed) {
@@ -472,7 +436,7 @@ std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes)
   auto descriptors = [](std::size_t pods) { return pods * kDescriptorsPerPod + kDescriptorSlack; };
   auto limit = cgroups::raiseOpenFileLimit(descriptors(sizes.back()));
   if (!limit) {
-    std::printf("bench_cgroups: skipped: %s\n", limit.error().message.c_str());
+    skipped("bench_cgroups", limit.error().message);
     return {};
   }
   rlimit hard{};
@@ -491,12 +455,10 @@ std::vector<std::size_t> fitOpenFileLimit(const std::vector<std::size_t>& sizes)
     const bool measured = pods >= kReadPods && (kept.empty() || kept.back() < pods);
     if (measured) kept.push_back(pods);
     if (pods == size) continue;
-    std::printf(
-        "  %s pods would need %s descriptors: %s\n", withCommas(size).c_str(),
-        withCommas(descriptors(size)).c_str(),
-        measured ? ("measuring " + withCommas(pods) + " pods instead").c_str() : "not measured");
+    std::printf("  %s pods do not fit: %s\n", withCommas(size).c_str(),
+                measured ? ("measuring " + withCommas(pods) + " instead").c_str() : "not measured");
   }
-  if (kept.empty()) std::printf("bench_cgroups: skipped: the open file limit is too low\n");
+  if (kept.empty()) skipped("bench_cgroups", "the open file limit is too low");
   return kept;
 }
 
@@ -504,14 +466,14 @@ int run(int argc, char** argv) {
   static constexpr std::size_t kSizes[] = {100, 1000, 5000};  // without --sizes (--quick: 2)
   std::vector<std::size_t> sizes;
   bool quick = false;
-  // At least the per-pod read set (part of every size); at most 20,000 so that 5 hierarchies
-  // stay well below the kernel's 65,535 memory cgroup IDs.
+  // From the read set's size to 20,000: well below the kernel's 65,535 memory cgroup IDs.
   Args args(kUsage);
   args.flag("--quick", quick).numbers("--sizes", sizes, kReadPods, std::size_t(20'000));
   if (auto status = args.parse(argc, argv)) return *status;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line, also in a pipe
   if (sizes.empty()) sizes.assign(kSizes, kSizes + (quick ? 2 : 3));
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::ranges::sort(sizes);
+  sizes.erase(std::ranges::unique(sizes).begin(), sizes.end());
 
   auto h = hierarchyForSandbox("bench_cgroups", "it creates cgroups and moves processes into them");
   if (!h) return 77;
@@ -519,7 +481,6 @@ int run(int argc, char** argv) {
                    "; this binary only (cgroups/ is compiled with the same flags)", false, true);
   printHierarchy(*h);
   std::printf("  mode: %s\n\n", quick ? "--quick" : "full");
-  std::fflush(stdout);
   installStopHandlers();
   sizes = fitOpenFileLimit(sizes);
   auto sandbox =

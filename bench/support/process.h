@@ -7,7 +7,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,20 +26,17 @@ namespace nodewarden::bench {
 // SIGINT/SIGTERM set the stop flag of measure.h (stopped()), without SA_RESTART so that
 // blocking calls return EINTR at once.
 inline void installStopHandlers() {
-  struct sigaction action {};
+  struct sigaction action {};  // an empty sa_mask
   action.sa_handler = [](int) { gStop = 1; };
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
+  for (int signal : {SIGINT, SIGTERM}) ::sigaction(signal, &action, nullptr);
 }
 
 inline std::int64_t monotonicNanos() {  // CLOCK_MONOTONIC, as steady_clock
   return std::chrono::nanoseconds(steadyNow().time_since_epoch()).count();
 }
 
-inline void sleepMillis(int millis) {
-  timespec ts{millis / 1000, long(millis % 1000) * 1'000'000};
-  ::nanosleep(&ts, nullptr);
+inline void sleepMillis(int millis) {  // a signal ends it early
+  ::usleep(useconds_t(millis) * 1000);
 }
 
 inline bool writeText(const std::filesystem::path& path, const std::string& text) {
@@ -82,9 +78,8 @@ inline volatile char* mapSmallPages(std::size_t length) {
 // The siginfo once `pid` has exited, without reaping it (the sandbox reaps its own children).
 inline std::optional<siginfo_t> exited(pid_t pid) {
   siginfo_t info{};
-  if (::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return info;  // gone
-  if (info.si_pid == pid) return info;
-  return std::nullopt;
+  const bool gone = ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0;
+  return gone || info.si_pid == pid ? std::optional(info) : std::nullopt;
 }
 
 // Waits up to `millis` for `fd` to be readable: > 0 when it is, 0 on timeout, < 0 on an error
@@ -111,13 +106,9 @@ struct Pipe {
   int fd[2] = {-1, -1};
   bool ok = ::pipe2(fd, O_CLOEXEC) == 0;
   Pipe() = default;
-  Pipe(const Pipe&) = delete;
-  Pipe& operator=(const Pipe&) = delete;
+  Pipe(Pipe&&) = delete;  // nor copied
   ~Pipe() { close(0), close(1); }
-  void close(int end) {
-    if (fd[end] >= 0) ::close(fd[end]);
-    fd[end] = -1;
-  }
+  void close(int end) { ::close(std::exchange(fd[end], -1)); }  // -1: EBADF, nothing closed
 };
 
 }  // namespace nodewarden::bench

@@ -15,20 +15,20 @@
 
 namespace nodewarden::bench {
 
-// The hierarchy to build the sandbox in, or nullopt after printing "<program>: skipped: why"
-// (the caller exits 77): not root, or no usable cgroup hierarchy.
+// Prints "<program>: skipped: <why>"; nullopt, for a caller that then exits 77.
+inline std::nullopt_t skipped(const char* program, const std::string& why) {
+  std::printf("%s: skipped: %s\n", program, why.c_str());
+  return std::nullopt;
+}
+
+// The hierarchy to build the sandbox in, or nullopt once skipped(): not root, or no usable
+// cgroup hierarchy.
 inline std::optional<cgroups::Hierarchy> hierarchyForSandbox(const char* program,
                                                              const char* whyRoot) {
-  if (::geteuid() != 0) {
-    std::printf("%s: skipped: needs root (%s)\n", program, whyRoot);
-    return std::nullopt;
-  }
+  if (::geteuid() != 0) return skipped(program, "needs root (" + std::string(whyRoot) + ")");
   auto discovered = cgroups::discoverHierarchy({});
-  if (!discovered) {
-    std::printf("%s: skipped: no usable cgroup hierarchy: %s\n", program,
-                discovered.error().message.c_str());
-    return std::nullopt;
-  }
+  if (!discovered)
+    return skipped(program, "no usable cgroup hierarchy: " + discovered.error().message);
   return std::move(discovered).value();
 }
 
@@ -42,7 +42,7 @@ inline void printHierarchy(const cgroups::Hierarchy& h) {
 }
 
 // Removes the sandboxes of killed runs ("<prefix>-<pid>" of a dead process) and creates
-// "<prefix>-<this pid>", `memoryLimit` on its kubepods; nullopt after saying why (exit 77).
+// "<prefix>-<this pid>", `memoryLimit` on its kubepods; nullopt once skipped().
 inline std::optional<cgroups::Sandbox> openSandbox(const cgroups::Hierarchy& h, const char* program,
                                                    const char* prefix,
                                                    std::optional<std::uint64_t> memoryLimit = {}) {
@@ -50,11 +50,7 @@ inline std::optional<cgroups::Sandbox> openSandbox(const cgroups::Hierarchy& h, 
   if (stale > 0) std::printf("removed %d stale sandbox directories\n", stale);
   const std::string name = std::string(prefix) + "-" + std::to_string(::getpid());
   auto created = cgroups::Sandbox::create(h, {.name = name, .memoryLimit = memoryLimit});
-  if (!created) {
-    std::printf("%s: skipped: cannot create the sandbox: %s\n", program,
-                created.error().message.c_str());
-    return std::nullopt;
-  }
+  if (!created) return skipped(program, "cannot create the sandbox: " + created.error().message);
   return std::move(created).value();
 }
 
@@ -70,10 +66,8 @@ inline bool closeSandbox(cgroups::Sandbox& sandbox) {
 
 // Roughly a busy node's mix: 2 guaranteed, 5 burstable and 3 besteffort in every 10.
 inline const char* qosMix(std::size_t index) {
-  static constexpr const char* kMix[] = {"guaranteed", "burstable", "besteffort", "burstable",
-                                         "guaranteed", "burstable", "besteffort", "burstable",
-                                         "burstable",  "besteffort"};
-  return kMix[index % 10];
+  static constexpr const char* kTiers[] = {"guaranteed", "burstable", "besteffort"};
+  return kTiers["0121012112"[index % 10] - '0'];
 }
 
 }  // namespace nodewarden::bench
