@@ -2,8 +2,9 @@
 // Policy::defaults()) decides on generated full nodes (clusterCase, bench/support/generator.h):
 // admitPod with a preempt verdict and selectVictimsOnNode on one node, the naive selection beside
 // it for the speedup (its first call in a child stopped after --naive-cap seconds), preemptCluster
-// where every node is a candidate. That naive and incremental agree is admission_test's and the
-// fuzz_victims replay's to check (tests/policy/). Options, targets, exit statuses: kUsage.
+// where every node is a candidate. On the timed cases it checks that the naive and incremental
+// selections, admitPod and preemptCluster choose the same victims (tests/policy/admission_test.cpp
+// checks the same on small random nodes). Options, targets, exit statuses: kUsage.
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -33,31 +34,56 @@ struct Budgets {
 constexpr Budgets kFull{{50, 20000, 1}, {50, 20000, 0.6}, {3, 2000, 2}, {5, 1000, 2.5}, 25, 3};
 constexpr Budgets kQuick{{20, 2000, 0.15}, {20, 2000, 0.1}, {1, 50, 0.2}, {2, 100, 0.4}, 3.0, 1};
 
-// `call` once in a forked child killed by SIGALRM after `capSeconds`: its nanoseconds, written
-// into a shared mapping, or 0 and why in `note`.
+bool gMismatch = false;  // two selections of one case differ: exit status 3
+
+void mismatch(const char* what) {
+  std::printf("  MISMATCH: %s\n", what);
+  gMismatch = true;
+}
+void check(const policy::VictimSelection& a, const policy::VictimSelection& b, const char* what) {
+  if (a.fits != b.fits || a.victims != b.victims || a.numPDBViolations != b.numPDBViolations) {
+    mismatch(what);
+  }
+}
+
+// `call` once in a forked child killed by SIGALRM after `capSeconds`, which checks its selection
+// against `expected`: its nanoseconds, written into a shared mapping, or 0 and why in `note`.
 template <typename F>
-double runCapped(F call, double capSeconds, std::string& note) {
+double runCapped(F call, const policy::VictimSelection& expected, double capSeconds,
+                 std::string& note) {
   auto* nanos = static_cast<double*>(
       ::mmap(nullptr, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  if (nanos == MAP_FAILED) return note = "no shared mapping", 0;
+  if (nanos == MAP_FAILED) {
+    note = "no shared mapping";
+    return 0;
+  }
   std::fflush(stdout);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::alarm(unsigned(capSeconds));
-    *nanos = timed(call)();
-    ::_exit(0);
+    const SteadyTime start = steadyNow();
+    const policy::VictimSelection got = call();
+    *nanos = nanosSince(start);
+    check(expected, got, "the naive selection differs from the incremental one");
+    std::fflush(stdout);
+    ::_exit(gMismatch ? 3 : 0);
   }
   int status = 0;
   while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
   const double out = *nanos;
   ::munmap(nanos, sizeof(double));
-  if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return out;
+  const int exit = pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  gMismatch = gMismatch || exit == 3;
+  if (exit == 0 || exit == 3) return out;
   const bool capped = pid > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
   note = capped ? "> " + std::to_string(int(capSeconds)) + " s" : "its child failed";
   return 0;
 }
 
-std::vector<std::string> gRows, gSelections;  // the summary's lines, printed at the end
+// The summary's lines, printed at the end.
+struct Summary {
+  std::vector<std::string> rows, selections;
+};
 
 // "label | median p99 min | target verdict", in `unit` (nanoseconds / scale). The targets are
 // issue 23's (the first ones were 10 us, 100 us and 100 ms), 0 for none.
@@ -72,7 +98,7 @@ std::string row(const std::string& label, const Samples& x, double scale, const 
 }
 
 // False when the case does not have the intended shape.
-bool runNode(int podCount, const Budgets& b, const policy::Policy& rules) {
+bool runNode(int podCount, const Budgets& b, const policy::Policy& rules, Summary& out) {
   const std::string pods = withCommas(std::uint64_t(podCount)) + " pods";
   std::printf("== one node, %s ==\n", pods.c_str());
   auto c = clusterCase(kSeed + std::uint64_t(podCount), 1, podCount);
@@ -89,10 +115,16 @@ bool runNode(int podCount, const Budgets& b, const policy::Policy& rules) {
     std::fprintf(stderr, "generated case does not need several victims: no figures\n");
     return false;
   }
+  const policy::VictimSelection chosen = select();
+  std::vector<const policy::Pod*> byKey = chosen.victims;
+  std::sort(byKey.begin(), byKey.end(), [](auto* x, auto* y) { return x->key < y->key; });
+  if (byKey != d.victims || chosen.numPDBViolations != d.numPDBViolations) {
+    mismatch("admitPod's victims differ from selectVictimsOnNode's");
+  }
   std::string note;  // why the naive selection was not timed
-  const double first = runCapped(naive, b.naiveCap, note);
+  const double first = runCapped(naive, chosen, b.naiveCap, note);
   const int target = podCount == 110 ? 5 : podCount == 1000 ? 50 : 0;
-  gRows.push_back(
+  out.rows.push_back(
       row("admitPod, " + pods, measure(b.admit, b.warmups, timed(admit)), 1e3, "us", target));
   const double fast = measure(b.select, b.warmups, timed(select)).median();
   // More naive calls only when a few fit in the budget; else the single call is the figure.
@@ -106,11 +138,12 @@ bool runNode(int podCount, const Budgets& b, const policy::Policy& rules) {
                 (skipped ? b.naiveCap * 1e9 : m) / fast);
   std::snprintf(line, sizeof line, "%-34s | %9.2f us %16s %9s", pods.c_str(), fast * 1e-3,
                 skipped ? ("skipped, " + note).c_str() : slow, speedup);
-  gSelections.push_back(line);
+  out.selections.push_back(line);
   return true;
 }
 
-bool runCluster(int nodes, int podsPerNode, const Budgets& b, const policy::Policy& rules) {
+bool runCluster(int nodes, int podsPerNode, const Budgets& b, const policy::Policy& rules,
+                Summary& out) {
   const std::string shape =
       withCommas(std::uint64_t(nodes)) + " x " + withCommas(std::uint64_t(podsPerNode));
   std::printf("== cluster, %s pods ==\n", shape.c_str());
@@ -127,9 +160,14 @@ bool runCluster(int nodes, int podsPerNode, const Budgets& b, const policy::Poli
   }
   std::printf("  preemptCluster: node %s, %zu victims, %d PDB violation(s)\n\n",
               d.node->name.c_str(), d.victims.size(), d.numPDBViolations);
+  const policy::NodeInfo* chosen = c->index.find(d.node->name);
+  if (chosen == nullptr ||
+      policy::selectVictimsOnNode(c->incoming, *chosen, pdbs, rules).victims != d.victims) {
+    mismatch("preemptCluster's victims differ from selectVictimsOnNode's on its node");
+  }
   std::fflush(stdout);
-  gRows.push_back(row("preemptCluster, " + shape, measure(b.cluster, 1, timed(decide)), 1e6, "ms",
-                      nodes == 1000 && podsPerNode == 50 ? 25 : 0));
+  out.rows.push_back(row("preemptCluster, " + shape, measure(b.cluster, 1, timed(decide)), 1e6,
+                         "ms", nodes == 1000 && podsPerNode == 50 ? 25 : 0));
   return true;
 }
 
@@ -142,7 +180,8 @@ constexpr const char* kUsage =
     "  --quick      fewer iterations (smoke run; figures are noisier)\n"
     "Targets: admitPod <= 5 us (110 pods), <= 50 us (1,000 pods); preemptCluster <= 25 ms\n"
     "(1,000 nodes x 50 pods); a miss prints MISS and leaves the exit status 0. Exit status 1\n"
-    "when a generated case does not have the intended shape, 2 on bad arguments.\n";
+    "when a generated case does not have the intended shape, 2 on bad arguments, 3 when the\n"
+    "naive and incremental selections, admitPod or preemptCluster differ on a timed case.\n";
 
 }  // namespace
 
@@ -175,18 +214,21 @@ int main(int argc, char** argv) {
   if (naiveCap > 0) b.naiveCap = naiveCap;
   std::printf("\n");
   const policy::Policy rules = policy::Policy::defaults();
+  Summary summary;
   for (int n : sizes) {
-    if (!runNode(n, b, rules)) return 1;
+    if (!runNode(n, b, rules, summary)) return 1;
   }
   for (const auto& [nodes, pods] : clusters) {
-    if (!runCluster(nodes, pods, b, rules)) return 1;
+    if (!runCluster(nodes, pods, b, rules, summary)) return 1;
   }
   std::printf("== summary (verdicts on the median; one core; naive cap %.0f s) ==\n", b.naiveCap);
   std::printf("%-34s | %12s %12s %12s | %10s %5s\n", "", "median", "p99", "min", "target", "");
-  for (const std::string& line : gRows) std::printf("%s\n", line.c_str());
+  for (const std::string& line : summary.rows) std::printf("%s\n", line.c_str());
   std::printf("\n%-34s | %12s %16s %9s\n", "victim selection, medians", "incremental", "naive",
               "speedup");
-  for (const std::string& line : gSelections) std::printf("%s\n", line.c_str());
-  std::printf("\nload average at the end %s\n", loadAverage().c_str());
-  return 0;
+  for (const std::string& line : summary.selections) std::printf("%s\n", line.c_str());
+  std::printf("\ncross-check on the timed cases: %s\nload average at the end %s\n",
+              gMismatch ? "MISMATCH (exit 3)" : "naive, incremental and the decisions agree",
+              loadAverage().c_str());
+  return gMismatch ? 3 : 0;
 }

@@ -115,16 +115,25 @@ int setUpReadSet(Bench& b) {
   };
   if (auto failed = b.growTo(kReadPods)) return cannot("create pod cgroups", *failed);
   if (!b.refreshed()) return 1;
-  for (const std::string& uid : b.uids) b.readSet.push_back(b.index.find(uid));
+  for (const std::string& uid : b.uids) {
+    b.readSet.push_back(b.index.find(uid));
+    if (b.readSet.back() == nullptr) {
+      std::fprintf(stderr, "the index has no pod %s\n", uid.c_str());
+      return 1;
+    }
+  }
   std::string buffer;
   for (std::size_t i = 0; i < kBusyPods && !stopped(); ++i) {
     auto child = b.sandbox.spawn(b.readSet[i]->relativePath,
                                  [self = ::getpid()] { return holdMemory(kBusyBytes, self); });
     if (!child) return cannot("start a process in a pod cgroup", child.error());
-    for (int wait = 0; wait < 100 && !stopped(); ++wait, sleepMillis(10)) {  // 1 s at most
+    bool charged = false;
+    for (int wait = 0; wait < 100 && !charged && !stopped(); ++wait) {  // 1 s at most
       auto usage = cgroups::readMemoryUsage(b.readSet[i]->memory, buffer);
-      if (usage && *usage >= kBusyBytes) break;
+      charged = usage && *usage >= kBusyBytes;
+      if (!charged) sleepMillis(10);
     }
+    if (!charged) std::printf("  note: busy pod %zu does not show its 8 MiB after 1 s\n", i);
   }
   return stopped() ? 130 : 0;
 }

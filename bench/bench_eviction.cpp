@@ -17,7 +17,6 @@ namespace {
 
 constexpr std::uint64_t kSeed = 0x6e6f64657761726eULL;  // "nodewarn"
 constexpr double kParseTargetMBps = 50;
-std::vector<std::string> gRows;  // the summary's, printed at the end
 
 // About 6 s per size in all (more at 10,000 pods, where one parse takes seconds).
 struct Budgets {
@@ -36,8 +35,10 @@ constexpr std::string_view kPolicy = R"({"evictionHard": {"memory.available": "1
     "evictionMinimumReclaim": {"memory.available": "512Mi"}, "evictionMaxPodsPerCycle": 5,
     "ranking": "priority"})";
 
-// Appends its summary row; false when the snapshot does not parse or yields no plan.
-bool runSize(int podCount, const Budgets& b, const std::string& writeDir) {
+// Appends its summary row to `rows`; false when the snapshot or the policy does not parse or
+// the node yields no plan.
+bool runSize(int podCount, const Budgets& b, const std::string& writeDir,
+             std::vector<std::string>& rows) {
   std::printf("== %s pods ==\n", withCommas(std::uint64_t(podCount)).c_str());
   KubectlSnapshot gen = kubectlSnapshot(kSeed ^ std::uint64_t(podCount), podCount);
   const std::string_view text = gen.text, node = gen.nodeName;
@@ -54,7 +55,12 @@ bool runSize(int podCount, const Budgets& b, const std::string& writeDir) {
     std::fprintf(stderr, "generated snapshot does not parse:\n%s\n", diagnostics.joined().c_str());
     return false;
   }
-  const policy::Policy policy = *policy::parsePolicyText(kPolicy, diagnostics);
+  auto parsed = policy::parsePolicyText(kPolicy, diagnostics);
+  if (!parsed) {
+    std::fprintf(stderr, "the bench policy does not parse:\n%s\n", diagnostics.joined().c_str());
+    return false;
+  }
+  const policy::Policy& policy = *parsed;
   const SteadyTime now = SteadyTime{} + std::chrono::hours(24 * 400);
   const policy::EvictionState state = policy::assumeGraceElapsed(policy, now);
   const auto check =
@@ -106,7 +112,7 @@ bool runSize(int podCount, const Budgets& b, const std::string& writeDir) {
                 passOrMiss(compactMbps >= kParseTargetMBps), rp, plan.p99() * 1e-3,
                 target > 0 ? std::to_string(target).c_str() : "-",
                 target > 0 ? passOrMiss(rp <= target) : "-");
-  gRows.push_back(row);
+  rows.push_back(row);
   return true;
 }
 
@@ -118,7 +124,7 @@ constexpr const char* kUsage =
     "  --write-snapshot  also write each generated snapshot to DIR/snapshot-N.json\n"
     "Targets: rank+plan <= 50 us (110 pods), <= 1 ms (1,000), <= 15 ms (10,000); parse >= 50\n"
     "MB/s; a miss prints MISS and leaves the exit status 0. Exit status 1 when the snapshot\n"
-    "does not parse or yields no plan, 2 on bad arguments.\n";
+    "or the policy does not parse or yields no plan, 2 on bad arguments.\n";
 
 }  // namespace
 
@@ -137,14 +143,15 @@ int main(int argc, char** argv) {
       "; this binary only (policy/ is compiled with the same flags)", false, false,
       ", nlohmann_json " + nlohmann::json::meta()["version"]["string"].get<std::string>());
   std::printf("\n");
+  std::vector<std::string> rows;  // the summary's, printed at the end
   for (int n : sizes) {
-    if (!runSize(n, quick ? kQuick : kFull, writeDir)) return 1;
+    if (!runSize(n, quick ? kQuick : kFull, writeDir, rows)) return 1;
   }
   std::printf("== summary (verdicts on the median; targets as in --help; MB = 10^6 bytes) ==\n");
   const char* kHeader = "%7s | %12s %7s %8s %7s %5s | %8s %7s %5s | %10s %10s %8s %5s\n";
   std::printf(kHeader, "pods", "kubectl B", "B/pod", "parse ms", "MB/s", "", "compact", "MB/s", "",
               "rank+plan", "p99", "target", "");
   std::printf(kHeader, "", "", "", "", "", "", "parse ms", "", "", "median us", "us", "us", "");
-  for (const std::string& row : gRows) std::printf("%s\n", row.c_str());
+  for (const std::string& row : rows) std::printf("%s\n", row.c_str());
   return 0;
 }

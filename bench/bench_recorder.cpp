@@ -87,6 +87,17 @@ std::vector<double> scans(node::Recorder* recorder, Node& node, Random& random, 
   return out;
 }
 
+// One of the built-in policy texts; a text that does not parse is this program's bug (exit 1).
+policy::Policy builtInPolicy(std::string_view text) {
+  policy::Diagnostics diagnostics;
+  auto parsed = policy::parsePolicyText(text, diagnostics);
+  if (!parsed) {
+    std::fprintf(stderr, "a built-in policy does not parse: %s\n", diagnostics.joined().c_str());
+    std::exit(1);
+  }
+  return *std::move(parsed);
+}
+
 struct Bench {
   bool quick = false;
   Random random{22};
@@ -94,16 +105,14 @@ struct Bench {
   cgroups::Hierarchy hierarchy;  // no cgroups: node-level kernel reads only
   cgroups::PodCgroups index{hierarchy, "kubepods"};
   ManualClock clock;
-  policy::Diagnostics diagnostics;  // of the fixed policy texts it parses
 
   // kPods running pods of priority 0, BestEffort, with working sets; the pods' cgroup of 8 GiB.
   Node node() {
     Node node;
     node.now = clock.now();
-    node.policy = *policy::parsePolicyText(
+    node.policy = builtInPolicy(
         R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
-            "evictionMinimumReclaim": {"allocatableMemory.available": "64Mi"}})",
-        diagnostics);
+            "evictionMinimumReclaim": {"allocatableMemory.available": "64Mi"}})");
     policy::Node& n = node.snapshot.nodes.emplace_back();
     n.name = "bench-node";
     n.capacity["memory"] =
@@ -217,7 +226,9 @@ bool episode(Bench& b) {
   const auto bytes = readFile(files.empty() ? "" : files.front());
   auto episode = record::decodeEpisode(bytes ? std::string_view(*bytes) : "");
   if (!episode) {
-    std::printf("3. no episode was written (%s)\n", episode.error().message.c_str());
+    std::printf("3. %s (%s)\n",
+                files.empty() ? "no episode was written" : "the episode does not decode",
+                episode.error().message.c_str());
     return false;
   }
   const double span = double(episode->samples.back().t - episode->samples.front().t) / 1e9;
@@ -228,8 +239,8 @@ bool episode(Bench& b) {
       double(bytes->size()) / (double(episode->samples.size()) * kPods));
   std::vector<double> decode, fidelity, counterfactual;
   record::ReplayOptions candidate;
-  candidate.policy = *policy::parsePolicyText(
-      R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})", b.diagnostics);
+  candidate.policy = builtInPolicy(R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})");
+  bool identical = true;  // the replay with the recorded policy decides as the run did
   for (int i = 0; i < (b.quick ? 3 : 10); ++i) {
     std::optional<Result<record::Episode>> decoded;
     record::ReplayResult r, c;
@@ -237,7 +248,9 @@ bool episode(Bench& b) {
     fidelity.push_back(cpuTime([&] { r = record::replay(**decoded); }));
     counterfactual.push_back(cpuTime([&] { c = record::replay(**decoded, candidate); }));
     gSink = gSink + r.decisions.size() + c.decisions.size();
+    identical = identical && r.fidelity == record::Fidelity::Identical;
   }
+  if (!identical) std::printf("   fidelity: NOT identical\n");
   auto ms = [](std::vector<double> v) { return Samples::from(std::move(v)).median() / 1e6; };
   const double d = ms(decode), f = ms(fidelity), c = ms(counterfactual);
   std::printf(

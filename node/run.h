@@ -1,7 +1,9 @@
 // The command of node/, declared apart so that main() does not compile Asio, and the wiring to
-// the API server it makes (which bench_agent's part 5 uses too).
+// the API server it makes (public so that a benchmark running the agent in process wires it the
+// same way).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,8 +39,9 @@ class KubernetesPodSource;
 class PodSource;
 struct AgentOptions;
 struct KubernetesSourceOptions;
+// The same alias as node/agent.h's (run.cpp sees both: should they drift, it fails to compile).
 using ActuatorFactory = std::function<std::unique_ptr<Actuator>(
-    boost::asio::io_context&, cgroups::PodCgroups&, const Clock&)>;  // as node/agent.h has it
+    boost::asio::io_context&, cgroups::PodCgroups&, const Clock&)>;
 
 // --source kubernetes: the client and the writer outlive the agent (declared before it);
 // the pod source is handed to the agent and reached through `source`.

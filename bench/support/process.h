@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,7 +37,8 @@ inline std::int64_t monotonicNanos() {  // CLOCK_MONOTONIC, as steady_clock
 }
 
 inline void sleepMillis(int millis) {  // a signal ends it early
-  ::usleep(useconds_t(millis) * 1000);
+  const timespec ts{millis / 1000, long(millis % 1000) * 1'000'000};
+  ::nanosleep(&ts, nullptr);
 }
 
 inline bool writeText(const std::filesystem::path& path, const std::string& text) {
@@ -106,9 +108,12 @@ struct Pipe {
   int fd[2] = {-1, -1};
   bool ok = ::pipe2(fd, O_CLOEXEC) == 0;
   Pipe() = default;
-  Pipe(Pipe&&) = delete;  // nor copied
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
   ~Pipe() { close(0), close(1); }
-  void close(int end) { ::close(std::exchange(fd[end], -1)); }  // -1: EBADF, nothing closed
+  void close(int end) {
+    if (fd[end] >= 0) ::close(std::exchange(fd[end], -1));
+  }
 };
 
 }  // namespace nodewarden::bench
