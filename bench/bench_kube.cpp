@@ -1,11 +1,8 @@
-// bench_kube: the Kubernetes integration's figures, over generator.h's kubectl-shaped pods:
-//   1. memory per 1,000 pods cached: the heap (mallinfo2) a Store<Pod> holds, against each
-//      object's JSON DOM kept as a naive cache would;
-//   2. webhook latency at 1,000 nodes x 30 pods: POST /v1/admission-review over loopback
-//      keep-alive (HTTP server + BindingWebhook + StoreClusterCache), and the decision alone;
-//   3. watch throughput: events a second from the fake API server (tests/kube) through the
-//      client and the reflector into a Store<Pod>, and the cache's own cost per event.
-#include <atomic>
+// bench_kube: the Kubernetes integration's figures over generator.h's kubectl-shaped pods: 1. the
+// heap a Store<Pod> holds per 1,000 pods, against each object's JSON DOM; 2. the webhook's latency
+// at 1,000 nodes x 30 pods over loopback keep-alive (HttpServer + BindingWebhook +
+// StoreClusterCache), and the decision alone; 3. watch events a second from tests/kube's fake API
+// server through the client and the reflector into a Store<Pod>, and the cache's cost per event.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -30,10 +27,10 @@ namespace {
 
 // The pods generator.h's Planner puts on a new node of `count` (its agents, Jobs, a few
 // pending, terminating or nominated to it), resolved, with their `kubectl get pod -o json` text.
-std::vector<std::pair<policy::Pod, std::string>> drawNode(Planner& plan, KubectlText& text,
-                                                          const std::string& node, int count) {
+using Drawn = std::vector<std::pair<policy::Pod, std::string>>;
+Drawn drawNode(Planner& plan, KubectlText& text, const std::string& node, int count) {
   static const std::vector<policy::PriorityClass> classes = priorityClasses();
-  std::vector<std::pair<policy::Pod, std::string>> out;
+  Drawn out;
   for (PodPlan& p : plan.node(node, count)) {
     policy::resolvePod(p.pod, classes);  // for the priority and QoS class printed
     out.emplace_back(p.pod, text.pod(p));
@@ -42,8 +39,7 @@ std::vector<std::pair<policy::Pod, std::string>> drawNode(Planner& plan, Kubectl
 }
 
 // A ready node whose allocatable is what `pods` on it request, and 1 CPU and 1 GiB more.
-Json nodeObject(const std::string& name,
-                const std::vector<std::pair<policy::Pod, std::string>>& pods) {
+Json nodeObject(const std::string& name, const Drawn& pods) {
   std::int64_t cpu = 1000, memory = 1 << 30;
   for (const auto& [pod, text] : pods) {
     if (pod.nodeName != name || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
@@ -75,10 +71,10 @@ void cacheMemory(bool quick) {
     KubectlText render(7, "");
     std::vector<std::string> texts;
     while (int(texts.size()) < count) {
-      for (auto& [pod, podText] : drawNode(plan, render, plan.nodeName(), 30)) {
-        if (int(texts.size()) < count) texts.push_back(std::move(podText));
-      }
+      for (auto& [pod, podText] : drawNode(plan, render, plan.nodeName(), 30))
+        texts.push_back(std::move(podText));
     }
+    texts.resize(std::size_t(count));
     // What nodewarden keeps (a Store<Pod>), then a naive cache (each object's JSON DOM).
     std::size_t base = heapInUse(true);
     auto store = std::make_unique<kube::Store<policy::Pod>>("Pod", policy::parsePod);
@@ -109,9 +105,8 @@ void webhookLatency(bool quick) {
                                                     policy::parsePodDisruptionBudget);
   Planner plan(99, nodes * podsPerNode / 6);
   KubectlText render(99, "");
-  for (const policy::PriorityClass& c : priorityClasses()) {  // the classes the pods name
+  for (const policy::PriorityClass& c : priorityClasses())  // the classes the pods name
     add(classStore, Json{{"metadata", {{"name", c.name}}}, {"value", c.value}}.dump());
-  }
   std::vector<std::string> nodeNames;
   for (int n = 0; n < nodes; ++n) {
     const std::string& node = nodeNames.emplace_back(plan.nodeName());
@@ -245,14 +240,13 @@ void watchThroughput(bool quick) {
   kube::Reflector reflector(
       io, client, {.listPath = "/api/v1/pods", .fieldSelector = "spec.nodeName=" + node}, store);
   reflector.start();
-  const auto syncDeadline = steadyNow() + 30s;
-  while (!reflector.synced() && steadyNow() < syncDeadline) io.run_one_for(50ms);
+  auto deadline = steadyNow() + 30s;  // to sync, then for the watch to open
+  while (!reflector.synced() && steadyNow() < deadline) io.run_one_for(50ms);
   if (!reflector.synced()) {
     std::printf("could not sync with the fake API server\n");
     return;
   }
-  const auto watchDeadline = steadyNow() + 5s;  // let the watch open
-  while (server.openWatches() == 0 && steadyNow() < watchDeadline) io.run_one_for(10ms);
+  while (server.openWatches() == 0 && steadyNow() < deadline) io.run_one_for(10ms);
   // Pre-built modifications, so the producer spends its time in the server's encoding only.
   for (int i = 0; i < events; ++i) changes.push_back(changed(i));
   const std::uint64_t before = reflector.stats().events;
@@ -262,7 +256,7 @@ void watchThroughput(bool quick) {
     for (auto& change : changes) server.upsertPod(std::move(change));
     producerSeconds = nanosSince(start) * 1e-9;
   });
-  const auto deadline = steadyNow() + 120s;
+  deadline = steadyNow() + 120s;
   while (reflector.stats().events - before < std::uint64_t(events) && steadyNow() < deadline)
     io.run_one_for(10ms);
   const double seconds = nanosSince(start) * 1e-9;
@@ -304,8 +298,7 @@ void watchThroughput(bool quick) {
 int main(int argc, char** argv) {
   bool quick = false;
   Args args("usage: bench_kube [--quick]\n");
-  args.flag("--quick", quick);
-  if (auto status = args.parse(argc, argv)) return *status;
+  if (auto status = args.flag("--quick", quick).parse(argc, argv)) return *status;
   std::printf("# bench_kube (%s; %s)\n", buildFlavour().c_str(), cpuModel().c_str());
   cacheMemory(quick);
   webhookLatency(quick);

@@ -1,8 +1,7 @@
 // bench_probe_flood: a liveness probe (GET /healthz every 50 ms, 1 s timeout, as the kubelet's)
 // against server::HttpServer with the agent's limits, in this process on 127.0.0.1, while two
 // threads flood it with slow clients (a header never finished) that reconnect at full speed,
-// holding --clients at once. Prints, per flood size, the flood's connections a second, the
-// probes answered, refused (503), dropped or timed out, and the answered ones' latency.
+// holding --clients at once; a row per flood size, the probes' outcomes and latency.
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -46,11 +45,10 @@ void floodRow(int probes, int clients) {
       std::deque<int> held;
       while (flooding.load()) {
         const int fd = connectLoopback(port, true, 2000ms);
-        if (fd >= 0) {
-          (void)::send(fd, kSlow.data(), kSlow.size(), MSG_NOSIGNAL);
-          held.push_back(fd);
-          ++opened;
-        }
+        if (fd < 0) continue;
+        (void)::send(fd, kSlow.data(), kSlow.size(), MSG_NOSIGNAL);
+        held.push_back(fd);
+        ++opened;
         for (; held.size() > share; held.pop_front()) ::close(held.front());
       }
       for (const int fd : held) ::close(fd);
@@ -69,8 +67,7 @@ void floodRow(int probes, int clients) {
     ++outcomes[ok ? 0 : e.status == 503 ? 1 : e.ended || !e.connected ? 2 : 3];
     std::this_thread::sleep_until(next);
   }
-  const double seconds = std::chrono::duration<double>(steadyNow() - probing).count();
-  const double floodPerSecond = double(opened.load() - openedBefore) / seconds;
+  const double floodPerSecond = double(opened.load() - openedBefore) / nanosSince(probing) * 1e9;
   flooding = false;
   for (std::thread& t : flood) t.join();
   boost::asio::post(context, [&] { server.stop(); });
@@ -93,14 +90,12 @@ int main(int argc, char** argv) {
   // Both ends of every flood connection are in this process.
   const std::size_t maxWaiting = server::HttpServerOptions{}.maxWaiting;
   const std::uint64_t wanted = 2 * std::uint64_t(std::ranges::max(clients)) + 2 * maxWaiting + 256;
-  if (auto limit = cgroups::raiseOpenFileLimit(wanted); !limit || *limit < wanted) {
+  if (auto limit = cgroups::raiseOpenFileLimit(wanted); !limit || *limit < wanted)
     std::fprintf(stderr, "bench_probe_flood: the open-file limit may cut the flood short\n");
-  }
-  std::printf("build: %s; cpu: %s\n", buildFlavour().c_str(), cpuModel().c_str());
   std::printf(
-      "== /healthz under a reconnecting flood of slow clients (%d probes, one every %d ms, "
-      "1 s each; maxConnections 64, maxWaiting %zu) ==\n",
-      probes, int(kInterval.count()), maxWaiting);
+      "build: %s; cpu: %s\n== /healthz under a reconnecting flood of slow clients (%d probes, one "
+      "every %d ms, 1 s each; maxConnections 64, maxWaiting %zu) ==\n",
+      buildFlavour().c_str(), cpuModel().c_str(), probes, int(kInterval.count()), maxWaiting);
   std::printf("  %-8s %11s %8s %6s %6s %8s %8s %8s %8s %8s\n", "flood", "flood conn/s", "probes",
               "200", "503", "dropped", "timeout", "p50 ms", "p99 ms", "max ms");
   for (const int n : clients) floodRow(probes, n);

@@ -101,9 +101,8 @@ Samples measure(const Budget& budget, int warmups, F&& once) {
     nanos.push_back(once());
     const double elapsed = nanosSince(start) * 1e-9;
     if (done >= budget.maxIterations ||
-        (done >= budget.minIterations && elapsed + elapsed / done > budget.seconds)) {
+        (done >= budget.minIterations && elapsed + elapsed / done > budget.seconds))
       break;
-    }
   }
   return Samples::from(std::move(nanos));
 }

@@ -1,6 +1,5 @@
 // bench/support: how the benchmarks say what they measured — the environment lines a run opens
-// with, sample statistics, verdicts against targets, the heap in use — and their command
-// lines ("--name value" or "--name=value", comma-separated lists of bounded integers).
+// with, sample statistics, verdicts against targets, the heap in use — and their command lines.
 #pragma once
 
 #include <malloc.h>
@@ -33,11 +32,9 @@ inline std::string loadAverage() {
   return in >> one >> five >> fifteen ? one + " " + five + " " + fifteen : "unknown";
 }
 inline std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0 && line.find(": ") != std::string::npos) {
-      return line.substr(line.find(": ") + 2);
-    }
+  std::ifstream in("/proc/cpuinfo");  // "model name\t: Intel(R) ..."
+  for (std::string key, value; std::getline(in, key, ':') && std::getline(in, value);) {
+    if (key.starts_with("model name")) return value.substr(1);
   }
   return "unknown";
 }
@@ -62,17 +59,14 @@ inline void printEnvironment(const char* title, const char* buildNote, bool load
                              const std::string& compilerExtra = "") {
   std::printf("%s\n", title);
   std::printf("  machine: nproc=%ld, cpu=%s\n", sysconf(_SC_NPROCESSORS_ONLN), cpuModel().c_str());
-  if (load) {
+  if (load)
     std::printf("  load average at start: %s (other work on the machine inflates medians)\n",
                 loadAverage().c_str());
-  }
   utsname uts{};
-  if (kernel && ::uname(&uts) == 0) {
+  if (kernel && ::uname(&uts) == 0)
     std::printf("  kernel: %s %s %s %s\n", uts.sysname, uts.release, uts.version, uts.machine);
-  }
-  std::printf("  compiler: %s (C++ %ld)%s\n", __VERSION__, long(__cplusplus),
-              compilerExtra.c_str());
-  std::printf("  build: %s%s\n", buildFlavour().c_str(), buildNote);
+  std::printf("  compiler: %s (C++ %ld)%s\n  build: %s%s\n", __VERSION__, long(__cplusplus),
+              compilerExtra.c_str(), buildFlavour().c_str(), buildNote);
 }
 
 // "    label   median … unit  p99 … unit  min …  n=…" in `unit` (nanoseconds / scale).
@@ -112,8 +106,8 @@ bool forEachItem(std::string_view text, F&& f) {
 
 // A program's whole command line: "--name value" / "--name=value" options and flags, in order
 // (so "--quick --minutes 1" keeps the minute), and --help / -h. parse() returns the exit status
-// when the program should stop there: 0 after --help, 2 after a bad argument (with the reason,
-// and the usage on stderr for an unknown one).
+// when the program should stop there: 0 after --help, 2 after a bad or missing argument (with
+// the reason, and the usage on stderr for an unknown one).
 class Args {
  public:
   explicit Args(std::function<void(std::FILE*)> usage) : usage_(std::move(usage)) {}
@@ -146,38 +140,30 @@ class Args {
     const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
     return value(name, "numbers from " + range + " separated by commas",
                  [&out, lo, hi](std::string_view text) {
-                   std::vector<T> list;
-                   const bool ok = forEachItem(text, [&](std::string_view item) {
+                   out.clear();  // refused, it is left half-read: parse() stops the program
+                   return forEachItem(text, [&](std::string_view item) {
                      auto v = parseBounded<T>(item, lo, hi);
-                     if (v) list.push_back(*v);
+                     if (v) out.push_back(*v);
                      return v.has_value();
                    });
-                   if (ok) out = std::move(list);
-                   return ok;
                  });
   }
 
   std::optional<int> parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string_view arg = argv[i], name = arg.substr(0, arg.find('='));
-      if (arg == "--help" || arg == "-h") {
-        usage_(stdout);
-        return 0;
-      }
+      const bool joined = name != arg;  // "--name=value"
+      if (arg == "--help" || arg == "-h") return usage_(stdout), 0;
       auto o = std::ranges::find(options_, name, &Option::name);
-      if (o == options_.end() || (o->expected.empty() && name != arg)) {
+      if (o == options_.end() || (o->expected.empty() && joined)) {
         std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
         usage_(stderr);
         return 2;
       }
-      if (!o->expected.empty() && name == arg && i + 1 == argc) {
-        std::fprintf(stderr, "%s needs a value\n", o->name.data());
-        return 2;
-      }
-      const std::string_view text = o->expected.empty() ? ""
-                                    : name != arg       ? arg.substr(name.size() + 1)
-                                                        : argv[++i];
-      if (!o->set(text)) {
+      if (o->expected.empty()) {
+        o->set("");
+      } else if ((!joined && i + 1 == argc) ||
+                 !o->set(joined ? arg.substr(name.size() + 1) : argv[++i])) {
         std::fprintf(stderr, "%s: expected %s\n", o->name.data(), o->expected.c_str());
         return 2;
       }
