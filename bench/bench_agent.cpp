@@ -1,8 +1,7 @@
 // bench_agent: what the agent as a whole achieves on this machine's real kernel; its parts,
-// targets and exit statuses are printUsage's. Parts 1 and 5 run the agent in this process on
-// its own io_context (the real StaticPodSource, PodCgroups and cgroup actuator; in part 5 the
-// API wiring of node/run.h against tests/kube's fake API server) over a sandbox node, and time a
-// fresh hog's own stamp of the page that crossed the threshold (hog()) to the eviction's
+// targets and exit statuses are kUsage's. Parts 1 and 5 run the agent in this process over a
+// sandbox node (in part 5 with node/run.h's API wiring, against tests/kube's fake API server)
+// and time a hog's own stamp of the page that crossed the threshold (hog()) to the eviction's
 // EvictionRecord::signalledAt. Parts 3 and 4 run the nodewarden binary and read it from outside.
 
 #include <sched.h>
@@ -11,7 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <span>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -63,19 +61,12 @@ struct Settings {
   std::string variants = "a,an,ar,a2,b,c";
 };
 
-// Parts 1 and 5: crossing → signalled with the agent in this process. The touch log is shared by
-// a hog and the parent (MAP_SHARED, zeroed by the parent each trial: charged to its cgroup).
+// Parts 1 and 5: crossing → signalled with the agent in this process. What a hog shares with
+// the parent (MAP_SHARED), in turn: the pages to touch after "go"; the usage above which the
+// threshold is met; when the hog touched the page after which it first read such a usage (−1:
+// not yet); non-zero once it waits for "go".
 struct TouchLog {
-  std::int64_t* slots = nullptr;
-  std::size_t pages = 0;
-  std::size_t bytes() const { return (pages + 4) * sizeof(std::int64_t); }
-  // In turn: pages to touch after "go"; the usage above which the threshold is met; the page
-  // after which the hog first read such a usage (−1: none yet); non-zero once it waits for "go".
-  std::atomic_ref<std::int64_t> target() const { return std::atomic_ref(slots[0]); }
-  std::int64_t& usageThreshold() const { return slots[1]; }
-  std::atomic_ref<std::int64_t> crossing() const { return std::atomic_ref(slots[2]); }
-  std::atomic_ref<std::int64_t> ready() const { return std::atomic_ref(slots[3]); }
-  std::int64_t& touchedAt(std::size_t page) const { return slots[4 + page]; }
+  std::atomic<std::int64_t> target{0}, usageThreshold{0}, crossedAt{-1}, ready{0};
 };
 
 // The niceness and scheduling policy this process started with: the hogs run at that niceness
@@ -83,38 +74,35 @@ struct TouchLog {
 const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
 const int kStartPolicy = ::sched_getscheduler(0);
 const std::int64_t kPageSize = ::sysconf(_SC_PAGESIZE);
+const std::size_t kHogPages = std::size_t(kNodeMemory / kPageSize);  // a hog maps the node
 
-// The hog: touches `prePages`, is ready; on 'g' from `go` touches and stamps page by page up to
-// the target, reading kubepods' usage after each until it is above the threshold: that page is
-// the crossing (the kernel charges in batches: a page count is off by up to ~64). Then holds its
-// memory until killed, EOF on `go`, or 2 minutes.
-int hog(int go, const cgroups::CgroupDir& kubepods, const TouchLog& log, std::size_t prePages,
+// The hog: touches `prePages`, is ready; on 'g' from `go` touches page by page up to the target,
+// stamping each and reading kubepods' usage after it until that is above the threshold: that
+// page is the crossing (the kernel charges in batches: a page count is off by up to ~64). Then
+// holds its memory until killed, EOF on `go`, or 2 minutes.
+int hog(int go, const cgroups::CgroupDir& kubepods, TouchLog& log, std::size_t prePages,
         pid_t parent) {
   if (!dieWithParent(parent)) return 0;
   (void)::setpriority(PRIO_PROCESS, 0, kStartNice);  // not the agent loop's niceness
-  volatile char* bytes = mapSmallPages(log.pages * kPageSize);
+  volatile char* bytes = mapSmallPages(kHogPages * kPageSize);
   if (bytes == nullptr) return 2;
-  auto touch = [&](std::size_t i) {
+  for (std::size_t i = 0; i < std::min(prePages, kHogPages) && !stopped(); ++i) {
     bytes[i * kPageSize] = 1;
-    log.touchedAt(i) = monotonicNanos();
-  };
-  for (std::size_t i = 0; i < prePages && i < log.pages && !stopped(); ++i) touch(i);
+  }
   std::string buffer(512, '\0');  // no allocation while timed
-  log.ready().store(1, std::memory_order_release);
+  log.ready = 1;
   if (readByte(go, 120'000) != 'g') return 3;
-  const std::size_t target =
-      std::min(log.pages, std::size_t(log.target().load(std::memory_order_acquire)));
+  const std::size_t target = std::min(kHogPages, std::size_t(log.target.load()));
   for (std::size_t i = prePages; i < target && !stopped(); ++i) {
-    touch(i);
-    if (log.crossing().load(std::memory_order_relaxed) >= 0) continue;  // the parent set −1
+    bytes[i * kPageSize] = 1;
+    const std::int64_t touchedAt = monotonicNanos();
+    if (log.crossedAt.load(std::memory_order_relaxed) >= 0) continue;  // the parent set −1
     auto usage = cgroups::readMemoryUsage(kubepods, buffer);
-    if (usage && std::int64_t(*usage) > log.usageThreshold()) log.crossing().store(std::int64_t(i));
+    if (usage && std::int64_t(*usage) > log.usageThreshold) log.crossedAt = touchedAt;
   }
   (void)waitReadable(go, 120'000);  // EOF: the parent is done with us
   return 0;
 }
-
-enum class Source { Manifests, Api, Wrk };  // Wrk: manifests, and wrk on the agent's HTTP
 
 struct Variant {
   const char* label;  // part 1's begin with the name --variants gives, in parentheses
@@ -123,9 +111,10 @@ struct Variant {
   bool kernelWakeups = true;             // false: the adaptive memory poller alone (cgroup v2)
   std::optional<int> loopNice = {};      // the agent's loop, as shipped (--nice)
   std::optional<int> loopRealtime = {};  // its SCHED_FIFO priority (--realtime)
-  Source source = Source::Manifests;
-  testing::FaultMode faults = {};  // from the first sync on
-  bool cutWatches = false;         // every watch cut mid-object every 250 ms
+  bool api = false;                      // the pods from the fake API server, not the manifests
+  testing::FaultMode faults = {};        // from the first sync on
+  bool cutWatches = false;               // every watch cut mid-object every 250 ms
+  bool wrk = false;                      // wrk on the agent's HTTP
   int trials = 0;
 };
 
@@ -150,21 +139,20 @@ bool pumpUntil(asio::io_context& io, double seconds, const std::function<bool()>
   return true;
 }
 
-Json bound(Json pod) {
-  pod["spec"]["nodeName"] = kNodeName;
-  return pod;
-}
-
 // The node of parts 1 and 5: the steady pod (and --pods idle ones) and the hogs' shared log.
 struct LatencyBench {
   explicit LatencyBench(AgentNode& node) : node_(node) {
-    // An evicted pod leaves the API server by the agent's own DELETE (the API writer).
-    node_.publish = [this](const Json& pod) { return api_ ? api_->upsertPod(bound(pod)) : void(); };
+    // A pod reaches the API server bound to the node; an evicted one leaves it by the agent's
+    // own DELETE (the API writer).
+    node_.publish = [this](Json pod) {
+      pod["spec"]["nodeName"] = kNodeName;
+      if (api_) api_->upsertPod(std::move(pod));
+    };
   }
   ~LatencyBench() {
     node_.publish = nullptr;
     for (const Pod& pod : pods_) node_.removePod(pod);
-    if (log_.slots != nullptr) ::munmap(log_.slots, log_.bytes());
+    if (log_ != nullptr) ::munmap(log_, sizeof(TouchLog));
   }
 
   std::string setUp(int idlePods) {
@@ -176,11 +164,10 @@ struct LatencyBench {
       (void)node_.sandbox.writeMemoryFile(node_.sandbox.kubepods(), "memory.memsw.limit_in_bytes",
                                           std::to_string(kNodeMemory));
     }
-    log_.pages = std::size_t(kNodeMemory / kPageSize);
-    void* shared =
-        ::mmap(nullptr, log_.bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void* shared = ::mmap(nullptr, sizeof(TouchLog), PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED) return std::string("mmap of the touch log: ") + std::strerror(errno);
-    log_.slots = static_cast<std::int64_t*>(std::memset(shared, 0, log_.bytes()));
+    log_ = new (shared) TouchLog();
     auto steady = node_.addHolder("prod", "steady", 100000, "128Mi", kSteadyBytes);
     if (!steady) return steady.error().message;
     pods_.push_back(*steady);
@@ -207,23 +194,23 @@ struct LatencyBench {
     options.systemdNotify = false;
     options.loopNice = v.loopNice;
     options.loopRealtime = v.loopRealtime;
-    // Source::Api: node/run.h's wiring, against a fake API server with 100 more pods of the node.
+    // v.api: node/run.h's wiring, against a fake API server with 100 more pods of the node.
     api_.reset();
     node::ApiWiring wiring;
     node::ActuatorFactory makeActuator = node::cgroupActuator();
     std::unique_ptr<node::PodSource> source =
         std::make_unique<node::StaticPodSource>(node_.manifests.string(), kNodeName);
-    if (v.source == Source::Api) {
+    if (v.api) {
       testing::FakeApiServerOptions serverOptions;
       serverOptions.bookmarkEvery = 5s;
       api_.emplace(serverOptions);
       api_->upsertNode({{"metadata", {{"name", kNodeName}}},
                         {"status", {{"allocatable", {{"memory", "512Mi"}, {"cpu", "2"}}}}}});
       for (int i = 0; i < 100; ++i) {
-        api_->upsertPod(bound(podManifest("filler", "filler-" + std::to_string(i), node_.rng.uuid(),
-                                          100000, "burstable", {{"memory", "1Mi"}})));
+        node_.publish(podManifest("filler", "filler-" + std::to_string(i), node_.rng.uuid(), 100000,
+                                  "burstable", {{"memory", "1Mi"}}));
       }
-      api_->upsertPod(bound(pods_.front().object));
+      node_.publish(pods_.front().object);
       kube::ClusterConfig cluster;
       cluster.host = "127.0.0.1";
       cluster.port = std::to_string(api_->port());
@@ -234,23 +221,22 @@ struct LatencyBench {
       sourceOptions.staticPodPath = "";
       source = wiring.wire(io, std::move(cluster), sourceOptions, options, makeActuator);
     }
-    auto agent = std::make_unique<node::Agent>(
-        io, options, *policy_,
-        cgroups::PodCgroups(node_.sandbox.hierarchy(), node_.sandbox.kubepods()), std::move(source),
-        makeActuator);
+    node::Agent agent(io, options, *policy_,
+                      cgroups::PodCgroups(node_.sandbox.hierarchy(), node_.sandbox.kubepods()),
+                      std::move(source), makeActuator);
     if (wiring.source != nullptr) wiring.awaitFirstList(io);  // as the agent does, ≤ 10 s
     if (wiring.source != nullptr && !wiring.source->synced()) {
       f.firstError = "the agent's API source did not sync with the fake API server in 10 s";
       return f;
     }
     std::unique_ptr<server::HttpServer> http;
-    if (v.source == Source::Wrk) {
+    if (v.wrk) {
       server::HttpServerOptions httpOptions;
       httpOptions.port = 0;
-      http = node::agentServer(io, httpOptions, *agent, {});
+      http = node::agentServer(io, httpOptions, agent, {});
       if (auto listening = http->start(); !listening) f.firstError = listening.error().message;
     }
-    if (auto started = agent->start(); !started) f.firstError = started.error().message;
+    if (auto started = agent.start(); !started) f.firstError = started.error().message;
     if (!f.firstError.empty()) return f;
     // Bounded in time as well as count: every trial waits at most 2 intervals + 10 s.
     const double budget = double(v.trials) * (2.0 * double(v.interval.count()) / 1000.0 + 10.0);
@@ -263,16 +249,15 @@ struct LatencyBench {
     if (v.faults.delay.count() > 0 || v.faults.failWith != 0 || v.faults.resetConnections) {
       api_->dropWatches();
     }
-    std::atomic<bool> disturbing{true};
-    std::thread cutter([&] {
-      for (int i = 0; i < 100000 && v.cutWatches && disturbing.load(); ++i) {
+    std::jthread cutter([&](const std::stop_token& stop) {
+      for (int i = 0; i < 100000 && v.cutWatches && !stop.stop_requested(); ++i) {
         std::this_thread::sleep_for(250ms);
         api_->cutWatchesMidObject();
       }
     });
     std::vector<std::pair<pid_t, fs::path>> wrks;
     for (const char* path : {"/metrics", "/v1/state"}) {
-      if (v.source != Source::Wrk) break;
+      if (!v.wrk) break;
       const fs::path log = node_.dir / format("wrk-%zu.log", wrks.size());
       const std::string url = format("http://127.0.0.1:%u%s", unsigned(http->port()), path);
       wrks.emplace_back(
@@ -281,10 +266,10 @@ struct LatencyBench {
     }
     if (!wrks.empty()) pumpUntil(io, 1, [] { return false; });  // let them reach full rate
     for (int i = 0; i < v.trials && !stopped() && nanosSince(start) * 1e-9 < budget; ++i) {
-      trial(io, *agent, v, i, f);
+      trial(io, agent, v, i, f);
       if (f.failed >= 3 && f.latencyMs.empty()) break;  // something is systematically wrong
     }
-    disturbing = false;
+    cutter.request_stop();
     cutter.join();
     const std::size_t requests = api_ ? api_->requests().size() - requestsBefore : 0;
     if (requests > 0) std::printf("    API requests during the trials: %zu\n", requests);
@@ -298,7 +283,7 @@ struct LatencyBench {
         std::printf("    wrk: %.0f requests/s\n", std::strtod(&text[at + 13], nullptr));
       }
     }
-    agent->stop();
+    agent.stop();
     if (http) http->stop();
     if (wiring.source != nullptr) wiring.source->stop();
     pumpUntil(io, 3, [&] { return io.stopped(); });  // lets in-flight actuator timers finish
@@ -335,17 +320,17 @@ struct LatencyBench {
         (crossingWs - std::int64_t(before->workingSet) - kApproach) / kPageSize;
     if (pre <= 0) return "kubepods is already within 16 MiB of the threshold";
     const auto prePages = std::size_t(pre);
-    std::memset(log_.slots, 0, log_.bytes());
+    log_->ready = 0;
     Pipe go;  // 'g' to the hog; its close tells the hog to let go
     if (!go.ok) return std::string("pipe2: ") + std::strerror(errno);
     auto child = node_.sandbox.spawn(pod.relative, [&, self = ::getpid()] {
       go.close(1);
-      return hog(go.fd[0], node_.kubepods, log_, prePages, self);
+      return hog(go.fd[0], node_.kubepods, *log_, prePages, self);
     });
     go.close(0);
     if (!child) return child.error().message;
     pid = *child;
-    if (!pumpUntil(io, 20, [&] { return log_.ready().load() != 0 || gone(); }) || gone()) {
+    if (!pumpUntil(io, 20, [&] { return log_->ready != 0 || gone(); }) || gone()) {
       return "the hog did not get ready";
     }
     // The previous trial ended on a timer tick (or a notification): a random wait of up to one
@@ -357,10 +342,10 @@ struct LatencyBench {
     // At 4 KiB a page the crossing is this many pages on; the hog touches kOvershoot beyond it.
     const std::size_t estimate =
         prePages + std::size_t((crossingWs - std::int64_t(now->workingSet)) / kPageSize);
-    log_.usageThreshold() = crossingWs + std::int64_t(now->inactiveFile);
-    log_.crossing().store(-1);
-    log_.target().store(
-        std::int64_t(std::min(log_.pages, estimate + std::size_t(kOvershoot / kPageSize))));
+    log_->usageThreshold = crossingWs + std::int64_t(now->inactiveFile);
+    log_->crossedAt = -1;
+    log_->target =
+        std::int64_t(std::min(kHogPages, estimate + std::size_t(kOvershoot / kPageSize)));
     const std::uint64_t oomBefore = kills();
     const std::size_t seen = agent.evictions().size();
     if (::write(go.fd[1], "g", 1) != 1) return "writing the go signal failed";
@@ -383,19 +368,18 @@ struct LatencyBench {
     f.kernelOomKills += int(kills() - oomBefore);
     const node::EvictionRecord& record = agent.evictions()[seen];
     if (record.order.uid != pod.uid) return "evicted " + record.order.pod + ", not the hog";
-    const std::int64_t crossing = log_.crossing().load();
-    if (crossing < 0) return "evicted before the hog read a usage above the threshold";
+    const std::int64_t crossedAt = log_->crossedAt;
+    if (crossedAt < 0) return "evicted before the hog read a usage above the threshold";
     const auto signalledAt = std::chrono::nanoseconds(record.signalledAt.time_since_epoch());
-    f.latencyMs.push_back(double(signalledAt.count() - log_.touchedAt(std::size_t(crossing))) *
-                          1e-6);
+    f.latencyMs.push_back(double(signalledAt.count() - crossedAt) * 1e-6);
     f.agentMs.push_back(record.latencyMs);
     return {};
   }
 
   AgentNode& node_;
-  TouchLog log_;
+  TouchLog* log_ = nullptr;
   std::vector<Pod> pods_;                      // the steady pod first
-  std::optional<testing::FakeApiServer> api_;  // Source::Api
+  std::optional<testing::FakeApiServer> api_;  // Variant::api
   std::optional<policy::Policy> policy_;
 };
 
@@ -480,10 +464,9 @@ struct RateRow {
 std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double rateMiBs, int index,
                       RateRow& row) {
   const bool v1 = h.memoryVersion == cgroups::Version::V1;  // no swap escape on either
-  cgroups::SandboxOptions options;
-  options.name = format("%s-%d-rate%d", kSandboxPrefix, int(::getpid()), index);
-  options.memoryLimit = std::uint64_t(kRateNodeMemory);
-  auto sandbox = cgroups::Sandbox::create(h, options);
+  auto sandbox = cgroups::Sandbox::create(
+      h, {.name = format("%s-%d-rate%d", kSandboxPrefix, int(::getpid()), index),
+          .memoryLimit = std::uint64_t(kRateNodeMemory)});
   if (!sandbox) return sandbox.error().message;
   (void)sandbox->writeMemoryFile(sandbox->kubepods(),
                                  v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max",
@@ -571,33 +554,28 @@ std::optional<double> ratePart(const cgroups::Hierarchy& h, const fs::path& dir,
   return fastest;
 }
 
-void printUsage(std::FILE* out) {
-  std::fprintf(
-      out,
-      "usage: bench_agent [OPTION]...   (as root)\n"
-      "The agent end to end on real cgroups it creates (\"%s-<pid>\" below each\n"
-      "hierarchy root) and removes again, also after SIGINT/SIGTERM:\n"
-      "  1. threshold crossing → processes signalled: (a) kernel notifications + 1 s timer,\n"
-      "     (an) the loop at nice -20, (ar) and SCHED_FIFO 1, (a2) the adaptive poller alone,\n"
-      "     (b) polling at 1 s, (c) polling at the kubelet's 10 s\n"
-      "  2. the demo three ways: `nodewarden demo --quiet [--kubelet-like|--baseline]` itself\n"
-      "  3. the idle `nodewarden agent` over 1000 pod cgroups at a 1 s interval: CPU and RSS\n"
-      "  4. a hog grown at each rate under a 1 GiB kubepods with a 300 Mi hard line\n"
-      "  5. part 1 (a) with the pods from a fake API server that is healthy, slow, failing,\n"
-      "     resetting, cutting watches or answering 410 Gone; and with wrk on the agent's HTTP\n"
-      "  --quick  5 latency trials a variant ((c) 3), 10 s of idle sampling, 1 trial a rate\n"
-      "  --trials N (default 30; (c) 20)  --variants LIST of part 1's (default a,an,ar,a2,b,c)\n"
-      "  --pods N idle pods beside part 1's  --rates MiB/s,...,max  --rate-trials N (default 3)\n"
-      "  --skip-idle, --skip-rates, --skip-fire, --only-rates, --only-fire\n"
-      "Targets: p99 <= 5 ms with notifications (50 ms under API faults); idle <= 0.25 %% of a\n"
-      "core and <= 16 MiB RSS; a miss prints MISSES. Exit status: 0 after a run, 77 when the\n"
-      "machine cannot run it, 1 when the set-up fails, 130 after SIGINT or SIGTERM.\n"
-      "The nodewarden binary: %s\n",
-      kSandboxPrefix, NODEWARDEN_EXE);
-}
+constexpr const char* kUsage =
+    "usage: bench_agent [OPTION]...   (as root)\n"
+    "The agent end to end on real cgroups it creates (\"nodewarden-bench-agent-<pid>\" below\n"
+    "each hierarchy root) and removes again, also after SIGINT/SIGTERM:\n"
+    "  1. threshold crossing → processes signalled: (a) kernel notifications + 1 s timer,\n"
+    "     (an) the loop at nice -20, (ar) and SCHED_FIFO 1, (a2) the adaptive poller alone,\n"
+    "     (b) polling at 1 s, (c) polling at the kubelet's 10 s\n"
+    "  2. the demo three ways: `nodewarden demo --quiet [--kubelet-like|--baseline]` itself\n"
+    "  3. the idle `nodewarden agent` over 1000 pod cgroups at a 1 s interval: CPU and RSS\n"
+    "  4. a hog grown at each rate under a 1 GiB kubepods with a 300 Mi hard line\n"
+    "  5. part 1 (a) with the pods from a fake API server that is healthy, slow, failing,\n"
+    "     resetting, cutting watches or answering 410 Gone; and with wrk on the agent's HTTP\n"
+    "  --quick  5 latency trials a variant ((c) 3), 10 s of idle sampling, 1 trial a rate\n"
+    "  --trials N (default 30; (c) 20)  --variants LIST of part 1's (default a,an,ar,a2,b,c)\n"
+    "  --pods N idle pods beside part 1's  --rates MiB/s,...,max  --rate-trials N (default 3)\n"
+    "  --skip-idle, --skip-rates, --skip-fire, --only-rates, --only-fire\n"
+    "Targets: p99 <= 5 ms with notifications (50 ms under API faults); idle <= 0.25 % of a\n"
+    "core and <= 16 MiB RSS; a miss prints MISSES. Exit status: 0 after a run, 77 when the\n"
+    "machine cannot run it, 1 when the set-up fails, 130 after SIGINT or SIGTERM.\n"
+    "The nodewarden binary: " NODEWARDEN_EXE "\n";
 
-constexpr Source kApi = Source::Api;
-const Variant kPart1[] = {
+const std::vector<Variant> kPart1 = {
     {.label = "(a) notifications + 1 s timer"},
     {.label = "(an) (a), the agent's loop at nice -20 (as shipped)", .loopNice = -20},
     {.label = "(ar) (an) + the loop SCHED_FIFO 1 (--realtime 1)",
@@ -607,15 +585,15 @@ const Variant kPart1[] = {
      .kernelWakeups = false},
     {.label = "(b) polling only, 1 s", .notifications = false},
     {.label = "(c) polling only, 10 s (kubelet)", .notifications = false, .interval = 10s}};
-const Variant kPart5[] = {
+const std::vector<Variant> kPart5 = {
     {.label = "manifests, quiet (part 1 (a))"},
-    {.label = "API healthy", .source = kApi},
-    {.label = "API slow: every answer after 10 s", .source = kApi, .faults = {.delay = 10s}},
-    {.label = "API failing: 500 to everything", .source = kApi, .faults = {.failWith = 500}},
-    {.label = "API resetting every connection", .source = kApi, .faults = {.resetConnections = 1}},
-    {.label = "API cutting watches mid-object /250 ms", .source = kApi, .cutWatches = true},
-    {.label = "API 410 Gone on every watch (relists)", .source = kApi, .faults = {.goneLoop = 1}},
-    {.label = "wrk -c8 on /metrics + /v1/state", .source = Source::Wrk}};
+    {.label = "API healthy", .api = true},
+    {.label = "API slow: every answer after 10 s", .api = true, .faults = {.delay = 10s}},
+    {.label = "API failing: 500 to everything", .api = true, .faults = {.failWith = 500}},
+    {.label = "API resetting every connection", .api = true, .faults = {.resetConnections = 1}},
+    {.label = "API cutting watches mid-object /250 ms", .api = true, .cutWatches = true},
+    {.label = "API 410 Gone on every watch (relists)", .api = true, .faults = {.goneLoop = 1}},
+    {.label = "wrk -c8 on /metrics + /v1/state", .wrk = true}};
 
 // Part 1 (the first variant's p99: notifications, by default) or part 5 (the worst p99): the
 // variants one after the other, then their table.
@@ -634,24 +612,23 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
     return std::nullopt;
   }
   std::vector<std::pair<Variant, Figures>> rows;  // the variants one after the other
-  for (Variant v : fire ? std::span<const Variant>(kPart5) : std::span<const Variant>(kPart1)) {
+  for (Variant v : fire ? kPart5 : kPart1) {
     const bool polls10s = v.interval > 1s;  // (c): 20 trials by default, 3 with --quick
     v.trials = s.trials > 0 ? s.trials : s.quick ? (polls10s ? 3 : 5) : (polls10s ? 20 : 30);
     const std::string name(v.label + 1, std::strcspn(v.label + 1, ")"));  // "(an) ..." → "an"
     const bool chosen = ("," + s.variants + ",").find("," + name + ",") != std::string::npos;
-    if (stopped() || (fire ? !haveWrk && v.source == Source::Wrk : !chosen)) continue;
+    if (stopped() || (fire ? !haveWrk && v.wrk : !chosen)) continue;
     std::printf("  %s: %d trials, sequential ...\n", v.label, v.trials);
     const std::string& problem = rows.emplace_back(v, bench.run(v)).second.firstError;
     if (!problem.empty()) std::printf("    first problem: %s\n", problem.c_str());
   }
-  const int width = fire ? 40 : 34;
-  std::printf("\n  %-*s %7s %9s %9s %9s | %9s | %5s %5s\n", width, fire ? "disturbance" : "variant",
+  std::printf("\n  %-40s %7s %9s %9s %9s | %9s | %5s %5s\n", fire ? "disturbance" : "variant",
               "trials", "p50 ms", "p99 ms", "max ms", "agent p50", "wrong", "OOM");
   std::optional<double> result;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& [v, f] = rows[i];
     const Samples latency = Samples::from(f.latencyMs);
-    std::printf("  %-*s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", width, v.label,
+    std::printf("  %-40s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", v.label,
                 int(latency.count()), int(latency.count()) + f.failed, latency.median(),
                 latency.p99(), latency.max(), Samples::from(f.agentMs).median(), f.wrongVictims,
                 f.kernelOomKills);
@@ -667,7 +644,7 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
 
 int run(int argc, char** argv) {
   Settings s;
-  Args args(printUsage);
+  Args args(kUsage);
   args.flag("--quick", s.quick)
       .flag("--skip-idle", [&] { s.idle = false; })
       .flag("--skip-rates", [&] { s.rates = false; })
