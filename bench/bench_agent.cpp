@@ -25,10 +25,6 @@
 #include "server/log.h"
 #include "tests/kube/fake_apiserver.h"
 
-#ifndef NODEWARDEN_EXE
-#error "NODEWARDEN_EXE (the nodewarden binary's path) must be defined by the build"
-#endif
-
 namespace nodewarden::bench {
 namespace {
 
@@ -86,9 +82,7 @@ int hog(int go, const cgroups::CgroupDir& kubepods, TouchLog& log, std::size_t p
   (void)::setpriority(PRIO_PROCESS, 0, kStartNice);  // not the agent loop's niceness
   volatile char* bytes = mapSmallPages(kHogPages * kPageSize);
   if (bytes == nullptr) return 2;
-  for (std::size_t i = 0; i < std::min(prePages, kHogPages) && !stopped(); ++i) {
-    bytes[i * kPageSize] = 1;
-  }
+  for (std::size_t i = 0; i < prePages && !stopped(); ++i) bytes[i * kPageSize] = 1;
   std::string buffer(512, '\0');  // no allocation while timed
   log.ready = 1;
   if (readByte(go, 120'000) != 'g') return 3;
@@ -142,8 +136,7 @@ bool pumpUntil(asio::io_context& io, double seconds, const std::function<bool()>
 // The node of parts 1 and 5: the steady pod (and --pods idle ones) and the hogs' shared log.
 struct LatencyBench {
   explicit LatencyBench(AgentNode& node) : node_(node) {
-    // A pod reaches the API server bound to the node; an evicted one leaves it by the agent's
-    // own DELETE (the API writer).
+    // Bound to the node; an evicted pod leaves the API server by the agent's own DELETE.
     node_.publish = [this](Json pod) {
       pod["spec"]["nodeName"] = kNodeName;
       if (api_) api_->upsertPod(std::move(pod));
@@ -168,7 +161,7 @@ struct LatencyBench {
                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED) return std::string("mmap of the touch log: ") + std::strerror(errno);
     log_ = new (shared) TouchLog();
-    auto steady = node_.addHolder("prod", "steady", 100000, "128Mi", kSteadyBytes);
+    auto steady = node_.addSteady("128Mi", kSteadyBytes);
     if (!steady) return steady.error().message;
     pods_.push_back(*steady);
     // --pods N: idle pods beside it, priority 0 and no requests: they rank with the hog, by usage.
@@ -240,8 +233,7 @@ struct LatencyBench {
     if (!f.firstError.empty()) return f;
     // Bounded in time as well as count: every trial waits at most 2 intervals + 10 s.
     const double budget = double(v.trials) * (2.0 * double(v.interval.count()) / 1000.0 + 10.0);
-    // What reliability.md quotes of part 5: the API requests the trials caused (the 410 loop's
-    // relists) and this process's memory through them.
+    // What reliability.md quotes of part 5: the API requests the trials caused, our memory.
     const std::size_t requestsBefore = api_ ? api_->requests().size() : 0;
     const double rssBefore = sampleProcess(::getpid()).rssMiB();
     if (api_) api_->setFaults(v.faults);
@@ -430,9 +422,7 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
   for (int i = 0; i < 5 && pages != nullptr && !stopped(); ++i) {
     sleepMillis(1000);
     const auto begin = steadyNow();
-    char sum = 0;  // each read is volatile: none is left out
-    for (std::size_t p = 0; p < kPages; ++p) sum ^= pages[p * kPage];
-    doNotOptimize(sum);
+    for (std::size_t p = 0; p < kPages; ++p) (void)pages[p * kPage];  // volatile: each is read
     micros.push_back(nanosSince(begin) * 1e-3 / double(kPages));
   }
   if (pages != nullptr) ::munmap(const_cast<char*>(pages), kPages * kPage);
@@ -452,7 +442,6 @@ std::pair<std::optional<double>, std::optional<double>> idlePart(cgroups::Sandbo
 
 // Part 4: how fast may a pod allocate before the kernel's OOM killer wins? The binary guards a
 // fresh node a trial where `nodewarden demo-load` grows a hog; kubepods is sampled every ~1 ms.
-
 struct RateRow {
   int trials = 0;
   std::uint64_t kernelKills = 0;
@@ -472,7 +461,7 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
                                  v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max",
                                  v1 ? std::to_string(kRateNodeMemory) : "0");
   AgentNode node(*sandbox, dir / format("rate-%d", index), kSeed ^ std::uint64_t(index));
-  auto steady = node.addHolder("prod", "steady", 100000, "256Mi", 200 * kMi);
+  auto steady = node.addSteady("256Mi", 200 * kMi);
   auto hogPod = node.addPod("batch", "hog", 0, "besteffort");
   if (!steady || !hogPod) return (!steady ? steady : hogPod).error().message;
   // Ready: it logs its detectors after the first full cycle (30 s: a VM is slow to start it).
@@ -611,7 +600,8 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
     std::printf("  cannot set up: %s\n\n", error.c_str());
     return std::nullopt;
   }
-  std::vector<std::pair<Variant, Figures>> rows;  // the variants one after the other
+  std::string table;  // its rows, printed after the variants' progress
+  std::optional<double> result;
   for (Variant v : fire ? kPart5 : kPart1) {
     const bool polls10s = v.interval > 1s;  // (c): 20 trials by default, 3 with --quick
     v.trials = s.trials > 0 ? s.trials : s.quick ? (polls10s ? 3 : 5) : (polls10s ? 20 : 30);
@@ -619,26 +609,20 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
     const bool chosen = ("," + s.variants + ",").find("," + name + ",") != std::string::npos;
     if (stopped() || (fire ? !haveWrk && v.wrk : !chosen)) continue;
     std::printf("  %s: %d trials, sequential ...\n", v.label, v.trials);
-    const std::string& problem = rows.emplace_back(v, bench.run(v)).second.firstError;
-    if (!problem.empty()) std::printf("    first problem: %s\n", problem.c_str());
-  }
-  std::printf("\n  %-40s %7s %9s %9s %9s | %9s | %5s %5s\n", fire ? "disturbance" : "variant",
-              "trials", "p50 ms", "p99 ms", "max ms", "agent p50", "wrong", "OOM");
-  std::optional<double> result;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& [v, f] = rows[i];
+    const Figures f = bench.run(v);
+    if (!f.firstError.empty()) std::printf("    first problem: %s\n", f.firstError.c_str());
     const Samples latency = Samples::from(f.latencyMs);
-    std::printf("  %-40s %3d/%-3d %9.1f %9.1f %9.1f | %9.1f | %5d %5d\n", v.label,
-                int(latency.count()), int(latency.count()) + f.failed, latency.median(),
-                latency.p99(), latency.max(), Samples::from(f.agentMs).median(), f.wrongVictims,
-                f.kernelOomKills);
     const auto p99 = latency.count() > 0 ? std::optional(latency.p99()) : std::nullopt;
     if (fire && p99) result = std::max(result.value_or(0), *p99);
-    if (!fire && i == 0) result = p99;
+    if (!fire && table.empty()) result = p99;
+    table += format("  %-40s %3d/%-3d %9.1f %9.1f %9.1f | %15.1f | %13d %10d\n", v.label,
+                    int(latency.count()), int(latency.count()) + f.failed, latency.median(),
+                    latency.p99(), latency.max(), Samples::from(f.agentMs).median(), f.wrongVictims,
+                    f.kernelOomKills);
   }
-  std::printf(
-      "  (p99 is nearest-rank: the maximum below 100 trials; agent p50: the agent's own figure;\n"
-      "   wrong: evictions of another pod than the hog; OOM: kernel OOM kills in kubepods)\n\n");
+  std::printf("\n  %-40s %7s %9s %9s %9s | %15s | %13s %10s\n%s\n",
+              fire ? "disturbance" : "variant", "trials", "p50 ms", "p99 ms", "max ms",
+              "agent's own p50", "wrong victims", "kernel OOM", table.c_str());
   return result;
 }
 

@@ -40,15 +40,13 @@ inline pid_t startProcess(const std::vector<std::string>& args, const std::files
   return pid;
 }
 
-// Reaps `pid` within `seconds` (or until a stop, when `stoppable`); its wait status, or nullopt.
-inline std::optional<int> waitProcess(pid_t pid, double seconds, bool stoppable = false) {
+// Reaps `pid` within `seconds`; its wait status, or nullopt.
+inline std::optional<int> waitProcess(pid_t pid, double seconds) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(seconds * 1e9);
   for (int status = 0;; sleepMillis(50)) {
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) return status;
-    if ((done < 0 && errno != EINTR) || monotonicNanos() >= deadline || (stoppable && stopped())) {
-      return std::nullopt;
-    }
+    if ((done < 0 && errno != EINTR) || monotonicNanos() >= deadline) return std::nullopt;
   }
 }
 
@@ -144,8 +142,7 @@ struct Exchange {
 inline Exchange exchange(std::uint16_t port, const std::string& path,
                          std::chrono::milliseconds limit) {
   Exchange out;
-  const std::int64_t start = monotonicNanos();
-  const std::int64_t deadline = start + std::int64_t(limit.count()) * 1'000'000;
+  const std::int64_t start = monotonicNanos(), deadline = start + limit.count() * 1'000'000;
   const std::string request =
       "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   const int fd = connectLoopback(port, false);
@@ -171,9 +168,7 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
   if (fd >= 0) ::close(fd);
   out.nanos = double(monotonicNanos() - start);
   out.connected = sent > 0;
-  if (out.response.size() >= 12 && out.response.starts_with("HTTP/1.1 ")) {
-    out.status = std::atoi(&out.response[9]);
-  }
+  if (out.response.starts_with("HTTP/1.1 ")) out.status = std::atoi(&out.response[9]);
   return out;
 }
 
