@@ -94,9 +94,8 @@ inline ProcSample sampleProcess(pid_t pid, bool countFds = false) {
   (void)std::sscanf(stat.c_str() + paren + 1, "%*s%*s%*s%*s%*s%*s%*s%*s%*s%*s%*s %llu %llu", &utime,
                     &stime);
   s.ticks = utime + stime;
-  if (const auto at = status.find("\nVmRSS:"); at != std::string::npos) {
+  if (const auto at = status.find("\nVmRSS:"); at != std::string::npos)
     s.rssKiB = std::strtoull(&status[at + 7], nullptr, 10);
-  }
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(base + "/task", ec)) {
     s.schedNs += std::strtoull(readText(task.path() / "schedstat").c_str(), nullptr, 10);
@@ -150,17 +149,16 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
   for (int i = 0; fd >= 0 && i < 100000 && !out.ended; ++i) {
     const std::int64_t left = (deadline - monotonicNanos()) / 1'000'000;
     if (left <= 0) break;
-    pollfd p{fd, short(sent < request.size() ? POLLOUT : POLLIN), 0};
+    const bool sending = sent < request.size();
+    pollfd p{fd, short(sending ? POLLOUT : POLLIN), 0};
     if (::poll(&p, 1, int(std::min<std::int64_t>(left, 50))) <= 0) continue;
     char chunk[16384];
-    const ssize_t n = sent < request.size()
+    const ssize_t n = sending
                           ? ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL)
                           : ::recv(fd, chunk, sizeof chunk, 0);
-    if (n > 0 && sent < request.size()) {
-      sent += std::size_t(n);
-    } else if (n > 0) {
-      out.response.append(chunk, std::size_t(n));
-    } else if ((n == 0 && sent == request.size()) || (errno != EAGAIN && errno != EINTR)) {
+    if (n > 0 && sending) sent += std::size_t(n);
+    if (n > 0 && !sending) out.response.append(chunk, std::size_t(n));
+    if ((n == 0 && !sending) || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       out.ended = true;
       out.failed = n < 0;
     }

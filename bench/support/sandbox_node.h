@@ -21,9 +21,8 @@ using Json = nlohmann::json;
 inline std::string tail(const std::filesystem::path& path, std::size_t lines) {
   const std::string text = readText(path);
   std::size_t at = text.size();
-  for (std::size_t i = 0; i <= lines && at != 0 && at != std::string::npos; ++i) {
+  for (std::size_t i = 0; i <= lines && at != 0 && at != std::string::npos; ++i)
     at = text.rfind('\n', at - 1);
-  }
   return text.substr(std::min(text.size(), at + 1));  // npos + 1: from the start
 }
 
@@ -105,9 +104,8 @@ struct AgentNode {
                      const std::string& qos, Json requests = nullptr, int settleMillis = 0) {
     Pod pod{rng.uuid(), "", manifests / (ns + "_" + name + ".json"), {}};
     pod.object = podManifest(ns, name, pod.uid, priority, qos, std::move(requests));
-    if (!writeText(pod.manifest, pod.object.dump(2))) {
+    if (!writeText(pod.manifest, pod.object.dump(2)))
       return Error{"cannot write " + pod.manifest.string()};
-    }
     if (publish) publish(pod.object);
     if (settleMillis > 0) sleepMillis(settleMillis);
     auto relative = sandbox.addPod(pod.uid, qos);
