@@ -1,8 +1,7 @@
-// bench_agent: what the agent as a whole achieves on this machine's real kernel; its parts,
-// targets and exit statuses are kUsage's. Parts 1 and 5 run the agent in this process over a
-// sandbox node (in part 5 with node/run.h's API wiring, against tests/kube's fake API server)
-// and time a hog's own stamp of the page that crossed the threshold (hog()) to the eviction's
-// EvictionRecord::signalledAt. Parts 3 and 4 run the nodewarden binary and read it from outside.
+// bench_agent: what the agent as a whole achieves on this machine's real kernel (parts, targets,
+// exit statuses: kUsage). Parts 1 and 5 run the agent in this process (part 5 with node/run.h's
+// API wiring, against tests/kube's fake API server) and time a hog's own stamp of the page that
+// crossed the threshold to EvictionRecord::signalledAt; parts 3 and 4 run the nodewarden binary.
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -37,42 +36,36 @@ constexpr std::int64_t kMi = 1024 * 1024;
 constexpr const char* kSandboxPrefix = "nodewarden-bench-agent";
 constexpr const char* kNodeName = "bench-node";
 constexpr std::int64_t kNodeMemory = 512 * kMi;       // parts 1 and 5: kubepods memory limit
-constexpr std::int64_t kHardThreshold = 100 * kMi;    // allocatableMemory.available
 constexpr int kIdlePods = 1000;                       // part 3
 constexpr std::int64_t kRateNodeMemory = 1024 * kMi;  // part 4, a fresh node per trial
-constexpr std::int64_t kRateThreshold = 300 * kMi;    // its hard line; a pod holds 200 MiB
 
 std::string policyWith(const std::string& hard) {
   return R"({ "evictionHard": { )" + hard + R"( }, "housekeepingInterval": "1s" })";
 }
 
 struct Settings {
-  bool quick = false;
-  bool latency = true, fire = true, idle = true, rates = true;    // the parts that run
-  std::vector<double> ratesMiBs = {100, 200, 400, 800, 1600, 0};  // 0: max
-  int rateTrials = 0, trials = 0, pods = 0;                       // 0: the defaults
+  bool quick = false, latency = true, fire = true, idle = true, rates = true;  // then the parts run
+  std::vector<double> ratesMiBs = {100, 200, 400, 800, 1600, 0};               // 0: max
+  int rateTrials = 0, trials = 0, pods = 0;                                    // 0: the defaults
   std::string variants = "a,an,ar,a2,b,c";
 };
 
-// Parts 1 and 5: crossing → signalled with the agent in this process. What a hog shares with
-// the parent (MAP_SHARED), in turn: the pages to touch after "go"; the usage above which the
-// threshold is met; when the hog touched the page after which it first read such a usage (−1:
-// not yet); non-zero once it waits for "go".
+// Parts 1 and 5. What a hog shares with the parent (MAP_SHARED), in turn: the pages to touch
+// after "go"; the usage above which the threshold is met; when the hog touched the page after
+// which it first read such a usage (−1: not yet); non-zero once it waits for "go".
 struct TouchLog {
   std::atomic<std::int64_t> target{0}, usageThreshold{0}, crossedAt{-1}, ready{0};
 };
 
 // The niceness and scheduling policy this process started with: the hogs run at that niceness
 // whatever the agent's loop has, and the loop gets both back after a variant.
-const int kStartNice = ::getpriority(PRIO_PROCESS, 0);
-const int kStartPolicy = ::sched_getscheduler(0);
+const int kStartNice = ::getpriority(PRIO_PROCESS, 0), kStartPolicy = ::sched_getscheduler(0);
 const std::int64_t kPageSize = ::sysconf(_SC_PAGESIZE);
 const std::size_t kHogPages = std::size_t(kNodeMemory / kPageSize);  // a hog maps the node
 
-// The hog: touches `prePages`, is ready; on 'g' from `go` touches page by page up to the target,
-// stamping each and reading kubepods' usage after it until that is above the threshold: that
-// page is the crossing (the kernel charges in batches: a page count is off by up to ~64). Then
-// holds its memory until killed, EOF on `go`, or 2 minutes.
+// The hog: touches `prePages`, is ready; on 'g' from `go` touches pages up to the target, reading
+// kubepods' usage after each until above the threshold: that page's touch is the crossing (the
+// kernel charges in batches of ~64 pages). Holds its memory until killed, EOF on `go`, or 2 min.
 int hog(int go, const cgroups::CgroupDir& kubepods, TouchLog& log, std::size_t prePages,
         pid_t parent) {
   if (!dieWithParent(parent)) return 0;
@@ -97,21 +90,18 @@ int hog(int go, const cgroups::CgroupDir& kubepods, TouchLog& log, std::size_t p
 
 struct Variant {
   const char* label;  // part 1's begin with the name --variants gives, in parentheses
-  bool notifications = true;
+  bool notifications = true, kernelWakeups = true;  // false: polling; the memory poller alone
   std::chrono::milliseconds interval = 1000ms;
-  bool kernelWakeups = true;             // false: the adaptive memory poller alone (cgroup v2)
-  std::optional<int> loopNice = {};      // the agent's loop, as shipped (--nice)
-  std::optional<int> loopRealtime = {};  // its SCHED_FIFO priority (--realtime)
-  bool api = false;                      // the pods from the fake API server, not the manifests
-  testing::FaultMode faults = {};        // from the first sync on
-  bool cutWatches = false;               // every watch cut mid-object every 250 ms
-  bool wrk = false;                      // wrk on the agent's HTTP
+  std::optional<int> loopNice = {}, loopRealtime = {};  // the agent's loop (--nice, --realtime)
+  // The pods from the fake API server (with `faults` from the first sync on, or every watch cut
+  // mid-object every 250 ms), or wrk on the agent's HTTP.
+  bool api = false, cutWatches = false, wrk = false;
+  testing::FaultMode faults = {};
   int trials = 0;
 };
 
 struct Figures {
-  std::vector<double> latencyMs;  // the hog's crossing → signalledAt
-  std::vector<double> agentMs;    // the agent's own figure (EvictionRecord::latencyMs)
+  std::vector<double> latencyMs, agentMs;  // crossing → signalledAt; EvictionRecord::latencyMs
   int failed = 0, wrongVictims = 0, kernelOomKills = 0;  // trials: latencyMs.size() + failed
   std::string firstError;
 };
@@ -298,7 +288,7 @@ struct LatencyBench {
     auto kills = [&] { return node_.oomKills(pod.relative); };
     auto before = node_.readMemory();
     if (!before || !before->limit) return "no memory reading of kubepods";
-    const std::int64_t crossingWs = std::int64_t(*before->limit) - kHardThreshold;  // met above
+    const std::int64_t crossingWs = std::int64_t(*before->limit) - 100 * kMi;  // met above it
     const std::int64_t pre = (crossingWs - std::int64_t(before->workingSet) - 16 * kMi) / kPageSize;
     if (pre <= 0) return "kubepods is already within 16 MiB of the threshold";
     const auto prePages = std::size_t(pre);
@@ -456,8 +446,8 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
   const std::uint64_t killsBefore = node.oomKills(hogPod->relative);
   auto before = node.readMemory();
   if (!error.empty() || !before) return error.empty() ? "no memory reading" : error;
-  // The line in usage terms, as the agent arms it: capacity − threshold + inactive_file.
-  const std::int64_t line = kRateNodeMemory - kRateThreshold + std::int64_t(before->inactiveFile);
+  // The line in usage terms, as the agent arms it: capacity − 300 Mi + inactive_file.
+  const std::int64_t line = kRateNodeMemory - 300 * kMi + std::int64_t(before->inactiveFile);
   const std::int64_t base = std::int64_t(before->usage);
   const std::string rate = rateMiBs > 0 ? std::to_string(rateMiBs) : "100000";
   const char* load[] = {NODEWARDEN_EXE,     "demo-load",  "--start-mib", "0",  "--max-mib", "1100",
@@ -573,7 +563,6 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
   std::printf("%s", fire ? "== 5. under fire: part 1 (a) while the API server misbehaves, or wrk "
                            "hammers HTTP ==\n"
                          : "== 1. threshold crossing -> pod's processes signalled ==\n");
-  if (!fire && s.pods > 0) std::printf("  with %d idle pods (priority 0, no requests)\n", s.pods);
   const bool haveWrk = ::access("/usr/bin/wrk", X_OK) == 0;
   if (fire && !haveWrk) std::printf("  no /usr/bin/wrk (Debian's wrk): the load row is skipped\n");
   AgentNode node(sandbox, dir / (fire ? "fire" : "latency"), kSeed);

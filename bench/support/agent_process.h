@@ -84,8 +84,7 @@ struct ProcSample {
 };
 
 inline ProcSample sampleProcess(pid_t pid, bool countFds = false) {
-  ProcSample s;
-  s.wallNs = monotonicNanos();
+  ProcSample s{.wallNs = monotonicNanos()};
   const std::string base = "/proc/" + std::to_string(pid);
   const std::string stat = readText(base + "/stat"), status = readText(base + "/status");
   const auto paren = stat.rfind(')');

@@ -79,8 +79,7 @@ struct TempDir {
 };
 
 struct Pod {
-  std::string uid;
-  std::string relative;  // its cgroup below every hierarchy root
+  std::string uid, relative;  // relative: its cgroup below every hierarchy root
   std::filesystem::path manifest;
   Json object;
 };
@@ -128,10 +127,8 @@ struct AgentNode {
       removePod(*pod);
       return child.error();
     }
-    for (int i = 0; i < 250; ++i) {
-      auto memory = readMemory();
-      if (memory && std::int64_t(memory->workingSet) >= bytes) break;
-      sleepMillis(20);
+    for (int i = 0; i < 250; ++i, sleepMillis(20)) {
+      if (auto memory = readMemory(); memory && std::int64_t(memory->workingSet) >= bytes) break;
     }
     return pod;
   }
@@ -188,8 +185,7 @@ struct AgentNode {
       });
     }
     if (ready || stopped()) return ready ? "" : "interrupted";
-    return "the agent was not ready within " + std::to_string(seconds) + " s; its log:\n" +
-           tail(log, 12);
+    return format("the agent was not ready within %d s; its log:\n", seconds) + tail(log, 12);
   }
 
   // SIGTERM, then SIGKILL after `grace` seconds; how it ended.
