@@ -40,15 +40,13 @@ inline pid_t startProcess(const std::vector<std::string>& args, const std::files
   return pid;
 }
 
-// Reaps `pid` within `seconds` (or until a stop, when `stoppable`); its wait status, or nullopt.
-inline std::optional<int> waitProcess(pid_t pid, double seconds, bool stoppable = false) {
+// Reaps `pid` within `seconds`; its wait status, or nullopt.
+inline std::optional<int> waitProcess(pid_t pid, double seconds) {
   const std::int64_t deadline = monotonicNanos() + std::int64_t(seconds * 1e9);
   for (int status = 0;; sleepMillis(50)) {
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) return status;
-    if ((done < 0 && errno != EINTR) || monotonicNanos() >= deadline || (stoppable && stopped())) {
-      return std::nullopt;
-    }
+    if ((done < 0 && errno != EINTR) || monotonicNanos() >= deadline) return std::nullopt;
   }
 }
 
@@ -86,8 +84,7 @@ struct ProcSample {
 };
 
 inline ProcSample sampleProcess(pid_t pid, bool countFds = false) {
-  ProcSample s;
-  s.wallNs = monotonicNanos();
+  ProcSample s{.wallNs = monotonicNanos()};
   const std::string base = "/proc/" + std::to_string(pid);
   const std::string stat = readText(base + "/stat"), status = readText(base + "/status");
   const auto paren = stat.rfind(')');
@@ -96,9 +93,8 @@ inline ProcSample sampleProcess(pid_t pid, bool countFds = false) {
   (void)std::sscanf(stat.c_str() + paren + 1, "%*s%*s%*s%*s%*s%*s%*s%*s%*s%*s%*s %llu %llu", &utime,
                     &stime);
   s.ticks = utime + stime;
-  if (const auto at = status.find("\nVmRSS:"); at != std::string::npos) {
+  if (const auto at = status.find("\nVmRSS:"); at != std::string::npos)
     s.rssKiB = std::strtoull(&status[at + 7], nullptr, 10);
-  }
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(base + "/task", ec)) {
     s.schedNs += std::strtoull(readText(task.path() / "schedstat").c_str(), nullptr, 10);
@@ -144,8 +140,7 @@ struct Exchange {
 inline Exchange exchange(std::uint16_t port, const std::string& path,
                          std::chrono::milliseconds limit) {
   Exchange out;
-  const std::int64_t start = monotonicNanos();
-  const std::int64_t deadline = start + std::int64_t(limit.count()) * 1'000'000;
+  const std::int64_t start = monotonicNanos(), deadline = start + limit.count() * 1'000'000;
   const std::string request =
       "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   const int fd = connectLoopback(port, false);
@@ -153,17 +148,16 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
   for (int i = 0; fd >= 0 && i < 100000 && !out.ended; ++i) {
     const std::int64_t left = (deadline - monotonicNanos()) / 1'000'000;
     if (left <= 0) break;
-    pollfd p{fd, short(sent < request.size() ? POLLOUT : POLLIN), 0};
+    const bool sending = sent < request.size();
+    pollfd p{fd, short(sending ? POLLOUT : POLLIN), 0};
     if (::poll(&p, 1, int(std::min<std::int64_t>(left, 50))) <= 0) continue;
     char chunk[16384];
-    const ssize_t n = sent < request.size()
+    const ssize_t n = sending
                           ? ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL)
                           : ::recv(fd, chunk, sizeof chunk, 0);
-    if (n > 0 && sent < request.size()) {
-      sent += std::size_t(n);
-    } else if (n > 0) {
-      out.response.append(chunk, std::size_t(n));
-    } else if ((n == 0 && sent == request.size()) || (errno != EAGAIN && errno != EINTR)) {
+    if (n > 0 && sending) sent += std::size_t(n);
+    if (n > 0 && !sending) out.response.append(chunk, std::size_t(n));
+    if ((n == 0 && !sending) || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       out.ended = true;
       out.failed = n < 0;
     }
@@ -171,9 +165,7 @@ inline Exchange exchange(std::uint16_t port, const std::string& path,
   if (fd >= 0) ::close(fd);
   out.nanos = double(monotonicNanos() - start);
   out.connected = sent > 0;
-  if (out.response.size() >= 12 && out.response.starts_with("HTTP/1.1 ")) {
-    out.status = std::atoi(&out.response[9]);
-  }
+  if (out.response.starts_with("HTTP/1.1 ")) out.status = std::atoi(&out.response[9]);
   return out;
 }
 

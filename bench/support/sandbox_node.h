@@ -1,10 +1,8 @@
-// bench/support: a sandbox node as bench_agent and bench_soak run it — pods given as a static
-// manifest (written first, so an agent never sees the cgroup of a pod without its object) and a
-// pod cgroup, the nodewarden binary guarding them (static pod source, JSON log to a file), and
-// what is read from it: kubepods' memory and OOM kills, log lines.
+// bench/support: a sandbox node as bench_agent and bench_soak run it — pods as a manifest (first:
+// an agent never sees a pod cgroup without its object) and a cgroup, the nodewarden binary
+// guarding them (static pod source, JSON log), and kubepods' memory, OOM kills and log lines.
 #pragma once
 
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -19,17 +17,13 @@ namespace nodewarden::bench {
 
 using Json = nlohmann::json;
 
-// The last `lines` non-empty lines of a log, indented, for failure messages.
+// The last `lines` lines of a log, for failure messages.
 inline std::string tail(const std::filesystem::path& path, std::size_t lines) {
-  std::istringstream in(readText(path));
-  std::deque<std::string> last;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) last.push_back(line);
-    if (last.size() > lines) last.pop_front();
-  }
-  std::string out;
-  for (const std::string& line : last) out += "      | " + line + "\n";
-  return out;
+  const std::string text = readText(path);
+  std::size_t at = text.size();
+  for (std::size_t i = 0; i <= lines && at != 0 && at != std::string::npos; ++i)
+    at = text.rfind('\n', at - 1);
+  return text.substr(std::min(text.size(), at + 1));  // npos + 1: from the start
 }
 
 // Calls `each` with every complete JSON line of a log from byte `*from` on (all of it without
@@ -55,9 +49,8 @@ inline Json podManifest(const std::string& ns, const std::string& name, const st
                : qos == "guaranteed" ? Json{{"cpu", "100m"}, {"memory", "64Mi"}}
                                      : Json{{"cpu", "50m"}, {"memory", "32Mi"}};
   }
-  Json resources = Json::object();
-  if (!requests.empty()) resources["requests"] = requests;
-  if (!requests.empty() && qos == "guaranteed") resources["limits"] = requests;
+  Json resources = requests.empty() ? Json::object() : Json{{"requests", requests}};
+  if (qos == "guaranteed" && !requests.empty()) resources["limits"] = requests;
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
@@ -86,8 +79,7 @@ struct TempDir {
 };
 
 struct Pod {
-  std::string uid;
-  std::string relative;  // its cgroup below every hierarchy root
+  std::string uid, relative;  // relative: its cgroup below every hierarchy root
   std::filesystem::path manifest;
   Json object;
 };
@@ -111,9 +103,8 @@ struct AgentNode {
                      const std::string& qos, Json requests = nullptr, int settleMillis = 0) {
     Pod pod{rng.uuid(), "", manifests / (ns + "_" + name + ".json"), {}};
     pod.object = podManifest(ns, name, pod.uid, priority, qos, std::move(requests));
-    if (!writeText(pod.manifest, pod.object.dump(2))) {
+    if (!writeText(pod.manifest, pod.object.dump(2)))
       return Error{"cannot write " + pod.manifest.string()};
-    }
     if (publish) publish(pod.object);
     if (settleMillis > 0) sleepMillis(settleMillis);
     auto relative = sandbox.addPod(pod.uid, qos);
@@ -125,10 +116,10 @@ struct AgentNode {
     return pod;
   }
 
-  // A burstable pod whose process holds `bytes`, once kubepods' working set shows them (≤ 5 s).
-  Result<Pod> addHolder(const std::string& ns, const std::string& name, std::int64_t priority,
-                        const std::string& request, std::int64_t bytes) {
-    auto pod = addPod(ns, name, priority, "burstable", {{"memory", request}});
+  // prod/steady, burstable at priority 100000, whose process holds `bytes`, once kubepods'
+  // working set shows them (≤ 5 s).
+  Result<Pod> addSteady(const std::string& request, std::int64_t bytes) {
+    auto pod = addPod("prod", "steady", 100000, "burstable", {{"memory", request}});
     if (!pod) return pod;
     auto child = sandbox.spawn(
         pod->relative, [bytes, self = ::getpid()] { return holdMemory(std::size_t(bytes), self); });
@@ -136,10 +127,8 @@ struct AgentNode {
       removePod(*pod);
       return child.error();
     }
-    for (int i = 0; i < 250; ++i) {
-      auto memory = readMemory();
-      if (memory && std::int64_t(memory->workingSet) >= bytes) break;
-      sleepMillis(20);
+    for (int i = 0; i < 250; ++i, sleepMillis(20)) {
+      if (auto memory = readMemory(); memory && std::int64_t(memory->workingSet) >= bytes) break;
     }
     return pod;
   }
@@ -167,8 +156,8 @@ struct AgentNode {
   }
 
   // Starts `nodewarden agent` over the manifests and the sandbox's kubepods and reads its log
-  // every 100 ms for up to `seconds` until a line has event `readyEvent` (kept in `ready`;
-  // `port` is taken from "agent-start"). "" when ready, else why not.
+  // every 100 ms for up to `seconds` until a line has event `readyEvent` (`port` is taken from
+  // "agent-start"). "" when ready, else why not.
   std::string start(const std::string& policy, const std::string& listen, const std::string& nodefs,
                     const std::string& readyEvent, int seconds) {
     const std::filesystem::path policyFile = dir / "policy.json";
@@ -181,32 +170,27 @@ struct AgentNode {
          "--state-dir=" + (dir / "state").string()},  // the recorder's, not the node's /var/lib
         log);
     if (pid < 0) return std::string("cannot start the agent: ") + std::strerror(errno);
-    for (int i = 0; i < seconds * 10 && !stopped(); ++i) {
+    bool ready = false;
+    for (int i = 0; i < seconds * 10 && !ready && !stopped(); ++i) {
       sleepMillis(100);
       if (auto status = waitProcess(pid, 0)) {
         pid = -1;
         return "the agent exited (" + describeStatus(status) + "); its log:\n" + tail(log, 12);
       }
       forEachLogLine(log, [&](const Json& line) {
-        const std::string event = line.value("event", "");
-        const std::string address = line.value("listen", "");
-        if (event == "agent-start" && address.rfind(':') != std::string::npos) {
-          port = std::uint16_t(std::atoi(address.c_str() + address.rfind(':') + 1));
-        }
-        if (event == readyEvent) ready = line;
+        const std::string event = line.value("event", ""), address = line.value("listen", "");
+        // "127.0.0.1:PORT" (no ':' with --listen off: npos + 1 is 0, the port 0)
+        if (event == "agent-start") port = std::atoi(&address[address.rfind(':') + 1]);
+        ready = ready || event == readyEvent;
       });
-      if (!ready.is_null()) return {};
     }
-    if (stopped()) return "interrupted";
-    return "the agent was not ready within " + std::to_string(seconds) + " s; its log:\n" +
-           tail(log, 12);
+    if (ready || stopped()) return ready ? "" : "interrupted";
+    return format("the agent was not ready within %d s; its log:\n", seconds) + tail(log, 12);
   }
 
   // SIGTERM, then SIGKILL after `grace` seconds; how it ended.
   std::string stop(double grace = 10) {
-    const std::string how = pid > 0 ? describeStatus(stopProcess(pid, grace)) : "not running";
-    pid = -1;
-    return how;
+    return pid > 0 ? describeStatus(stopProcess(std::exchange(pid, -1), grace)) : "not running";
   }
 
   cgroups::Sandbox& sandbox;
@@ -218,7 +202,6 @@ struct AgentNode {
   std::filesystem::path log;
   pid_t pid = -1;
   std::uint16_t port = 0;
-  Json ready;
   Random rng;  // the pods' UIDs
 };
 
