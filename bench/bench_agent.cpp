@@ -89,7 +89,8 @@ int hog(int go, const cgroups::CgroupDir& kubepods, TouchLog& log, std::size_t p
 }
 
 struct Variant {
-  const char* label;  // part 1's begin with the name --variants gives, in parentheses
+  const char* label;
+  const char* name = "";                            // part 1's, for --variants
   bool notifications = true, kernelWakeups = true;  // false: polling; the memory poller alone
   std::chrono::milliseconds interval = 1000ms;
   std::optional<int> loopNice = {}, loopRealtime = {};  // the agent's loop (--nice, --realtime)
@@ -469,7 +470,10 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
       if (!atQuarter && u >= quarter) atQuarter = now;
       if (!atThreeQuarters && u >= threeQuarters) atThreeQuarters = now;
       if (!crossedAt && u >= line) crossedAt = now;
-      if (u > peak) std::tie(peak, peakAt) = std::pair(u, now);
+      if (u > peak) {
+        peak = u;
+        peakAt = now;
+      }
     }
     ::usleep(1000);
   }
@@ -538,23 +542,28 @@ constexpr const char* kUsage =
     "The nodewarden binary: " NODEWARDEN_EXE "\n";
 
 const std::vector<Variant> kPart1 = {
-    {.label = "(a) notifications + 1 s timer"},
-    {.label = "(an) (a), the agent's loop at nice -20 (as shipped)", .loopNice = -20},
+    {.label = "(a) notifications + 1 s timer", .name = "a"},
+    {.label = "(an) (a), the agent's loop at nice -20 (as shipped)", .name = "an", .loopNice = -20},
     {.label = "(ar) (an) + the loop SCHED_FIFO 1 (--realtime 1)",
+     .name = "ar",
      .loopNice = -20,
      .loopRealtime = 1},
     {.label = "(a2) adaptive memory poller alone + 1 s timer (what cgroup v2 offers)",
+     .name = "a2",
      .kernelWakeups = false},
-    {.label = "(b) polling only, 1 s", .notifications = false},
-    {.label = "(c) polling only, 10 s (kubelet)", .notifications = false, .interval = 10s}};
+    {.label = "(b) polling only, 1 s", .name = "b", .notifications = false},
+    {.label = "(c) polling only, 10 s (kubelet)",
+     .name = "c",
+     .notifications = false,
+     .interval = 10s}};
 const std::vector<Variant> kPart5 = {
     {.label = "manifests, quiet (part 1 (a))"},
     {.label = "API healthy", .api = true},
     {.label = "API slow: every answer after 10 s", .api = true, .faults = {.delay = 10s}},
     {.label = "API failing: 500 to everything", .api = true, .faults = {.failWith = 500}},
-    {.label = "API resetting every connection", .api = true, .faults = {.resetConnections = 1}},
+    {.label = "API resetting every connection", .api = true, .faults = {.resetConnections = true}},
     {.label = "API cutting watches mid-object /250 ms", .api = true, .cutWatches = true},
-    {.label = "API 410 Gone on every watch (relists)", .api = true, .faults = {.goneLoop = 1}},
+    {.label = "API 410 Gone on every watch (relists)", .api = true, .faults = {.goneLoop = true}},
     {.label = "wrk -c8 on /metrics + /v1/state", .wrk = true}};
 
 // Part 1 (the first variant's p99) or part 5 (the worst p99): the variants, then their table.
@@ -576,8 +585,8 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
   for (Variant v : fire ? kPart5 : kPart1) {
     const bool polls10s = v.interval > 1s;  // (c): 20 trials by default, 3 with --quick
     v.trials = s.trials > 0 ? s.trials : s.quick ? (polls10s ? 3 : 5) : (polls10s ? 20 : 30);
-    const std::string name(v.label + 1, std::strcspn(v.label + 1, ")"));  // "(an) ..." → "an"
-    const bool chosen = ("," + s.variants + ",").find("," + name + ",") != std::string::npos;
+    const bool chosen =
+        ("," + s.variants + ",").find("," + std::string(v.name) + ",") != std::string::npos;
     if (stopped() || (fire ? !haveWrk && v.wrk : !chosen)) continue;
     std::printf("  %s: %d trials, sequential ...\n", v.label, v.trials);
     const Figures f = bench.run(v);
@@ -607,7 +616,10 @@ int run(int argc, char** argv) {
       .flag("--only-rates", [&] { s.latency = s.fire = s.idle = false; })
       .flag("--only-fire", [&] { s.latency = s.idle = s.rates = false; })
       .value("--variants", "names from a,an,ar,a2,b,c",
-             [&](std::string_view text) { return (s.variants = text, true); })
+             [&](std::string_view text) {
+               s.variants = text;
+               return true;
+             })
       .number("--pods", s.pods, 0, 5000)
       .number("--rate-trials", s.rateTrials, 1, 100)
       .value("--rates", "MiB/s from 1 to 100000 or 'max', comma-separated",

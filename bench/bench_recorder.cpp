@@ -121,9 +121,11 @@ struct Bench {
         policy::Quantity::fromValue(8LL << 30, policy::QuantityFormat::BinarySI);
     for (int i = 0; i < kPods; ++i) {
       policy::Pod& pod = node.snapshot.pods.emplace_back();
-      std::tie(pod.ns, pod.name, pod.uid, pod.nodeName, pod.phase) =
-          std::tuple("ns-" + std::to_string(i % 7), "pod-" + std::to_string(i), random.uuid(),
-                     n.name, "Running");
+      pod.ns = "ns-" + std::to_string(i % 7);
+      pod.name = "pod-" + std::to_string(i);
+      pod.uid = random.uuid();
+      pod.nodeName = n.name;
+      pod.phase = "Running";
       policy::PodStats& stats = node.summary().pods.emplace_back();
       stats.uid = pod.uid;
       stats.memoryWorkingSetBytes = std::uint64_t(random.between(8, 64)) * kMi;
@@ -193,14 +195,19 @@ void memory(Bench& b) {
   // The ring at an episode's cadence (10 full scans a second, nothing met) until its bound holds.
   scans(recorder.get(), node, b.random, b.quick ? 400 : 1200, 100ms, false);
   record::DecisionRecord r;  // the decision records at their bound
-  std::tie(r.signal, r.observed, r.threshold, r.rank, r.action, r.latencyMs) =
-      std::tuple("allocatableMemory.available", 200 * kMi, 256 * kMi, 1, "evict", 3.2);
+  r.signal = "allocatableMemory.available";
+  r.observed = 200 * kMi;
+  r.threshold = 256 * kMi;
+  r.rank = 1;
+  r.action = "evict";
+  r.latencyMs = 3.2;
   r.reason =
       "The node was low on resource: memory. Threshold quantity: 256Mi, available: 204800Ki. ";
   for (int i = 0; i < 6000; ++i) {
     r.time = 1'780'000'000'000'000 + i;
     const policy::Pod& pod = node.snapshot.pods[std::size_t(i) % node.snapshot.pods.size()];
-    std::tie(r.pod, r.uid) = std::tie(pod.key, pod.uid);
+    r.pod = pod.key;
+    r.uid = pod.uid;
     recorder->decision(r);
   }
   // Once the writer caught up (its queue is memory too, but bounded apart).

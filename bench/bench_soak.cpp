@@ -179,8 +179,13 @@ std::string soak(AgentNode& node, std::deque<Pod>& idle, int minutes) {
       if (auto pod = node.addPod("batch", "hog-" + std::to_string(episodes++), 0, "besteffort",
                                  Json::object(), 300)) {
         auto child = node.sandbox.spawn(pod->relative, [p = ::getpid()] { return grow(p); });
-        if (!child) node.removePod(*pod);
-        if (child) std::tie(hog, hogPid, hogStart) = std::tuple(*pod, *child, monotonicNanos());
+        if (!child) {
+          node.removePod(*pod);
+        } else {
+          hog = *pod;
+          hogPid = *child;
+          hogStart = monotonicNanos();
+        }
       }
       nextEpisode += 60 * kSecond;
     }
@@ -229,7 +234,10 @@ int run(int argc, char** argv) {
   bool skipSoak = false;
   Args args(kUsage);
   args.number("--minutes", minutes, 1, 600).flag("--skip-soak", skipSoak);
-  args.flag("--quick", [&] { std::tie(minutes, slowSeconds) = std::pair(2, 10); });
+  args.flag("--quick", [&] {
+    minutes = 2;
+    slowSeconds = 10;
+  });
   if (auto status = args.parse(argc, argv)) return *status;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line, also in a pipe
   auto hierarchy = hierarchyForSandbox("bench_soak", "it creates cgroups");

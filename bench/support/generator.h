@@ -134,8 +134,13 @@ class Planner {
   Planner(std::uint64_t seed, int workloadCount) : rng_(seed) {
     for (const Daemon& d : kDaemons) {
       Workload& w = daemons_.emplace_back();
-      std::tie(w.ns, w.app, w.priorityClass, w.cpu, w.memory, w.kind, w.uid) =
-          std::tuple(d.ns, d.app, d.priorityClass, d.cpu, d.memory, Kind::DaemonSet, rng_.uuid());
+      w.ns = d.ns;
+      w.app = d.app;
+      w.priorityClass = d.priorityClass;
+      w.cpu = d.cpu;
+      w.memory = d.memory;
+      w.kind = Kind::DaemonSet;
+      w.uid = rng_.uuid();
       w.rollout = kClusterBirth + rng_.between(60, 3600);
     }
     std::vector<std::string> names(std::begin(kNamespaces), std::end(kNamespaces));
@@ -218,7 +223,8 @@ class Planner {
     for (int i = 0; nominate && i < 3; ++i) {
       policy::Pod& o = pods.emplace_back(pod(some(false), "")).pod;
       o.priorityClassName = i == 0 ? "critical-apps" : i == 1 ? "standard" : "business";
-      std::tie(o.phase, o.nominatedNodeName) = std::tuple("Pending", node);
+      o.phase = "Pending";
+      o.nominatedNodeName = node;
       o.specPriority.reset();
       o.startTime.reset();
     }
@@ -288,7 +294,10 @@ class Planner {
     PodPlan p;
     p.w = &w;
     policy::Pod& o = p.pod;
-    std::tie(o.ns, o.uid, o.nodeName, o.phase) = std::tuple(w.ns, rng_.uuid(), node, "Running");
+    o.ns = w.ns;
+    o.uid = rng_.uuid();
+    o.nodeName = node;
+    o.phase = "Running";
     do {
       const std::string suffix = "-" + rng_.fromAlphabet(kNameAlphabet, 5);
       const std::string job = std::to_string(29'000'000 + rng_.between(0, 99'999));
@@ -392,7 +401,9 @@ inline std::unique_ptr<Case> clusterCase(std::uint64_t seed, int nodeCount, int 
   Planner plan(seed, std::max(12, nodeCount * podsPerNode / 6));
   s.podDisruptionBudgets = plan.pdbs();
   policy::Pod& in = out->incoming;
-  std::tie(in.ns, in.priorityClassName, in.phase) = std::tuple("checkout", "urgent", "Pending");
+  in.ns = "checkout";
+  in.priorityClassName = "urgent";
+  in.phase = "Pending";
   in.name = "checkout-api-" + plan.rng().fromAlphabet(kNameAlphabet, 10) + "-" +
             plan.rng().fromAlphabet(kNameAlphabet, 5);
   in.uid = plan.rng().uuid();

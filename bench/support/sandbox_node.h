@@ -150,9 +150,13 @@ struct AgentNode {
       auto n = cgroups::readOomKills(cgroup, buffer);
       return n ? *n : 0;
     };
-    auto victim = cgroups::CgroupDir::open(h.memory + "/" + pod, h.memoryVersion);
-    const bool v1 = h.memoryVersion == cgroups::Version::V1 && !pod.empty() && victim;
-    return kills(kubepods) + (v1 ? kills(*victim) : 0);
+    std::uint64_t total = kills(kubepods);
+    if (h.memoryVersion == cgroups::Version::V1 && !pod.empty()) {
+      if (auto victim = cgroups::CgroupDir::open(h.memory + "/" + pod, h.memoryVersion)) {
+        total += kills(*victim);
+      }
+    }
+    return total;
   }
 
   // Starts `nodewarden agent` over the manifests and the sandbox's kubepods and reads its log
