@@ -35,12 +35,19 @@ constexpr std::uint64_t kSeed = 0x6167656e74212121ULL;  // "agent!!!"
 constexpr std::int64_t kMi = 1024 * 1024;
 constexpr const char* kSandboxPrefix = "nodewarden-bench-agent";
 constexpr const char* kNodeName = "bench-node";
-constexpr std::int64_t kNodeMemory = 512 * kMi;       // parts 1 and 5: kubepods memory limit
-constexpr int kIdlePods = 1000;                       // part 3
+constexpr std::int64_t kNodeMemory = 512 * kMi;     // parts 1 and 5: kubepods memory limit
+constexpr int kIdlePods = 1000;                     // part 3
+constexpr std::int64_t kHardThreshold = 100 * kMi;  // parts 1 and 5: allocatable's line
+constexpr std::int64_t kApproach = 16 * kMi;   // a hog pre-touches up to this far below the line
+constexpr std::int64_t kOvershoot = 32 * kMi;  // and touches up to this far beyond it after "go"
 constexpr std::int64_t kRateNodeMemory = 1024 * kMi;  // part 4, a fresh node per trial
+constexpr std::int64_t kRateThreshold = 300 * kMi;
 
 std::string policyWith(const std::string& hard) {
   return R"({ "evictionHard": { )" + hard + R"( }, "housekeepingInterval": "1s" })";
+}
+std::string allocatableLine(std::int64_t bytes) {  // a policy with this hard allocatable line
+  return policyWith(R"("allocatableMemory.available": ")" + std::to_string(bytes / kMi) + "Mi\"");
 }
 
 struct Settings {
@@ -72,7 +79,9 @@ int hog(int go, const cgroups::CgroupDir& kubepods, TouchLog& log, std::size_t p
   (void)::setpriority(PRIO_PROCESS, 0, kStartNice);  // not the agent loop's niceness
   volatile char* bytes = mapSmallPages(kHogPages * kPageSize);
   if (bytes == nullptr) return 2;
-  for (std::size_t i = 0; i < prePages && !stopped(); ++i) bytes[i * kPageSize] = 1;
+  for (std::size_t i = 0; i < std::min(prePages, kHogPages) && !stopped(); ++i) {
+    bytes[i * kPageSize] = 1;
+  }
   std::string buffer(512, '\0');  // no allocation while timed
   log.ready = 1;
   if (readByte(go, 120'000) != 'g') return 3;
@@ -138,8 +147,7 @@ struct LatencyBench {
 
   std::string setUp(int idlePods) {
     policy::Diagnostics diagnostics;
-    policy_ = policy::parsePolicyText(policyWith(R"("allocatableMemory.available": "100Mi")"),
-                                      diagnostics);
+    policy_ = policy::parsePolicyText(allocatableLine(kHardThreshold), diagnostics);
     if (!policy_) return "the built-in policy does not parse: " + diagnostics.joined();
     if (node_.sandbox.hierarchy().memoryVersion == cgroups::Version::V1) {  // no swap escape
       (void)node_.sandbox.writeMemoryFile(node_.sandbox.kubepods(), "memory.memsw.limit_in_bytes",
@@ -206,7 +214,10 @@ struct LatencyBench {
                       cgroups::PodCgroups(node_.sandbox.hierarchy(), node_.sandbox.kubepods()),
                       std::move(source), makeActuator);
     if (v.api) wiring.awaitFirstList(io);  // as the agent does, ≤ 10 s
-    if (v.api && !wiring.source->synced()) f.firstError = "the API source did not sync in 10 s";
+    if (v.api && !wiring.source->synced()) {
+      f.firstError = "the API source did not sync in 10 s";
+      return f;
+    }
     std::unique_ptr<server::HttpServer> http;
     if (v.wrk) {
       server::HttpServerOptions httpOptions;
@@ -289,8 +300,9 @@ struct LatencyBench {
     auto kills = [&] { return node_.oomKills(pod.relative); };
     auto before = node_.readMemory();
     if (!before || !before->limit) return "no memory reading of kubepods";
-    const std::int64_t crossingWs = std::int64_t(*before->limit) - 100 * kMi;  // met above it
-    const std::int64_t pre = (crossingWs - std::int64_t(before->workingSet) - 16 * kMi) / kPageSize;
+    const std::int64_t crossingWs = std::int64_t(*before->limit) - kHardThreshold;  // met above
+    const std::int64_t pre =
+        (crossingWs - std::int64_t(before->workingSet) - kApproach) / kPageSize;
     if (pre <= 0) return "kubepods is already within 16 MiB of the threshold";
     const auto prePages = std::size_t(pre);
     log_->ready = 0;
@@ -316,7 +328,8 @@ struct LatencyBench {
         prePages + std::size_t((crossingWs - std::int64_t(now->workingSet)) / kPageSize);
     log_->usageThreshold = crossingWs + std::int64_t(now->inactiveFile);
     log_->crossedAt = -1;
-    log_->target = std::int64_t(std::min(kHogPages, estimate + std::size_t(32 * kMi / kPageSize)));
+    log_->target =
+        std::int64_t(std::min(kHogPages, estimate + std::size_t(kOvershoot / kPageSize)));
     const std::uint64_t oomBefore = kills();
     const auto& evictions = agent.evictions();
     const std::size_t seen = evictions.size();
@@ -442,13 +455,12 @@ std::string rateTrial(const cgroups::Hierarchy& h, const fs::path& dir, double r
   auto hogPod = node.addPod("batch", "hog", 0, "besteffort");
   if (!steady || !hogPod) return (!steady ? steady : hogPod).error().message;
   // Ready: it logs its detectors after the first full cycle (30 s: a VM is slow to start it).
-  std::string error = node.start(policyWith(R"("allocatableMemory.available": "300Mi")"), "off", "",
-                                 "detectors", 30);
+  std::string error = node.start(allocatableLine(kRateThreshold), "off", "", "detectors", 30);
   const std::uint64_t killsBefore = node.oomKills(hogPod->relative);
   auto before = node.readMemory();
   if (!error.empty() || !before) return error.empty() ? "no memory reading" : error;
   // The line in usage terms, as the agent arms it: capacity − 300 Mi + inactive_file.
-  const std::int64_t line = kRateNodeMemory - 300 * kMi + std::int64_t(before->inactiveFile);
+  const std::int64_t line = kRateNodeMemory - kRateThreshold + std::int64_t(before->inactiveFile);
   const std::int64_t base = std::int64_t(before->usage);
   const std::string rate = rateMiBs > 0 ? std::to_string(rateMiBs) : "100000";
   const char* load[] = {NODEWARDEN_EXE,     "demo-load",  "--start-mib", "0",  "--max-mib", "1100",
@@ -576,6 +588,7 @@ std::optional<double> latencyPart(cgroups::Sandbox& sandbox, const Settings& s, 
   if (fire && !haveWrk) std::printf("  no /usr/bin/wrk (Debian's wrk): the load row is skipped\n");
   AgentNode node(sandbox, dir / (fire ? "fire" : "latency"), kSeed);
   LatencyBench bench(node);
+  if (!fire && s.pods > 0) std::printf("  and %d idle pods (priority 0, no requests)\n", s.pods);
   if (std::string error = bench.setUp(fire ? 0 : s.pods); !error.empty()) {
     std::printf("  cannot set up: %s\n\n", error.c_str());
     return std::nullopt;

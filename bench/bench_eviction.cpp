@@ -35,10 +35,9 @@ constexpr std::string_view kPolicy = R"({"evictionHard": {"memory.available": "1
     "evictionMinimumReclaim": {"memory.available": "512Mi"}, "evictionMaxPodsPerCycle": 5,
     "ranking": "priority"})";
 
-// Appends its summary row to `rows`; false when the snapshot or the policy does not parse or
-// the node yields no plan.
-bool runSize(int podCount, const Budgets& b, const std::string& writeDir,
-             std::vector<std::string>& rows) {
+// Appends its summary row to `rows`; false when the snapshot does not parse or yields no plan.
+bool runSize(int podCount, const Budgets& b, const policy::Policy& policy,
+             const std::string& writeDir, std::vector<std::string>& rows) {
   std::printf("== %s pods ==\n", withCommas(std::uint64_t(podCount)).c_str());
   KubectlSnapshot gen = kubectlSnapshot(kSeed ^ std::uint64_t(podCount), podCount);
   const std::string_view text = gen.text, node = gen.nodeName;
@@ -55,12 +54,6 @@ bool runSize(int podCount, const Budgets& b, const std::string& writeDir,
     std::fprintf(stderr, "generated snapshot does not parse:\n%s\n", diagnostics.joined().c_str());
     return false;
   }
-  auto parsed = policy::parsePolicyText(kPolicy, diagnostics);
-  if (!parsed) {
-    std::fprintf(stderr, "the bench policy does not parse:\n%s\n", diagnostics.joined().c_str());
-    return false;
-  }
-  const policy::Policy& policy = *parsed;
   const SteadyTime now = SteadyTime{} + std::chrono::hours(24 * 400);
   const policy::EvictionState state = policy::assumeGraceElapsed(policy, now);
   const auto check =
@@ -143,9 +136,15 @@ int main(int argc, char** argv) {
       "; this binary only (policy/ is compiled with the same flags)", false, false,
       ", nlohmann_json " + nlohmann::json::meta()["version"]["string"].get<std::string>());
   std::printf("\n");
+  policy::Diagnostics diagnostics;
+  const auto rules = policy::parsePolicyText(kPolicy, diagnostics);
+  if (!rules) {
+    std::fprintf(stderr, "the bench policy does not parse:\n%s\n", diagnostics.joined().c_str());
+    return 1;
+  }
   std::vector<std::string> rows;  // the summary's, printed at the end
   for (int n : sizes) {
-    if (!runSize(n, quick ? kQuick : kFull, writeDir, rows)) return 1;
+    if (!runSize(n, quick ? kQuick : kFull, *rules, writeDir, rows)) return 1;
   }
   std::printf("== summary (verdicts on the median; targets as in --help; MB = 10^6 bytes) ==\n");
   const char* kHeader = "%7s | %12s %7s %8s %7s %5s | %8s %7s %5s | %10s %10s %8s %5s\n";

@@ -105,14 +105,18 @@ struct Bench {
   cgroups::Hierarchy hierarchy;  // no cgroups: node-level kernel reads only
   cgroups::PodCgroups index{hierarchy, "kubepods"};
   ManualClock clock;
+  // Parsed before the temporary directory exists (a text that does not parse exits at once).
+  const policy::Policy nodePolicy = builtInPolicy(
+      R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
+          "evictionMinimumReclaim": {"allocatableMemory.available": "64Mi"}})");
+  const policy::Policy candidatePolicy =
+      builtInPolicy(R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})");
 
   // kPods running pods of priority 0, BestEffort, with working sets; the pods' cgroup of 8 GiB.
   Node node() {
     Node node;
     node.now = clock.now();
-    node.policy = builtInPolicy(
-        R"({"evictionHard": {"allocatableMemory.available": "256Mi", "memory.available": "100Mi"},
-            "evictionMinimumReclaim": {"allocatableMemory.available": "64Mi"}})");
+    node.policy = nodePolicy;
     policy::Node& n = node.snapshot.nodes.emplace_back();
     n.name = "bench-node";
     n.capacity["memory"] =
@@ -246,7 +250,7 @@ bool episode(Bench& b) {
       double(bytes->size()) / (double(episode->samples.size()) * kPods));
   std::vector<double> decode, fidelity, counterfactual;
   record::ReplayOptions candidate;
-  candidate.policy = builtInPolicy(R"({"evictionHard": {"allocatableMemory.available": "300Mi"}})");
+  candidate.policy = b.candidatePolicy;
   bool identical = true;  // the replay with the recorded policy decides as the run did
   for (int i = 0; i < (b.quick ? 3 : 10); ++i) {
     std::optional<Result<record::Episode>> decoded;

@@ -34,7 +34,7 @@ inline std::string loadAverage() {
 inline std::string cpuModel() {
   std::ifstream in("/proc/cpuinfo");  // "model name\t: Intel(R) ..."
   for (std::string key, value; std::getline(in, key, ':') && std::getline(in, value);) {
-    if (key.starts_with("model name")) return value.substr(1);
+    if (key.starts_with("model name") && !value.empty()) return value.substr(1);
   }
   return "unknown";
 }
@@ -114,7 +114,10 @@ class Args {
   explicit Args(const char* usage) : usage_([usage](std::FILE* to) { std::fputs(usage, to); }) {}
 
   Args& flag(const char* name, std::function<void()> action) {
-    return value(name, "", [action](std::string_view) { return action(), true; });
+    return value(name, "", [action](std::string_view) {
+      action();
+      return true;
+    });
   }
   Args& flag(const char* name, bool& on) {
     return flag(name, [&on] { on = true; });
@@ -153,7 +156,10 @@ class Args {
     for (int i = 1; i < argc; ++i) {
       const std::string_view arg = argv[i], name = arg.substr(0, arg.find('='));
       const bool joined = name != arg;  // "--name=value"
-      if (arg == "--help" || arg == "-h") return usage_(stdout), 0;
+      if (arg == "--help" || arg == "-h") {
+        usage_(stdout);
+        return 0;
+      }
       auto o = std::ranges::find(options_, name, &Option::name);
       if (o == options_.end() || (o->expected.empty() && joined)) {
         std::fprintf(stderr, "unknown argument: %s\n", argv[i]);

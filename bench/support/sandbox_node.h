@@ -19,11 +19,12 @@ using Json = nlohmann::json;
 
 // The last `lines` lines of a log, for failure messages.
 inline std::string tail(const std::filesystem::path& path, std::size_t lines) {
-  const std::string text = readText(path);
-  std::size_t at = text.size();
-  for (std::size_t i = 0; i <= lines && at != 0 && at != std::string::npos; ++i)
-    at = text.rfind('\n', at - 1);
-  return text.substr(std::min(text.size(), at + 1));  // npos + 1: from the start
+  std::string text = readText(path);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  std::size_t start = text.size();  // the newline before the last `lines` lines; npos: none
+  for (std::size_t n = 0; n < lines && start != std::string::npos; ++n)
+    start = start == 0 ? std::string::npos : text.rfind('\n', start - 1);
+  return (start == std::string::npos ? text : text.substr(start + 1)) + "\n";
 }
 
 // Calls `each` with every complete JSON line of a log from byte `*from` on (all of it without
@@ -127,8 +128,9 @@ struct AgentNode {
       removePod(*pod);
       return child.error();
     }
-    for (int i = 0; i < 250; ++i, sleepMillis(20)) {
+    for (int i = 0; i < 250; ++i) {  // 5 s at most
       if (auto memory = readMemory(); memory && std::int64_t(memory->workingSet) >= bytes) break;
+      sleepMillis(20);
     }
     return pod;
   }
@@ -183,8 +185,10 @@ struct AgentNode {
       }
       forEachLogLine(log, [&](const Json& line) {
         const std::string event = line.value("event", ""), address = line.value("listen", "");
-        // "127.0.0.1:PORT" (no ':' with --listen off: npos + 1 is 0, the port 0)
-        if (event == "agent-start") port = std::atoi(&address[address.rfind(':') + 1]);
+        const std::size_t colon = address.rfind(':');  // "127.0.0.1:PORT"; none: --listen off
+        if (event == "agent-start" && colon != std::string::npos) {
+          port = std::uint16_t(std::atoi(address.c_str() + colon + 1));
+        }
         ready = ready || event == readyEvent;
       });
     }
